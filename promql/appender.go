@@ -1,0 +1,120 @@
+package promql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// Appender implements storage.Appendable. Samples become visible on Commit,
+// like in Prometheus' head, so a query never sees half a scrape.
+func (s *Store) Appender(context.Context) storage.Appender { return &appender{store: s} }
+
+// AppenderV2 implements storage.AppendableV2 (what promqltest loads data with).
+func (s *Store) AppenderV2(context.Context) storage.AppenderV2 {
+	return &appenderV2{appender{store: s}}
+}
+
+type pending struct {
+	ser   *memSeries
+	st, t int64
+	v     float64
+	h     *histogram.Histogram
+	fh    *histogram.FloatHistogram
+}
+
+type appender struct {
+	store   *Store
+	pending []pending
+}
+
+func (a *appender) series(ref storage.SeriesRef, lset labels.Labels) (*memSeries, error) {
+	if ref != 0 {
+		if ser := a.store.byRef(ref); ser != nil && !ser.deleted {
+			return ser, nil
+		}
+	}
+	ser, _, err := a.store.getOrCreate(lset)
+	return ser, err
+}
+
+func (a *appender) add(ref storage.SeriesRef, lset labels.Labels, p pending) (storage.SeriesRef, error) {
+	ser, err := a.series(ref, lset)
+	if err != nil {
+		return 0, err
+	}
+	p.ser = ser
+	a.pending = append(a.pending, p)
+	return ser.ref, nil
+}
+
+func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
+	return a.add(ref, lset, pending{t: t, v: v})
+}
+
+func (a *appender) AppendHistogram(ref storage.SeriesRef, lset labels.Labels, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram) (storage.SeriesRef, error) {
+	if h == nil && fh == nil {
+		return 0, errors.New("append histogram: no histogram given")
+	}
+	return a.add(ref, lset, pending{t: t, h: h, fh: fh})
+}
+
+// AppendHistogramSTZeroSample, AppendSTZeroSample, AppendExemplar and
+// UpdateMetadata are accepted and ignored: the store keeps start timestamps
+// inside chunks (AppenderV2) and has no use for exemplars or metadata.
+func (*appender) AppendHistogramSTZeroSample(ref storage.SeriesRef, _ labels.Labels, _, _ int64, _ *histogram.Histogram, _ *histogram.FloatHistogram) (storage.SeriesRef, error) {
+	return ref, nil
+}
+
+func (*appender) AppendSTZeroSample(ref storage.SeriesRef, _ labels.Labels, _, _ int64) (storage.SeriesRef, error) {
+	return ref, nil
+}
+
+func (*appender) AppendExemplar(ref storage.SeriesRef, _ labels.Labels, _ exemplar.Exemplar) (storage.SeriesRef, error) {
+	return ref, nil
+}
+
+func (*appender) UpdateMetadata(ref storage.SeriesRef, _ labels.Labels, _ metadata.Metadata) (storage.SeriesRef, error) {
+	return ref, nil
+}
+
+func (*appender) SetOptions(*storage.AppendOptions) {}
+
+// Commit applies the buffered samples in order. Samples that break ordering
+// rules are dropped and reported together, as the head does; the rest are
+// kept.
+func (a *appender) Commit() error {
+	minValid := a.store.minValidTime.Load()
+	var errs []error
+	for _, p := range a.pending {
+		var err error
+		if p.h != nil || p.fh != nil {
+			err = p.ser.appendHistogram(p.st, p.t, p.h, p.fh, minValid)
+		} else {
+			err = p.ser.appendFloat(p.st, p.t, p.v, minValid)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("series %s at %d: %w", p.ser.lset, p.t, err))
+		}
+	}
+	a.store.appendedTotal.Add(uint64(len(a.pending) - len(errs)))
+	a.pending = a.pending[:0]
+	return errors.Join(errs...)
+}
+
+func (a *appender) Rollback() error {
+	a.pending = a.pending[:0]
+	return nil
+}
+
+type appenderV2 struct{ appender }
+
+func (a *appenderV2) Append(ref storage.SeriesRef, lset labels.Labels, st, t int64, v float64, h *histogram.Histogram, fh *histogram.FloatHistogram, _ storage.AppendV2Options) (storage.SeriesRef, error) {
+	return a.add(ref, lset, pending{st: st, t: t, v: v, h: h, fh: fh})
+}

@@ -1,0 +1,2 @@
+// Package promql is scaleplane's metrics pipeline (placeholder doc, expanded below).
+package promql

@@ -1,0 +1,260 @@
+package promql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
+	prom "github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// parserOptions turn on everything the Prometheus parser knows, so that
+// every function and modifier Prometheus' own test suite exercises is
+// accepted here too.
+var parserOptions = parser.Options{
+	EnableExperimentalFunctions:  true,
+	ExperimentalDurationExpr:     true,
+	EnableExtendedRangeSelectors: true,
+	EnableBinopFillModifiers:     true,
+}
+
+// Source evaluates a trigger query to one number. Both the embedded
+// Evaluator and Remote (an existing Prometheus, Thanos or Mimir) implement
+// it, so the autoscaler does not care where the numbers come from.
+type Source interface {
+	// Eval runs query at time at (zero means now) after substituting the
+	// ${name} placeholders from vars (see Expand).
+	Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error)
+}
+
+// Kind says what a Result holds.
+type Kind int
+
+const (
+	// KindNoData: the query selected nothing. It is not zero: the autoscaler
+	// must keep the current replica count rather than scale to the minimum.
+	KindNoData Kind = iota
+	// KindValue: a finite number.
+	KindValue
+	// KindNaN: the result is NaN (0/0, or a quantile over empty buckets).
+	KindNaN
+	// KindInf: the result is +Inf or -Inf (a division by zero).
+	KindInf
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindNoData:
+		return "no data"
+	case KindValue:
+		return "value"
+	case KindNaN:
+		return "NaN"
+	case KindInf:
+		return "Inf"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Result is the one number a trigger query produced. Value keeps NaN and
+// ±Inf as they are; it is 0 only when Kind is KindNoData.
+type Result struct {
+	Kind  Kind
+	Value float64
+	// Labels are the labels of the single series, empty for a scalar.
+	Labels labels.Labels
+}
+
+// ResultOf classifies v.
+func ResultOf(v float64) Result {
+	switch {
+	case math.IsNaN(v):
+		return Result{Kind: KindNaN, Value: v}
+	case math.IsInf(v, 0):
+		return Result{Kind: KindInf, Value: v}
+	}
+	return Result{Kind: KindValue, Value: v}
+}
+
+// QueryError means the query itself is wrong: it does not parse, uses an
+// unknown placeholder, or the server rejected it as bad data. Fixing the
+// query is the only remedy.
+type QueryError struct {
+	Query string
+	Err   error
+	// Start and End are byte offsets of the offending part of Query when
+	// the parser reported them, otherwise -1.
+	Start, End int
+}
+
+func (e *QueryError) Error() string { return fmt.Sprintf("invalid query: %v", e.Err) }
+func (e *QueryError) Unwrap() error { return e.Err }
+
+// ShapeError means the query ran but did not produce one number.
+type ShapeError struct {
+	// Type is the PromQL result type: vector, matrix or string.
+	Type string
+	// Series is the number of series returned.
+	Series int
+	// Sample describes up to three of them.
+	Sample []string
+	// Histogram is set when the single element is a native histogram.
+	Histogram bool
+}
+
+func (e *ShapeError) Error() string {
+	switch {
+	case e.Histogram:
+		return "query returns a native histogram, not a number; wrap it in histogram_quantile(...), histogram_sum(...) or histogram_count(...)"
+	case e.Type == string(parser.ValueTypeMatrix):
+		return "query returns a range vector, not a number; wrap the range selector in a function such as rate(...) or max_over_time(...)"
+	case e.Type == string(parser.ValueTypeString):
+		return "query returns a string, not a number"
+	}
+	return fmt.Sprintf("query returns %d series (%s), not one number; aggregate them, e.g. sum(...) or max(...)", e.Series, strings.Join(e.Sample, ", "))
+}
+
+// EvaluatorOptions configures the embedded engine. Zero values give the
+// documented defaults.
+type EvaluatorOptions struct {
+	// Timeout bounds one evaluation. Default 10 s.
+	Timeout time.Duration
+	// MaxSamples bounds how many samples one query may hold in memory at
+	// once; a query over more fails instead of exhausting memory. Default
+	// 1,000,000.
+	MaxSamples int
+	// LookbackDelta is how far back an instant selector looks for the last
+	// sample. Default 5 m, as in Prometheus.
+	LookbackDelta time.Duration
+	// Registerer receives the engine's own metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Now is used when Eval is given a zero time. Default time.Now.
+	Now func() time.Time
+}
+
+// Evaluator runs PromQL with Prometheus' own engine over a Queryable
+// (normally the Store).
+type Evaluator struct {
+	engine    *prom.Engine
+	queryable storage.Queryable
+	registry  *Registry
+	now       func() time.Time
+}
+
+// NewEvaluator returns an evaluator over q. When q is a *Store, every query
+// evaluated also requests its metric names, so the scraper starts keeping
+// them.
+func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.MaxSamples == 0 {
+		opts.MaxSamples = 1_000_000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	e := &Evaluator{queryable: q, now: opts.Now}
+	if s, ok := q.(*Store); ok {
+		e.registry = s.Registry()
+	}
+	e.engine = prom.NewEngine(EngineOptions(opts.Timeout, opts.MaxSamples, opts.LookbackDelta, opts.Registerer))
+	return e
+}
+
+// EngineOptions is the engine configuration the Evaluator uses, exported so
+// the conformance test and the benchmarks run exactly the same engine.
+func EngineOptions(timeout time.Duration, maxSamples int, lookback time.Duration, reg prometheus.Registerer) prom.EngineOpts {
+	return prom.EngineOpts{
+		Reg:        reg,
+		MaxSamples: maxSamples,
+		Timeout:    timeout,
+		// Subqueries without a step use Prometheus' default global
+		// evaluation interval.
+		NoStepSubqueryIntervalFn: func(int64) int64 { return time.Minute.Milliseconds() },
+		EnableAtModifier:         true,
+		EnableNegativeOffset:     true,
+		EnableDelayedNameRemoval: true,
+		UseStartTimestamps:       true,
+		LookbackDelta:            lookback,
+		Parser:                   parser.NewParser(parserOptions),
+	}
+}
+
+// Engine returns the underlying Prometheus engine.
+func (e *Evaluator) Engine() *prom.Engine { return e.engine }
+
+// Eval implements Source.
+func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
+	expanded, err := Expand(query, vars)
+	if err != nil {
+		return Result{}, err
+	}
+	if at.IsZero() {
+		at = e.now()
+	}
+	if e.registry != nil {
+		if _, err := e.registry.AddQuery(expanded); err != nil {
+			return Result{}, queryError(expanded, err)
+		}
+	}
+	q, err := e.engine.NewInstantQuery(ctx, e.queryable, nil, expanded, at)
+	if err != nil {
+		return Result{}, queryError(expanded, err)
+	}
+	defer q.Close()
+	res := q.Exec(ctx)
+	if res.Err != nil {
+		return Result{}, fmt.Errorf("evaluate %q: %w", expanded, res.Err)
+	}
+	return resultOf(res.Value)
+}
+
+func queryError(query string, err error) error {
+	qe := &QueryError{Query: query, Err: err, Start: -1, End: -1}
+	var pes parser.ParseErrors
+	if errors.As(err, &pes) && len(pes) > 0 {
+		qe.Start, qe.End = int(pes[0].PositionRange.Start), int(pes[0].PositionRange.End)
+	}
+	var pe *parser.ParseErr
+	if errors.As(err, &pe) {
+		qe.Start, qe.End = int(pe.PositionRange.Start), int(pe.PositionRange.End)
+	}
+	return qe
+}
+
+func resultOf(v parser.Value) (Result, error) {
+	switch v := v.(type) {
+	case prom.Scalar:
+		return ResultOf(v.V), nil
+	case prom.Vector:
+		switch len(v) {
+		case 0:
+			return Result{Kind: KindNoData}, nil
+		case 1:
+			if v[0].H != nil {
+				return Result{}, &ShapeError{Type: string(parser.ValueTypeVector), Series: 1, Histogram: true}
+			}
+			r := ResultOf(v[0].F)
+			r.Labels = v[0].Metric
+			return r, nil
+		}
+		se := &ShapeError{Type: string(parser.ValueTypeVector), Series: len(v)}
+		for i := 0; i < len(v) && i < 3; i++ {
+			se.Sample = append(se.Sample, v[i].Metric.String())
+		}
+		return Result{}, se
+	case prom.Matrix:
+		return Result{}, &ShapeError{Type: string(parser.ValueTypeMatrix), Series: len(v)}
+	case prom.String:
+		return Result{}, &ShapeError{Type: string(parser.ValueTypeString)}
+	}
+	return Result{}, fmt.Errorf("unexpected result type %T", v)
+}

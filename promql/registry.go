@@ -1,0 +1,97 @@
+package promql
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// Registry is the set of metric names some trigger or debug query asked
+// for. The scraper stores only samples whose name is in it, which is what
+// keeps the store small: a pod typically exposes hundreds of names and a
+// trigger reads one or two. The zero value is empty and ready to use.
+type Registry struct {
+	mtx   sync.RWMutex
+	names map[string]struct{}
+}
+
+// Add requests names.
+func (r *Registry) Add(names ...string) {
+	r.mtx.Lock()
+	defer r.mtx.Unlock()
+	if r.names == nil {
+		r.names = map[string]struct{}{}
+	}
+	for _, n := range names {
+		if n != "" {
+			r.names[n] = struct{}{}
+		}
+	}
+}
+
+// AddQuery parses query and requests the metric names it selects. It returns
+// those names.
+func (r *Registry) AddQuery(query string) ([]string, error) {
+	names, err := MetricNames(query)
+	if err != nil {
+		return nil, err
+	}
+	r.Add(names...)
+	return names, nil
+}
+
+// Has reports whether name was requested.
+func (r *Registry) Has(name string) bool {
+	r.mtx.RLock()
+	_, ok := r.names[name]
+	r.mtx.RUnlock()
+	return ok
+}
+
+// Names returns the requested names, sorted.
+func (r *Registry) Names() []string {
+	r.mtx.RLock()
+	out := make([]string, 0, len(r.names))
+	for n := range r.names {
+		out = append(out, n)
+	}
+	r.mtx.RUnlock()
+	sort.Strings(out)
+	return out
+}
+
+// MetricNames returns the metric names a query selects, sorted and without
+// duplicates. A selector without an exact name (`{__name__=~"x.*"}`) cannot
+// be learnt and is ignored; request such names explicitly with Add.
+func MetricNames(query string) ([]string, error) {
+	expr, err := parser.NewParser(parserOptions).ParseExpr(query)
+	if err != nil {
+		return nil, fmt.Errorf("parse query: %w", err)
+	}
+	seen := map[string]struct{}{}
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		vs, ok := node.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		if vs.Name != "" {
+			seen[vs.Name] = struct{}{}
+			return nil
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+				seen[m.Value] = struct{}{}
+			}
+		}
+		return nil
+	})
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -1,0 +1,488 @@
+package promql
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+const (
+	// DefaultRetention is how much history the store keeps: enough for the
+	// rate and *_over_time windows autoscaling triggers use ([1m] .. [15m]).
+	DefaultRetention = 30 * time.Minute
+	// DefaultMaxSeries bounds memory when a pod exposes an unexpected
+	// high-cardinality metric under a requested name.
+	DefaultMaxSeries = 100_000
+
+	// samplesPerChunk matches Prometheus' head (120 samples = 10 minutes at
+	// 5 s): fewer samples lose compression, more make retention coarser.
+	samplesPerChunk = 120
+	// maxHistogramChunkBytes cuts histogram chunks by size as the head does,
+	// because one native histogram sample can be hundreds of bytes.
+	maxHistogramChunkBytes = 1024
+
+	stripes = 64
+)
+
+// ErrSeriesLimit is returned when appending a new series would exceed
+// Options.MaxSeries. Existing series keep accepting samples.
+var ErrSeriesLimit = errors.New("series limit reached")
+
+// Options configures a Store. The zero value gives the documented defaults.
+type Options struct {
+	// Retention is how long samples stay queryable, measured back from Now.
+	// Zero means DefaultRetention; a negative value keeps everything (used
+	// by Prometheus' test suite, whose data sits at the Unix epoch).
+	Retention time.Duration
+	// MaxSeries caps the number of series; appends creating more are refused
+	// with ErrSeriesLimit and counted in Stats.RefusedSeries. Zero means
+	// DefaultMaxSeries; a negative value removes the cap.
+	MaxSeries int
+	// Now is the clock retention is measured against. Nil means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.MaxSeries == 0 {
+		o.MaxSeries = DefaultMaxSeries
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Store is an in-memory time-series store holding Gorilla-compressed chunks
+// (Prometheus' chunkenc) for a bounded retention window. It implements
+// storage.Storage, so the Prometheus engine and Prometheus' promqltest can
+// use it directly. It is safe for concurrent use.
+type Store struct {
+	opts Options
+
+	// mtx guards the index (byHash, byName); each series has its own lock
+	// so appends to different series never contend on it for long.
+	mtx    sync.RWMutex
+	byHash map[uint64][]*memSeries
+	// byName keeps each metric name's series sorted by labels so a sorted
+	// Select needs no sort on the query path.
+	byName map[string][]*memSeries
+	all    int
+
+	refs [stripes]refStripe
+
+	nextRef       atomic.Uint64
+	refused       atomic.Uint64
+	minValidTime  atomic.Int64
+	requested     Registry
+	appendedTotal atomic.Uint64
+}
+
+type refStripe struct {
+	mtx sync.RWMutex
+	m   map[storage.SeriesRef]*memSeries
+}
+
+// NewStore returns an empty store.
+func NewStore(opts Options) *Store {
+	s := &Store{
+		opts:   opts.withDefaults(),
+		byHash: map[uint64][]*memSeries{},
+		byName: map[string][]*memSeries{},
+	}
+	for i := range s.refs {
+		s.refs[i].m = map[storage.SeriesRef]*memSeries{}
+	}
+	s.minValidTime.Store(math.MinInt64)
+	return s
+}
+
+// Registry returns the set of metric names triggers and debug queries asked
+// for; the scraper keeps only samples whose name is in it.
+func (s *Store) Registry() *Registry { return &s.requested }
+
+// Request adds metric names to the store's registry.
+func (s *Store) Request(names ...string) { s.requested.Add(names...) }
+
+// RequestQuery parses query and requests every metric name it selects.
+func (s *Store) RequestQuery(query string) error {
+	_, err := s.requested.AddQuery(query)
+	return err
+}
+
+// Append adds one float sample outside any transaction; it is what the
+// scraper and simple callers use.
+func (s *Store) Append(lset labels.Labels, t int64, v float64) error {
+	ser, _, err := s.getOrCreate(lset)
+	if err != nil {
+		return err
+	}
+	return ser.appendFloat(0, t, v, s.minValidTime.Load())
+}
+
+// cutoff is the oldest timestamp (ms) retention still keeps.
+func (s *Store) cutoff() int64 {
+	if s.opts.Retention < 0 {
+		return math.MinInt64
+	}
+	return s.opts.Now().Add(-s.opts.Retention).UnixMilli()
+}
+
+// Trim drops chunks entirely older than the retention window and series
+// left without samples, which frees room under MaxSeries. The scraper calls
+// it once per cycle; appends also drop old chunks whenever they cut one.
+func (s *Store) Trim() {
+	cut := s.cutoff()
+	s.minValidTime.Store(cut)
+	if cut == math.MinInt64 {
+		return
+	}
+	s.mtx.RLock()
+	var empty []*memSeries
+	for _, list := range s.byHash {
+		for _, ser := range list {
+			ser.mtx.Lock()
+			ser.trim(cut)
+			if ser.empty() {
+				empty = append(empty, ser)
+			}
+			ser.mtx.Unlock()
+		}
+	}
+	s.mtx.RUnlock()
+	if len(empty) == 0 {
+		return
+	}
+	s.mtx.Lock()
+	for _, ser := range empty {
+		ser.mtx.Lock()
+		// An append may have revived the series between the two locks.
+		if ser.empty() {
+			s.removeLocked(ser)
+		}
+		ser.mtx.Unlock()
+	}
+	s.mtx.Unlock()
+}
+
+func (s *Store) removeLocked(ser *memSeries) {
+	ser.deleted = true
+	h := ser.lset.Hash()
+	s.byHash[h] = removeSeries(s.byHash[h], ser)
+	if len(s.byHash[h]) == 0 {
+		delete(s.byHash, h)
+	}
+	name := ser.lset.Get(labels.MetricName)
+	s.byName[name] = removeSeries(s.byName[name], ser)
+	if len(s.byName[name]) == 0 {
+		delete(s.byName, name)
+	}
+	st := &s.refs[ser.ref%stripes]
+	st.mtx.Lock()
+	delete(st.m, ser.ref)
+	st.mtx.Unlock()
+	s.all--
+}
+
+func removeSeries(list []*memSeries, ser *memSeries) []*memSeries {
+	for i, x := range list {
+		if x == ser {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+func (s *Store) byRef(ref storage.SeriesRef) *memSeries {
+	st := &s.refs[ref%stripes]
+	st.mtx.RLock()
+	ser := st.m[ref]
+	st.mtx.RUnlock()
+	return ser
+}
+
+func (s *Store) lookup(lset labels.Labels, h uint64) *memSeries {
+	for _, ser := range s.byHash[h] {
+		if labels.Equal(ser.lset, lset) {
+			return ser
+		}
+	}
+	return nil
+}
+
+func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
+	h := lset.Hash()
+	s.mtx.RLock()
+	ser := s.lookup(lset, h)
+	s.mtx.RUnlock()
+	if ser != nil {
+		return ser, false, nil
+	}
+	if lset.IsEmpty() {
+		return nil, false, errors.New("append series: empty label set")
+	}
+	if name, dup := lset.HasDuplicateLabelNames(); dup {
+		return nil, false, fmt.Errorf("append series %s: duplicate label %q", lset, name)
+	}
+
+	s.mtx.Lock()
+	defer s.mtx.Unlock()
+	if ser := s.lookup(lset, h); ser != nil {
+		return ser, false, nil
+	}
+	if s.opts.MaxSeries > 0 && s.all >= s.opts.MaxSeries {
+		s.refused.Add(1)
+		return nil, false, fmt.Errorf("append series %s: %w (%d); raise MaxSeries or request fewer metric names", lset, ErrSeriesLimit, s.opts.MaxSeries)
+	}
+	ser = &memSeries{ref: storage.SeriesRef(s.nextRef.Add(1)), lset: lset.Copy(), lastT: math.MinInt64}
+	s.byHash[h] = append(s.byHash[h], ser)
+	name := lset.Get(labels.MetricName)
+	list := s.byName[name]
+	i := sort.Search(len(list), func(i int) bool { return labels.Compare(list[i].lset, lset) > 0 })
+	list = append(list, nil)
+	copy(list[i+1:], list[i:])
+	list[i] = ser
+	s.byName[name] = list
+	s.all++
+	st := &s.refs[ser.ref%stripes]
+	st.mtx.Lock()
+	st.m[ser.ref] = ser
+	st.mtx.Unlock()
+	return ser, true, nil
+}
+
+// Stats summarises the store for the debug endpoint and for benchmarks.
+type Stats struct {
+	SeriesCount int
+	// TotalPoints counts stored samples, staleness markers included.
+	TotalPoints int
+	// TimestampBuckets counts distinct sample timestamps.
+	TimestampBuckets int
+	// ChunkBytes is the size of the encoded chunks.
+	ChunkBytes int
+	// RefusedSeries counts series refused because of MaxSeries.
+	RefusedSeries uint64
+	// MinTime and MaxTime bound the stored samples (ms); zero when empty.
+	MinTime, MaxTime int64
+}
+
+// Stats walks the store. It decodes every timestamp, so it is meant for
+// debugging, not for a hot path.
+func (s *Store) Stats() Stats {
+	st := Stats{RefusedSeries: s.refused.Load()}
+	ts := map[int64]struct{}{}
+	first := true
+	var it chunkenc.Iterator
+	s.mtx.RLock()
+	defer s.mtx.RUnlock()
+	for _, list := range s.byHash {
+		for _, ser := range list {
+			st.SeriesCount++
+			ser.mtx.Lock()
+			for _, c := range ser.allChunks() {
+				st.ChunkBytes += len(c.chunk.Bytes())
+				st.TotalPoints += c.chunk.NumSamples()
+				if first || c.minT < st.MinTime {
+					st.MinTime = c.minT
+				}
+				if first || c.maxT > st.MaxTime {
+					st.MaxTime = c.maxT
+				}
+				first = false
+				it = c.chunk.Iterator(it)
+				for it.Next() != chunkenc.ValNone {
+					ts[it.AtT()] = struct{}{}
+				}
+			}
+			ser.mtx.Unlock()
+		}
+	}
+	st.TimestampBuckets = len(ts)
+	return st
+}
+
+// StartTime implements storage.Storage.
+func (s *Store) StartTime() (int64, error) {
+	st := s.Stats()
+	return st.MinTime, nil
+}
+
+// Close implements storage.Storage; the store holds no external resources.
+func (*Store) Close() error { return nil }
+
+type chunkMeta struct {
+	chunk      chunkenc.Chunk
+	minT, maxT int64
+}
+
+// memSeries is one series. Closed chunks are immutable once cut, so queries
+// share them; only the head chunk is copied for a query.
+type memSeries struct {
+	ref  storage.SeriesRef
+	lset labels.Labels
+
+	mtx     sync.Mutex
+	closed  []chunkMeta
+	head    chunkMeta
+	app     chunkenc.Appender
+	lastT   int64
+	lastV   float64
+	lastFH  *histogram.FloatHistogram
+	lastH   *histogram.Histogram
+	deleted bool
+}
+
+func (s *memSeries) empty() bool { return s.head.chunk == nil && len(s.closed) == 0 }
+
+func (s *memSeries) allChunks() []chunkMeta {
+	if s.head.chunk == nil {
+		return s.closed
+	}
+	out := make([]chunkMeta, 0, len(s.closed)+1)
+	out = append(out, s.closed...)
+	return append(out, s.head)
+}
+
+func (s *memSeries) trim(cut int64) {
+	n := 0
+	for n < len(s.closed) && s.closed[n].maxT < cut {
+		n++
+	}
+	if n > 0 {
+		s.closed = append(s.closed[:0:0], s.closed[n:]...)
+	}
+	if s.head.chunk != nil && s.head.maxT < cut {
+		s.head = chunkMeta{}
+		s.app = nil
+	}
+}
+
+// cutHead closes the head chunk and starts a new one of encoding enc.
+func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) error {
+	if s.head.chunk != nil {
+		s.head.chunk.Compact()
+		s.closed = append(s.closed, s.head)
+	}
+	if minValid != math.MinInt64 {
+		s.trim(minValid)
+	}
+	c, err := chunkenc.NewEmptyChunk(enc)
+	if err != nil {
+		return fmt.Errorf("new chunk: %w", err)
+	}
+	app, err := c.Appender()
+	if err != nil {
+		return fmt.Errorf("chunk appender: %w", err)
+	}
+	s.head = chunkMeta{chunk: c, minT: t, maxT: t}
+	s.app = app
+	return nil
+}
+
+// checkOrder applies the head's rules: no out-of-order samples, and a
+// repeated timestamp is only accepted (and dropped) when the value is equal.
+func (s *memSeries) checkOrder(t int64, same func() bool) (dup bool, err error) {
+	if t > s.lastT {
+		return false, nil
+	}
+	if t < s.lastT {
+		return false, storage.ErrOutOfOrderSample
+	}
+	if same() {
+		return true, nil
+	}
+	return false, storage.ErrDuplicateSampleForTimestamp
+}
+
+func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) error {
+	s.mtx.Lock()
+	defer s.mtx.Unlock()
+	dup, err := s.checkOrder(t, func() bool {
+		return s.lastFH == nil && s.lastH == nil && math.Float64bits(s.lastV) == math.Float64bits(v)
+	})
+	if dup || err != nil {
+		return err
+	}
+	if s.head.chunk == nil || s.head.chunk.Encoding() != chunkenc.EncXOR2 || s.head.chunk.NumSamples() >= samplesPerChunk {
+		if err := s.cutHead(chunkenc.EncXOR2, t, minValid); err != nil {
+			return err
+		}
+	}
+	s.app.Append(st, t, v)
+	s.head.maxT = t
+	s.lastT, s.lastV, s.lastFH, s.lastH = t, v, nil, nil
+	return nil
+}
+
+func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, minValid int64) error {
+	s.mtx.Lock()
+	defer s.mtx.Unlock()
+	dup, err := s.checkOrder(t, func() bool {
+		if h != nil {
+			return s.lastH != nil && h.Equals(s.lastH)
+		}
+		return s.lastFH != nil && fh.Equals(s.lastFH)
+	})
+	if dup || err != nil {
+		return err
+	}
+	enc := chunkenc.EncFloatHistogramST
+	if h != nil {
+		enc = chunkenc.EncHistogramST
+	}
+	prev := s.app
+	if s.head.chunk == nil || s.head.chunk.Encoding() != enc ||
+		s.head.chunk.NumSamples() >= samplesPerChunk || len(s.head.chunk.Bytes()) >= maxHistogramChunkBytes {
+		if err := s.cutHead(enc, t, minValid); err != nil {
+			return err
+		}
+		// The previous appender lets the new chunk detect a counter reset
+		// across the chunk boundary; only a chunk of the same kind can tell.
+		if prev != nil && len(s.closed) > 0 && s.closed[len(s.closed)-1].chunk.Encoding() != enc {
+			prev = nil
+		}
+	} else {
+		prev = nil
+	}
+	var (
+		c       chunkenc.Chunk
+		recoded bool
+	)
+	if h != nil {
+		c, recoded, s.app, err = s.app.AppendHistogram(prev, st, t, h, false)
+	} else {
+		c, recoded, s.app, err = s.app.AppendFloatHistogram(prev, st, t, fh, false)
+	}
+	if err != nil {
+		return fmt.Errorf("append histogram: %w", err)
+	}
+	switch {
+	case c == nil:
+	case recoded:
+		s.head.chunk = c
+	default:
+		s.head.chunk.Compact()
+		s.closed = append(s.closed, s.head)
+		s.head = chunkMeta{chunk: c, minT: t}
+	}
+	s.head.maxT = t
+	s.lastT, s.lastH, s.lastFH = t, nil, nil
+	// Keep a copy: callers may reuse the histogram they passed in.
+	if h != nil {
+		s.lastH = h.Copy()
+	} else {
+		s.lastFH = fh.Copy()
+	}
+	return nil
+}
