@@ -1,0 +1,208 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+// The type of the configuration file.
+const (
+	GroupName  = "config.scaleplane.io"
+	APIVersion = GroupName + "/v1alpha1"
+	Kind       = "Configuration"
+)
+
+// Component defaults, also named in docs/profiles.md.
+const (
+	DefaultWebhookPort                 = 9443
+	DefaultWebhookTimeoutSeconds       = int32(10)
+	DefaultMutatingConfigurationName   = "scaleplane-mutating-webhook-configuration"
+	DefaultValidatingConfigurationName = "scaleplane-validating-webhook-configuration"
+	DefaultCertDir                     = "/tmp/k8s-webhook-server/serving-certs"
+	DefaultPollingIntervalSeconds      = int32(15)
+	DefaultScrapeIntervalSeconds       = int32(5)
+	DefaultRetentionSeconds            = int32(1800)
+	DefaultMaxSeries                   = 100000
+)
+
+// Load reads the configuration file at path (YAML or JSON) and returns it
+// defaulted and validated; see Parse.
+func Load(path string) (*Configuration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("configuration %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes a configuration (YAML or JSON), defaults it and validates
+// it. Decoding is strict: an unknown or repeated field is an error naming
+// it, because a misspelt field would otherwise be silently ignored and its
+// default used instead.
+func Parse(data []byte) (*Configuration, error) {
+	c := &Configuration{}
+	if err := yaml.UnmarshalStrict(data, c); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	c.Default()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Default fills every field left out with its default. It only fills what
+// is absent, so defaulting twice changes nothing. The apiVersion and kind
+// are not defaulted: a file must say what it is.
+func (c *Configuration) Default() {
+	w := &c.Webhook
+	if w.Port == 0 {
+		w.Port = DefaultWebhookPort
+	}
+	if w.TimeoutSeconds == 0 {
+		w.TimeoutSeconds = DefaultWebhookTimeoutSeconds
+	}
+	if w.MutatingConfigurationName == "" {
+		w.MutatingConfigurationName = DefaultMutatingConfigurationName
+	}
+	if w.ValidatingConfigurationName == "" {
+		w.ValidatingConfigurationName = DefaultValidatingConfigurationName
+	}
+	if w.CertDir == "" {
+		w.CertDir = DefaultCertDir
+	}
+	if c.Autoscaler.PollingIntervalSeconds == 0 {
+		c.Autoscaler.PollingIntervalSeconds = DefaultPollingIntervalSeconds
+	}
+	m := &c.Metrics
+	if m.ScrapeIntervalSeconds == 0 {
+		m.ScrapeIntervalSeconds = DefaultScrapeIntervalSeconds
+	}
+	if m.RetentionSeconds == 0 {
+		m.RetentionSeconds = DefaultRetentionSeconds
+	}
+	if m.MaxSeries == 0 {
+		m.MaxSeries = DefaultMaxSeries
+	}
+	for i := range c.Profiles {
+		c.Profiles[i].Default()
+	}
+}
+
+// Validate checks a defaulted configuration. The error aggregates every
+// problem as a field error whose path names the setting to change, such as
+// profiles[1].scaleConfig.
+func (c *Configuration) Validate() error {
+	return c.validate().ToAggregate()
+}
+
+func (c *Configuration) validate() field.ErrorList {
+	var errs field.ErrorList
+	if c.APIVersion != APIVersion {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion, fmt.Sprintf("must be %q", APIVersion)))
+	}
+	if c.Kind != Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), c.Kind, fmt.Sprintf("must be %q", Kind)))
+	}
+	pp := field.NewPath("profiles")
+	gvks := map[schema.GroupVersionKind]int{}
+	gvrs := map[schema.GroupVersionResource]int{}
+	for i := range c.Profiles {
+		p := &c.Profiles[i]
+		errs = append(errs, validateProfile(p, pp.Index(i))...)
+		gvk := schema.GroupVersionKind{Group: p.Group, Version: p.Version, Kind: p.Kind}
+		if j, dup := gvks[gvk]; dup {
+			errs = append(errs, field.Duplicate(pp.Index(i).Child("kind"), fmt.Sprintf("%s %s", gvk.GroupVersion(), gvk.Kind)+
+				fmt.Sprintf(" (already profiled by profiles[%d]; merge the two or remove one)", j)))
+		} else {
+			gvks[gvk] = i
+		}
+		gvr := schema.GroupVersionResource{Group: p.Group, Version: p.Version, Resource: p.Resource}
+		if j, dup := gvrs[gvr]; dup && p.Resource != "" {
+			errs = append(errs, field.Duplicate(pp.Index(i).Child("resource"), fmt.Sprintf("%s (already used by profiles[%d] for another kind)", gvr.GroupResource(), j)))
+		} else {
+			gvrs[gvr] = i
+		}
+	}
+	errs = append(errs, validateWebhook(&c.Webhook, field.NewPath("webhook"))...)
+
+	ap := field.NewPath("autoscaler")
+	if c.Autoscaler.PollingIntervalSeconds < 1 {
+		errs = append(errs, field.Invalid(ap.Child("pollingIntervalSeconds"), c.Autoscaler.PollingIntervalSeconds, "must be at least 1 (or left out for the default, 15)"))
+	}
+	if s := c.Autoscaler.PrometheusURL; s != "" {
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, field.Invalid(ap.Child("prometheusURL"), s, `must be an absolute http or https URL, e.g. "http://prometheus.monitoring:9090"`))
+		}
+	}
+
+	mp := field.NewPath("metrics")
+	if c.Metrics.ScrapeIntervalSeconds < 1 {
+		errs = append(errs, field.Invalid(mp.Child("scrapeIntervalSeconds"), c.Metrics.ScrapeIntervalSeconds, "must be at least 1 (or left out for the default, 5)"))
+	}
+	if c.Metrics.RetentionSeconds < c.Metrics.ScrapeIntervalSeconds {
+		errs = append(errs, field.Invalid(mp.Child("retentionSeconds"), c.Metrics.RetentionSeconds, "must be at least scrapeIntervalSeconds (or left out for the default, 1800)"))
+	}
+	if c.Metrics.MaxSeries < 1 {
+		errs = append(errs, field.Invalid(mp.Child("maxSeries"), c.Metrics.MaxSeries, "must be at least 1 (or left out for the default, 100000)"))
+	}
+	return errs
+}
+
+func validateWebhook(w *Webhook, fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if w.Port < 1 || w.Port > 65535 {
+		errs = append(errs, field.Invalid(fp.Child("port"), w.Port, "must be between 1 and 65535 (or left out for the default, 9443)"))
+	}
+	// The API server accepts webhook timeouts of 1 to 30 seconds only.
+	if w.TimeoutSeconds < 1 || w.TimeoutSeconds > 30 {
+		errs = append(errs, field.Invalid(fp.Child("timeoutSeconds"), w.TimeoutSeconds, "must be between 1 and 30 (or left out for the default, 10)"))
+	}
+	for _, n := range []struct {
+		name  string
+		value string
+	}{{"mutatingConfigurationName", w.MutatingConfigurationName}, {"validatingConfigurationName", w.ValidatingConfigurationName}} {
+		for _, msg := range validation.IsDNS1123Subdomain(n.value) {
+			errs = append(errs, field.Invalid(fp.Child(n.name), n.value, msg))
+		}
+	}
+	opts := metav1validation.LabelSelectorValidationOptions{}
+	if w.NamespaceSelector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(w.NamespaceSelector, opts, fp.Child("namespaceSelector"))...)
+	}
+	if w.ObjectSelector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(w.ObjectSelector, opts, fp.Child("objectSelector"))...)
+	}
+	return errs
+}
+
+// Views builds the view of every profile, in order (NewView defaults each
+// one). An invalid profile is reported with its index.
+func (c *Configuration) Views() ([]*View, error) {
+	views := make([]*View, 0, len(c.Profiles))
+	var errs []error
+	for i, p := range c.Profiles {
+		v, err := NewView(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("profiles[%d]: %w", i, err))
+			continue
+		}
+		views = append(views, v)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return views, nil
+}

@@ -1,0 +1,454 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Profile defaults, also named in docs/profiles.md.
+const (
+	DefaultReplicasPath      = ".spec.replicas"
+	DefaultGroupNameField    = "name"
+	DefaultGroupMembersField = "members"
+	DefaultReadyMembersField = "readyMembers"
+	DefaultHPATargetName     = "${name}"
+	DefaultMaxReplicas       = int32(1000)
+)
+
+// Placeholders a profile may use in pod label values and the HPA target name.
+const (
+	NamePlaceholder  = "${name}"
+	GroupPlaceholder = "${group}"
+)
+
+// Default fills the fields a profile may leave out. It only fills what is
+// absent, so defaulting twice changes nothing.
+func (p *Profile) Default() {
+	if p.Replicas == "" {
+		p.Replicas = DefaultReplicasPath
+	}
+	if g := p.Groups; g != nil {
+		if g.NameField == "" {
+			g.NameField = DefaultGroupNameField
+		}
+		if g.MembersField == "" {
+			g.MembersField = DefaultGroupMembersField
+		}
+		if s := g.Status; s != nil {
+			if s.Style == "" {
+				s.Style = GroupStatusList
+			}
+			if s.NameField == "" && s.Style == GroupStatusList {
+				s.NameField = DefaultGroupNameField
+			}
+			if s.ReadyMembersField == "" {
+				s.ReadyMembersField = DefaultReadyMembersField
+			}
+		}
+	}
+	if p.HPATarget.Name == "" {
+		p.HPATarget.Name = DefaultHPATargetName
+	}
+	if p.MaxReplicas == 0 {
+		p.MaxReplicas = DefaultMaxReplicas
+	}
+}
+
+// clone returns a copy of p that shares nothing mutable with it, so that
+// defaulting a view's profile never changes the caller's.
+func (p Profile) clone() Profile {
+	if p.Groups != nil {
+		g := *p.Groups
+		if g.Status != nil {
+			s := *g.Status
+			g.Status = &s
+		}
+		p.Groups = &g
+	}
+	p.Pods.Labels = maps.Clone(p.Pods.Labels)
+	p.DefaultMetrics = slices.Clone(p.DefaultMetrics)
+	return p
+}
+
+// kindName names the profile's kind in error messages, as kubectl does:
+// "RackedCluster.samples.scaleplane.io/v1alpha1".
+func kindName(p *Profile) string {
+	return schema.GroupKind{Group: p.Group, Kind: p.Kind}.String() + "/" + p.Version
+}
+
+// pathRule says where a profile path must point and gives an example.
+type pathRule struct {
+	root    string // "spec" or "status"
+	example string
+}
+
+var (
+	replicasRule       = pathRule{"spec", ".spec.replicas"}
+	scaleConfigRule    = pathRule{"spec", ".spec.scaleConfig"}
+	groupsRule         = pathRule{"spec", ".spec.racks"}
+	groupStatusRule    = pathRule{"status", ".status.racks"}
+	statusReplicasRule = pathRule{"status", ".status.replicas"}
+	selectorRule       = pathRule{"status", ".status.selector"}
+)
+
+// checkPath parses s and reports at fp what to change. Spec and status
+// paths follow the rules the API server applies to a CRD's /scale paths:
+// desired state under .spec, observed state under .status, which is also
+// the only status scaleplane may write.
+func checkPath(s string, rule pathRule, fp *field.Path) ([]string, *field.Error) {
+	segs, err := parsePath(s, rule.example)
+	if err != nil {
+		return nil, field.Invalid(fp, s, err.Error())
+	}
+	if len(segs) < 2 || segs[0] != rule.root {
+		return nil, field.Invalid(fp, s, fmt.Sprintf("must name a field under .%s, like %q", rule.root, rule.example))
+	}
+	return segs, nil
+}
+
+// validateProfile checks a defaulted profile. fp is the profile's own path
+// (profiles[i] in a Configuration, nil for a single profile).
+func validateProfile(p *Profile, fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateKind(p, fp)...)
+
+	// spec paths that scaleplane writes must not overlap, or a write of one
+	// would clobber another.
+	type owned struct {
+		segs []string
+		fp   *field.Path
+	}
+	var specPaths []owned
+	if segs, err := checkPath(p.Replicas, replicasRule, fp.Child("replicas")); err != nil {
+		errs = append(errs, err)
+	} else {
+		specPaths = append(specPaths, owned{segs, fp.Child("replicas")})
+	}
+
+	sc := p.ScaleConfig
+	scPath := fp.Child("scaleConfig")
+	switch {
+	case sc.Path == "" && sc.Annotation == "":
+		errs = append(errs, field.Required(scPath, `set path (e.g. ".spec.scaleConfig") or, for a CRD whose schema has no room for it, annotation (e.g. "scaleplane.io/scale-config")`))
+	case sc.Path != "" && sc.Annotation != "":
+		errs = append(errs, field.Invalid(scPath, fmt.Sprintf("path: %q, annotation: %q", sc.Path, sc.Annotation), "set only one of path and annotation"))
+	case sc.Path != "":
+		if segs, err := checkPath(sc.Path, scaleConfigRule, scPath.Child("path")); err != nil {
+			errs = append(errs, err)
+		} else {
+			specPaths = append(specPaths, owned{segs, scPath.Child("path")})
+		}
+	default:
+		for _, msg := range validation.IsQualifiedName(sc.Annotation) {
+			errs = append(errs, field.Invalid(scPath.Child("annotation"), sc.Annotation, msg+`, e.g. "scaleplane.io/scale-config"`))
+		}
+	}
+
+	var statusPaths []owned
+	if g := p.Groups; g != nil {
+		gp := fp.Child("groups")
+		if segs, err := checkPath(g.Path, groupsRule, gp.Child("path")); err != nil {
+			errs = append(errs, err)
+		} else {
+			specPaths = append(specPaths, owned{segs, gp.Child("path")})
+		}
+		errs = append(errs, checkFieldName(g.NameField, gp.Child("nameField"), "name")...)
+		errs = append(errs, checkFieldName(g.MembersField, gp.Child("membersField"), "members")...)
+		if g.NameField == g.MembersField {
+			errs = append(errs, field.Invalid(gp.Child("membersField"), g.MembersField, "must differ from nameField"))
+		}
+		if s := g.Status; s != nil {
+			sp := gp.Child("status")
+			if segs, err := checkPath(s.Path, groupStatusRule, sp.Child("path")); err != nil {
+				errs = append(errs, err)
+			} else {
+				statusPaths = append(statusPaths, owned{segs, sp.Child("path")})
+			}
+			switch s.Style {
+			case GroupStatusList:
+				errs = append(errs, checkFieldName(s.NameField, sp.Child("nameField"), "name")...)
+			case GroupStatusMap:
+				if s.NameField != "" {
+					errs = append(errs, field.Invalid(sp.Child("nameField"), s.NameField, "must be empty for style Map: the map's keys are the group names"))
+				}
+			default:
+				errs = append(errs, field.NotSupported(sp.Child("style"), s.Style, []string{string(GroupStatusList), string(GroupStatusMap)}))
+			}
+			errs = append(errs, checkFieldName(s.ReadyMembersField, sp.Child("readyMembersField"), "readyMembers")...)
+			if s.ObservedGenerationField != "" {
+				errs = append(errs, checkFieldName(s.ObservedGenerationField, sp.Child("observedGenerationField"), "observedGeneration")...)
+			}
+		}
+	}
+
+	stp := fp.Child("status")
+	if p.Status.Replicas != "" {
+		if segs, err := checkPath(p.Status.Replicas, statusReplicasRule, stp.Child("replicas")); err != nil {
+			errs = append(errs, err)
+		} else {
+			statusPaths = append(statusPaths, owned{segs, stp.Child("replicas")})
+		}
+	}
+	if p.Status.Selector != "" {
+		if segs, err := checkPath(p.Status.Selector, selectorRule, stp.Child("selector")); err != nil {
+			errs = append(errs, err)
+		} else {
+			statusPaths = append(statusPaths, owned{segs, stp.Child("selector")})
+		}
+	}
+	for _, set := range [][]owned{specPaths, statusPaths} {
+		for i := range set {
+			for j := range i {
+				if overlaps(set[i].segs, set[j].segs) {
+					errs = append(errs, field.Invalid(set[i].fp, "."+strings.Join(set[i].segs, "."), fmt.Sprintf("overlaps %s; each field scaleplane reads or writes needs a path of its own", set[j].fp)))
+				}
+			}
+		}
+	}
+
+	errs = append(errs, validatePods(p, fp.Child("pods"))...)
+	errs = append(errs, validateHPATarget(p.HPATarget, fp.Child("hpaTarget"))...)
+	if p.MaxReplicas < 1 {
+		errs = append(errs, field.Invalid(fp.Child("maxReplicas"), p.MaxReplicas, "must be at least 1 (or left out for the default, 1000)"))
+	}
+	errs = append(errs, validateMetrics(p.DefaultMetrics, fp.Child("defaultMetrics"))...)
+	return errs
+}
+
+// validateKind checks group, version, kind and resource with the rules the
+// API server applies to a CRD's names, so a profile can only name a kind that
+// can exist.
+func validateKind(p *Profile, fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if p.Group != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(p.Group) {
+			errs = append(errs, field.Invalid(fp.Child("group"), p.Group, msg+`, e.g. "samples.scaleplane.io"`))
+		}
+	}
+	if p.Version == "" {
+		errs = append(errs, field.Required(fp.Child("version"), `set the served version, e.g. "v1alpha1"`))
+	} else {
+		for _, msg := range validation.IsDNS1035Label(p.Version) {
+			errs = append(errs, field.Invalid(fp.Child("version"), p.Version, msg+`, e.g. "v1alpha1"`))
+		}
+	}
+	if p.Kind == "" {
+		errs = append(errs, field.Required(fp.Child("kind"), `set the kind, e.g. "RackedCluster"`))
+	} else if msgs := validation.IsDNS1035Label(strings.ToLower(p.Kind)); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(fp.Child("kind"), p.Kind, `must be a kind name such as "RackedCluster": letters and digits, starting with a letter`))
+	}
+	rp := fp.Child("resource")
+	switch {
+	case p.Resource == "":
+		errs = append(errs, field.Required(rp, fmt.Sprintf("set the plural resource name, e.g. %q", plural(p.Kind))))
+	case p.Resource != strings.ToLower(p.Resource):
+		errs = append(errs, field.Invalid(rp, p.Resource, fmt.Sprintf("must be lowercase, e.g. %q", strings.ToLower(p.Resource))))
+	case len(validation.IsDNS1035Label(p.Resource)) > 0:
+		errs = append(errs, field.Invalid(rp, p.Resource, fmt.Sprintf("must be a plural resource name of lowercase letters, digits and \"-\", e.g. %q", plural(p.Kind))))
+	case p.Resource == strings.ToLower(p.Kind) && !strings.HasSuffix(p.Resource, "s"):
+		// The singular is the most common slip; other irregular plurals
+		// cannot be told apart from real ones without the CRD.
+		errs = append(errs, field.Invalid(rp, p.Resource, fmt.Sprintf("must be the plural resource name, e.g. %q, not the singular", plural(p.Kind))))
+	}
+	return errs
+}
+
+// plural guesses an example plural for error messages only.
+func plural(kind string) string {
+	if kind == "" {
+		return "rackedclusters"
+	}
+	k := strings.ToLower(kind)
+	switch {
+	case strings.HasSuffix(k, "s"), strings.HasSuffix(k, "x"), strings.HasSuffix(k, "ch"), strings.HasSuffix(k, "sh"):
+		return k + "es"
+	case strings.HasSuffix(k, "y") && len(k) > 1 && !strings.ContainsAny(k[len(k)-2:len(k)-1], "aeiou"):
+		return k[:len(k)-1] + "ies"
+	}
+	return k + "s"
+}
+
+func checkFieldName(name string, fp *field.Path, example string) field.ErrorList {
+	if validSegment(name) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(fp, name, fmt.Sprintf("must be one field name such as %q: a letter or \"_\" followed by letters, digits, \"_\" or \"-\"", example))}
+}
+
+func overlaps(a, b []string) bool {
+	n := min(len(a), len(b))
+	return slices.Equal(a[:n], b[:n])
+}
+
+// validatePods checks the labels the /scale selector is built from. Values
+// are checked with placeholders replaced by a sample, since the real values
+// are only known per object.
+func validatePods(p *Profile, fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	lp := fp.Child("labels")
+	for _, k := range slices.Sorted(maps.Keys(p.Pods.Labels)) {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(lp, k, "label key "+msg))
+		}
+		v := p.Pods.Labels[k]
+		sample := substitute(v, "sample", "sample")
+		if strings.Contains(sample, "${") {
+			errs = append(errs, field.Invalid(lp.Key(k), v, "unknown placeholder; use ${name} (the workload's name) or ${group} (a group's name)"))
+			continue
+		}
+		for _, msg := range validation.IsValidLabelValue(sample) {
+			errs = append(errs, field.Invalid(lp.Key(k), v, msg))
+		}
+	}
+	gl := fp.Child("groupLabel")
+	if p.Pods.GroupLabel != "" {
+		for _, msg := range validation.IsQualifiedName(p.Pods.GroupLabel) {
+			errs = append(errs, field.Invalid(gl, p.Pods.GroupLabel, "label key "+msg))
+		}
+		if p.Groups == nil {
+			errs = append(errs, field.Invalid(gl, p.Pods.GroupLabel, "only applies to kinds with groups; set groups or remove groupLabel"))
+		}
+	}
+	if p.Status.Selector != "" {
+		if len(p.Pods.Labels) == 0 {
+			errs = append(errs, field.Required(lp, "status.selector is set, so name the labels every pod of a workload carries, e.g. {\"app.example.com/instance\": \"${name}\"}; without them the /scale selector would match every pod in the namespace"))
+		}
+		if p.Groups != nil && p.Pods.GroupLabel == "" {
+			errs = append(errs, field.Required(gl, "status.selector is set for a kind with groups, so name the label holding a pod's group: the /scale selector must match the pods of one group, or an HPA overshoots by the number of groups (C3)"))
+		}
+	}
+	return errs
+}
+
+func validateHPATarget(t HPATarget, fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case t.Kind == "" && t.APIVersion != "":
+		errs = append(errs, field.Required(fp.Child("kind"), "set kind too to target a child object, or remove apiVersion to target the workload itself through /scale"))
+	case t.Kind != "" && t.APIVersion == "":
+		errs = append(errs, field.Required(fp.Child("apiVersion"), `set the child's apiVersion, e.g. "apps/v1"`))
+	case t.Kind != "":
+		if _, err := schema.ParseGroupVersion(t.APIVersion); err != nil {
+			errs = append(errs, field.Invalid(fp.Child("apiVersion"), t.APIVersion, `must be group/version or version, e.g. "apps/v1"`))
+		}
+	}
+	name := strings.ReplaceAll(t.Name, NamePlaceholder, "sample")
+	if strings.Contains(name, "${") {
+		errs = append(errs, field.Invalid(fp.Child("name"), t.Name, "unknown placeholder; only ${name} (the workload's name) is replaced"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(fp.Child("name"), t.Name, msg+`, e.g. "${name}" or "${name}-runtime"`))
+		}
+	}
+	return errs
+}
+
+// validateMetrics applies the autoscaling/v2 shape rules to default metrics:
+// each names its type, sets exactly that source, and has a target the type
+// allows. Full HPA validation of configs is package scaling's (V3).
+func validateMetrics(metrics []autoscalingv2.MetricSpec, fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, m := range metrics {
+		mp := fp.Index(i)
+		// A slice, not a map, so errors come out in the same order each time.
+		sources := []metricSource{
+			{autoscalingv2.ContainerResourceMetricSourceType, m.ContainerResource != nil},
+			{autoscalingv2.ExternalMetricSourceType, m.External != nil},
+			{autoscalingv2.ObjectMetricSourceType, m.Object != nil},
+			{autoscalingv2.PodsMetricSourceType, m.Pods != nil},
+			{autoscalingv2.ResourceMetricSourceType, m.Resource != nil},
+		}
+		i := slices.IndexFunc(sources, func(s metricSource) bool { return s.t == m.Type })
+		if i < 0 {
+			errs = append(errs, field.NotSupported(mp.Child("type"), m.Type, []string{"ContainerResource", "External", "Object", "Pods", "Resource"}))
+			continue
+		}
+		if !sources[i].set {
+			errs = append(errs, field.Required(mp.Child(sourceField(m.Type)), fmt.Sprintf("must be set for type %s", m.Type)))
+			continue
+		}
+		for _, s := range sources {
+			if s.set && s.t != m.Type {
+				errs = append(errs, field.Forbidden(mp.Child(sourceField(s.t)), fmt.Sprintf("must not be set for type %s", m.Type)))
+			}
+		}
+		var target autoscalingv2.MetricTarget
+		var tp *field.Path
+		switch m.Type {
+		case autoscalingv2.ObjectMetricSourceType:
+			target, tp = m.Object.Target, mp.Child("object", "target")
+		case autoscalingv2.PodsMetricSourceType:
+			target, tp = m.Pods.Target, mp.Child("pods", "target")
+		case autoscalingv2.ResourceMetricSourceType:
+			target, tp = m.Resource.Target, mp.Child("resource", "target")
+			if m.Resource.Name == "" {
+				errs = append(errs, field.Required(mp.Child("resource", "name"), `set the resource, e.g. "cpu"`))
+			}
+		case autoscalingv2.ContainerResourceMetricSourceType:
+			target, tp = m.ContainerResource.Target, mp.Child("containerResource", "target")
+			if m.ContainerResource.Name == "" {
+				errs = append(errs, field.Required(mp.Child("containerResource", "name"), `set the resource, e.g. "cpu"`))
+			}
+			if m.ContainerResource.Container == "" {
+				errs = append(errs, field.Required(mp.Child("containerResource", "container"), "set the container name"))
+			}
+		case autoscalingv2.ExternalMetricSourceType:
+			target, tp = m.External.Target, mp.Child("external", "target")
+		}
+		errs = append(errs, validateTarget(target, m.Type, tp)...)
+	}
+	return errs
+}
+
+type metricSource struct {
+	t   autoscalingv2.MetricSourceType
+	set bool
+}
+
+func sourceField(t autoscalingv2.MetricSourceType) string {
+	switch t {
+	case autoscalingv2.ContainerResourceMetricSourceType:
+		return "containerResource"
+	default:
+		return strings.ToLower(string(t))
+	}
+}
+
+func validateTarget(t autoscalingv2.MetricTarget, source autoscalingv2.MetricSourceType, fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch t.Type {
+	case autoscalingv2.UtilizationMetricType:
+		if source != autoscalingv2.ResourceMetricSourceType && source != autoscalingv2.ContainerResourceMetricSourceType {
+			errs = append(errs, field.Invalid(fp.Child("type"), t.Type, "Utilization applies only to Resource and ContainerResource metrics; use Value or AverageValue"))
+		}
+		if t.AverageUtilization == nil || *t.AverageUtilization <= 0 {
+			errs = append(errs, field.Required(fp.Child("averageUtilization"), "set a percentage greater than 0 for type Utilization"))
+		}
+	case autoscalingv2.ValueMetricType:
+		if t.Value == nil || t.Value.Sign() <= 0 {
+			errs = append(errs, field.Required(fp.Child("value"), "set a value greater than 0 for type Value"))
+		}
+	case autoscalingv2.AverageValueMetricType:
+		if t.AverageValue == nil || t.AverageValue.Sign() <= 0 {
+			errs = append(errs, field.Required(fp.Child("averageValue"), "set a value greater than 0 for type AverageValue"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(fp.Child("type"), t.Type, []string{"AverageValue", "Utilization", "Value"}))
+	}
+	return errs
+}
+
+// substitute replaces the placeholders of pod label values.
+func substitute(s, name, group string) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, NamePlaceholder, name), GroupPlaceholder, group)
+}
