@@ -1,0 +1,179 @@
+package scaling
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate applies the validating admission rules V1–V8 to w (the object
+// after mutation) and returns every problem at its exact field path, plus the
+// W1–W2 warnings as sentences for the admission response. old is the stored
+// object on UPDATE and nil on CREATE; no rule depends on it today, it is in
+// the signature so that a rule can ratchet (accept an unchanged legacy
+// value) without every caller changing.
+//
+// A config whose bounds are missing (one stored before the webhook existed,
+// or an annotation the profile does not rewrite) is judged with the M2
+// defaults, so that Validate and the controllers agree on what it means.
+// V9 (strict JSON for an annotation) happens when the profile decodes the
+// annotation, with [DecodeConfigJSON].
+func Validate(w Workload, old *Workload, l Layout) (field.ErrorList, []string) {
+	_ = old
+	var errs field.ErrorList
+	errs = append(errs, validateReplicas(w.Replicas, l)...)
+	if w.Config != nil {
+		errs = append(errs, validateConfig(w, l)...)
+	}
+	errs = append(errs, validateGroups(w.Groups, l)...)
+	return errs, warnings(w, l)
+}
+
+func replicasPath(l Layout) *field.Path {
+	if l.ReplicasPath != nil {
+		return l.ReplicasPath
+	}
+	return field.NewPath("spec", "replicas")
+}
+
+func configPath(l Layout) *field.Path {
+	if l.ConfigPath != nil {
+		return l.ConfigPath
+	}
+	return field.NewPath("spec", "scaleConfig")
+}
+
+// groupPath is the path of group i; kinds without a groups path never have
+// groups, but a path is still needed to report one a caller passed anyway.
+func groupPath(l Layout, i int) *field.Path {
+	if l.GroupsPath != nil {
+		return l.GroupsPath.Index(i)
+	}
+	return field.NewPath("spec", "groups").Index(i)
+}
+
+// validateReplicas is V1.
+func validateReplicas(r *int32, l Layout) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	p := replicasPath(l)
+	switch {
+	case *r < 0:
+		return field.ErrorList{field.Invalid(p, *r, "must be greater than or equal to 0")}
+	case l.MaxReplicas > 0 && *r > l.MaxReplicas:
+		return field.ErrorList{field.Invalid(p, *r, fmt.Sprintf(
+			"must be less than or equal to %d, the upper bound this kind's profile allows; lower it or raise the profile's maxReplicas", l.MaxReplicas))}
+	}
+	return nil
+}
+
+// validateConfig is V2–V7 for a present config.
+func validateConfig(w Workload, l Layout) field.ErrorList {
+	c := w.Config
+	p := configPath(l)
+	eff := effectiveConfig(w)
+	var errs field.ErrorList
+	errs = append(errs, validateBounds(c, eff, l, p)...)
+	for i := range c.Metrics {
+		errs = append(errs, validateMetric(c.Metrics[i], p.Child("metrics").Index(i))...)
+	}
+	errs = append(errs, validateBehavior(c.Behavior, p.Child("behavior"))...)
+	errs = append(errs, validateTriggers(c.Triggers, p.Child("triggers"))...)
+	if len(c.Metrics) > 0 && len(c.Triggers) > 0 {
+		errs = append(errs, field.Forbidden(p.Child("triggers"),
+			"may not be set together with metrics: an HPA and scaleplane's autoscaler would fight over replicas; keep either metrics or triggers"))
+	}
+	if c.PollingIntervalSeconds != nil && *c.PollingIntervalSeconds < 1 {
+		errs = append(errs, field.Invalid(p.Child("pollingIntervalSeconds"), *c.PollingIntervalSeconds,
+			"must be greater than 0; remove it to use the autoscaler's interval"))
+	}
+	errs = append(errs, validateIdle(c.Idle, *eff.MaxReplicas, p.Child("idle"))...)
+	errs = append(errs, validateSchedule(c.Schedule, p.Child("schedule"))...)
+	return errs
+}
+
+// validateBounds is V2, plus the profile's bound on maxReplicas: a range
+// reaching past it would let an autoscaler write a count V1 rejects.
+func validateBounds(c, eff *Config, l Layout, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	minP, maxP := p.Child("minReplicas"), p.Child("maxReplicas")
+	if c.MinReplicas != nil && *c.MinReplicas < 0 {
+		errs = append(errs, field.Invalid(minP, *c.MinReplicas, "must be greater than or equal to 0"))
+	}
+	if c.MaxReplicas != nil && *c.MaxReplicas < 0 {
+		errs = append(errs, field.Invalid(maxP, *c.MaxReplicas, "must be greater than or equal to 0"))
+	}
+	if c.MaxReplicas != nil && l.MaxReplicas > 0 && *c.MaxReplicas > l.MaxReplicas {
+		errs = append(errs, field.Invalid(maxP, *c.MaxReplicas, fmt.Sprintf(
+			"must be less than or equal to %d, the upper bound this kind's profile allows; lower maxReplicas", l.MaxReplicas)))
+	}
+	lo, hi := *eff.MinReplicas, *eff.MaxReplicas
+	if lo >= 0 && hi >= 0 && lo > hi {
+		errs = append(errs, field.Invalid(minP, lo, fmt.Sprintf(
+			"must be less than or equal to maxReplicas (%d); raise maxReplicas or lower minReplicas", hi)))
+	}
+	// A pinned zero is "scaled to zero by hand" and always valid; only a
+	// range that starts at zero needs something able to wake the workload.
+	if lo == 0 && hi > 0 && len(c.Triggers) == 0 && c.Idle == nil {
+		errs = append(errs, field.Invalid(minP, lo, fmt.Sprintf(
+			"may be 0 below maxReplicas (%d) only with triggers or idle settings, because an HPA cannot scale to zero; set minReplicas to 1 or more, add triggers or idle, or set maxReplicas to 0 to stay at zero", hi)))
+	}
+	return errs
+}
+
+// validateGroups is V8.
+func validateGroups(groups []Group, l Layout) field.ErrorList {
+	var errs field.ErrorList
+	nameField, membersField := l.GroupNameField, l.GroupMembersField
+	if nameField == "" {
+		nameField = "name"
+	}
+	if membersField == "" {
+		membersField = "members"
+	}
+	seen := make(map[string]bool, len(groups))
+	for i, g := range groups {
+		gp := groupPath(l, i)
+		switch {
+		case g.Name == "":
+			errs = append(errs, field.Required(gp.Child(nameField), "every group needs a name; name it, e.g. rack-a"))
+		case seen[g.Name]:
+			errs = append(errs, field.Duplicate(gp.Child(nameField), g.Name))
+		}
+		seen[g.Name] = true
+		if g.Members != nil && *g.Members < 0 {
+			errs = append(errs, field.Invalid(gp.Child(membersField), *g.Members, "must be greater than or equal to 0"))
+		}
+	}
+	return errs
+}
+
+// warnings are W1 and W2: configurations that are legal but will not do what
+// their author probably expects right now.
+func warnings(w Workload, l Layout) []string {
+	eff := effectiveConfig(w)
+	if eff == nil || w.Replicas == nil {
+		return nil
+	}
+	r := *w.Replicas
+	rp, cp := replicasPath(l).String(), configPath(l).String()
+	if !l.TargetSelf {
+		// W2. A config that only pins R (what M1 writes) says nothing that
+		// could be ignored, so it does not warn.
+		if eff.HasRange() || len(eff.Metrics) > 0 || len(eff.Triggers) > 0 || eff.Behavior != nil ||
+			eff.Idle != nil || eff.Schedule != nil {
+			return []string{fmt.Sprintf(
+				"%s is ignored while %s is set (external scaling mode): no built-in autoscaler will act on it; remove %s to let it scale the workload",
+				cp, rp, rp)}
+		}
+		return nil
+	}
+	lo, hi := *eff.MinReplicas, *eff.MaxReplicas
+	if eff.HasRange() && (r < lo || r > hi) {
+		return []string{fmt.Sprintf(
+			"%s (%d) is outside %s [%d, %d]: an autoscaler will move it into the range; set it within the range or widen the range",
+			rp, r, cp, lo, hi)}
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package scaling
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	// Validation must not depend on the zoneinfo of the image the webhook
+	// runs in (distroless images have none): embed the IANA database.
+	_ "time/tzdata"
+
+	"github.com/prometheus/prometheus/promql/parser"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var triggerTypes = []string{string(TargetAverageValue), string(TargetValue)}
+
+// promqlParser parses trigger queries with the default (stable) PromQL
+// feature set, the one every Prometheus-compatible server understands.
+var promqlParser = parser.NewParser(parser.Options{})
+
+// promqlSource reports whether a trigger source evaluates Query as PromQL.
+// Other sources (cron, user-registered scalers) read their Metadata, and
+// their own scaler validates it.
+func promqlSource(source string) bool {
+	return source == "" || source == "promql" || source == "prometheus"
+}
+
+// validateTriggers is V5.
+func validateTriggers(ts []Trigger, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := make(map[string]bool, len(ts))
+	for i, t := range ts {
+		tp := p.Index(i)
+		switch {
+		case t.Name == "":
+			errs = append(errs, field.Required(tp.Child("name"), "every trigger needs a name, used in events and metrics"))
+		case seen[t.Name]:
+			errs = append(errs, field.Duplicate(tp.Child("name"), t.Name))
+		}
+		seen[t.Name] = true
+		switch t.Type {
+		case TargetValue, TargetAverageValue:
+		case "":
+			errs = append(errs, field.Required(tp.Child("type"), "must be Value or AverageValue"))
+		default:
+			errs = append(errs, field.NotSupported(tp.Child("type"), t.Type, triggerTypes))
+		}
+		if promqlSource(t.Source) {
+			if strings.TrimSpace(t.Query) == "" {
+				errs = append(errs, field.Required(tp.Child("query"),
+					`must be a PromQL expression, e.g. sum(rate(http_requests_total{namespace="${namespace}"}[1m]))`))
+			} else if err := checkQuery(t.Query); err != nil {
+				errs = append(errs, field.Invalid(tp.Child("query"), t.Query, err.Error()))
+			}
+		}
+		if !(t.Threshold > 0) || math.IsInf(t.Threshold, 1) {
+			errs = append(errs, field.Invalid(tp.Child("threshold"), t.Threshold,
+				"must be a number greater than 0: the value one replica can take (AverageValue) or the target value (Value)"))
+		}
+		if a := t.ActivationThreshold; a != nil && (!(*a >= 0) || math.IsInf(*a, 1)) {
+			errs = append(errs, field.Invalid(tp.Child("activationThreshold"), *a,
+				"must be a number greater than or equal to 0"))
+		}
+	}
+	return errs
+}
+
+// checkQuery parses q as the autoscaler will evaluate it. Placeholders are
+// replaced by a same-length identifier so that the parser's line:column
+// positions point into the query the user wrote.
+func checkQuery(q string) error {
+	expr, err := promqlParser.ParseExpr(fillPlaceholders(q))
+	if err != nil {
+		// The parser's message starts with line:column of the first
+		// problem.
+		return fmt.Errorf("must be valid PromQL: %s", err.Error())
+	}
+	switch expr.Type() {
+	case parser.ValueTypeScalar, parser.ValueTypeVector:
+		return nil
+	case parser.ValueTypeMatrix:
+		return errors.New("must yield an instant vector or a scalar, not a range vector; wrap it in a function such as rate(...) or avg_over_time(...)")
+	default:
+		return fmt.Errorf("must yield an instant vector or a scalar, not a %s; compute a number, e.g. sum(rate(requests_total[1m]))", expr.Type())
+	}
+}
+
+// fillPlaceholders replaces every ${...} in q with as many x characters:
+// valid as a metric name, a label value and a regular expression alike.
+func fillPlaceholders(q string) string {
+	if !strings.Contains(q, "${") {
+		return q
+	}
+	b := []byte(q)
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '$' || b[i+1] != '{' {
+			continue
+		}
+		end := strings.IndexByte(q[i+2:], '}')
+		if end < 0 {
+			break
+		}
+		end += i + 2
+		for j := i; j <= end; j++ {
+			b[j] = 'x'
+		}
+		i = end
+	}
+	return string(b)
+}
+
+// validateIdle is V7 for scale-to-zero settings; maxReplicas is the
+// effective upper bound (M2 applied).
+func validateIdle(idle *Idle, maxReplicas int32, p *field.Path) field.ErrorList {
+	if idle == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if r := idle.ReplicasAtStart; r != nil && (*r < 1 || *r > maxReplicas) {
+		errs = append(errs, field.Invalid(p.Child("replicasAtStart"), *r, fmt.Sprintf(
+			"must be between 1 and maxReplicas (%d): the count a workload wakes to from zero", maxReplicas)))
+	}
+	if s := idle.TimeoutSeconds; s != nil && *s < 0 {
+		errs = append(errs, field.Invalid(p.Child("timeoutSeconds"), *s, "must be greater than or equal to 0"))
+	}
+	return errs
+}
+
+// validateSchedule is V7 for time-of-day rules.
+func validateSchedule(s *Schedule, p *field.Path) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if s.TimeZone != "" {
+		// "Local" is the webhook's own zone, which the user cannot know.
+		if _, err := time.LoadLocation(s.TimeZone); err != nil || s.TimeZone == "Local" {
+			errs = append(errs, field.Invalid(p.Child("timeZone"), s.TimeZone,
+				"must be an IANA time zone such as Europe/Paris; leave it empty for UTC"))
+		}
+	}
+	for i, t := range s.WakeUp {
+		if !validClock(t) {
+			errs = append(errs, field.Invalid(p.Child("wakeUp").Index(i), t, clockMessage))
+		}
+	}
+	seen := make(map[string]bool, len(s.ScaleDownTimeout))
+	for i, e := range s.ScaleDownTimeout {
+		ep := p.Child("scaleDownTimeout").Index(i)
+		switch {
+		case !validClock(e.Time):
+			errs = append(errs, field.Invalid(ep.Child("time"), e.Time, clockMessage))
+		case seen[e.Time]:
+			// Two timeouts from the same minute on leave the one in force
+			// undefined.
+			errs = append(errs, field.Duplicate(ep.Child("time"), e.Time))
+		}
+		seen[e.Time] = true
+		if e.Seconds < 0 {
+			errs = append(errs, field.Invalid(ep.Child("seconds"), e.Seconds, "must be greater than or equal to 0"))
+		}
+	}
+	return errs
+}
+
+const clockMessage = "must be a time of day written HH:mm, from 00:00 to 23:59, such as 07:30"
+
+// validClock accepts exactly HH:mm with two digits each; time.Parse would
+// also take "7:30".
+func validClock(s string) bool {
+	if len(s) != 5 || s[2] != ':' {
+		return false
+	}
+	for _, i := range []int{0, 1, 3, 4} {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	h := int(s[0]-'0')*10 + int(s[1]-'0')
+	m := int(s[3]-'0')*10 + int(s[4]-'0')
+	return h < 24 && m < 60
+}
