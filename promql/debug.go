@@ -1,0 +1,225 @@
+package promql
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Paths of the debug endpoints.
+const (
+	DebugEvalPath  = "/debug/promql/eval"
+	DebugStorePath = "/debug/store"
+)
+
+// maxEvalBody bounds the JSON a caller may post; a query is small.
+const maxEvalBody = 1 << 20
+
+// DebugOptions decides who may call the debug endpoints.
+type DebugOptions struct {
+	// Filter wraps both endpoints. Outside dev mode it must be the metrics
+	// server's authentication and authorization filter
+	// (controller-runtime filters.WithAuthenticationAndAuthorization), so
+	// the endpoints need exactly the rights /metrics needs.
+	Filter metricsserver.Filter
+	// Log is handed to Filter.
+	Log logr.Logger
+	// Dev serves without a filter. Only `scaleplane dev` sets it.
+	Dev bool
+	// Now is the evaluation time when a request gives none. Default
+	// time.Now.
+	Now func() time.Time
+}
+
+// NewDebugHandler returns a handler serving DebugEvalPath and
+// DebugStorePath (mount it at both, or at "/debug/"). scraper may be nil.
+// Without Dev it refuses to build unless a Filter is given, so the endpoints
+// cannot be exposed unauthenticated by mistake.
+func NewDebugHandler(store *Store, eval Source, scraper *Scraper, opts DebugOptions) (http.Handler, error) {
+	if store == nil || eval == nil {
+		return nil, errors.New("new debug handler: store and evaluator are required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	d := &debugHandler{store: store, eval: eval, scraper: scraper, now: opts.Now}
+	mux := http.NewServeMux()
+	mux.HandleFunc(DebugEvalPath, d.serveEval)
+	mux.HandleFunc(DebugStorePath, d.serveStore)
+	if opts.Dev {
+		return mux, nil
+	}
+	if opts.Filter == nil {
+		return nil, errors.New("new debug handler: outside dev mode the debug endpoints need the metrics server's authentication filter; set DebugOptions.Filter (filters.WithAuthenticationAndAuthorization) or DebugOptions.Dev")
+	}
+	log := opts.Log
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	h, err := opts.Filter(log, mux)
+	if err != nil {
+		return nil, fmt.Errorf("wrap debug endpoints with the metrics filter: %w", err)
+	}
+	return h, nil
+}
+
+type debugHandler struct {
+	store   *Store
+	eval    Source
+	scraper *Scraper
+	now     func() time.Time
+}
+
+// EvalRequest is the body of POST /debug/promql/eval.
+type EvalRequest struct {
+	Query string `json:"query"`
+	// NowUnixSeconds is the evaluation time; absent means now.
+	NowUnixSeconds *float64 `json:"nowUnixSeconds,omitempty"`
+	// Vars fill ${name} placeholders, e.g. {"namespace": "default"}.
+	Vars map[string]string `json:"vars,omitempty"`
+}
+
+// Position locates a parse error in the query (byte offsets).
+type Position struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+type errorBody struct {
+	Error    string    `json:"error"`
+	Position *Position `json:"position,omitempty"`
+	// Result is "no data", "NaN" or "Inf" on a 422 about the value.
+	Result string `json:"result,omitempty"`
+}
+
+// problem is an RFC 7807 problem document.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, body errorBody) {
+	writeJSON(w, status, "application/json", body)
+}
+
+func (d *debugHandler) serveEval(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, errorBody{Error: "use POST with a JSON body {\"query\": ...}"})
+		return
+	}
+	var req EvalRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxEvalBody))
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("invalid JSON body: %v", err)})
+		return
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		writeError(w, http.StatusBadRequest, errorBody{Error: "query is required"})
+		return
+	}
+	at := d.now()
+	if req.NowUnixSeconds != nil {
+		sec, frac := math.Modf(*req.NowUnixSeconds)
+		at = time.Unix(int64(sec), int64(frac*1e9))
+	}
+
+	// Register the names first: even a query that finds no data yet makes
+	// the scraper start keeping its metrics.
+	expanded, err := Expand(req.Query, req.Vars)
+	if err == nil {
+		var names []string
+		if names, err = MetricNames(expanded); err == nil {
+			d.store.Request(names...)
+		} else {
+			err = queryError(expanded, err)
+		}
+	}
+	var res Result
+	if err == nil {
+		res, err = d.eval.Eval(r.Context(), req.Query, at, req.Vars)
+	}
+
+	var (
+		qe *QueryError
+		se *ShapeError
+	)
+	switch {
+	case errors.As(err, &qe):
+		body := errorBody{Error: qe.Err.Error()}
+		if qe.Start >= 0 {
+			body.Position = &Position{Start: qe.Start, End: qe.End}
+		}
+		writeError(w, http.StatusBadRequest, body)
+	case errors.As(err, &se):
+		writeError(w, http.StatusUnprocessableEntity, errorBody{Error: se.Error()})
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, "application/problem+json", problem{
+			Type: "about:blank", Title: "Evaluation error", Status: http.StatusInternalServerError, Detail: err.Error(),
+		})
+	case res.Kind == KindNoData:
+		writeError(w, http.StatusUnprocessableEntity, errorBody{
+			Result: "no data",
+			Error:  "query returned no data: no series matched at that time; check the metric name and labels, that the pods are scraped (GET " + DebugStorePath + ") and that the name was requested before the samples arrived",
+		})
+	case res.Kind == KindNaN || res.Kind == KindInf:
+		writeError(w, http.StatusUnprocessableEntity, errorBody{
+			Result: res.Kind.String(),
+			Error:  fmt.Sprintf("PromQL result is %v (NaN or Infinity: probably a division by zero or a quantile over empty buckets)", res.Value),
+		})
+	default:
+		writeJSON(w, http.StatusOK, "application/json", map[string]float64{"value": res.Value})
+	}
+}
+
+// StoreSummary is the body of GET /debug/store.
+type StoreSummary struct {
+	RequestedMetricNames []string       `json:"requestedMetricNames"`
+	TimestampBuckets     int            `json:"timestampBuckets"`
+	SeriesCount          int            `json:"seriesCount"`
+	TotalPoints          int            `json:"totalPoints"`
+	RefusedSeries        uint64         `json:"refusedSeries"`
+	ChunkBytes           int            `json:"chunkBytes"`
+	Targets              []TargetHealth `json:"targets"`
+	DiscoveryError       string         `json:"discoveryError,omitempty"`
+}
+
+func (d *debugHandler) serveStore(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, http.StatusMethodNotAllowed, errorBody{Error: "use GET"})
+		return
+	}
+	st := d.store.Stats()
+	sum := StoreSummary{
+		RequestedMetricNames: d.store.Registry().Names(),
+		TimestampBuckets:     st.TimestampBuckets,
+		SeriesCount:          st.SeriesCount,
+		TotalPoints:          st.TotalPoints,
+		RefusedSeries:        st.RefusedSeries,
+		ChunkBytes:           st.ChunkBytes,
+		Targets:              []TargetHealth{},
+	}
+	if d.scraper != nil {
+		sum.Targets = d.scraper.Health()
+		if err := d.scraper.DiscoveryError(); err != nil {
+			sum.DiscoveryError = err.Error()
+		}
+	}
+	writeJSON(w, http.StatusOK, "application/json", sum)
+}

@@ -1,0 +1,180 @@
+package promql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// RemoteOptions points Remote at a Prometheus-compatible query API.
+type RemoteOptions struct {
+	// URL is the API root: the part before /api/v1/query, e.g.
+	// http://prometheus.monitoring:9090, a Thanos querier, or
+	// http://mimir-query-frontend/prometheus for Mimir.
+	URL string
+	// BearerToken or BearerTokenFile (re-read on every request, so a
+	// projected service-account token keeps working) sets
+	// "Authorization: Bearer ...".
+	BearerToken     string
+	BearerTokenFile string
+	// Username with Password or PasswordFile sets basic auth.
+	Username     string
+	Password     string
+	PasswordFile string
+	// CA (PEM) or CAFile replaces the system roots to verify the server.
+	CA     string
+	CAFile string
+	// ServerName overrides the name checked in the server certificate.
+	ServerName string
+	// Headers are sent with every query, e.g. X-Scope-OrgID for Mimir.
+	Headers map[string]string
+	// Timeout bounds one query, on the server and the client. Default 10 s.
+	Timeout time.Duration
+	// RoundTripper replaces the transport built from the fields above.
+	RoundTripper http.RoundTripper
+}
+
+// Remote evaluates queries on an existing Prometheus, Thanos or Mimir
+// through its HTTP query API. It implements Source with the same result
+// rules as the embedded Evaluator.
+type Remote struct {
+	api     v1.API
+	timeout time.Duration
+}
+
+// NewRemote validates opts and returns a client. Credentials in files are
+// read per request, not here.
+func NewRemote(opts RemoteOptions) (*Remote, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("remote source URL %q: use an absolute http(s) URL such as http://prometheus.monitoring:9090", opts.URL)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	rt := opts.RoundTripper
+	if rt == nil {
+		cfg := config.HTTPClientConfig{
+			TLSConfig:       config.TLSConfig{CA: opts.CA, CAFile: opts.CAFile, ServerName: opts.ServerName},
+			FollowRedirects: true,
+			EnableHTTP2:     true,
+		}
+		if opts.BearerToken != "" || opts.BearerTokenFile != "" {
+			cfg.Authorization = &config.Authorization{Type: "Bearer", Credentials: config.Secret(opts.BearerToken), CredentialsFile: opts.BearerTokenFile}
+		}
+		if opts.Username != "" {
+			cfg.BasicAuth = &config.BasicAuth{Username: opts.Username, Password: config.Secret(opts.Password), PasswordFile: opts.PasswordFile}
+		}
+		if len(opts.Headers) > 0 {
+			h := map[string]config.Header{}
+			for k, v := range opts.Headers {
+				h[k] = config.Header{Values: []string{v}}
+			}
+			cfg.HTTPHeaders = &config.Headers{Headers: h}
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("remote source %s: %w", opts.URL, err)
+		}
+		if rt, err = config.NewRoundTripperFromConfig(cfg, "scaleplane"); err != nil {
+			return nil, fmt.Errorf("remote source %s: %w", opts.URL, err)
+		}
+	}
+	c, err := api.NewClient(api.Config{Address: strings.TrimSuffix(opts.URL, "/"), RoundTripper: rt})
+	if err != nil {
+		return nil, fmt.Errorf("remote source %s: %w", opts.URL, err)
+	}
+	return &Remote{api: v1.NewAPI(c), timeout: opts.Timeout}, nil
+}
+
+// Eval implements Source.
+func (r *Remote) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
+	expanded, err := Expand(query, vars)
+	if err != nil {
+		return Result{}, err
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	v, _, err := r.api.Query(ctx, expanded, at, v1.WithTimeout(r.timeout))
+	if err != nil {
+		var apiErr *v1.Error
+		if errors.As(err, &apiErr) && apiErr.Type == v1.ErrBadData {
+			return Result{}, &QueryError{Query: expanded, Err: errors.New(apiErr.Msg), Start: -1, End: -1}
+		}
+		return Result{}, fmt.Errorf("remote query %q: %w", expanded, err)
+	}
+	switch v := v.(type) {
+	case *model.Scalar:
+		return ResultOf(float64(v.Value)), nil
+	case model.Vector:
+		switch len(v) {
+		case 0:
+			return Result{Kind: KindNoData}, nil
+		case 1:
+			if v[0].Histogram != nil {
+				return Result{}, &ShapeError{Type: "vector", Series: 1, Histogram: true}
+			}
+			r := ResultOf(float64(v[0].Value))
+			r.Labels = metricLabels(v[0].Metric)
+			return r, nil
+		}
+		se := &ShapeError{Type: "vector", Series: len(v)}
+		for i := 0; i < len(v) && i < 3; i++ {
+			se.Sample = append(se.Sample, v[i].Metric.String())
+		}
+		return Result{}, se
+	case model.Matrix:
+		return Result{}, &ShapeError{Type: "matrix", Series: len(v)}
+	case *model.String:
+		return Result{}, &ShapeError{Type: "string"}
+	}
+	return Result{}, fmt.Errorf("remote query %q: unexpected result type %T", expanded, v)
+}
+
+func metricLabels(m model.Metric) labels.Labels {
+	b := labels.NewScratchBuilder(len(m))
+	for k, v := range m {
+		b.Add(string(k), string(v))
+	}
+	b.Sort()
+	return b.Labels()
+}
+
+// Sources picks the Source of a trigger: a named one when the trigger names
+// it, otherwise Default (the embedded evaluator, or a global remote).
+type Sources struct {
+	Default Source
+	Named   map[string]Source
+}
+
+// Get returns the source called name, or Default for "".
+func (s Sources) Get(name string) (Source, error) {
+	if name == "" {
+		if s.Default == nil {
+			return nil, errors.New("no default metrics source configured")
+		}
+		return s.Default, nil
+	}
+	if src, ok := s.Named[name]; ok {
+		return src, nil
+	}
+	known := make([]string, 0, len(s.Named))
+	for n := range s.Named {
+		known = append(known, n)
+	}
+	sort.Strings(known)
+	return nil, fmt.Errorf("unknown metrics source %q; configured sources: %s", name, strings.Join(known, ", "))
+}

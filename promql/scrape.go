@@ -1,0 +1,440 @@
+package promql
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// Target is one metrics endpoint to scrape.
+type Target struct {
+	// URL is the full endpoint, e.g. http://10.0.0.7:8080/metrics.
+	URL string
+	// Labels are added to every sample scraped from the target (namespace,
+	// pod and the workload's labels). A scraped label with the same name is
+	// kept as exported_<name>, as Prometheus does with honor_labels: false.
+	Labels labels.Labels
+	// Invalid, when set, says why the target cannot be scraped (e.g. a bad
+	// prometheus.io/port annotation). It is reported as down with this
+	// error instead of disappearing silently.
+	Invalid string
+}
+
+func (t Target) key() string { return t.URL + t.Labels.String() }
+
+// Discoverer lists the targets to scrape. It is called once per scrape
+// cycle; an error keeps the previous cycle's targets.
+type Discoverer interface {
+	Targets(ctx context.Context) ([]Target, error)
+}
+
+// DiscovererFunc adapts a function to Discoverer.
+type DiscovererFunc func(ctx context.Context) ([]Target, error)
+
+// Targets implements Discoverer.
+func (f DiscovererFunc) Targets(ctx context.Context) ([]Target, error) { return f(ctx) }
+
+// ScraperOptions configures a Scraper. Store and Discoverer are required;
+// every other zero value means the documented default.
+type ScraperOptions struct {
+	// Store receives the samples; only names in Store.Registry() are kept.
+	Store *Store
+	// Discoverer lists the targets each cycle.
+	Discoverer Discoverer
+	// Interval between cycle starts. Default 5 s, SlimFaas' rhythm.
+	Interval time.Duration
+	// Timeout bounds one target's scrape, so a slow pod costs one
+	// concurrency slot for at most this long. Default 4 s; capped at
+	// Interval.
+	Timeout time.Duration
+	// MaxBodyBytes bounds one (decompressed) response; a larger one fails
+	// the scrape instead of filling memory. Default 10 MiB.
+	MaxBodyBytes int64
+	// Concurrency is how many targets are scraped at once. Default 32.
+	Concurrency int
+	// Client performs the requests. Default: a client with no overall
+	// timeout (Timeout is applied per request) that does not follow
+	// redirects off the pod.
+	Client *http.Client
+	// Now stamps samples. Default time.Now.
+	Now func() time.Time
+	// Log receives one line per target state change. Default: discard.
+	Log logr.Logger
+}
+
+// Health is the state of one target after its latest scrape.
+type Health string
+
+// Target health values.
+const (
+	HealthUnknown Health = "unknown"
+	HealthUp      Health = "up"
+	HealthDown    Health = "down"
+)
+
+// TargetHealth is what GET /debug/store reports per target.
+type TargetHealth struct {
+	URL                 string            `json:"url"`
+	Labels              map[string]string `json:"labels,omitempty"`
+	Health              Health            `json:"health"`
+	LastError           string            `json:"lastError,omitempty"`
+	LastScrape          time.Time         `json:"lastScrape,omitzero"`
+	LastDurationSeconds float64           `json:"lastDurationSeconds"`
+	// Samples is how many samples the last scrape kept (requested names).
+	Samples int `json:"samples"`
+}
+
+// Scraper scrapes every target once per Interval into the Store. It is a
+// controller-runtime manager Runnable.
+type Scraper struct {
+	opts ScraperOptions
+
+	mtx          sync.Mutex
+	targets      map[string]*targetState
+	discoveryErr error
+}
+
+type targetState struct {
+	target Target
+	// seen are the series of the previous successful scrape; a series
+	// missing from the next one gets a staleness marker.
+	seen   map[uint64]labels.Labels
+	health TargetHealth
+}
+
+// NewScraper validates opts and returns a scraper.
+func NewScraper(opts ScraperOptions) (*Scraper, error) {
+	if opts.Store == nil {
+		return nil, errors.New("new scraper: Store is required")
+	}
+	if opts.Discoverer == nil {
+		return nil, errors.New("new scraper: Discoverer is required")
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 4 * time.Second
+	}
+	opts.Timeout = min(opts.Timeout, opts.Interval)
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 10 << 20
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 32
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	return &Scraper{opts: opts, targets: map[string]*targetState{}}, nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: only the
+// leader autoscales, so only the leader needs the samples.
+func (*Scraper) NeedLeaderElection() bool { return true }
+
+// Start runs a cycle every Interval until ctx ends. It implements
+// manager.Runnable.
+func (s *Scraper) Start(ctx context.Context) error {
+	tick := time.NewTicker(s.opts.Interval)
+	defer tick.Stop()
+	for {
+		s.Cycle(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Cycle discovers targets, scrapes them all (at most Concurrency at once),
+// marks the series of vanished targets stale and trims the store. Start
+// calls it every Interval; tests call it directly.
+func (s *Scraper) Cycle(ctx context.Context) {
+	now := s.opts.Now()
+	targets, err := s.opts.Discoverer.Targets(ctx)
+
+	s.mtx.Lock()
+	s.discoveryErr = err
+	var states []*targetState
+	if err == nil {
+		wanted := make(map[string]struct{}, len(targets))
+		for _, t := range targets {
+			k := t.key()
+			wanted[k] = struct{}{}
+			if _, ok := s.targets[k]; !ok {
+				s.targets[k] = &targetState{target: t, health: TargetHealth{URL: t.URL, Labels: t.Labels.Map(), Health: HealthUnknown}}
+			}
+		}
+		for k, st := range s.targets {
+			if _, ok := wanted[k]; !ok {
+				// The pod is gone: its series end now rather than linger
+				// for the 5 minute lookback.
+				s.markStale(st, now)
+				delete(s.targets, k)
+			}
+		}
+	} else {
+		s.opts.Log.Error(err, "discover scrape targets; keeping the previous targets")
+	}
+	for _, st := range s.targets {
+		states = append(states, st)
+	}
+	s.mtx.Unlock()
+
+	sem := make(chan struct{}, s.opts.Concurrency)
+	var wg sync.WaitGroup
+	for _, st := range states {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s.scrapeTarget(ctx, st)
+		}()
+	}
+	wg.Wait()
+	s.opts.Store.Trim()
+}
+
+// DiscoveryError is the error of the latest discovery, nil when it worked.
+func (s *Scraper) DiscoveryError() error {
+	s.mtx.Lock()
+	defer s.mtx.Unlock()
+	return s.discoveryErr
+}
+
+// Health returns every target's state, sorted by URL.
+func (s *Scraper) Health() []TargetHealth {
+	s.mtx.Lock()
+	out := make([]TargetHealth, 0, len(s.targets))
+	for _, st := range s.targets {
+		out = append(out, st.health)
+	}
+	s.mtx.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].URL < out[j].URL })
+	return out
+}
+
+func (s *Scraper) scrapeTarget(ctx context.Context, st *targetState) {
+	start := s.opts.Now()
+	n, err := s.scrape(ctx, st, start)
+	h := TargetHealth{
+		URL:                 st.target.URL,
+		Labels:              st.health.Labels,
+		Health:              HealthUp,
+		LastScrape:          start,
+		LastDurationSeconds: s.opts.Now().Sub(start).Seconds(),
+		Samples:             n,
+	}
+	if err != nil {
+		h.Health, h.LastError = HealthDown, err.Error()
+		// Prometheus ends a failing target's series too: a dead pod must
+		// not keep feeding its last value to the autoscaler.
+		s.markStale(st, start)
+	}
+	s.mtx.Lock()
+	if st.health.Health != h.Health {
+		s.opts.Log.Info("scrape target changed health", "url", h.URL, "health", h.Health, "error", h.LastError)
+	}
+	st.health = h
+	s.mtx.Unlock()
+}
+
+// markStale appends a staleness marker to every series the target had.
+func (s *Scraper) markStale(st *targetState, at time.Time) {
+	if len(st.seen) == 0 {
+		return
+	}
+	app := s.opts.Store.Appender(context.Background())
+	t := at.UnixMilli()
+	for _, ls := range st.seen {
+		_, _ = app.Append(0, ls, t, math.Float64frombits(value.StaleNaN))
+	}
+	// Ordering errors only mean a newer sample already exists.
+	_ = app.Commit()
+	st.seen = nil
+}
+
+func (s *Scraper) scrape(ctx context.Context, st *targetState, at time.Time) (int, error) {
+	if st.target.Invalid != "" {
+		return 0, errors.New(st.target.Invalid)
+	}
+	body, err := s.fetch(ctx, st.target.URL)
+	if err != nil {
+		return 0, err
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("parse metrics from %s: %w", st.target.URL, err)
+	}
+
+	reg := s.opts.Store.Registry()
+	t := at.UnixMilli()
+	app := s.opts.Store.Appender(ctx)
+	seen := make(map[uint64]labels.Labels, len(st.seen))
+	b := labels.NewBuilder(labels.EmptyLabels())
+	var errs []error
+	add := func(name string, m *dto.Metric, extra []string, v float64) {
+		if !reg.Has(name) {
+			return
+		}
+		ls := sampleLabels(b, name, m, extra, st.target.Labels)
+		h := ls.Hash()
+		if _, dup := seen[h]; dup {
+			return
+		}
+		seen[h] = ls
+		if _, err := app.Append(0, ls, t, v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for name, mf := range families {
+		for _, m := range mf.GetMetric() {
+			flatten(name, mf.GetType(), m, add)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		errs = append(errs, err)
+	}
+	for h, ls := range st.seen {
+		if _, ok := seen[h]; !ok {
+			_ = s.opts.Store.Append(ls, t, math.Float64frombits(value.StaleNaN))
+		}
+	}
+	st.seen = seen
+	if len(errs) > 0 {
+		// Refused series (MaxSeries) or ordering problems: the scrape
+		// worked, so the target stays up, but the problem is logged.
+		s.opts.Log.Error(errors.Join(errs...), "store scraped samples", "url", st.target.URL)
+	}
+	return len(seen), nil
+}
+
+func (s *Scraper) fetch(ctx context.Context, url string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build request for %s: %w", url, err)
+	}
+	// Only the text format is parsed; ask for it explicitly so servers
+	// that default to OpenMetrics or protobuf answer in it.
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain))+";q=1,*/*;q=0.1")
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", strconv.FormatFloat(s.opts.Timeout.Seconds(), 'f', -1, 64))
+	resp, err := s.opts.Client.Do(req)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("scrape %s: no response within %s; make the endpoint faster or raise the scrape timeout", url, s.opts.Timeout)
+		}
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: server returned %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxBodyBytes+1))
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("scrape %s: body not read within %s; make the endpoint faster or raise the scrape timeout", url, s.opts.Timeout)
+		}
+		return nil, fmt.Errorf("read %s: %w", url, err)
+	}
+	if int64(len(body)) > s.opts.MaxBodyBytes {
+		return nil, fmt.Errorf("scrape %s: response exceeds %d bytes; expose fewer metrics or raise the body size limit", url, s.opts.MaxBodyBytes)
+	}
+	return body, nil
+}
+
+// flatten turns one exposition metric into Prometheus' float series, the
+// way Prometheus ingests the text format (summaries and classic histograms
+// become _sum, _count, quantile and _bucket series).
+func flatten(name string, typ dto.MetricType, m *dto.Metric, add func(name string, m *dto.Metric, extra []string, v float64)) {
+	switch typ {
+	case dto.MetricType_COUNTER:
+		add(name, m, nil, m.GetCounter().GetValue())
+	case dto.MetricType_GAUGE:
+		add(name, m, nil, m.GetGauge().GetValue())
+	case dto.MetricType_SUMMARY:
+		s := m.GetSummary()
+		for _, q := range s.GetQuantile() {
+			add(name, m, []string{model.QuantileLabel, formatFloat(q.GetQuantile())}, q.GetValue())
+		}
+		add(name+"_sum", m, nil, s.GetSampleSum())
+		add(name+"_count", m, nil, float64(s.GetSampleCount()))
+	case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
+		h := m.GetHistogram()
+		count := float64(h.GetSampleCount())
+		if h.SampleCountFloat != nil {
+			count = h.GetSampleCountFloat()
+		}
+		sawInf := false
+		for _, b := range h.GetBucket() {
+			c := float64(b.GetCumulativeCount())
+			if b.CumulativeCountFloat != nil {
+				c = b.GetCumulativeCountFloat()
+			}
+			sawInf = sawInf || math.IsInf(b.GetUpperBound(), 1)
+			add(name+"_bucket", m, []string{model.BucketLabel, formatFloat(b.GetUpperBound())}, c)
+		}
+		if !sawInf {
+			add(name+"_bucket", m, []string{model.BucketLabel, "+Inf"}, count)
+		}
+		add(name+"_sum", m, nil, h.GetSampleSum())
+		add(name+"_count", m, nil, count)
+	default:
+		add(name, m, nil, m.GetUntyped().GetValue())
+	}
+}
+
+func formatFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "+Inf"
+	case math.IsInf(f, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func sampleLabels(b *labels.Builder, name string, m *dto.Metric, extra []string, target labels.Labels) labels.Labels {
+	b.Reset(labels.EmptyLabels())
+	for _, lp := range m.GetLabel() {
+		n := lp.GetName()
+		if target.Has(n) {
+			n = "exported_" + n
+		}
+		b.Set(n, lp.GetValue())
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		b.Set(extra[i], extra[i+1])
+	}
+	target.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
+	b.Set(labels.MetricName, name)
+	return b.Labels()
+}
+
+var _ storage.Appendable = (*Store)(nil)
