@@ -1,13 +1,9 @@
-// Package framework runs scaleplane's end-to-end tests against a real
-// control plane: etcd and kube-apiserver started through controller-runtime's
-// envtest, optionally kube-controller-manager running only the HPA
-// controller, and the real kubectl. All three are built from Go modules by
-// `make tools` (see hack/tools), or taken from KUBEBUILDER_ASSETS.
-//
-// One control plane serves one test package (see Run); each test works in a
-// namespace of its own (see Cluster.Namespace). Everything listens on
-// loopback.
+// Package framework is the test layer over package controlplane: one
+// control plane per test package (Run), a namespace per test
+// (Cluster.Namespace), and waiting on conditions with deadlines
+// (Eventually). e2e tests import this package; the names below re-export
+// controlplane's so tests need one import.
 //
 // It must not contain scaleplane logic: tests wire the real packages through
-// StartManager or the binary's own app package.
+// Cluster.NewManager or the binary's own app package.
 package framework

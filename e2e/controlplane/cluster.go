@@ -1,4 +1,4 @@
-package framework
+package controlplane
 
 import (
 	"bytes"
@@ -104,7 +104,14 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := apiextensionsv1.AddToScheme(c.Scheme); err != nil {
 		return nil, fmt.Errorf("build scheme: %w", err)
 	}
-	c.env = &envtest.Environment{
+	c.env = &envtest.Environment{}
+	if opts.Dir != "" {
+		// A data folder the caller keeps (scaleplane dev --keep) holds etcd's
+		// data too, so the cluster can be inspected after exit.
+		c.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(c.Dir, "etcd")}
+	}
+	*c.env = envtest.Environment{
+		ControlPlane:          c.env.ControlPlane,
 		BinaryAssetsDirectory: BinaryDir(),
 		CRDDirectoryPaths:     crdPaths,
 		ErrorIfCRDPathMissing: true,

@@ -1,4 +1,4 @@
-package framework
+package controlplane
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"strings"
-	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,10 +13,19 @@ import (
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
+// TB is the part of testing.TB that Namespace needs; this package does not
+// import testing because the scaleplane binary's dev mode uses it.
+type TB interface {
+	Helper()
+	Name() string
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // Namespace creates a namespace named after the test and deletes it when
 // the test ends. No namespace controller runs, so deletion only marks it;
 // nothing waits for it.
-func (c *Cluster) Namespace(t testing.TB) string {
+func (c *Cluster) Namespace(t TB) string {
 	t.Helper()
 	base := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	if len(base) > 40 {
