@@ -146,6 +146,12 @@ type Decision struct {
 	// Dependencies explains a wake-up's dependencies; nil when not waking
 	// or without dependsOn.
 	Dependencies *DependencyCheck `json:"dependencies,omitempty"`
+	// SignalDependencies are the workloads the caller records activity for
+	// at Time (their DecideInput.LastActivity): a workload's dependencies
+	// count as active while it is awake or waking, so they wake before it
+	// and never go to zero under it. It is the config's dependsOn slice:
+	// read it, do not modify it.
+	SignalDependencies []string `json:"signalDependencies,omitempty"`
 	// Problems lists config entries the decision had to ignore (bad time
 	// zone, bad HH:mm); admission validation normally prevents them.
 	Problems []string `json:"problems,omitempty"`
@@ -183,7 +189,7 @@ type IdleState struct {
 	// TimeoutSeconds is the idle timeout in force now.
 	TimeoutSeconds int64 `json:"timeoutSeconds"`
 	// IdleSeconds is how long the workload has been without activity
-	// (counted from AwakeSince at the latest).
+	// (counted from AwakeSince at the latest); 0 when it never had any.
 	IdleSeconds int64 `json:"idleSeconds"`
 	// Idle: the timeout has passed.
 	Idle bool `json:"idle"`
@@ -317,6 +323,10 @@ func Decide(in DecideInput, h *History) Decision {
 		}
 	}
 
+	if len(cfg.DependsOn) > 0 && (d.Desired > 0 || d.Action == ActionWait) {
+		d.SignalDependencies = cfg.DependsOn
+	}
+
 	switch {
 	case d.Action != "":
 	case d.Desired == 0 && cur > 0:
@@ -405,7 +415,10 @@ func idleState(c *Config, h *History, now time.Time, d *Decision) *IdleState {
 	if h.AwakeSince.After(since) {
 		since = h.AwakeSince
 	}
-	if !since.IsZero() {
+	if since.IsZero() {
+		// Asleep and never active: idle, for no measurable time.
+		s.Idle = true
+	} else {
 		idle := now.Sub(since)
 		s.IdleSeconds = int64(idle / time.Second)
 		s.Idle = idle > timeout
