@@ -221,6 +221,8 @@ func queryError(query string, err error) error {
 	qe := &QueryError{Query: query, Err: err, Start: -1, End: -1}
 	var pes parser.ParseErrors
 	if errors.As(err, &pes) && len(pes) > 0 {
+		// Report the parser's own message: it carries line:column.
+		qe.Err = pes
 		qe.Start, qe.End = int(pes[0].PositionRange.Start), int(pes[0].PositionRange.End)
 	}
 	var pe *parser.ParseErr

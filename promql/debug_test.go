@@ -1,0 +1,252 @@
+package promql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+type response struct {
+	Status      int
+	ContentType string
+	Body        map[string]any
+}
+
+func do(t *testing.T, h http.Handler, method, path, body string, header http.Header) response {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	res := response{Status: rec.Code, ContentType: rec.Header().Get("Content-Type")}
+	raw, _ := io.ReadAll(rec.Body)
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &res.Body); err != nil {
+			t.Fatalf("%s %s: body %q is not JSON: %v", method, path, raw, err)
+		}
+	}
+	return res
+}
+
+// failingSource stands in for an evaluation that breaks (e.g. a remote
+// server that is down).
+type failingSource struct{}
+
+func (failingSource) Eval(context.Context, string, time.Time, map[string]string) (Result, error) {
+	return Result{}, errors.New("query timed out in expression evaluation")
+}
+
+func TestDebugEval(t *testing.T) {
+	store := slimfaasStore(t)
+	ev := NewEvaluator(store, EvaluatorOptions{})
+	h, err := NewDebugHandler(store, ev, nil, DebugOptions{Dev: true, Now: func() time.Time { return evalAt }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := NewDebugHandler(store, failingSource{}, nil, DebugOptions{Dev: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := `, "nowUnixSeconds": 1732100300`
+	tests := []struct {
+		name    string
+		handler http.Handler
+		method  string
+		body    string
+		want    response
+	}{{
+		name: "value",
+		body: `{"query": "max_over_time(slimfaas_function_queue_ready_items{function=\"fibonacci\"}[30s])"` + at + `}`,
+		want: response{Status: 200, ContentType: "application/json", Body: map[string]any{"value": 60.0}},
+	}, {
+		name: "value with placeholders and default time",
+		body: `{"query": "sum(rate(http_server_requests_seconds_count{pod=\"${pod}\"}[1m]))", "vars": {"pod": "a"}}`,
+		want: response{Status: 200, ContentType: "application/json", Body: map[string]any{"value": 2.0}},
+	}, {
+		name: "missing query",
+		body: `{"query": ""}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{"error": "query is required"}},
+	}, {
+		name: "blank query",
+		body: `{"query": "   "}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{"error": "query is required"}},
+	}, {
+		name: "not JSON",
+		body: `query=up`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{"error": "invalid JSON body: invalid character 'q' looking for beginning of value"}},
+	}, {
+		name: "parse error with position",
+		body: `{"query": "sum(rate(x[1m])"}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{
+			"error":    "1:16: parse error: unclosed left parenthesis",
+			"position": map[string]any{"start": 15.0, "end": 15.0},
+		}},
+	}, {
+		name: "unknown placeholder",
+		body: `{"query": "up{a=\"${nope}\"}"}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{
+			"error":    "unknown placeholder ${nope}; known placeholders: none",
+			"position": map[string]any{"start": 6.0, "end": 13.0},
+		}},
+	}, {
+		name: "NaN",
+		body: `{"query": "0/0"` + at + `}`,
+		want: response{Status: 422, ContentType: "application/json", Body: map[string]any{
+			"result": "NaN",
+			"error":  "PromQL result is NaN (NaN or Infinity: probably a division by zero or a quantile over empty buckets)",
+		}},
+	}, {
+		name: "Inf",
+		body: `{"query": "1/0"` + at + `}`,
+		want: response{Status: 422, ContentType: "application/json", Body: map[string]any{
+			"result": "Inf",
+			"error":  "PromQL result is +Inf (NaN or Infinity: probably a division by zero or a quantile over empty buckets)",
+		}},
+	}, {
+		name: "several series",
+		body: `{"query": "rate(http_server_requests_seconds_count[1m])"` + at + `}`,
+		want: response{Status: 422, ContentType: "application/json", Body: map[string]any{
+			"error": `query returns 2 series ({job="fibonacci", namespace="default", pod="a"}, {job="fibonacci", namespace="default", pod="b"}), not one number; aggregate them, e.g. sum(...) or max(...)`,
+		}},
+	}, {
+		name: "no data",
+		body: `{"query": "sum(rate(some_new_metric[1m]))"` + at + `}`,
+		want: response{Status: 422, ContentType: "application/json", Body: map[string]any{
+			"result": "no data",
+			"error":  "query returned no data: no series matched at that time; check the metric name and labels, that the pods are scraped (GET /debug/store) and that the name was requested before the samples arrived",
+		}},
+	}, {
+		name:    "evaluation failure is problem JSON",
+		handler: broken,
+		body:    `{"query": "up"}`,
+		want: response{Status: 500, ContentType: "application/problem+json", Body: map[string]any{
+			"type": "about:blank", "title": "Evaluation error", "status": 500.0, "detail": "query timed out in expression evaluation",
+		}},
+	}, {
+		name:   "GET is not allowed",
+		method: http.MethodGet,
+		want: response{Status: 405, ContentType: "application/json", Body: map[string]any{
+			"error": `use POST with a JSON body {"query": ...}`,
+		}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			hh, method := tc.handler, tc.method
+			if hh == nil {
+				hh = h
+			}
+			if method == "" {
+				method = http.MethodPost
+			}
+			got := do(t, hh, method, DebugEvalPath, tc.body, http.Header{"Content-Type": {"application/json"}})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Every evaluated query's names are requested, even without data yet.
+	if !store.Registry().Has("some_new_metric") {
+		t.Error("some_new_metric was not requested by the debug query")
+	}
+}
+
+func TestDebugStore(t *testing.T) {
+	clock := newFakeClock()
+	store := NewStore(Options{Now: clock.now})
+	store.Request("b_metric", "a_metric")
+	for i := range 3 {
+		for _, pod := range []string{"x", "y"} {
+			if err := store.Append(labels.FromStrings("__name__", "a_metric", "pod", pod), clock.now().UnixMilli(), float64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.step()
+	}
+	sc := newTestScraper(t, store, clock, staticTargets(Target{URL: "http://127.0.0.1:1/metrics", Invalid: "bad port"}), nil)
+	sc.Cycle(context.Background())
+	h, err := NewDebugHandler(store, NewEvaluator(store, EvaluatorOptions{}), sc, DebugOptions{Dev: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := do(t, h, http.MethodGet, DebugStorePath, "", nil)
+	got.Body["chunkBytes"] = nil // encoding detail
+	for _, tg := range got.Body["targets"].([]any) {
+		delete(tg.(map[string]any), "lastScrape")
+		delete(tg.(map[string]any), "lastDurationSeconds")
+	}
+	want := response{Status: 200, ContentType: "application/json", Body: map[string]any{
+		"requestedMetricNames": []any{"a_metric", "b_metric"},
+		"timestampBuckets":     3.0,
+		"seriesCount":          2.0,
+		"totalPoints":          6.0,
+		"refusedSeries":        0.0,
+		"chunkBytes":           nil,
+		"targets": []any{map[string]any{
+			"url": "http://127.0.0.1:1/metrics", "health": "down", "lastError": "bad port", "samples": 0.0,
+		}},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// denyUnauthenticated mimics the metrics server's authn/authz filter: a
+// request without a bearer token is refused.
+func denyUnauthenticated(_ logr.Logger, next http.Handler) (http.Handler, error) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer allowed" {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}), nil
+}
+
+func TestDebugAuth(t *testing.T) {
+	store := NewStore(Options{})
+	ev := NewEvaluator(store, EvaluatorOptions{})
+	if _, err := NewDebugHandler(store, ev, nil, DebugOptions{}); err == nil {
+		t.Fatal("NewDebugHandler without a filter outside dev mode: want an error")
+	}
+	h, err := NewDebugHandler(store, ev, nil, DebugOptions{Filter: denyUnauthenticated})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		header http.Header
+		want   int
+	}{
+		{name: "eval without credentials", method: http.MethodPost, path: DebugEvalPath, want: http.StatusUnauthorized},
+		{name: "store without credentials", method: http.MethodGet, path: DebugStorePath, want: http.StatusUnauthorized},
+		{name: "eval with credentials", method: http.MethodPost, path: DebugEvalPath, header: http.Header{"Authorization": {"Bearer allowed"}}, want: http.StatusOK},
+		{name: "store with credentials", method: http.MethodGet, path: DebugStorePath, header: http.Header{"Authorization": {"Bearer allowed"}}, want: http.StatusOK},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(`{"query": "vector(1)"}`))
+			for k, v := range tc.header {
+				req.Header[k] = v
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if diff := cmp.Diff(tc.want, rec.Code); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
