@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	prom "github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/storage"
-	prom "github.com/prometheus/prometheus/promql"
 )
 
 func newConformanceEngine(t testing.TB) *prom.Engine {

@@ -62,7 +62,9 @@ func TestRemoteEval(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bearer := func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer s3cret" && r.Header.Get("X-Scope-OrgID") == "team" }
+	bearer := func(r *http.Request) bool {
+		return r.Header.Get("Authorization") == "Bearer s3cret" && r.Header.Get("X-Scope-OrgID") == "team"
+	}
 	basic := func(r *http.Request) bool { u, p, ok := r.BasicAuth(); return ok && u == "me" && p == "pw" }
 
 	tlsSrv := httptest.NewTLSServer(promAPI(t, bearer, remoteBodies))

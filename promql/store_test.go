@@ -1,0 +1,224 @@
+package promql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+func series(name string, kv ...string) labels.Labels {
+	return labels.FromStrings(append([]string{"__name__", name}, kv...)...)
+}
+
+// times returns the timestamps (s since dataStart) stored for every series.
+func times(t *testing.T, s *Store, mint, maxt int64) map[string][]int64 {
+	t.Helper()
+	q, err := s.Querier(mint, maxt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]int64{}
+	set := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
+	for set.Next() {
+		it := set.At().Iterator(nil)
+		var ts []int64
+		for it.Next() != chunkenc.ValNone {
+			ts = append(ts, (it.AtT()-dataStart.UnixMilli())/1000)
+		}
+		out[set.At().Labels().Get("__name__")] = ts
+	}
+	return out
+}
+
+func TestStoreRetention(t *testing.T) {
+	now := dataStart
+	s := NewStore(Options{Retention: 10 * time.Minute, Now: func() time.Time { return now }})
+	// "old" stops reporting after 5 minutes; "live" runs for 20 minutes.
+	for sec := 0; sec <= 1200; sec += 5 {
+		ts := dataStart.Add(time.Duration(sec) * time.Second).UnixMilli()
+		if err := s.Append(series("live"), ts, float64(sec)); err != nil {
+			t.Fatal(err)
+		}
+		if sec <= 300 {
+			if err := s.Append(series("old"), ts, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now = dataStart.Add(1200 * time.Second)
+
+	// Queries see exactly the last 10 minutes, before and after trimming.
+	got := times(t, s, 0, 1<<62)
+	if diff := cmp.Diff([]int64{600, 1200}, []int64{got["live"][0], got["live"][len(got["live"])-1]}); diff != "" {
+		t.Errorf("visible range of live (-want +got):\n%s", diff)
+	}
+	if _, ok := got["old"]; ok {
+		t.Errorf("old series still visible: %v", got["old"])
+	}
+	s.Trim()
+	st := s.Stats()
+	// 241 samples live in chunks of 120; the first chunk (0..595 s) is
+	// entirely older than 600 s and dropped, "old" is dropped entirely.
+	if diff := cmp.Diff([]int{1, 121}, []int{st.SeriesCount, st.TotalPoints}); diff != "" {
+		t.Errorf("[series, points] after Trim (-want +got):\n%s", diff)
+	}
+}
+
+func TestStoreMaxSeries(t *testing.T) {
+	now := dataStart
+	s := NewStore(Options{MaxSeries: 2, Retention: time.Minute, Now: func() time.Time { return now }})
+	ts := dataStart.UnixMilli()
+	for _, name := range []string{"a", "b"} {
+		if err := s.Append(series(name), ts, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Append(series("c"), ts, 1); !errors.Is(err, ErrSeriesLimit) {
+		t.Fatalf("third series: error = %v, want ErrSeriesLimit", err)
+	}
+	if err := s.Append(series("a"), ts+5000, 2); err != nil {
+		t.Fatalf("existing series refused: %v", err)
+	}
+	if got := s.Stats().RefusedSeries; got != 1 {
+		t.Errorf("RefusedSeries = %d, want 1", got)
+	}
+	// Once "b" ages out, its slot is free again.
+	now = dataStart.Add(2 * time.Minute)
+	if err := s.Append(series("a"), now.UnixMilli(), 3); err != nil {
+		t.Fatal(err)
+	}
+	s.Trim()
+	if err := s.Append(series("c"), now.UnixMilli(), 1); err != nil {
+		t.Errorf("series after trim: %v", err)
+	}
+}
+
+func TestStoreOrdering(t *testing.T) {
+	s := NewStore(Options{Retention: -1})
+	ls := series("x")
+	tests := []struct {
+		t       int64
+		v       float64
+		wantErr error
+	}{
+		{t: 1000, v: 1},
+		{t: 2000, v: 2},
+		{t: 2000, v: 2}, // same sample again: dropped quietly
+		{t: 2000, v: 3, wantErr: storage.ErrDuplicateSampleForTimestamp}, // conflicting value
+		{t: 1500, v: 1, wantErr: storage.ErrOutOfOrderSample},
+		{t: 3000, v: 4},
+	}
+	for i, tc := range tests {
+		if err := s.Append(ls, tc.t, tc.v); !errors.Is(err, tc.wantErr) {
+			t.Errorf("append %d: error = %v, want %v", i, err, tc.wantErr)
+		}
+	}
+	if diff := cmp.Diff(map[string][]string{`{__name__="x"}`: {"1", "2", "4"}}, dump(t, s)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestAppenderCommitAndRollback(t *testing.T) {
+	s := NewStore(Options{Retention: -1})
+	app := s.Appender(context.Background())
+	ref, err := app.Append(0, series("x"), 1000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Append(ref, labels.EmptyLabels(), 2000, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, s); len(got) != 0 {
+		t.Errorf("visible before Commit: %v", got)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Append(ref, labels.EmptyLabels(), 3000, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string][]string{`{__name__="x"}`: {"1", "2"}}, dump(t, s)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestIteratorAcrossChunks(t *testing.T) {
+	s := NewStore(Options{Retention: -1})
+	for i := range 500 {
+		if err := s.Append(series("x"), int64(i)*1000, float64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, _ := s.Querier(100_000, 450_000)
+	set := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "x"))
+	if !set.Next() {
+		t.Fatal("no series")
+	}
+	it := set.At().Iterator(nil)
+	var got []int64
+	for _, seek := range []int64{50_000, 119_000, 120_000, 120_000, 239_500, 449_000, 460_000} {
+		if it.Seek(seek) == chunkenc.ValNone {
+			got = append(got, -1)
+			continue
+		}
+		got = append(got, it.AtT())
+	}
+	// Seeks clamp to the querier's range and never go backwards.
+	if diff := cmp.Diff([]int64{100_000, 119_000, 120_000, 120_000, 240_000, 449_000, -1}, got); diff != "" {
+		t.Errorf("seek results (-want +got):\n%s", diff)
+	}
+	if st := s.Stats(); st.TotalPoints != 500 {
+		t.Errorf("TotalPoints = %d", st.TotalPoints)
+	}
+}
+
+// TestConcurrentAppendAndQuery is meant for -race: the scraper appends while
+// the autoscaler and debug endpoint query and the store trims.
+func TestConcurrentAppendAndQuery(t *testing.T) {
+	s := NewStore(Options{Retention: time.Minute, Now: func() time.Time { return dataStart.Add(10 * time.Minute) }})
+	ev := NewEvaluator(s, EvaluatorOptions{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			app := s.Appender(context.Background())
+			for i := range 600 {
+				for p := range 10 {
+					_, _ = app.Append(0, series("x", "w", fmt.Sprint(w), "p", fmt.Sprint(p)), dataStart.Add(time.Duration(i)*time.Second).UnixMilli(), float64(i))
+				}
+				if err := app.Commit(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 50 {
+			if _, err := ev.Eval(context.Background(), `sum(rate(x[1m]))`, dataStart.Add(10*time.Minute), nil); err != nil {
+				t.Error(err)
+				return
+			}
+			s.Trim()
+			_ = s.Stats()
+		}
+	}()
+	wg.Wait()
+	if got := s.Stats().SeriesCount; got != 40 {
+		t.Errorf("SeriesCount = %d, want 40", got)
+	}
+}
