@@ -129,8 +129,9 @@ type Decision struct {
 	// stabilization and limits; -1 when the triggers gave no usable answer
 	// (all invalid, or some invalid while the rest would scale down).
 	Recommended int32 `json:"recommended"`
-	// Stabilized is the count after the stabilization window(s), and
-	// Stabilization names the window that changed it
+	// Stabilized is the count after the stabilization window(s), -1 when
+	// the HPA step did not run (at zero, outside [min, max], unusable
+	// data). Stabilization names the window that changed it
 	// (ScaleUpStabilized/ScaleDownStabilized), empty when none did.
 	Stabilized    int32  `json:"stabilized"`
 	Stabilization string `json:"stabilization,omitempty"`
@@ -365,7 +366,10 @@ func findResult(rs []TriggerResult, name string) *TriggerResult {
 }
 
 func evalTrigger(td *TriggerDecision, t *Trigger, r *TriggerResult, cur int32, tol Tolerances) {
-	td.Name, td.Type, td.Threshold = t.Name, t.Type, t.Threshold
+	td.Name, td.Type = t.Name, t.Type
+	if !math.IsNaN(t.Threshold) && !math.IsInf(t.Threshold, 0) {
+		td.Threshold = t.Threshold // a Decision must stay valid JSON
+	}
 	switch {
 	case r == nil:
 		td.Problem = "no result"

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -560,6 +561,20 @@ func TestDecideLifecycle(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecisionJSON: an explanation must encode even when the inputs hold
+// NaN and infinities.
+func TestDecisionJSON(t *testing.T) {
+	cfg := mkConfig(0, 5).Idle(1, 60).Schedule("Europe/Paris", "08:00").
+		Trigger("a", TargetValue, math.NaN()).Trigger("b", TargetAverageValue, 10).Trigger("c", TargetAverageValue, 10).Obj()
+	for _, cur := range []int32{0, 2} {
+		d := Decide(DecideInput{Now: t0, Current: cur, Config: cfg,
+			Triggers: []TriggerResult{val("a", 1), val("b", math.Inf(-1)), val("c", 0)}}, &History{})
+		if _, err := json.Marshal(d); err != nil {
+			t.Errorf("current %d: json.Marshal(Decision): %v", cur, err)
+		}
 	}
 }
 
