@@ -23,9 +23,10 @@ import (
 
 // Options says what a control plane starts with.
 type Options struct {
-	// CRDPaths are folders or files of CRDs to install. Default: the sample
-	// CRDs in config/crd/bases.
+	// CRDPaths are folders or files of CRDs to install, and CRDs are CRD
+	// objects to install. With neither, the sample CRDs in config/crd/bases.
 	CRDPaths []string
+	CRDs     []*apiextensionsv1.CustomResourceDefinition
 	// HPAController starts kube-controller-manager with only the
 	// horizontalpodautoscaling controller, syncing every second.
 	HPAController bool
@@ -94,7 +95,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}()
 
 	crdPaths := opts.CRDPaths
-	if len(crdPaths) == 0 {
+	if len(crdPaths) == 0 && len(opts.CRDs) == 0 {
 		crdPaths = []string{filepath.Join(RepoRoot(), "config", "crd", "bases")}
 	}
 	c.Scheme = runtime.NewScheme()
@@ -114,7 +115,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		ControlPlane:          c.env.ControlPlane,
 		BinaryAssetsDirectory: BinaryDir(),
 		CRDDirectoryPaths:     crdPaths,
-		ErrorIfCRDPathMissing: true,
+		CRDs:                  opts.CRDs,
+		ErrorIfCRDPathMissing: len(crdPaths) > 0,
 		Scheme:                c.Scheme,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			MutatingWebhooks:   opts.MutatingWebhooks,

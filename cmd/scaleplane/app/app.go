@@ -1,0 +1,253 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/scaleplane/scaleplane/certs"
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/webhooks"
+)
+
+// LeaderElectionID names the lease replicas compete for.
+const LeaderElectionID = "scaleplane.scaleplane.io"
+
+// App is an assembled, not yet running, scaleplane manager.
+type App struct {
+	// Manager is the controller-runtime manager; callers may add runnables
+	// before Run.
+	Manager manager.Manager
+	// Views are the compiled profiles.
+	Views []*config.View
+
+	opts    Options
+	direct  client.Client
+	rotator *certs.Rotator
+	synced  atomic.Bool
+}
+
+// New builds the manager and registers everything on it. Nothing talks to
+// the API server until Run.
+func New(opts Options) (*App, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("invalid options: %w", err)
+	}
+	views, err := opts.Config.Views()
+	if err != nil {
+		return nil, fmt.Errorf("compile profiles: %w", err)
+	}
+	a := &App{Views: views, opts: opts}
+	scheme := certs.NewScheme()
+
+	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr}
+	if !opts.Dev {
+		// Metrics and debug endpoints answer only callers the API server
+		// authenticates and authorizes (a TokenReview and a
+		// SubjectAccessReview per request), as kubebuilder projects do.
+		metricsOpts.SecureServing = true
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mopts := ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       opts.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
+		// Workloads are unstructured; caching them keeps webhook and
+		// controller reads off the API server.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	}
+	wc := opts.Config.Webhook
+	if !opts.NoWebhookServer {
+		mopts.WebhookServer = webhook.NewServer(webhook.Options{Host: wc.Host, Port: wc.Port, CertDir: wc.CertDir})
+	}
+	mgr, err := ctrl.NewManager(opts.RestConfig, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("build manager: %w", err)
+	}
+	a.Manager = mgr
+	if a.direct, err = client.New(opts.RestConfig, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()}); err != nil {
+		return nil, fmt.Errorf("build client: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", a.cachesSynced); err != nil {
+		return nil, fmt.Errorf("add readiness check: %w", err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(a.waitForCaches)); err != nil {
+		return nil, fmt.Errorf("add cache watcher: %w", err)
+	}
+
+	if !opts.NoWebhookServer {
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, fmt.Errorf("add webhook readiness check: %w", err)
+		}
+		if opts.CertMode != CertFiles {
+			if a.rotator, err = certs.New(opts.RestConfig, a.certsOptions()); err != nil {
+				return nil, err
+			}
+			if err := a.rotator.SetupWithManager(mgr); err != nil {
+				return nil, err
+			}
+		}
+		if err := webhooks.Setup(mgr, views); err != nil {
+			return nil, fmt.Errorf("set up webhooks: %w", err)
+		}
+	}
+	if err := controllers.Setup(mgr, views, controllers.Options{}); err != nil {
+		return nil, fmt.Errorf("set up controllers: %w", err)
+	}
+	return a, nil
+}
+
+func (a *App) certsOptions() certs.Options {
+	wc := a.opts.Config.Webhook
+	o := certs.Options{
+		Mode:                            certs.Mode(a.opts.CertMode),
+		SecretNamespace:                 a.opts.Namespace,
+		SecretName:                      a.opts.SecretName,
+		DNSNames:                        certs.ServiceDNSNames(a.opts.ServiceName, a.opts.Namespace),
+		MutatingWebhookConfigurations:   []string{wc.MutatingConfigurationName},
+		ValidatingWebhookConfigurations: []string{wc.ValidatingConfigurationName},
+		CertDir:                         wc.CertDir,
+	}
+	for _, ip := range a.opts.WebhookIPs {
+		if parsed := net.ParseIP(ip); parsed != nil {
+			o.IPAddresses = append(o.IPAddresses, parsed)
+		}
+	}
+	return o
+}
+
+func (a *App) waitForCaches(ctx context.Context) error {
+	if a.Manager.GetCache().WaitForCacheSync(ctx) {
+		a.synced.Store(true)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (a *App) cachesSynced(*http.Request) error {
+	if !a.synced.Load() {
+		return errors.New("informer caches have not synced yet")
+	}
+	return nil
+}
+
+// Run prepares what the webhook server needs before it may start (its
+// namespace, the webhook configurations, the serving certificate) and then
+// runs the manager until ctx ends.
+func (a *App) Run(ctx context.Context) error {
+	if err := a.checkKindsServed(); err != nil {
+		return err
+	}
+	if !a.opts.NoWebhookServer {
+		if err := a.prepareWebhooks(ctx); err != nil {
+			return err
+		}
+	}
+	return a.Manager.Start(ctx)
+}
+
+// checkKindsServed fails fast, naming the CRD to install, when a profile
+// names a kind the API server does not serve; otherwise the controllers would
+// wait for a watch that never starts.
+func (a *App) checkKindsServed() error {
+	var errs []error
+	for _, v := range a.Views {
+		gvk := v.GVK()
+		m, err := a.Manager.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("profile %s: the API server does not serve %s (%s); install its CRD or remove the profile: %w", gvk.Kind, gvk.GroupVersion(), v.GVR().Resource, err))
+		case m.Resource.Resource != v.GVR().Resource:
+			errs = append(errs, fmt.Errorf("profile %s: resource is %q but the API server calls it %q; set resource: %s", gvk.Kind, v.GVR().Resource, m.Resource.Resource, m.Resource.Resource))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (a *App) prepareWebhooks(ctx context.Context) error {
+	if a.opts.CertMode != CertFiles {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: a.opts.Namespace}}
+		if err := a.direct.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", a.opts.Namespace, err)
+		}
+	}
+	if *a.opts.ManageWebhookConfigurations {
+		if err := a.ensureWebhookConfigurations(ctx); err != nil {
+			return err
+		}
+	}
+	switch a.opts.CertMode {
+	case CertCertManager:
+		if err := certs.EnsureCertManager(ctx, a.direct, a.certsOptions()); err != nil {
+			return fmt.Errorf("cert-manager mode: %w", err)
+		}
+	case CertFiles:
+		return nil
+	}
+	// controller-runtime's webhook server starts before other runnables and
+	// fails without a key pair, so the first one must exist before Start.
+	if err := a.rotator.Bootstrap(ctx); err != nil {
+		return fmt.Errorf("webhook certificate: %w", err)
+	}
+	return nil
+}
+
+// ensureWebhookConfigurations creates scaleplane's webhook configurations
+// when they are missing and brings their rules in line with the profiles.
+func (a *App) ensureWebhookConfigurations(ctx context.Context) error {
+	wc := a.opts.Config.Webhook
+	mutating, validating := webhooks.Configurations(a.Views, wc, a.clientConfig)
+	for _, obj := range []client.Object{mutating, validating} {
+		if err := a.direct.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	if err := webhooks.SyncConfigurations(ctx, a.direct, a.Views, wc); err != nil {
+		return fmt.Errorf("sync webhook configurations: %w", err)
+	}
+	return nil
+}
+
+func (a *App) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
+	if a.opts.WebhookURL != "" {
+		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(a.opts.WebhookURL + path)}
+	}
+	return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+		Namespace: a.opts.Namespace,
+		Name:      a.opts.ServiceName,
+		Path:      ptr.To(path),
+		Port:      ptr.To(int32(443)),
+	}}
+}
+
+// Scheme is the scheme the manager uses.
+func (a *App) Scheme() *runtime.Scheme { return a.Manager.GetScheme() }
+

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/scaleplane/scaleplane/certs"
+	"github.com/scaleplane/scaleplane/config"
+)
+
+// CertMode says how the webhook's serving certificate is obtained.
+type CertMode string
+
+const (
+	// CertSelfSigned: scaleplane generates a CA and serving certificate into
+	// a Secret and injects the CA into its webhook configurations.
+	CertSelfSigned CertMode = CertMode(certs.ModeSelfSigned)
+	// CertCertManager: cert-manager issues the Secret (mounted into CertDir)
+	// and its CA injector fills caBundle; scaleplane creates the Issuer and
+	// Certificate when they are missing.
+	CertCertManager CertMode = CertMode(certs.ModeCertManager)
+	// CertFiles: the key pair in CertDir is provided by someone else (tests,
+	// a hand-made Secret); scaleplane only reloads it when it changes.
+	CertFiles CertMode = "files"
+)
+
+// Options configures the manager. Every field is documented with its
+// default; New rejects combinations that cannot work with an error that
+// says what to change.
+type Options struct {
+	// Config is the component configuration (profiles, webhook, autoscaler,
+	// metrics). Required; already defaulted and validated.
+	Config *config.Configuration
+	// RestConfig reaches the API server. Required.
+	RestConfig *rest.Config
+
+	// Namespace is where scaleplane runs: its Secret, leader-election lease
+	// and cert-manager objects live there. Default scaleplane-system.
+	Namespace string
+	// ServiceName is the webhook Service; its DNS names go in the serving
+	// certificate. Default scaleplane-webhook-service.
+	ServiceName string
+	// SecretName holds the serving key pair. Default
+	// scaleplane-webhook-server-cert.
+	SecretName string
+	// CertMode selects who issues the serving certificate. Default
+	// self-signed.
+	CertMode CertMode
+	// WebhookURL, when set, makes the webhook configurations call
+	// https://<WebhookURL><path> instead of the Service: for an API server
+	// outside the cluster network (`scaleplane dev`). The serving certificate
+	// then carries WebhookIPs.
+	WebhookURL string
+	// WebhookIPs are IP SANs for the serving certificate (dev: 127.0.0.1).
+	WebhookIPs []string
+	// ManageWebhookConfigurations creates the webhook configurations when
+	// they are missing and keeps their rules in line with the profiles.
+	// Default true; tests that install their own set it false.
+	ManageWebhookConfigurations *bool
+	// NoWebhookServer runs only the controllers (a webhook outage drill).
+	NoWebhookServer bool
+
+	// MetricsAddr is the metrics server's address ("0" disables it).
+	// Default :8443, served over TLS behind Kubernetes authentication and
+	// authorization; the debug endpoints share it.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz. Default :8081. "0" disables.
+	ProbeAddr string
+	// LeaderElection makes only one replica run controllers and the
+	// autoscaler; every replica serves webhooks. Default false (the
+	// Deployment manifest turns it on).
+	LeaderElection bool
+	// Dev opens the debug endpoints without authentication and serves
+	// metrics over plain HTTP. Only `scaleplane dev` sets it.
+	Dev bool
+	// GracefulShutdownTimeout bounds how long runnables get to stop.
+	// Default 30 s.
+	GracefulShutdownTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Namespace == "" {
+		o.Namespace = "scaleplane-system"
+	}
+	if o.ServiceName == "" {
+		o.ServiceName = "scaleplane-webhook-service"
+	}
+	if o.SecretName == "" {
+		o.SecretName = "scaleplane-webhook-server-cert"
+	}
+	if o.CertMode == "" {
+		o.CertMode = CertSelfSigned
+	}
+	if o.ManageWebhookConfigurations == nil {
+		yes := true
+		o.ManageWebhookConfigurations = &yes
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = ":8443"
+	}
+	if o.ProbeAddr == "" {
+		o.ProbeAddr = ":8081"
+	}
+	if o.GracefulShutdownTimeout == 0 {
+		o.GracefulShutdownTimeout = 30 * time.Second
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	var errs []error
+	if o.Config == nil {
+		errs = append(errs, errors.New("a component configuration is required (--config)"))
+	}
+	if o.RestConfig == nil {
+		errs = append(errs, errors.New("a connection to the API server is required (--kubeconfig or in-cluster)"))
+	}
+	switch o.CertMode {
+	case CertSelfSigned, CertCertManager, CertFiles:
+	default:
+		errs = append(errs, fmt.Errorf("cert mode %q is not one of %q, %q, %q", o.CertMode, CertSelfSigned, CertCertManager, CertFiles))
+	}
+	return errors.Join(errs...)
+}

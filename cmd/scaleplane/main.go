@@ -1,0 +1,142 @@
+// Command scaleplane runs scaleplane's admission webhooks, controllers and
+// trigger autoscaler for the workload kinds its profiles name.
+//
+//	scaleplane --config=/etc/scaleplane/config.yaml   run in a cluster
+//	scaleplane dev                                    run everything on an embedded control plane
+//	scaleplane explain NAMESPACE/RESOURCE/NAME         show the autoscaler's last decisions
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+	"github.com/scaleplane/scaleplane/config"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "dev":
+			return devMain(args[1:])
+		case "explain":
+			return explainMain(args[1:])
+		case "help", "-h", "--help":
+			usage()
+			return 0
+		}
+	}
+	return serveMain(args)
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `scaleplane makes workload custom resources first-class scaled resources.
+
+Usage:
+  scaleplane [flags]                      run the webhooks, controllers and autoscaler
+  scaleplane dev [flags]                  run everything on an embedded local control plane
+  scaleplane explain NS/RESOURCE/NAME     print the autoscaler's last decisions for a workload
+
+Run 'scaleplane <command> -h' for a command's flags.
+`)
+}
+
+// signalContext ends on SIGINT or SIGTERM, so every child process and
+// runnable gets a graceful stop.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func serveMain(args []string) int {
+	fs := flag.NewFlagSet("scaleplane", flag.ContinueOnError)
+	var (
+		configPath = fs.String("config", "", "component configuration file (profiles, webhook, autoscaler); required")
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file; empty means in-cluster or $KUBECONFIG")
+		opts       app.Options
+		certMode   string
+	)
+	fs.StringVar(&opts.Namespace, "namespace", envOr("POD_NAMESPACE", "scaleplane-system"), "namespace scaleplane runs in (Secret, lease, cert-manager objects)")
+	fs.StringVar(&opts.ServiceName, "webhook-service", "scaleplane-webhook-service", "Service in front of the webhook server")
+	fs.StringVar(&opts.SecretName, "webhook-secret", "scaleplane-webhook-server-cert", "Secret holding the webhook's serving key pair")
+	fs.StringVar(&certMode, "cert-mode", string(app.CertSelfSigned), "who issues the webhook certificate: self-signed, cert-manager or files")
+	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8443", "metrics and debug endpoints (HTTPS, Kubernetes authn/authz); 0 disables")
+	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz; 0 disables")
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "run controllers and the autoscaler on one replica at a time")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("scaleplane")
+	opts.CertMode = app.CertMode(certMode)
+
+	if *configPath == "" {
+		fmt.Fprintln(os.Stderr, "scaleplane: --config is required: pass the component configuration file (see config/samples/scaleplane-config.yaml)")
+		return 2
+	}
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", err)
+		return 2
+	}
+	opts.Config = cfg
+	if opts.RestConfig, err = restConfig(*kubeconfig); err != nil {
+		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", err)
+		return 2
+	}
+	a, err := app.New(opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", err)
+		return 1
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	log.Info("starting", "profiles", len(a.Views), "certMode", opts.CertMode)
+	if err := a.Run(ctx); err != nil {
+		// A plain message, not a stack trace: the most common failures
+		// (cert-manager missing, RBAC) say what to install or grant.
+		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("read kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("find the API server (set --kubeconfig or run in a cluster): %w", err)
+	}
+	return cfg, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
