@@ -85,6 +85,10 @@ func CACertificate(namespace string) *cmapi.Certificate {
 			IsCA:       true,
 			CommonName: defaultCN,
 			SecretName: CASecretName,
+			// As long-lived as the self-signed mode's CA, so serving renewals
+			// leave caBundle unchanged.
+			Duration:    &metav1.Duration{Duration: DefaultCAValidity},
+			RenewBefore: &metav1.Duration{Duration: DefaultCAValidity / 3},
 			PrivateKey: &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256},
 			IssuerRef:  cmmeta.IssuerReference{Name: SelfSignedIssuerName, Kind: cmapi.IssuerKind, Group: cmapi.SchemeGroupVersion.Group},
 		},

@@ -39,10 +39,16 @@ const (
 )
 
 // Binary returns the path of the cert-manager-lite binary: $CERT_MANAGER_BIN,
-// else bin/controlplane/cert-manager in the repository root.
+// else cert-manager in $KUBEBUILDER_ASSETS when it is there, else
+// bin/controlplane/cert-manager in the repository root.
 func Binary() string {
 	if p := os.Getenv(BinaryEnv); p != "" {
 		return p
+	}
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		if p := filepath.Join(dir, "cert-manager"); fileExists(p) {
+			return p
+		}
 	}
 	root, err := repoRoot()
 	if err != nil {
@@ -269,4 +275,9 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
