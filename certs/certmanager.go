@@ -89,8 +89,8 @@ func CACertificate(namespace string) *cmapi.Certificate {
 			// leave caBundle unchanged.
 			Duration:    &metav1.Duration{Duration: DefaultCAValidity},
 			RenewBefore: &metav1.Duration{Duration: DefaultCAValidity / 3},
-			PrivateKey: &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256},
-			IssuerRef:  cmmeta.IssuerReference{Name: SelfSignedIssuerName, Kind: cmapi.IssuerKind, Group: cmapi.SchemeGroupVersion.Group},
+			PrivateKey:  &cmapi.CertificatePrivateKey{Algorithm: cmapi.ECDSAKeyAlgorithm, Size: 256},
+			IssuerRef:   cmmeta.IssuerReference{Name: SelfSignedIssuerName, Kind: cmapi.IssuerKind, Group: cmapi.SchemeGroupVersion.Group},
 		},
 	}
 }

@@ -272,4 +272,3 @@ func newInjector(ctx context.Context, kubeconfig string) (ctrl.Manager, error) {
 	}
 	return mgr, nil
 }
-
