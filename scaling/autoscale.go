@@ -197,7 +197,8 @@ type IdleState struct {
 	// MetricsVeto: idle, but the triggers still ask for capacity (or have
 	// no data), so at least one replica stays.
 	MetricsVeto bool `json:"metricsVeto,omitempty"`
-	// NextWakeUp is the next scheduled wake-up.
+	// LastWakeUp and NextWakeUp are the scheduled wake-ups around now.
+	LastWakeUp time.Time `json:"lastWakeUp,omitempty"`
 	NextWakeUp time.Time `json:"nextWakeUp,omitempty"`
 }
 
@@ -296,6 +297,11 @@ func Decide(in DecideInput, h *History) Decision {
 	switch {
 	case cur == 0 && toZero:
 		decideAtZero(&d, cfg, in, active)
+		if d.Desired > 0 {
+			// The idle timer of a woken workload starts now, not at the
+			// first tick that sees it awake.
+			h.AwakeSince = now
+		}
 	case cur > maxR:
 		d.Desired = maxR
 		d.Reason = fmt.Sprintf("Scale down from %d to %d: above maxReplicas", cur, maxR)
@@ -413,7 +419,7 @@ func idleState(c *Config, h *History, now time.Time, d *Decision) *IdleState {
 	if last.After(s.LastActivity) {
 		s.LastActivity = last
 	}
-	s.NextWakeUp = next
+	s.LastWakeUp, s.NextWakeUp = last, next
 	s.TimeoutSeconds = int64(timeout / time.Second)
 	since := s.LastActivity
 	if h.AwakeSince.After(since) {
@@ -464,7 +470,10 @@ func wakeCause(d *Decision, in DecideInput) string {
 	if !in.LastActivity.IsZero() && !in.LastActivity.Before(d.Idle.LastActivity) {
 		return "activity at " + in.LastActivity.UTC().Format(time.RFC3339)
 	}
-	return "activity or scheduled wake-up at " + d.Idle.LastActivity.Format(time.RFC3339)
+	if !d.Idle.LastWakeUp.IsZero() && d.Idle.LastWakeUp.Equal(d.Idle.LastActivity) {
+		return "scheduled wake-up at " + d.Idle.LastWakeUp.Format(time.RFC3339)
+	}
+	return "activity at " + d.Idle.LastActivity.UTC().Format(time.RFC3339)
 }
 
 // gateOnDependencies keeps a waking workload at zero until its dependencies

@@ -512,6 +512,70 @@ func TestDecideScheduleAcrossDST(t *testing.T) {
 	}
 }
 
+// TestDecideDailySchedule is the day of docs/autoscaling.md's schedule
+// example: a wake-up at 08:00 Paris time with a 30 minute timeout in
+// business hours, an activity signal in the afternoon, a 5 minute timeout
+// from 19:00 and a metrics veto in the evening.
+func TestDecideDailySchedule(t *testing.T) {
+	cfg := mkConfig(0, 10).Idle(2, 300).Trigger("rps", TargetAverageValue, 20).Activation(1).Obj()
+	cfg.Schedule = &Schedule{TimeZone: "Europe/Paris", WakeUp: []string{"08:00"},
+		ScaleDownTimeout: []ScaleDownTimeout{{Time: "08:00", Seconds: 1800}, {Time: "19:00", Seconds: 300}}}
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tick struct {
+		at       string // Paris wall time on 2026-06-10
+		rps      float64
+		activity bool
+	}
+	ticks := []tick{
+		{at: "07:59"},
+		{at: "08:00"}, // scheduled wake-up
+		{at: "08:29"},
+		{at: "08:30"}, // idle exactly 30 min: not past
+		{at: "08:31"}, // past the business-hours timeout
+		{at: "13:59", activity: true},
+		{at: "14:00", rps: 30},
+		{at: "18:59", rps: 30}, // last active tick
+		{at: "19:04:30", rps: 0.5},
+		{at: "19:05", rps: 0.5},
+		{at: "19:06"},
+	}
+	h := &History{}
+	cur := int32(0)
+	var got []int32
+	var actions []ScaleAction
+	for _, tk := range ticks {
+		layout := "15:04"
+		if len(tk.at) > 5 {
+			layout = "15:04:05"
+		}
+		clock, err := time.Parse(layout, tk.at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Date(2026, 6, 10, clock.Hour(), clock.Minute(), clock.Second(), 0, paris)
+		in := DecideInput{Now: now, Current: cur, Config: cfg, Triggers: []TriggerResult{val("rps", tk.rps)}}
+		if tk.activity {
+			in.LastActivity = now
+		}
+		d := Decide(in, h)
+		h.RecordScale(cfg, d)
+		cur = d.Desired
+		got = append(got, cur)
+		actions = append(actions, d.Action)
+	}
+	if diff := cmp.Diff([]int32{0, 2, 2, 2, 0, 2, 2, 2, 1, 1, 0}, got); diff != "" {
+		t.Errorf("replicas per tick (-want +got):\n%s", diff)
+	}
+	want := []ScaleAction{ActionNone, ActionWakeUp, ActionNone, ActionNone, ActionScaleToZero, ActionWakeUp,
+		ActionNone, ActionNone, ActionScaleDown, ActionNone, ActionScaleToZero}
+	if diff := cmp.Diff(want, actions); diff != "" {
+		t.Errorf("actions per tick (-want +got):\n%s", diff)
+	}
+}
+
 // TestDecideLifecycle follows a workload and its dependency through
 // wake-up, work, idle and sleep, as a controller drives them: every tick
 // samples the trigger, decides, records activity for the dependencies the
