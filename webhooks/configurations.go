@@ -1,0 +1,141 @@
+package webhooks
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/scaleplane/scaleplane/config"
+)
+
+// Configurations returns the webhook configurations that route every view's
+// requests to the handlers Setup registers: for each kind a mutating and a
+// validating webhook on CREATE and UPDATE of the resource, and a validating
+// webhook on UPDATE of "<resource>/scale". clientConfig gives each webhook's
+// client configuration from its path (see ServiceClientConfig).
+//
+// Every field the API server would default is set, so a configuration read
+// back from the cluster compares equal to the one written. The names come
+// from wc, with the defaults of package config when empty.
+func Configurations(views []*config.View, wc config.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	mutatingName, validatingName := configurationNames(wc)
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: mutatingName},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{},
+	}
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: validatingName},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{},
+	}
+	timeout := wc.TimeoutSeconds
+	if timeout == 0 {
+		timeout = config.DefaultWebhookTimeoutSeconds
+	}
+	for _, view := range views {
+		gvr := view.GVR()
+		mainRules := rules(gvr.Group, gvr.Version, gvr.Resource, admissionregistrationv1.Create, admissionregistrationv1.Update)
+		scaleRules := rules(gvr.Group, gvr.Version, gvr.Resource+"/scale", admissionregistrationv1.Update)
+		c := common{
+			failurePolicy: admissionregistrationv1.Fail,
+			matchPolicy:   admissionregistrationv1.Equivalent,
+			sideEffects:   admissionregistrationv1.SideEffectClassNone,
+			timeout:       timeout,
+			nsSelector:    selector(wc.NamespaceSelector),
+			objSelector:   selector(wc.ObjectSelector),
+		}
+		// IfNeeded: if a later mutating webhook changes replicas, ours runs
+		// again so the groups follow (M5); Default is idempotent, so a second
+		// run that finds nothing to do adds nothing.
+		reinvoke := admissionregistrationv1.IfNeededReinvocationPolicy
+		m.Webhooks = append(m.Webhooks, admissionregistrationv1.MutatingWebhook{
+			Name:                    mutateName(gvr),
+			ClientConfig:            clientConfig(MutatePath(gvr)),
+			Rules:                   mainRules,
+			FailurePolicy:           &c.failurePolicy,
+			MatchPolicy:             &c.matchPolicy,
+			NamespaceSelector:       c.nsSelector,
+			ObjectSelector:          c.objSelector,
+			SideEffects:             &c.sideEffects,
+			TimeoutSeconds:          &c.timeout,
+			AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy:      &reinvoke,
+		})
+		v.Webhooks = append(v.Webhooks, c.validating(validateName(gvr), clientConfig(ValidatePath(gvr)), mainRules),
+			c.validating(scaleName(gvr), clientConfig(ValidateScalePath(gvr)), scaleRules))
+	}
+	return m, v
+}
+
+// ServiceClientConfig returns a clientConfig function for Configurations
+// that sends requests to the named Service on port, as in config/webhook.
+// The CA bundle is left for cert-manager's CA injector (or the certs
+// package) to fill.
+func ServiceClientConfig(namespace, name string, port int32) func(path string) admissionregistrationv1.WebhookClientConfig {
+	return func(path string) admissionregistrationv1.WebhookClientConfig {
+		p, pt := path, port
+		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+			Namespace: namespace, Name: name, Path: &p, Port: &pt,
+		}}
+	}
+}
+
+func configurationNames(wc config.Webhook) (mutating, validating string) {
+	mutating, validating = wc.MutatingConfigurationName, wc.ValidatingConfigurationName
+	if mutating == "" {
+		mutating = config.DefaultMutatingConfigurationName
+	}
+	if validating == "" {
+		validating = config.DefaultValidatingConfigurationName
+	}
+	return mutating, validating
+}
+
+// common holds the settings every webhook entry shares. Each entry gets its
+// own copies so that editing one entry's pointer fields never edits another.
+type common struct {
+	failurePolicy           admissionregistrationv1.FailurePolicyType
+	matchPolicy             admissionregistrationv1.MatchPolicyType
+	sideEffects             admissionregistrationv1.SideEffectClass
+	timeout                 int32
+	nsSelector, objSelector *metav1.LabelSelector
+}
+
+func (c common) validating(name string, cc admissionregistrationv1.WebhookClientConfig, r []admissionregistrationv1.RuleWithOperations) admissionregistrationv1.ValidatingWebhook {
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:                    name,
+		ClientConfig:            cc,
+		Rules:                   r,
+		FailurePolicy:           &c.failurePolicy,
+		MatchPolicy:             &c.matchPolicy,
+		NamespaceSelector:       c.nsSelector.DeepCopy(),
+		ObjectSelector:          c.objSelector.DeepCopy(),
+		SideEffects:             &c.sideEffects,
+		TimeoutSeconds:          &c.timeout,
+		AdmissionReviewVersions: []string{"v1"},
+	}
+}
+
+func rules(group, version, resource string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+	// Scope "*" is the API server's default, written out so that reading
+	// the configuration back gives what was written.
+	scope := admissionregistrationv1.AllScopes
+	return []admissionregistrationv1.RuleWithOperations{{
+		Operations: ops,
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{group},
+			APIVersions: []string{version},
+			Resources:   []string{resource},
+			Scope:       &scope,
+		},
+	}}
+}
+
+// selector returns a copy of s, or the empty selector (match everything)
+// the API server defaults a missing one to.
+func selector(s *metav1.LabelSelector) *metav1.LabelSelector {
+	if s == nil {
+		return &metav1.LabelSelector{}
+	}
+	return s.DeepCopy()
+}

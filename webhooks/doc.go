@@ -1,0 +1,29 @@
+// Package webhooks owns scaleplane's admission for profiled workload kinds:
+// a mutating and a validating webhook on each kind's main resource (contract
+// rules M1–M6, V1–V9, W1–W2) and a validating webhook on its /scale
+// subresource (S1), plus the webhook configurations that route requests to
+// them and a start-up sync that keeps those configurations' rules in line
+// with the profiles.
+//
+// Handlers work on unstructured objects through a [config.View]: they
+// translate the request into a [scaling.Workload], let package scaling
+// decide, and translate the answer back into a JSON patch (computed by
+// diffing the mutated object against the request's raw bytes, never
+// assembled by hand) or into one 422 Invalid that lists every field error.
+// Warnings (W1, W2) travel as admission warnings, which kubectl prints.
+//
+// It must not make scaling decisions of its own (that is package scaling)
+// and must not write workloads: a /scale write is only checked here, the
+// fan-out to groups happens in the controllers, because a /scale write never
+// reaches the main resource's webhooks.
+//
+// Paths on the webhook server are derived from the profile's resource, so
+// that the webhook configurations, the kustomize manifests in
+// config/webhook and the server always agree:
+//
+//	/mutate-<group>-<version>-<resource>          CREATE, UPDATE of the resource
+//	/validate-<group>-<version>-<resource>        CREATE, UPDATE of the resource
+//	/validate-scale-<group>-<version>-<resource>  UPDATE of <resource>/scale
+//
+// where dots in the group become dashes (the empty core group is "core").
+package webhooks

@@ -1,0 +1,231 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/scaleplane/scaleplane/config"
+)
+
+// SyncConfigurations brings the two webhook configurations named in wc in
+// line with views, so that adding or removing a profile needs no hand edit
+// of the cluster's webhook configurations:
+//
+//   - an entry of a profiled kind that exists keeps everything (clientConfig
+//     and its caBundle, failurePolicy, selectors, timeouts an administrator
+//     tuned) except its rules, which are set from the profile;
+//   - an entry of a new profile is added as Configurations makes it, with the
+//     clientConfig of an existing entry (same Service or URL and CA bundle)
+//     and the new entry's own path;
+//   - an entry that matches no profile is removed: the configurations are
+//     scaleplane's own.
+//
+// Both configurations must exist (apply config/webhook first) and the
+// mutating one must keep at least one entry to copy a clientConfig from
+// when it gains one; the validating one likewise. Writes are updates with
+// optimistic concurrency, retried on conflict, and happen only on a change.
+func SyncConfigurations(ctx context.Context, c client.Client, views []*config.View, wc config.Webhook) error {
+	wantM, wantV := Configurations(views, wc, pathOnly)
+	errM := syncConfiguration(ctx, c, &admissionregistrationv1.MutatingWebhookConfiguration{}, "MutatingWebhookConfiguration", wantM.Name,
+		func(obj client.Object) (bool, error) {
+			have := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
+			merged, err := mergeEntries(have.Webhooks, wantM.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) entry {
+				return entry{w.Name, &w.ClientConfig, &w.Rules}
+			})
+			if err != nil || equality.Semantic.DeepEqual(merged, have.Webhooks) {
+				return false, err
+			}
+			have.Webhooks = merged
+			return true, nil
+		})
+	errV := syncConfiguration(ctx, c, &admissionregistrationv1.ValidatingWebhookConfiguration{}, "ValidatingWebhookConfiguration", wantV.Name,
+		func(obj client.Object) (bool, error) {
+			have := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
+			merged, err := mergeEntries(have.Webhooks, wantV.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) entry {
+				return entry{w.Name, &w.ClientConfig, &w.Rules}
+			})
+			if err != nil || equality.Semantic.DeepEqual(merged, have.Webhooks) {
+				return false, err
+			}
+			have.Webhooks = merged
+			return true, nil
+		})
+	return errors.Join(errM, errV)
+}
+
+// pathOnly lets SyncConfigurations reuse Configurations: the path is all a
+// new entry takes from it; the rest of its clientConfig is copied from an
+// entry already in the cluster.
+func pathOnly(path string) admissionregistrationv1.WebhookClientConfig {
+	p := path
+	return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Path: &p}}
+}
+
+// syncConfiguration gets the configuration called name into obj, lets merge
+// change it and updates it when merge reports a change.
+func syncConfiguration(ctx context.Context, c client.Client, obj client.Object, kind, name string, merge func(client.Object) (bool, error)) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+			return err
+		}
+		changed, err := merge(obj)
+		if err != nil || !changed {
+			return err
+		}
+		if err := c.Update(ctx, obj); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("webhook configuration brought in line with the profiles", "kind", kind, "name", name)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sync %s %q: %w", kind, name, err)
+	}
+	return nil
+}
+
+// entry gives mergeEntries access to the fields it manages in the two
+// webhook entry types.
+type entry struct {
+	name         string
+	clientConfig *admissionregistrationv1.WebhookClientConfig
+	rules        *[]admissionregistrationv1.RuleWithOperations
+}
+
+// mergeEntries returns want's entries in want's order, each taken from have
+// with want's rules when have has it, else want's entry with a clientConfig
+// derived from have's first entry. It does not change have.
+func mergeEntries[W any](have, want []W, fields func(*W) entry) ([]W, error) {
+	byName := make(map[string]*W, len(have))
+	for i := range have {
+		byName[fields(&have[i]).name] = &have[i]
+	}
+	out := make([]W, 0, len(want))
+	for i := range want {
+		w := fields(&want[i])
+		if h, ok := byName[w.name]; ok {
+			kept := deepCopy(*h)
+			*fields(&kept).rules = *w.rules
+			out = append(out, kept)
+			continue
+		}
+		if len(have) == 0 {
+			return nil, fmt.Errorf("it has no webhook entry to copy a clientConfig from for the new entry %q; apply config/webhook (or Configurations' output) first", w.name)
+		}
+		added := deepCopy(want[i])
+		cc, err := withPath(*fields(&have[0]).clientConfig, *w.clientConfig.Service.Path)
+		if err != nil {
+			return nil, fmt.Errorf("entry %q: %w", w.name, err)
+		}
+		*fields(&added).clientConfig = cc
+		out = append(out, added)
+	}
+	return out, nil
+}
+
+// deepCopy copies an entry through its generated DeepCopy.
+func deepCopy[W any](w W) W {
+	switch e := any(&w).(type) {
+	case *admissionregistrationv1.MutatingWebhook:
+		return any(*e.DeepCopy()).(W)
+	case *admissionregistrationv1.ValidatingWebhook:
+		return any(*e.DeepCopy()).(W)
+	}
+	panic(fmt.Sprintf("deepCopy: unexpected webhook entry type %T", w))
+}
+
+// withPath returns a copy of cc that calls path instead.
+func withPath(cc admissionregistrationv1.WebhookClientConfig, path string) (admissionregistrationv1.WebhookClientConfig, error) {
+	out := *cc.DeepCopy()
+	switch {
+	case out.Service != nil:
+		out.Service.Path = &path
+	case out.URL != nil:
+		u, err := url.Parse(*out.URL)
+		if err != nil {
+			return out, fmt.Errorf("clientConfig.url %q of an existing entry does not parse: %w; fix it", *out.URL, err)
+		}
+		u.Path, u.RawPath = path, ""
+		s := u.String()
+		out.URL = &s
+	default:
+		return out, errors.New("the existing entry's clientConfig has neither service nor url; fix it")
+	}
+	return out, nil
+}
+
+// ConfigurationSync is a manager Runnable that runs SyncConfigurations once
+// at start, retrying with backoff while the API server is unavailable.
+// Every replica runs it (it needs no leader): they all compute the same
+// configurations, so concurrent runs converge.
+type ConfigurationSync struct {
+	// Client writes the configurations; it should read live, not through a
+	// cache, so that a start-up sync needs no watch on webhook
+	// configurations. NewConfigurationSync builds one.
+	Client client.Client
+	// Views are the profiles the configurations are made to match.
+	Views []*config.View
+	// Webhook names the configurations.
+	Webhook config.Webhook
+	// Timeout bounds the retries; when it passes, Start returns the last
+	// error and the manager stops, so a misconfigured installation is seen
+	// at once rather than serving with stale rules. Default 2 minutes.
+	Timeout time.Duration
+}
+
+var (
+	_ manager.Runnable               = &ConfigurationSync{}
+	_ manager.LeaderElectionRunnable = &ConfigurationSync{}
+)
+
+// NewConfigurationSync returns a ConfigurationSync using a live client
+// built from mgr's config; add it with mgr.Add.
+func NewConfigurationSync(mgr manager.Manager, views []*config.View, wc config.Webhook) (*ConfigurationSync, error) {
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("build the webhook configuration client: %w", err)
+	}
+	return &ConfigurationSync{Client: c, Views: views, Webhook: wc}, nil
+}
+
+// Start implements manager.Runnable.
+func (s *ConfigurationSync) Start(ctx context.Context) error {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	retryCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	log := ctrl.Log.WithName("webhooks").WithName("configuration-sync")
+	var last error
+	err := wait.ExponentialBackoffWithContext(retryCtx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second},
+		func(ctx context.Context) (bool, error) {
+			last = SyncConfigurations(ctrl.LoggerInto(ctx, log), s.Client, s.Views, s.Webhook)
+			if last != nil {
+				log.Error(last, "webhook configurations not in line with the profiles yet; retrying")
+			}
+			return last == nil, nil
+		})
+	switch {
+	case err == nil, ctx.Err() != nil:
+		// Done, or the manager is stopping: nothing to report.
+		return nil
+	case last != nil:
+		return fmt.Errorf("webhook configurations not in line with the profiles after %s: %w", timeout, last)
+	}
+	return err
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (s *ConfigurationSync) NeedLeaderElection() bool { return false }

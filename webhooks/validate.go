@@ -1,0 +1,86 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// NewValidator returns the validating handler of view's kind. CREATE and
+// UPDATE requests are checked with the view's read errors (wrong types, V9)
+// and [scaling.Validate] (V1–V8); every problem goes into one 422 Invalid
+// whose causes carry the field paths, and the W1–W2 warnings are returned as
+// admission warnings whether or not the request is allowed. Every other
+// operation is allowed.
+//
+// Validation ratchets, as the API server's own CRD validation does: an
+// UPDATE that leaves the scaling fields as they were stored is allowed even
+// when they no longer pass (a profile's maxReplicas was lowered, a rule was
+// added in a newer release), with each old problem returned as a warning.
+// Otherwise an object could not even have its finalizers removed.
+func NewValidator(view *config.View) admission.Handler {
+	return &validator{view: view, kind: kindLabel(view)}
+}
+
+type validator struct {
+	view *config.View
+	kind string
+}
+
+func (h *validator) Handle(_ context.Context, req admission.Request) admission.Response {
+	resp := h.handle(req)
+	observe(roleValidate, h.kind, req.Operation, resp)
+	return resp
+}
+
+func (h *validator) handle(req admission.Request) admission.Response {
+	if !createOrUpdate(req.Operation) {
+		return admission.Allowed("")
+	}
+	obj, err := decodeObject(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", h.kind, err))
+	}
+	l := h.view.Layout()
+	cur, errs := h.view.Read(obj)
+	old := readOld(h.view, req)
+	verrs, warns := scaling.Validate(cur, old, l)
+	errs = append(errs, verrs...)
+	if len(errs) == 0 {
+		return admission.Allowed("").WithWarnings(warns...)
+	}
+	if old != nil && unchanged(cur, *old, l) {
+		for _, e := range errs {
+			warns = append(warns, "kept unchanged although invalid: "+e.Error())
+		}
+		return admission.Allowed("").WithWarnings(warns...)
+	}
+	return invalid(h.view.GVK().GroupKind(), obj.GetName(), errs, warns)
+}
+
+// unchanged reports whether cur holds the scaling fields old held, either
+// as stored or as the mutating webhook leaves them for an unchanged spec
+// (it may fan replicas out to groups that were stored unequal).
+func unchanged(cur, old scaling.Workload, l scaling.Layout) bool {
+	return sameScaling(cur, old) || sameScaling(cur, scaling.Default(&old, old, l))
+}
+
+func sameScaling(a, b scaling.Workload) bool {
+	if !sameInt32(a.Replicas, b.Replicas) || len(a.Groups) != len(b.Groups) {
+		return false
+	}
+	for i := range a.Groups {
+		if a.Groups[i].Name != b.Groups[i].Name || !sameInt32(a.Groups[i].Members, b.Groups[i].Members) {
+			return false
+		}
+	}
+	// Semantic equality compares quantities by value, so a config the API
+	// server re-encoded still counts as unchanged.
+	return equality.Semantic.DeepEqual(a.Config, b.Config)
+}
