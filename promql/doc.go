@@ -1,2 +1,47 @@
-// Package promql is scaleplane's metrics pipeline (placeholder doc, expanded below).
+// Package promql is scaleplane's metrics pipeline for trigger-based
+// autoscaling: it scrapes the pods of profiled workloads, keeps what
+// triggers ask for in a compact in-memory store, and evaluates PromQL with
+// Prometheus' own engine, so a query means exactly what it means in
+// Prometheus and Grafana.
+//
+// # What it owns
+//
+//   - Store (NewStore, Options): series in Gorilla/XOR2-compressed chunks
+//     from Prometheus' tsdb/chunkenc (native histograms in histogram
+//     chunks), 30 minutes of retention by default (Trim, run by the scraper
+//     every cycle, and clamped on every query), a cap of 100,000 series
+//     (ErrSeriesLimit, Stats.RefusedSeries). It implements
+//     storage.Storage (Queryable, Appendable, AppendableV2), which is what
+//     the engine and Prometheus' promqltest need. Store.Append(labels, t, v)
+//     is the one-sample ingestion path.
+//   - Registry (Store.Registry, Store.Request, Store.RequestQuery,
+//     MetricNames): the metric names some trigger or debug query asked for.
+//     The scraper keeps only those.
+//   - Evaluator (NewEvaluator, EvaluatorOptions) and Remote (NewRemote,
+//     RemoteOptions): the two implementations of Source, whose
+//     Eval(ctx, query, at, vars) returns one Result. Result.Kind tells a
+//     value from no data (never 0), NaN and ±Inf; a query that is not one
+//     number fails with *ShapeError telling the user to aggregate; a query
+//     that is wrong fails with *QueryError. Expand substitutes ${namespace},
+//     ${name} and other placeholders with escaping. Sources picks a Source
+//     per trigger or globally.
+//   - Scraper (NewScraper, ScraperOptions): a controller-runtime manager
+//     Runnable scraping every Target from a Discoverer each Interval, with
+//     bounded concurrency, a per-scrape timeout and a body size limit,
+//     parsing the text format with prometheus/common/expfmt, adding the
+//     target's labels and writing staleness markers when series or targets
+//     disappear. PodDiscoverer and PodTarget turn annotated pods
+//     (prometheus.io/scrape, scheme, port, path) of Workloads into targets.
+//   - Debug endpoints (NewDebugHandler, DebugOptions): POST
+//     /debug/promql/eval and GET /debug/store. Outside dev mode they refuse
+//     to build without the metrics server's authentication filter.
+//
+// # What it must not do
+//
+// It knows nothing about scaleplane's profiles, scale configs or replica
+// decisions: callers hand it Workloads or Targets, queries and placeholder
+// values, and get numbers back. The wiring into the manager (adding the
+// Scraper, mounting the debug handler as a metrics server extra handler)
+// belongs to cmd/scaleplane. It never turns NaN, ±Inf or no data into 0:
+// what to do with them is the autoscaler's decision.
 package promql
