@@ -1,0 +1,278 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/scaleplane/scaleplane/config"
+)
+
+// ScaledObjectGVK is KEDA's ScaledObject, a foreign autoscaler (C5) whose
+// kind is watched only where the API server serves it.
+var ScaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
+
+// targetKey is how HPAs and ScaledObjects are matched with workloads:
+// "<group>/<Kind>/<name>". The version is left out because an autoscaler
+// naming any served version of a kind scales the same object.
+func targetKey(apiVersion, kind, name string) string {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return ""
+	}
+	return gv.Group + "/" + kind + "/" + name
+}
+
+// indexHPATarget is the hpaTargetIndex function.
+func indexHPATarget(o client.Object) []string {
+	h, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok {
+		return nil
+	}
+	ref := h.Spec.ScaleTargetRef
+	if k := targetKey(ref.APIVersion, ref.Kind, ref.Name); k != "" {
+		return []string{k}
+	}
+	return nil
+}
+
+// scaledObjectTarget is a ScaledObject's spec.scaleTargetRef with KEDA's
+// defaults (apps/v1 Deployment).
+func scaledObjectTarget(so *unstructured.Unstructured) (apiVersion, kind, name string) {
+	ref, _, _ := unstructured.NestedStringMap(so.Object, "spec", "scaleTargetRef")
+	apiVersion, kind, name = ref["apiVersion"], ref["kind"], ref["name"]
+	if apiVersion == "" {
+		apiVersion = "apps/v1"
+	}
+	if kind == "" {
+		kind = "Deployment"
+	}
+	return apiVersion, kind, name
+}
+
+// workloadTargets are the keys an autoscaler of u may target: u itself
+// through /scale and, for kinds whose HPA scales a child, that child. An
+// autoscaler on either would fight the built-in HPA over the same count.
+func workloadTargets(v *config.View, u *unstructured.Unstructured) []string {
+	gvk := v.GVK()
+	keys := []string{gvk.Group + "/" + gvk.Kind + "/" + u.GetName()}
+	if ref := v.HPATargetRef(u); !v.Layout().TargetSelf {
+		if k := targetKey(ref.APIVersion, ref.Kind, ref.Name); k != "" && k != keys[0] {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// foreignAutoscalers names the HPAs not controlled by u and the KEDA
+// ScaledObjects that target u or its HPA target, sorted, as
+// "HorizontalPodAutoscaler/<ns>/<name>" and "ScaledObject/<ns>/<name>".
+func (r *Reconciler) foreignAutoscalers(ctx context.Context, u *unstructured.Unstructured) ([]string, error) {
+	keys := workloadTargets(r.view, u)
+	var out []string
+	for _, k := range keys {
+		var list autoscalingv2.HorizontalPodAutoscalerList
+		if err := r.cache.List(ctx, &list, client.InNamespace(u.GetNamespace()), client.MatchingFields{hpaTargetIndex: k}); err != nil {
+			return nil, fmt.Errorf("list HPAs targeting %s: %w", k, err)
+		}
+		for i := range list.Items {
+			if h := &list.Items[i]; !metav1.IsControlledBy(h, u) {
+				out = append(out, "HorizontalPodAutoscaler/"+h.Namespace+"/"+h.Name)
+			}
+		}
+	}
+	if r.keda.served() {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(ScaledObjectGVK.GroupVersion().WithKind(ScaledObjectGVK.Kind + "List"))
+		if err := r.cache.List(ctx, list, client.InNamespace(u.GetNamespace())); err != nil {
+			return nil, fmt.Errorf("list ScaledObjects: %w", err)
+		}
+		for i := range list.Items {
+			so := &list.Items[i]
+			if slices.Contains(keys, targetKey(scaledObjectTarget(so))) {
+				out = append(out, "ScaledObject/"+so.GetNamespace()+"/"+so.GetName())
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// workloadFor maps an autoscaler's target to the workload of this view it
+// concerns: the workload itself, or the workload whose child it is (the
+// profile's child name with ${name} inverted). ok is false for anything
+// else.
+func (r *Reconciler) workloadFor(apiVersion, kind, name string) (string, bool) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return "", false
+	}
+	gvk := r.view.GVK()
+	if gv.Group == gvk.Group && kind == gvk.Kind {
+		return name, name != ""
+	}
+	t := r.view.Profile().HPATarget
+	if t.Self() {
+		return "", false
+	}
+	tgv, err := schema.ParseGroupVersion(t.APIVersion)
+	if err != nil || tgv.Group != gv.Group || t.Kind != kind {
+		return "", false
+	}
+	return invertName(t.Name, name)
+}
+
+// invertName finds the workload name that template (holding ${name} once)
+// turns into name.
+func invertName(template, name string) (string, bool) {
+	before, after, ok := strings.Cut(template, config.NamePlaceholder)
+	if !ok || strings.Contains(after, config.NamePlaceholder) {
+		return "", false
+	}
+	if len(name) <= len(before)+len(after) || !strings.HasPrefix(name, before) || !strings.HasSuffix(name, after) {
+		return "", false
+	}
+	return name[len(before) : len(name)-len(after)], true
+}
+
+// mapHPA maps any HPA to the workload it targets, so that a user's HPA
+// appearing or going away is seen (C5).
+func (r *Reconciler) mapHPA(_ context.Context, o client.Object) []reconcile.Request {
+	h, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok {
+		return nil
+	}
+	ref := h.Spec.ScaleTargetRef
+	if name, ok := r.workloadFor(ref.APIVersion, ref.Kind, ref.Name); ok {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: h.Namespace, Name: name}}}
+	}
+	return nil
+}
+
+// mapScaledObject is mapHPA for KEDA's ScaledObjects.
+func (r *Reconciler) mapScaledObject(_ context.Context, o client.Object) []reconcile.Request {
+	so, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	if name, ok := r.workloadFor(scaledObjectTarget(so)); ok {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: so.GetNamespace(), Name: name}}}
+	}
+	return nil
+}
+
+// kedaWatch adds the ScaledObject watch to every controller once KEDA's
+// kind is served: at Setup when it already is, else from a manager
+// Runnable that looks for it every interval, so that a cluster which
+// installs KEDA later needs no restart.
+type kedaWatch struct {
+	mapper   meta.RESTMapper
+	interval time.Duration
+
+	mu       sync.Mutex
+	watching bool
+	targets  []kedaTarget
+}
+
+type kedaTarget struct {
+	ctrl  controller.Controller
+	cache cache.Cache
+	mapFn handler.MapFunc
+}
+
+func newKEDAWatch(mapper meta.RESTMapper, interval time.Duration) *kedaWatch {
+	return &kedaWatch{mapper: mapper, interval: interval}
+}
+
+func (k *kedaWatch) add(c controller.Controller, ca cache.Cache, fn handler.MapFunc) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.targets = append(k.targets, kedaTarget{c, ca, fn})
+}
+
+// served reports whether the ScaledObject watch is running, so reconcilers
+// may list ScaledObjects from the cache.
+func (k *kedaWatch) served() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.watching
+}
+
+// setup starts the watch now when KEDA is served, else registers the
+// look-up Runnable.
+func (k *kedaWatch) setup(mgr manager.Manager) error {
+	started, err := k.try()
+	if err != nil || started || k.interval < 0 {
+		return err
+	}
+	return mgr.Add(k)
+}
+
+// try starts the watches when the kind is served.
+func (k *kedaWatch) try() (bool, error) {
+	if _, err := k.mapper.RESTMapping(ScaledObjectGVK.GroupKind(), ScaledObjectGVK.Version); err != nil {
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("look up %s: %w", ScaledObjectGVK, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.watching {
+		return true, nil
+	}
+	for _, t := range k.targets {
+		so := &unstructured.Unstructured{}
+		so.SetGroupVersionKind(ScaledObjectGVK)
+		if err := t.ctrl.Watch(source.Kind[client.Object](t.cache, so, handler.EnqueueRequestsFromMapFunc(t.mapFn))); err != nil {
+			return false, fmt.Errorf("watch %s: %w", ScaledObjectGVK, err)
+		}
+	}
+	k.watching = true
+	return true, nil
+}
+
+// Start looks for the kind every interval until it is served.
+func (k *kedaWatch) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("keda-discovery")
+	t := time.NewTicker(k.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		started, err := k.try()
+		if err != nil {
+			log.Error(err, "KEDA discovery")
+			continue
+		}
+		if started {
+			log.Info("KEDA ScaledObjects are served; watching them as foreign autoscalers")
+			return nil
+		}
+	}
+}
+
+// NeedLeaderElection is false: the watch is added to controllers that start
+// only on the leader, and looking early costs nothing.
+func (k *kedaWatch) NeedLeaderElection() bool { return false }

@@ -1,0 +1,253 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"strings"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// reconcileHPA is C4 and C5: the built-in HPA exists exactly when
+// scaling.DecideHPA wants it, with the spec it decides. Only an HPA whose
+// controller owner is this workload is ever applied or deleted; an object
+// of ours' name that we do not own is left alone and reported.
+func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructured) error {
+	w, errs := r.view.Read(u)
+	if !r.readable(ctx, u, errs, actionHPA) {
+		return nil
+	}
+	nn := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+	foreign, err := r.foreignAutoscalers(ctx, u)
+	if err != nil {
+		return err
+	}
+	layout := r.view.Layout()
+	d := scaling.DecideHPA(w, layout, r.defaultMetrics, foreign)
+
+	name := HPAName(u.GetName(), r.kind)
+	existing := &autoscalingv2.HorizontalPodAutoscaler{}
+	found := true
+	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: name}, existing); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get HPA %s/%s: %w", u.GetNamespace(), name, err)
+		}
+		found = false
+	}
+	ours := found && metav1.IsControlledBy(existing, u)
+
+	if !d.Want {
+		if ours {
+			if err := r.deleteHPA(ctx, u, existing, d.Reason); err != nil {
+				return err
+			}
+		}
+		// Warn only where the foreign autoscaler is what stops an HPA the
+		// config asks for; without a range there is nothing to contend.
+		if len(foreign) > 0 && scaling.DecideHPA(w, layout, r.defaultMetrics, nil).Want {
+			r.warnOnce(u, nil, config.ReasonForeignAutoscaler, actionHPA,
+				d.Reason+": scaleplane creates no HPA of its own and leaves it alone; remove it to let scaleplane manage one")
+		} else {
+			r.unwarn(nn, config.ReasonForeignAutoscaler)
+		}
+		r.unwarn(nn, ReasonHPANameTaken)
+		return nil
+	}
+	r.unwarn(nn, config.ReasonForeignAutoscaler)
+	if found && !ours {
+		r.warnOnce(u, existing, ReasonHPANameTaken, actionHPA, fmt.Sprintf(
+			"HorizontalPodAutoscaler %s/%s exists and is not controlled by this %s: scaleplane will not edit it; delete or rename it", existing.Namespace, name, r.kind))
+		return nil
+	}
+	r.unwarn(nn, ReasonHPANameTaken)
+
+	desired, err := desiredHPA(r.view, u, d)
+	if err != nil {
+		return err
+	}
+	if ours && hpaUpToDate(existing, desired) {
+		return nil
+	}
+	apply, err := applyObject(desired)
+	if err != nil {
+		return err
+	}
+	if err := r.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(config.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply HPA %s/%s: %w", u.GetNamespace(), name, err)
+	}
+	op := "created"
+	if ours {
+		op = "updated"
+	}
+	hpaApplies.WithLabelValues(r.kind, "apply").Inc()
+	note := fmt.Sprintf("%s HorizontalPodAutoscaler %s: replicas %d..%d on %d metric(s), target %s %s", op, name, d.Min, d.Max, len(d.Metrics), desired.Spec.ScaleTargetRef.Kind, desired.Spec.ScaleTargetRef.Name)
+	ctrl.LoggerFrom(ctx).Info("applied HPA", "hpa", name, "change", note)
+	r.events.Eventf(u, desired, corev1.EventTypeNormal, config.ReasonHPAApplied, actionHPA, "%s", note)
+	return nil
+}
+
+// deleteHPA deletes our HPA, with a UID precondition so that an HPA
+// someone recreated under the same name in between is not deleted.
+func (r *Reconciler) deleteHPA(ctx context.Context, u *unstructured.Unstructured, hpa *autoscalingv2.HorizontalPodAutoscaler, reason string) error {
+	err := r.writer.Delete(ctx, hpa, client.Preconditions{UID: &hpa.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete HPA %s/%s: %w", hpa.Namespace, hpa.Name, err)
+	}
+	hpaApplies.WithLabelValues(r.kind, "delete").Inc()
+	note := fmt.Sprintf("deleted HorizontalPodAutoscaler %s: %s", hpa.Name, reason)
+	ctrl.LoggerFrom(ctx).Info("deleted HPA", "hpa", hpa.Name, "reason", reason)
+	r.events.Eventf(u, hpa, corev1.EventTypeNormal, config.ReasonHPADeleted, actionHPA, "%s", note)
+	return nil
+}
+
+// HPAName is the built-in HPA's name for a workload: "<name>-<kind in
+// lower case>", e.g. demo-rackedcluster. The kind keeps two profiled kinds
+// with same-named workloads in one namespace apart. A name that would pass
+// the 253-character limit is cut and given a hash of the full name, so it
+// stays unique and deterministic.
+func HPAName(workload, kind string) string {
+	suffix := "-" + strings.ToLower(kind)
+	name := workload + suffix
+	if len(name) <= validation.DNS1123SubdomainMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	hash := hex.EncodeToString(sum[:])[:10]
+	keep := validation.DNS1123SubdomainMaxLength - len(suffix) - len(hash) - 1
+	return strings.TrimRight(workload[:keep], "-.") + "-" + hash + suffix
+}
+
+// desiredHPA builds the built-in HPA for u from decision d (d.Want).
+func desiredHPA(v *config.View, u *unstructured.Unstructured, d scaling.HPADecision) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	if u.GetUID() == "" {
+		return nil, fmt.Errorf("%s %s/%s has no uid yet", u.GetKind(), u.GetNamespace(), u.GetName())
+	}
+	gvk := v.GVK()
+	labels := map[string]string{
+		config.LabelManagedBy:    config.ManagedByValue,
+		config.LabelWorkloadKind: gvk.Kind,
+	}
+	// Label values stop at 63 characters; the owner reference names the
+	// workload in every case.
+	if len(validation.IsValidLabelValue(u.GetName())) == 0 {
+		labels[config.LabelWorkloadName] = u.GetName()
+	}
+	yes := true
+	minReplicas := d.Min
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		TypeMeta: metav1.TypeMeta{APIVersion: autoscalingv2.SchemeGroupVersion.String(), Kind: "HorizontalPodAutoscaler"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      HPAName(u.GetName(), gvk.Kind),
+			Namespace: u.GetNamespace(),
+			Labels:    labels,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         gvk.GroupVersion().String(),
+				Kind:               gvk.Kind,
+				Name:               u.GetName(),
+				UID:                u.GetUID(),
+				Controller:         &yes,
+				BlockOwnerDeletion: &yes,
+			}},
+		},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: v.HPATargetRef(u),
+			MinReplicas:    &minReplicas,
+			MaxReplicas:    d.Max,
+			Metrics:        d.Metrics,
+			Behavior:       d.Behavior,
+		},
+	}
+	return hpa, nil
+}
+
+// applyObject turns a typed HPA into the apply configuration we send: only
+// the fields we set, so that server-side apply makes us the owner of those
+// and nothing else (no status, no zero-valued creationTimestamp).
+func applyObject(hpa *autoscalingv2.HorizontalPodAutoscaler) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(hpa)
+	if err != nil {
+		return nil, fmt.Errorf("convert HPA %s: %w", hpa.Name, err)
+	}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]interface{}); ok {
+		delete(meta, "creationTimestamp")
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// hpaUpToDate reports whether existing already holds everything desired
+// sets. It compares only the fields we set: the API server defaults others
+// (behavior policies, selectPolicy), and comparing those would re-apply on
+// every reconcile. A hand edit of a field we set makes it false, so the
+// edit is reverted.
+func hpaUpToDate(existing, desired *autoscalingv2.HorizontalPodAutoscaler) bool {
+	for k, v := range desired.Labels {
+		if existing.Labels[k] != v {
+			return false
+		}
+	}
+	ref := desired.OwnerReferences[0]
+	owner := metav1.GetControllerOfNoCopy(existing)
+	if owner == nil || !reflect.DeepEqual(*owner, ref) {
+		return false
+	}
+	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&existing.Spec)
+	if err != nil {
+		return false
+	}
+	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&desired.Spec)
+	if err != nil {
+		return false
+	}
+	return contains(have, want)
+}
+
+// contains reports whether have holds every value of want: maps may have
+// more keys, lists must have the same length (the HPA's lists are atomic, so
+// an extra item is a difference our apply would remove).
+func contains(have, want interface{}) bool {
+	switch w := want.(type) {
+	case map[string]interface{}:
+		h, ok := have.(map[string]interface{})
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			if !contains(h[k], wv) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		h, ok := have.([]interface{})
+		if !ok || len(h) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !contains(h[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return reflect.DeepEqual(have, want)
+	}
+}

@@ -1,0 +1,27 @@
+package controllers
+
+// Names owned by this package. The shared ones (field manager, labels,
+// event reasons) live in package config.
+const (
+	// ControllerPrefix starts every controller name: scaleplane-<kind>.
+	ControllerPrefix = "scaleplane-"
+	// EventRecorderName is the reporting controller of our events.
+	EventRecorderName = "scaleplane-controller"
+
+	// hpaTargetIndex indexes HPAs by their scaleTargetRef as
+	// "<group>/<Kind>/<name>", so finding the autoscalers of one workload
+	// does not scan every HPA of its namespace.
+	hpaTargetIndex = "scaleplane.io/hpa-scale-target"
+
+	// ReasonHPANameTaken is the Warning reason when an object we do not own
+	// already holds the built-in HPA's name.
+	ReasonHPANameTaken = "HPANameTaken"
+	// ReasonInvalidWorkload is the Warning reason when a workload's fields
+	// cannot be read as its profile says.
+	ReasonInvalidWorkload = "InvalidWorkload"
+
+	// Event actions (events.k8s.io/v1 requires one).
+	actionFanOut = "FanOut"
+	actionStatus = "UpdateStatus"
+	actionHPA    = "ReconcileHPA"
+)

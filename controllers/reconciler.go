@@ -1,0 +1,141 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/scaleplane/scaleplane/config"
+)
+
+// warnReasons are the Warnings remembered by warnOnce.
+var warnReasons = []string{config.ReasonForeignAutoscaler, ReasonHPANameTaken, ReasonInvalidWorkload}
+
+// Reconciler reconciles the workloads of one profiled kind.
+type Reconciler struct {
+	view *config.View
+	kind string
+	// defaultMetrics are the profile's metrics for configs without any.
+	defaultMetrics []autoscalingv2.MetricSpec
+
+	// cache serves reads (workloads, HPAs, ScaledObjects) from the
+	// manager's informers; api reads past it after a write conflict, when
+	// the cache is known to be stale.
+	cache  client.Reader
+	api    client.Reader
+	writer client.Client
+	events recorder.EventRecorder
+	keda   *kedaWatch
+
+	conflictRetries int
+
+	// warned remembers, per workload, the last Warning emitted without a
+	// write (foreign autoscaler, HPA name taken, unreadable fields), so a
+	// condition that persists is reported once and not on every resync.
+	warned sync.Map
+}
+
+func newReconciler(mgr manager.Manager, v *config.View, keda *kedaWatch, opts Options) *Reconciler {
+	return &Reconciler{
+		view:            v,
+		kind:            v.GVK().Kind,
+		defaultMetrics:  v.Profile().DefaultMetrics,
+		cache:           mgr.GetCache(),
+		api:             mgr.GetAPIReader(),
+		writer:          mgr.GetClient(),
+		events:          mgr.GetEventRecorder(EventRecorderName),
+		keda:            keda,
+		conflictRetries: opts.ConflictRetries,
+	}
+}
+
+func (r *Reconciler) controllerName() string {
+	return ControllerPrefix + strings.ToLower(r.kind)
+}
+
+// Reconcile applies the three policies in order. Fan-out goes first so that
+// status and the HPA see the groups as they will be.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+	start := time.Now()
+	defer func() {
+		reconcileDuration.WithLabelValues(r.kind).Observe(time.Since(start).Seconds())
+		if err != nil {
+			reconcileErrors.WithLabelValues(r.kind).Inc()
+		}
+	}()
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("kind", r.kind, "namespace", req.Namespace, "name", req.Name))
+
+	u := r.newObject()
+	if err := r.cache.Get(ctx, req.NamespacedName, u); err != nil {
+		r.unwarn(req.NamespacedName, warnReasons...)
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if u.GetDeletionTimestamp() != nil {
+		// Our HPA goes with it through its owner reference.
+		return ctrl.Result{}, nil
+	}
+	if err := r.fanOut(ctx, u); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.updateStatus(ctx, u); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.reconcileHPA(ctx, u)
+}
+
+func (r *Reconciler) newObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(r.view.GVK())
+	return u
+}
+
+// warnKey names one kind of Warning about one workload.
+type warnKey struct {
+	workload types.NamespacedName
+	reason   string
+}
+
+// warnOnce emits a Warning about u unless the same note was the last one
+// emitted for this reason: a condition that persists (a foreign autoscaler,
+// a taken HPA name) is reported once, not on every resync.
+func (r *Reconciler) warnOnce(u *unstructured.Unstructured, related runtime.Object, reason, action, note string) {
+	key := warnKey{types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, reason}
+	if last, ok := r.warned.Load(key); ok && last.(string) == note {
+		return
+	}
+	r.warned.Store(key, note)
+	r.events.Eventf(u, related, corev1.EventTypeWarning, reason, action, "%s", note)
+}
+
+// unwarn forgets a Warning, so the condition is reported again if it comes
+// back.
+func (r *Reconciler) unwarn(nn types.NamespacedName, reasons ...string) {
+	for _, reason := range reasons {
+		r.warned.Delete(warnKey{nn, reason})
+	}
+}
+
+// readable reports whether u's fields read cleanly. Fields of the wrong type stop every
+// policy for this object: a decision on half-read values could shrink
+// racks or delete an HPA the user still wants.
+func (r *Reconciler) readable(ctx context.Context, u *unstructured.Unstructured, errs field.ErrorList, action string) bool {
+	if len(errs) == 0 {
+		r.unwarn(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, ReasonInvalidWorkload)
+		return true
+	}
+	ctrl.LoggerFrom(ctx).Info("workload fields unreadable; skipping", "errors", errs.ToAggregate().Error())
+	r.warnOnce(u, nil, ReasonInvalidWorkload, action, "fields unreadable as the "+r.kind+" profile says: "+errs.ToAggregate().Error())
+	return false
+}

@@ -1,0 +1,111 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// updateStatus is C2 and C3: status.replicas when every group agrees, and
+// the /scale selector, server-side applied under config.FieldManager to the
+// status subresource. The applied object names only those two fields, so no
+// other status field (the workload operator's) is touched.
+func (r *Reconciler) updateStatus(ctx context.Context, u *unstructured.Unstructured) error {
+	w, errs := r.view.Read(u)
+	if !r.readable(ctx, u, errs, actionStatus) {
+		return nil
+	}
+	plan, err := planStatus(r.view, u, w)
+	if err != nil {
+		// A profile without pod labels has no selector to offer; C2 still
+		// applies, so only log.
+		ctrl.LoggerFrom(ctx).V(1).Info("no /scale selector", "reason", err.Error())
+	}
+	if !plan.changed {
+		return nil
+	}
+	err = r.writer.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(plan.apply), client.FieldOwner(config.FieldManager), client.ForceOwnership)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("apply status of %s %s/%s: %w", r.kind, u.GetNamespace(), u.GetName(), err)
+	}
+	statusUpdates.WithLabelValues(r.kind).Inc()
+	ctrl.LoggerFrom(ctx).V(1).Info("updated status", "change", plan.note)
+	r.events.Eventf(u, nil, corev1.EventTypeNormal, config.ReasonStatusReplicas, actionStatus, "%s", plan.note)
+	return nil
+}
+
+// statusPlan is the status apply C2 and C3 call for.
+type statusPlan struct {
+	// apply is the apply configuration: apiVersion, kind, name, namespace
+	// and only the status fields we own.
+	apply *unstructured.Unstructured
+	// changed is false when the object already holds those values.
+	changed bool
+	// note says what changed, for the event.
+	note string
+}
+
+// planStatus decides the status apply for u. Every field we own is in the
+// apply even when unchanged: server-side apply removes a field its manager
+// owned and no longer sends. When the groups disagree, status.replicas is
+// sent with its current value (or left out when absent), which keeps it
+// unchanged as C2 requires. A selector error leaves the selector out and is
+// returned beside a still usable plan.
+func planStatus(v *config.View, u *unstructured.Unstructured, w scaling.Workload) (statusPlan, error) {
+	p := statusPlan{apply: &unstructured.Unstructured{}}
+	p.apply.SetAPIVersion(u.GetAPIVersion())
+	p.apply.SetKind(u.GetKind())
+	p.apply.SetName(u.GetName())
+	p.apply.SetNamespace(u.GetNamespace())
+
+	var notes []string
+	if path := v.StatusReplicasPath(); path != nil {
+		count, changed := scaling.StatusReplicas(w)
+		switch {
+		case changed:
+			_ = unstructured.SetNestedField(p.apply.Object, int64(*count), path...)
+			p.changed = true
+			old := "unset"
+			if w.StatusReplicas != nil {
+				old = fmt.Sprint(*w.StatusReplicas)
+			}
+			notes = append(notes, fmt.Sprintf("%s %s -> %d (every group reports %d ready)", dotted(path), old, *count, *count))
+		case w.StatusReplicas != nil:
+			_ = unstructured.SetNestedField(p.apply.Object, int64(*w.StatusReplicas), path...)
+		}
+	}
+	var selErr error
+	if path := v.SelectorPath(); path != nil {
+		sel, err := v.PodSelector(u)
+		cur, found, _ := unstructured.NestedString(u.Object, path...)
+		switch {
+		case err != nil:
+			selErr = err
+			if found {
+				_ = unstructured.SetNestedField(p.apply.Object, cur, path...)
+			}
+		default:
+			_ = unstructured.SetNestedField(p.apply.Object, sel, path...)
+			if !found || cur != sel {
+				p.changed = true
+				notes = append(notes, fmt.Sprintf("%s %q", dotted(path), sel))
+			}
+		}
+	}
+	p.note = strings.Join(notes, "; ")
+	return p, selErr
+}
+
+func dotted(path []string) string { return strings.Join(path, ".") }
