@@ -733,3 +733,47 @@ func BenchmarkDecideScaleToZero(b *testing.B) {
 		Decide(DecideInput{Now: now, Current: 10, Config: cfg, Triggers: results}, h)
 	}
 }
+
+// FuzzDecide checks the invariants every decision keeps, whatever the
+// samples and history: the count stays within [0, max]; it is below the
+// range's floor only when sleeping, staying asleep or waiting for
+// dependencies; and the explanation encodes as JSON.
+func FuzzDecide(f *testing.F) {
+	f.Add(int32(1), int32(10), int32(3), 25.0, true, 7.0, true, int64(30), int64(600), true)
+	f.Add(int32(0), int32(5), int32(0), 0.5, true, math.NaN(), false, int64(0), int64(-1), false)
+	f.Add(int32(0), int32(5), int32(4), 0.0, true, 0.0, true, int64(3600), int64(10), true)
+	f.Add(int32(2), int32(2), int32(9), math.Inf(1), true, -3.0, true, int64(15), int64(0), false)
+	f.Fuzz(func(t *testing.T, minR, maxR, cur int32, v1 float64, ok1 bool, v2 float64, ok2 bool, step, activityAgo int64, behavior bool) {
+		if minR < 0 || maxR < minR || maxR > 1000 || cur < 0 || cur > 2000 || step < 0 || step > 1e6 {
+			t.Skip()
+		}
+		b := mkConfig(minR, maxR).Idle(2, 120).Schedule("Europe/Paris", "08:00").
+			Trigger("a", TargetAverageValue, 10).Activation(1).Trigger("b", TargetValue, 5)
+		if behavior {
+			b.Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: rulesOf(1, 30, 50, 60, 60)})
+		}
+		cfg := b.Obj()
+		h := &History{}
+		now := t0
+		for i := 0; i < 3; i++ {
+			now = now.Add(time.Duration(step) * time.Second)
+			in := DecideInput{Now: now, Current: cur, Config: cfg, Triggers: []TriggerResult{
+				{Name: "a", Sample: Sample{Value: v1, OK: ok1}}, {Name: "b", Sample: Sample{Value: v2, OK: ok2}},
+			}}
+			if activityAgo >= 0 {
+				in.LastActivity = now.Add(-time.Duration(activityAgo) * time.Second)
+			}
+			d := Decide(in, h)
+			floor := max(minR, 1)
+			asleep := d.Action == ActionScaleToZero || d.Action == ActionWait || (cur == 0 && d.Desired == 0)
+			if d.Desired < 0 || d.Desired > maxR || (d.Desired < floor && !asleep && maxR > 0) {
+				t.Fatalf("tick %d: desired %d outside [%d, %d] (current %d, action %s, reason %q)", i, d.Desired, floor, maxR, cur, d.Action, d.Reason)
+			}
+			if _, err := json.Marshal(d); err != nil {
+				t.Fatalf("tick %d: json.Marshal: %v", i, err)
+			}
+			h.RecordScale(cfg, d)
+			cur = d.Desired
+		}
+	})
+}
