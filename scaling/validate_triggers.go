@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	// Validation must not depend on the zoneinfo of the image the webhook
@@ -136,8 +137,7 @@ func validateSchedule(s *Schedule, p *field.Path) field.ErrorList {
 	}
 	var errs field.ErrorList
 	if s.TimeZone != "" {
-		// "Local" is the webhook's own zone, which the user cannot know.
-		if _, err := time.LoadLocation(s.TimeZone); err != nil || s.TimeZone == "Local" {
+		if !knownZone(s.TimeZone) {
 			errs = append(errs, field.Invalid(p.Child("timeZone"), s.TimeZone,
 				"must be an IANA time zone such as Europe/Paris; leave it empty for UTC"))
 		}
@@ -164,6 +164,28 @@ func validateSchedule(s *Schedule, p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validZones remembers zone names that loaded, so that validating a
+// schedule does not read the zone database on every admission request. Only
+// valid names are kept, which bounds it by the IANA database's size whatever
+// users send.
+var validZones sync.Map // string -> struct{}
+
+// knownZone reports whether name is an IANA zone. "Local" is refused: it is
+// the webhook's own zone, which the user cannot know.
+func knownZone(name string) bool {
+	if name == "Local" {
+		return false
+	}
+	if _, ok := validZones.Load(name); ok {
+		return true
+	}
+	if _, err := time.LoadLocation(name); err != nil {
+		return false
+	}
+	validZones.Store(name, struct{}{})
+	return true
 }
 
 const clockMessage = "must be a time of day written HH:mm, from 00:00 to 23:59, such as 07:30"
