@@ -158,6 +158,14 @@ func warnings(w Workload, l Layout) []string {
 	}
 	r := *w.Replicas
 	rp, cp := replicasPath(l).String(), configPath(l).String()
+	if eff.Pinned() && *eff.MinReplicas != r {
+		// W1 for pins (our extension): a pin always follows R (C1), so a pin
+		// that disagrees with R is about to be overwritten, whatever the
+		// target.
+		return []string{fmt.Sprintf(
+			"%s is pinned at %d while %s is %d: a pinned config follows replicas, so it will become %d; set %s to %d, or give the config a range",
+			cp, *eff.MinReplicas, rp, r, r, rp, *eff.MinReplicas)}
+	}
 	if !l.TargetSelf {
 		// W2. A config that only pins R (what M1 writes) says nothing that
 		// could be ignored, so it does not warn.

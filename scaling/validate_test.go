@@ -512,7 +512,13 @@ func TestValidateWarnings(t *testing.T) {
 		{name: "W1 replicas above the range", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(9), Config: ctRange(2, 5)},
 			want: []string{"spec.replicas (9) is outside spec.scaleConfig [2, 5]: an autoscaler will move it into the range; set it within the range or widen the range"}},
 		{name: "W1 replicas inside the range", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(5), Config: ctRange(2, 5)}},
-		{name: "W1 pinned config does not warn", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(3), Config: ctRange(4, 4)}},
+		{name: "W1 pin equal to replicas does not warn", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(4), Config: ctRange(4, 4)}},
+		{name: "W1 pin that disagrees with replicas warns", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(3), Config: ctRange(4, 4)},
+			want: []string{"spec.scaleConfig is pinned at 4 while spec.replicas is 3: a pinned config follows replicas, so it will become 3; set spec.replicas to 4, or give the config a range"}},
+		{name: "W1 pin from M2 below minReplicas warns", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(1), Config: &scaling.Config{MinReplicas: ctI32(2)}},
+			want: []string{"spec.scaleConfig is pinned at 2 while spec.replicas is 1: a pinned config follows replicas, so it will become 1; set spec.replicas to 2, or give the config a range"}},
+		{name: "W1 pin that disagrees with replicas warns on a child target too", layout: ctKymaLayout(), w: scaling.Workload{Replicas: ctI32(3), Config: ctRange(4, 4)},
+			want: []string{"spec.scaleConfig is pinned at 4 while spec.replicas is 3: a pinned config follows replicas, so it will become 3; set spec.replicas to 4, or give the config a range"}},
 		{name: "W1 no replicas does not warn", layout: ctLayout(), w: scaling.Workload{Config: ctRange(4, 6)}},
 		{name: "W2 range ignored while replicas is set on a child target", layout: ctKymaLayout(), w: scaling.Workload{Replicas: ctI32(2), Config: ctRange(1, 5)},
 			want: []string{"spec.scaleConfig is ignored while spec.replicas is set (external scaling mode): no built-in autoscaler will act on it; remove spec.replicas to let it scale the workload"}},
@@ -540,6 +546,8 @@ func BenchmarkValidate(b *testing.B) {
 	trig := ctFullTriggers()
 	l := ctLayout()
 	b.ReportAllocs()
+	// One op validates both variants of the full config, since V6 forbids
+	// metrics and triggers in one object.
 	for b.Loop() {
 		if errs, _ := scaling.Validate(w, &w, l); len(errs) != 0 {
 			b.Fatal(errs)
