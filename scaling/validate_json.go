@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
@@ -93,9 +94,13 @@ func jsonKind(t reflect.Type) string {
 
 // excerpt keeps bad values short in API responses.
 func excerpt(b []byte) string {
-	const limit = 64
-	if len(b) > limit {
-		return string(b[:limit]) + "..."
+	limit := 64
+	if len(b) <= limit {
+		return string(b)
 	}
-	return string(b)
+	// Cut on a rune boundary so the response stays valid UTF-8.
+	for limit > 0 && !utf8.RuneStart(b[limit]) {
+		limit--
+	}
+	return string(b[:limit]) + "..."
 }
