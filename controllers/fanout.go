@@ -35,7 +35,7 @@ func (r *Reconciler) fanOut(ctx context.Context, u *unstructured.Unstructured) e
 			}
 		}
 		w, errs := r.view.Read(u)
-		if !r.readable(ctx, u, errs, actionFanOut) {
+		if !r.readable(ctx, u, errs) {
 			return nil
 		}
 		out, changed, err := fanOutObject(r.view, u, w)
@@ -63,7 +63,7 @@ func (r *Reconciler) fanOut(ctx context.Context, u *unstructured.Unstructured) e
 	fanoutWrites.WithLabelValues(r.kind).Inc()
 	note := fanOutNote(r.view.Layout(), before, after)
 	ctrl.LoggerFrom(ctx).Info("fanned out replicas", "change", note)
-	r.events.Eventf(u, nil, corev1.EventTypeNormal, config.ReasonScaledGroups, actionFanOut, "%s", note)
+	r.events.Eventf(u, corev1.EventTypeNormal, config.ReasonScaledGroups, "%s", note)
 	return nil
 }
 

@@ -29,7 +29,7 @@ import (
 // of ours' name that we do not own is left alone and reported.
 func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructured) error {
 	w, errs := r.view.Read(u)
-	if !r.readable(ctx, u, errs, actionHPA) {
+	if !r.readable(ctx, u, errs) {
 		return nil
 	}
 	nn := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
@@ -48,6 +48,15 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 			return fmt.Errorf("get HPA %s/%s: %w", u.GetNamespace(), name, err)
 		}
 		found = false
+		// Right after our own apply the HPA informer may lag: confirm with
+		// the API server before reporting a creation that already happened.
+		if d.Want {
+			if err := r.api.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: name}, existing); err == nil {
+				found = true
+			} else if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("get HPA %s/%s: %w", u.GetNamespace(), name, err)
+			}
+		}
 	}
 	ours := found && metav1.IsControlledBy(existing, u)
 
@@ -60,7 +69,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 		// Warn only where the foreign autoscaler is what stops an HPA the
 		// config asks for; without a range there is nothing to contend.
 		if len(foreign) > 0 && scaling.DecideHPA(w, layout, r.defaultMetrics, nil).Want {
-			r.warnOnce(u, nil, config.ReasonForeignAutoscaler, actionHPA,
+			r.warnOnce(u, config.ReasonForeignAutoscaler,
 				d.Reason+": scaleplane creates no HPA of its own and leaves it alone; remove it to let scaleplane manage one")
 		} else {
 			r.unwarn(nn, config.ReasonForeignAutoscaler)
@@ -70,7 +79,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 	}
 	r.unwarn(nn, config.ReasonForeignAutoscaler)
 	if found && !ours {
-		r.warnOnce(u, existing, ReasonHPANameTaken, actionHPA, fmt.Sprintf(
+		r.warnOnce(u, ReasonHPANameTaken, fmt.Sprintf(
 			"HorizontalPodAutoscaler %s/%s exists and is not controlled by this %s: scaleplane will not edit it; delete or rename it", existing.Namespace, name, r.kind))
 		return nil
 	}
@@ -97,7 +106,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 	hpaApplies.WithLabelValues(r.kind, "apply").Inc()
 	note := fmt.Sprintf("%s HorizontalPodAutoscaler %s: replicas %d..%d on %d metric(s), target %s %s", op, name, d.Min, d.Max, len(d.Metrics), desired.Spec.ScaleTargetRef.Kind, desired.Spec.ScaleTargetRef.Name)
 	ctrl.LoggerFrom(ctx).Info("applied HPA", "hpa", name, "change", note)
-	r.events.Eventf(u, desired, corev1.EventTypeNormal, config.ReasonHPAApplied, actionHPA, "%s", note)
+	r.events.Eventf(u, corev1.EventTypeNormal, config.ReasonHPAApplied, "%s", note)
 	return nil
 }
 
@@ -114,7 +123,7 @@ func (r *Reconciler) deleteHPA(ctx context.Context, u *unstructured.Unstructured
 	hpaApplies.WithLabelValues(r.kind, "delete").Inc()
 	note := fmt.Sprintf("deleted HorizontalPodAutoscaler %s: %s", hpa.Name, reason)
 	ctrl.LoggerFrom(ctx).Info("deleted HPA", "hpa", hpa.Name, "reason", reason)
-	r.events.Eventf(u, hpa, corev1.EventTypeNormal, config.ReasonHPADeleted, actionHPA, "%s", note)
+	r.events.Eventf(u, corev1.EventTypeNormal, config.ReasonHPADeleted, "%s", note)
 	return nil
 }
 

@@ -19,9 +19,4 @@ const (
 	// ReasonInvalidWorkload is the Warning reason when a workload's fields
 	// cannot be read as its profile says.
 	ReasonInvalidWorkload = "InvalidWorkload"
-
-	// Event actions (events.k8s.io/v1 requires one).
-	actionFanOut = "FanOut"
-	actionStatus = "UpdateStatus"
-	actionHPA    = "ReconcileHPA"
 )

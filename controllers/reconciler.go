@@ -9,13 +9,12 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/scaleplane/scaleplane/config"
 )
@@ -36,7 +35,10 @@ type Reconciler struct {
 	cache  client.Reader
 	api    client.Reader
 	writer client.Client
-	events recorder.EventRecorder
+	// events are core/v1 Events. The events.k8s.io/v1 recorder folds
+	// events of one reason about one object into a series that keeps the
+	// first note only, so a second fan-out's sizes would never be seen.
+	events record.EventRecorder
 	keda   *kedaWatch
 
 	conflictRetries int
@@ -55,7 +57,7 @@ func newReconciler(mgr manager.Manager, v *config.View, keda *kedaWatch, opts Op
 		cache:           mgr.GetCache(),
 		api:             mgr.GetAPIReader(),
 		writer:          mgr.GetClient(),
-		events:          mgr.GetEventRecorder(EventRecorderName),
+		events:          mgr.GetEventRecorderFor(EventRecorderName), //nolint:staticcheck // see Reconciler.events
 		keda:            keda,
 		conflictRetries: opts.ConflictRetries,
 	}
@@ -110,13 +112,13 @@ type warnKey struct {
 // warnOnce emits a Warning about u unless the same note was the last one
 // emitted for this reason: a condition that persists (a foreign autoscaler,
 // a taken HPA name) is reported once, not on every resync.
-func (r *Reconciler) warnOnce(u *unstructured.Unstructured, related runtime.Object, reason, action, note string) {
+func (r *Reconciler) warnOnce(u *unstructured.Unstructured, reason, note string) {
 	key := warnKey{types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, reason}
 	if last, ok := r.warned.Load(key); ok && last.(string) == note {
 		return
 	}
 	r.warned.Store(key, note)
-	r.events.Eventf(u, related, corev1.EventTypeWarning, reason, action, "%s", note)
+	r.events.Eventf(u, corev1.EventTypeWarning, reason, "%s", note)
 }
 
 // unwarn forgets a Warning, so the condition is reported again if it comes
@@ -130,12 +132,12 @@ func (r *Reconciler) unwarn(nn types.NamespacedName, reasons ...string) {
 // readable reports whether u's fields read cleanly. Fields of the wrong type stop every
 // policy for this object: a decision on half-read values could shrink
 // racks or delete an HPA the user still wants.
-func (r *Reconciler) readable(ctx context.Context, u *unstructured.Unstructured, errs field.ErrorList, action string) bool {
+func (r *Reconciler) readable(ctx context.Context, u *unstructured.Unstructured, errs field.ErrorList) bool {
 	if len(errs) == 0 {
 		r.unwarn(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, ReasonInvalidWorkload)
 		return true
 	}
 	ctrl.LoggerFrom(ctx).Info("workload fields unreadable; skipping", "errors", errs.ToAggregate().Error())
-	r.warnOnce(u, nil, ReasonInvalidWorkload, action, "fields unreadable as the "+r.kind+" profile says: "+errs.ToAggregate().Error())
+	r.warnOnce(u, ReasonInvalidWorkload, "fields unreadable as the "+r.kind+" profile says: "+errs.ToAggregate().Error())
 	return false
 }

@@ -21,7 +21,7 @@ import (
 // other status field (the workload operator's) is touched.
 func (r *Reconciler) updateStatus(ctx context.Context, u *unstructured.Unstructured) error {
 	w, errs := r.view.Read(u)
-	if !r.readable(ctx, u, errs, actionStatus) {
+	if !r.readable(ctx, u, errs) {
 		return nil
 	}
 	plan, err := planStatus(r.view, u, w)
@@ -42,7 +42,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, u *unstructured.Unstructu
 	}
 	statusUpdates.WithLabelValues(r.kind).Inc()
 	ctrl.LoggerFrom(ctx).V(1).Info("updated status", "change", plan.note)
-	r.events.Eventf(u, nil, corev1.EventTypeNormal, config.ReasonStatusReplicas, actionStatus, "%s", plan.note)
+	r.events.Eventf(u, corev1.EventTypeNormal, config.ReasonStatusReplicas, "%s", plan.note)
 	return nil
 }
 
