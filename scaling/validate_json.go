@@ -58,13 +58,18 @@ func decodeError(data []byte, err error, path *field.Path) *field.Error {
 	if ok, off := kjson.SyntaxErrorOffset(err); ok {
 		return field.Invalid(path, excerpt(data), fmt.Sprintf("is not valid JSON (%v at byte %d); fix the syntax", err, off))
 	}
-	// The standard decoder reports type errors as an exported type that
-	// names the field (without list indices); this package's fork does not.
+	// The standard decoder reports type errors as an exported type with the
+	// byte offset of the bad value; this package's fork does not. The offset
+	// gives the exact JSON path, list indices included.
 	var c Config
 	var te *json.UnmarshalTypeError
 	if errors.As(json.Unmarshal(data, &c), &te) && te.Field != "" {
-		return field.Invalid(path, te.Field, fmt.Sprintf("field %q must be %s, not a JSON %s; fix its value",
-			te.Field, jsonKind(te.Type), te.Value))
+		name := jsonPathAt(data, te.Offset)
+		if name == "" {
+			name = te.Field
+		}
+		return field.Invalid(path, name, fmt.Sprintf("field %q must be %s, not a JSON %s; fix its value",
+			name, jsonKind(te.Type), te.Value))
 	}
 	hint := "fix the value"
 	if strings.Contains(err.Error(), "quantities") {
@@ -103,4 +108,78 @@ func excerpt(b []byte) string {
 		limit--
 	}
 	return string(b[:limit]) + "..."
+}
+
+// jsonPathAt returns the path, written like the strict decoder's field paths
+// (metrics[0].resource.name), of the value that ends at or spans byte
+// offset of data; "" if data ends before it.
+func jsonPathAt(data []byte, offset int64) string {
+	type frame struct {
+		array bool
+		index int
+		key   string
+	}
+	var stack []frame
+	expectKey := false
+	render := func() string {
+		var b strings.Builder
+		for _, f := range stack {
+			if f.array {
+				fmt.Fprintf(&b, "[%d]", f.index)
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(f.key)
+		}
+		return b.String()
+	}
+	// advance moves past one complete value in the innermost container.
+	advance := func() {
+		if n := len(stack); n > 0 {
+			if stack[n-1].array {
+				stack[n-1].index++
+			} else {
+				expectKey = true
+			}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if expectKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				expectKey = false
+				if dec.InputOffset() >= offset {
+					return ""
+				}
+				advance()
+				continue
+			}
+			stack[len(stack)-1].key, _ = tok.(string)
+			expectKey = false
+			continue
+		}
+		switch d, _ := tok.(json.Delim); d {
+		case '{', '[':
+			if dec.InputOffset() >= offset {
+				return render()
+			}
+			stack = append(stack, frame{array: d == '['})
+			expectKey = d == '{'
+		case ']':
+			stack = stack[:len(stack)-1]
+			advance()
+		default:
+			if dec.InputOffset() >= offset {
+				return render()
+			}
+			advance()
+		}
+	}
 }
