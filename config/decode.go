@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -27,11 +26,15 @@ import (
 // decodeConfig decodes the scale config m found at root. Unknown fields are
 // ignored: at a spec path the CRD's structural schema has already pruned
 // what it does not know, and a schema that preserves unknown fields is the
-// CRD author's choice, not an error of the user's.
-func decodeConfig(m map[string]interface{}, root *field.Path) (*scaling.Config, field.ErrorList) {
+// CRD author's choice, not an error of the user's. ints, when not nil,
+// supplies the *int32 fields.
+func decodeConfig(m map[string]interface{}, root *field.Path, ints *int32Pool) (*scaling.Config, field.ErrorList) {
+	if ints == nil {
+		ints = &int32Pool{}
+	}
 	cfg := &scaling.Config{}
-	d := decoder{root: root}
-	d.object(m, reflect.ValueOf(cfg).Elem(), nil)
+	d := decoder{root: root, ints: ints, stack: make([]pathElem, 0, 16)}
+	d.object(m, reflect.ValueOf(cfg).Elem())
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
@@ -41,145 +44,195 @@ func decodeConfig(m map[string]interface{}, root *field.Path) (*scaling.Config, 
 type decoder struct {
 	root *field.Path
 	errs field.ErrorList
+	ints *int32Pool
+	// stack is the path to the value being decoded. It turns into a
+	// field.Path only when an error is reported, so a config without errors
+	// costs no path allocations.
+	stack []pathElem
 }
 
-// step is one element of the path to the value being decoded. Steps live
-// on the stack and turn into a field.Path only when an error is reported, so
-// a config without errors costs no path allocations.
-type step struct {
-	parent *step
-	name   string
-	index  int // used when name is empty
+type pathElem struct {
+	name  string
+	index int  // used when name is empty
+	key   bool // name is a map key: reported as [name], as the API server does
 }
 
-func (d *decoder) path(s *step) *field.Path {
-	if s == nil {
-		return d.root
+func (d *decoder) push(e pathElem) { d.stack = append(d.stack, e) }
+func (d *decoder) pop()            { d.stack = d.stack[:len(d.stack)-1] }
+
+func (d *decoder) path() *field.Path {
+	p := d.root
+	for _, e := range d.stack {
+		switch {
+		case e.key:
+			p = p.Key(e.name)
+		case e.name == "":
+			p = p.Index(e.index)
+		default:
+			p = p.Child(e.name)
+		}
 	}
-	p := d.path(s.parent)
-	if s.name == "" {
-		return p.Index(s.index)
+	return p
+}
+
+func (d *decoder) invalid(v interface{}, detail string) {
+	d.errs = append(d.errs, field.Invalid(d.path(), v, detail))
+}
+
+func (d *decoder) wrongType(v interface{}, want string) {
+	d.invalid(v, fmt.Sprintf("must be %s, not %s", want, typeName(v)))
+}
+
+// int32Pool hands out *int32 from shared chunks: a workload has a dozen
+// optional counts, and one allocation for all of them keeps admission lean.
+// A chunk is never grown in place, so earlier pointers stay valid.
+type int32Pool struct{ buf []int32 }
+
+func (p *int32Pool) new(v int32) *int32 {
+	if len(p.buf) == cap(p.buf) {
+		p.buf = make([]int32, 0, 16)
 	}
-	return p.Child(s.name)
-}
-
-func (d *decoder) invalid(s *step, v interface{}, detail string) {
-	d.errs = append(d.errs, field.Invalid(d.path(s), v, detail))
-}
-
-func (d *decoder) wrongType(s *step, v interface{}, want string) {
-	d.invalid(s, v, fmt.Sprintf("must be %s, not %s", want, typeName(v)))
+	p.buf = append(p.buf, v)
+	return &p.buf[len(p.buf)-1]
 }
 
 var (
 	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	quantityType    = reflect.TypeFor[resource.Quantity]()
+	int32Type       = reflect.TypeFor[int32]()
+	stringMapType   = reflect.TypeFor[map[string]string]()
 )
 
 // value decodes v into dst, an addressable zero value.
-func (d *decoder) value(v interface{}, dst reflect.Value, s *step) {
+func (d *decoder) value(v interface{}, dst reflect.Value) {
 	if v == nil {
 		return // null leaves the field unset, as in encoding/json
 	}
 	t := dst.Type()
 	if t == quantityType {
-		d.quantity(v, dst, s)
-		return
-	}
-	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
-		d.unmarshaler(v, dst, s)
+		d.quantity(v, dst)
 		return
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
+		if t.Elem() == int32Type {
+			if n, ok := d.int(v, 32); ok {
+				dst.Set(reflect.ValueOf(d.ints.new(int32(n))))
+			}
+			return
+		}
 		elem := reflect.New(t.Elem())
 		before := len(d.errs)
-		d.value(v, elem.Elem(), s)
+		d.value(v, elem.Elem())
 		if len(d.errs) == before {
 			dst.Set(elem)
 		}
 	case reflect.Struct:
-		m, ok := v.(map[string]interface{})
-		if !ok {
-			d.wrongType(s, v, "an object")
+		info := structInfoOf(t)
+		if info.unmarshaler {
+			d.unmarshaler(v, dst)
 			return
 		}
-		d.object(m, dst, s)
+		m, ok := v.(map[string]interface{})
+		if !ok {
+			d.wrongType(v, "an object")
+			return
+		}
+		d.object(m, dst)
 	case reflect.Slice:
 		l, ok := v.([]interface{})
 		if !ok {
-			d.wrongType(s, v, "a list")
+			d.wrongType(v, "a list")
 			return
 		}
-		out := reflect.MakeSlice(t, len(l), len(l))
+		// Grown in place: MakeSlice would allocate a header as well.
+		dst.Grow(len(l))
+		dst.SetLen(len(l))
 		for i, item := range l {
-			d.value(item, out.Index(i), &step{parent: s, index: i})
+			d.push(pathElem{index: i})
+			d.value(item, dst.Index(i))
+			d.pop()
 		}
-		dst.Set(out)
 	case reflect.Map:
 		m, ok := v.(map[string]interface{})
 		if !ok || t.Key().Kind() != reflect.String {
-			d.wrongType(s, v, "an object")
+			d.wrongType(v, "an object")
+			return
+		}
+		if t == stringMapType {
+			d.stringMap(m, dst)
 			return
 		}
 		out := reflect.MakeMapWithSize(t, len(m))
-		// Sorted so that errors come out in the same order every time.
-		for _, k := range slices.Sorted(maps.Keys(m)) {
+		before := len(d.errs)
+		for k, item := range m {
 			elem := reflect.New(t.Elem()).Elem()
-			d.value(m[k], elem, &step{parent: s, name: k})
+			d.push(pathElem{name: k, key: true})
+			d.value(item, elem)
+			d.pop()
 			out.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), elem)
 		}
+		d.sortErrs(before)
 		dst.Set(out)
 	case reflect.String:
 		str, ok := v.(string)
 		if !ok {
-			d.wrongType(s, v, "a string")
+			d.wrongType(v, "a string")
 			return
 		}
 		dst.SetString(str)
 	case reflect.Bool:
 		b, ok := v.(bool)
 		if !ok {
-			d.wrongType(s, v, "a boolean")
+			d.wrongType(v, "a boolean")
 			return
 		}
 		dst.SetBool(b)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n, ok := asInt64(v)
-		if !ok {
-			d.wrongType(s, v, "an integer")
-			return
+		if n, ok := d.int(v, t.Bits()); ok {
+			dst.SetInt(n)
 		}
-		if dst.OverflowInt(n) {
-			bits := t.Bits()
-			d.invalid(s, v, fmt.Sprintf("must be an integer between %d and %d", -(int64(1)<<(bits-1)), int64(1)<<(bits-1)-1))
-			return
-		}
-		dst.SetInt(n)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		n, ok := asInt64(v)
 		if !ok || n < 0 || dst.OverflowUint(uint64(n)) {
-			d.wrongType(s, v, "a non-negative integer")
+			d.wrongType(v, "a non-negative integer")
 			return
 		}
 		dst.SetUint(uint64(n))
 	case reflect.Float32, reflect.Float64:
 		f, ok := asFloat64(v)
 		if !ok {
-			d.wrongType(s, v, "a number")
+			d.wrongType(v, "a number")
 			return
 		}
 		dst.SetFloat(f)
 	case reflect.Interface:
 		dst.Set(reflect.ValueOf(v))
 	default:
-		d.invalid(s, v, fmt.Sprintf("cannot be decoded into %s", t))
+		d.invalid(v, fmt.Sprintf("cannot be decoded into %s", t))
 	}
+}
+
+// int reads an integer of the given size, reporting what was expected.
+func (d *decoder) int(v interface{}, bits int) (int64, bool) {
+	n, ok := asInt64(v)
+	if !ok {
+		d.wrongType(v, "an integer")
+		return 0, false
+	}
+	if bits < 64 {
+		lo, hi := -(int64(1) << (bits - 1)), int64(1)<<(bits-1)-1
+		if n < lo || n > hi {
+			d.invalid(v, fmt.Sprintf("must be an integer between %d and %d", lo, hi))
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 // quantity parses a resource.Quantity without the JSON detour, which
 // matters because every metric target holds one.
-func (d *decoder) quantity(v interface{}, dst reflect.Value, s *step) {
+func (d *decoder) quantity(v interface{}, dst reflect.Value) {
 	var str string
 	switch n := v.(type) {
 	case string:
@@ -193,41 +246,73 @@ func (d *decoder) quantity(v interface{}, dst reflect.Value, s *step) {
 	default:
 		i, ok := asInt64(v)
 		if !ok {
-			d.wrongType(s, v, `a quantity such as "100m" or 5`)
+			d.wrongType(v, `a quantity such as "100m" or 5`)
 			return
 		}
-		dst.Set(reflect.ValueOf(*resource.NewQuantity(i, resource.DecimalSI)))
+		*dst.Addr().Interface().(*resource.Quantity) = *resource.NewQuantity(i, resource.DecimalSI)
 		return
 	}
 	q, err := resource.ParseQuantity(str)
 	if err != nil {
-		d.invalid(s, v, `must be a quantity such as "100m", "1Gi" or 5`)
+		d.invalid(v, `must be a quantity such as "100m", "1Gi" or 5`)
 		return
 	}
-	dst.Set(reflect.ValueOf(q))
+	// Through a pointer: reflect.ValueOf(q) would box the quantity.
+	*dst.Addr().Interface().(*resource.Quantity) = q
 }
 
 // unmarshaler decodes types with their own JSON form (none in the current
 // Config besides Quantity, but API types grow).
-func (d *decoder) unmarshaler(v interface{}, dst reflect.Value, s *step) {
+func (d *decoder) unmarshaler(v interface{}, dst reflect.Value) {
 	data, err := json.Marshal(v)
 	if err == nil {
 		err = dst.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(data)
 	}
 	if err != nil {
-		d.invalid(s, v, err.Error())
+		d.invalid(v, err.Error())
 	}
 }
 
 // object decodes m into the struct dst, walking the struct's fields in
 // declaration order so that results and errors are deterministic.
-func (d *decoder) object(m map[string]interface{}, dst reflect.Value, s *step) {
-	for _, f := range structFields(dst.Type()) {
+func (d *decoder) object(m map[string]interface{}, dst reflect.Value) {
+	for _, f := range structInfoOf(dst.Type()).fields {
 		v, ok := m[f.name]
 		if !ok {
 			continue
 		}
-		d.value(v, dst.FieldByIndex(f.index), &step{parent: s, name: f.name})
+		d.push(pathElem{name: f.name})
+		d.value(v, dst.FieldByIndex(f.index))
+		d.pop()
+	}
+}
+
+// stringMap decodes the one map type of the Config (labels, trigger
+// metadata) without reflection.
+func (d *decoder) stringMap(m map[string]interface{}, dst reflect.Value) {
+	out := make(map[string]string, len(m))
+	before := len(d.errs)
+	for k, item := range m {
+		switch s := item.(type) {
+		case string:
+			out[k] = s
+		case nil:
+			out[k] = ""
+		default:
+			d.push(pathElem{name: k, key: true})
+			d.wrongType(item, "a string")
+			d.pop()
+		}
+	}
+	d.sortErrs(before)
+	*dst.Addr().Interface().(*map[string]string) = out
+}
+
+// sortErrs orders the errors reported since before by path: they come from
+// a map, whose iteration order must not leak into results.
+func (d *decoder) sortErrs(before int) {
+	if len(d.errs)-before > 1 {
+		slices.SortStableFunc(d.errs[before:], func(a, b *field.Error) int { return strings.Compare(a.Field, b.Field) })
 	}
 }
 
@@ -236,14 +321,33 @@ type jsonField struct {
 	index []int
 }
 
-var fieldCache sync.Map // reflect.Type -> []jsonField
+// structInfo is what the decoder needs to know about a struct type,
+// computed once per type: reflection's Implements is too slow to ask on
+// every value.
+type structInfo struct {
+	fields []jsonField
+	// unmarshaler: the type has its own JSON form (metav1.Time, IntOrString
+	// and the like; Quantity has a fast path of its own).
+	unmarshaler bool
+}
+
+var structCache sync.Map // reflect.Type -> *structInfo
+
+func structInfoOf(t reflect.Type) *structInfo {
+	if info, ok := structCache.Load(t); ok {
+		return info.(*structInfo)
+	}
+	info := &structInfo{
+		fields:      structFields(t),
+		unmarshaler: reflect.PointerTo(t).Implements(unmarshalerType),
+	}
+	structCache.Store(t, info)
+	return info
+}
 
 // structFields lists the JSON fields of struct type t, with inlined
 // embedded structs flattened as encoding/json does.
 func structFields(t reflect.Type) []jsonField {
-	if f, ok := fieldCache.Load(t); ok {
-		return f.([]jsonField)
-	}
 	var fields []jsonField
 	for i := range t.NumField() {
 		sf := t.Field(i)
@@ -266,7 +370,6 @@ func structFields(t reflect.Type) []jsonField {
 		}
 		fields = append(fields, jsonField{name: name, index: []int{i}})
 	}
-	fieldCache.Store(t, fields)
 	return fields
 }
 

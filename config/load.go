@@ -1,15 +1,18 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"reflect"
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -48,12 +51,13 @@ func Load(path string) (*Configuration, error) {
 }
 
 // Parse decodes a configuration (YAML or JSON), defaults it and validates
-// it. Decoding is strict: an unknown or repeated field is an error naming
-// it, because a misspelt field would otherwise be silently ignored and its
-// default used instead.
+// it. Decoding is strict, as the API server's strict field validation: field
+// names are case-sensitive and every unknown or repeated field is an error
+// naming it, because a misspelt field would otherwise be silently ignored and
+// its default used instead.
 func Parse(data []byte) (*Configuration, error) {
-	c := &Configuration{}
-	if err := yaml.UnmarshalStrict(data, c); err != nil {
+	c, err := decode(data)
+	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	c.Default()
@@ -61,6 +65,50 @@ func Parse(data []byte) (*Configuration, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+func decode(data []byte) (*Configuration, error) {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, err
+	}
+	c := &Configuration{}
+	strict, err := kjson.UnmarshalStrict(js, c)
+	if err != nil {
+		// The case-sensitive decoder does not say which field has the wrong
+		// type; the standard one does.
+		var te *json.UnmarshalTypeError
+		if errors.As(json.Unmarshal(js, &Configuration{}), &te) && te.Field != "" {
+			return nil, fmt.Errorf("field %q must be %s, not a JSON %s", te.Field, jsonKind(te.Type), te.Value)
+		}
+		return nil, err
+	}
+	if len(strict) > 0 {
+		errs := make([]error, len(strict))
+		for i, e := range strict {
+			errs[i] = fmt.Errorf("%w; remove it or fix its spelling (field names are case-sensitive)", e)
+		}
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// jsonKind names the JSON a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	}
+	return "an object"
 }
 
 // Default fills every field left out with its default. It only fills what
@@ -152,7 +200,7 @@ func (c *Configuration) validate() field.ErrorList {
 	if c.Metrics.ScrapeIntervalSeconds < 1 {
 		errs = append(errs, field.Invalid(mp.Child("scrapeIntervalSeconds"), c.Metrics.ScrapeIntervalSeconds, "must be at least 1 (or left out for the default, 5)"))
 	}
-	if c.Metrics.RetentionSeconds < c.Metrics.ScrapeIntervalSeconds {
+	if c.Metrics.RetentionSeconds < max(1, c.Metrics.ScrapeIntervalSeconds) {
 		errs = append(errs, field.Invalid(mp.Child("retentionSeconds"), c.Metrics.RetentionSeconds, "must be at least scrapeIntervalSeconds (or left out for the default, 1800)"))
 	}
 	if c.Metrics.MaxSeries < 1 {

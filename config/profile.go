@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // Profile defaults, also named in docs/profiles.md.
@@ -350,97 +352,29 @@ func validateHPATarget(t HPATarget, fp *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateMetrics applies the autoscaling/v2 shape rules to default metrics:
-// each names its type, sets exactly that source, and has a target the type
-// allows. Full HPA validation of configs is package scaling's (V3).
+// validateMetrics applies V3, the autoscaling/v2 rules the API server
+// applies to an HPA's metrics, to a profile's default metrics: a bad default
+// would otherwise surface only when an HPA is refused. The rules live in
+// package scaling, which reports them under a config's metrics; they are
+// moved to fp here.
 func validateMetrics(metrics []autoscalingv2.MetricSpec, fp *field.Path) field.ErrorList {
+	if len(metrics) == 0 {
+		return nil
+	}
+	probe := field.NewPath("defaults")
+	lo, hi := int32(1), int32(2)
+	w := scaling.Workload{Config: &scaling.Config{MinReplicas: &lo, MaxReplicas: &hi, Metrics: metrics}}
+	found, _ := scaling.Validate(w, nil, scaling.Layout{ConfigPath: probe, MaxReplicas: hi, TargetSelf: true})
+	prefix := probe.Child("metrics").String()
 	var errs field.ErrorList
-	for i, m := range metrics {
-		mp := fp.Index(i)
-		// A slice, not a map, so errors come out in the same order each time.
-		sources := []metricSource{
-			{autoscalingv2.ContainerResourceMetricSourceType, m.ContainerResource != nil},
-			{autoscalingv2.ExternalMetricSourceType, m.External != nil},
-			{autoscalingv2.ObjectMetricSourceType, m.Object != nil},
-			{autoscalingv2.PodsMetricSourceType, m.Pods != nil},
-			{autoscalingv2.ResourceMetricSourceType, m.Resource != nil},
-		}
-		i := slices.IndexFunc(sources, func(s metricSource) bool { return s.t == m.Type })
-		if i < 0 {
-			errs = append(errs, field.NotSupported(mp.Child("type"), m.Type, []string{"ContainerResource", "External", "Object", "Pods", "Resource"}))
+	for _, e := range found {
+		rest, ok := strings.CutPrefix(e.Field, prefix)
+		if !ok {
 			continue
 		}
-		if !sources[i].set {
-			errs = append(errs, field.Required(mp.Child(sourceField(m.Type)), fmt.Sprintf("must be set for type %s", m.Type)))
-			continue
-		}
-		for _, s := range sources {
-			if s.set && s.t != m.Type {
-				errs = append(errs, field.Forbidden(mp.Child(sourceField(s.t)), fmt.Sprintf("must not be set for type %s", m.Type)))
-			}
-		}
-		var target autoscalingv2.MetricTarget
-		var tp *field.Path
-		switch m.Type {
-		case autoscalingv2.ObjectMetricSourceType:
-			target, tp = m.Object.Target, mp.Child("object", "target")
-		case autoscalingv2.PodsMetricSourceType:
-			target, tp = m.Pods.Target, mp.Child("pods", "target")
-		case autoscalingv2.ResourceMetricSourceType:
-			target, tp = m.Resource.Target, mp.Child("resource", "target")
-			if m.Resource.Name == "" {
-				errs = append(errs, field.Required(mp.Child("resource", "name"), `set the resource, e.g. "cpu"`))
-			}
-		case autoscalingv2.ContainerResourceMetricSourceType:
-			target, tp = m.ContainerResource.Target, mp.Child("containerResource", "target")
-			if m.ContainerResource.Name == "" {
-				errs = append(errs, field.Required(mp.Child("containerResource", "name"), `set the resource, e.g. "cpu"`))
-			}
-			if m.ContainerResource.Container == "" {
-				errs = append(errs, field.Required(mp.Child("containerResource", "container"), "set the container name"))
-			}
-		case autoscalingv2.ExternalMetricSourceType:
-			target, tp = m.External.Target, mp.Child("external", "target")
-		}
-		errs = append(errs, validateTarget(target, m.Type, tp)...)
-	}
-	return errs
-}
-
-type metricSource struct {
-	t   autoscalingv2.MetricSourceType
-	set bool
-}
-
-func sourceField(t autoscalingv2.MetricSourceType) string {
-	switch t {
-	case autoscalingv2.ContainerResourceMetricSourceType:
-		return "containerResource"
-	default:
-		return strings.ToLower(string(t))
-	}
-}
-
-func validateTarget(t autoscalingv2.MetricTarget, source autoscalingv2.MetricSourceType, fp *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	switch t.Type {
-	case autoscalingv2.UtilizationMetricType:
-		if source != autoscalingv2.ResourceMetricSourceType && source != autoscalingv2.ContainerResourceMetricSourceType {
-			errs = append(errs, field.Invalid(fp.Child("type"), t.Type, "Utilization applies only to Resource and ContainerResource metrics; use Value or AverageValue"))
-		}
-		if t.AverageUtilization == nil || *t.AverageUtilization <= 0 {
-			errs = append(errs, field.Required(fp.Child("averageUtilization"), "set a percentage greater than 0 for type Utilization"))
-		}
-	case autoscalingv2.ValueMetricType:
-		if t.Value == nil || t.Value.Sign() <= 0 {
-			errs = append(errs, field.Required(fp.Child("value"), "set a value greater than 0 for type Value"))
-		}
-	case autoscalingv2.AverageValueMetricType:
-		if t.AverageValue == nil || t.AverageValue.Sign() <= 0 {
-			errs = append(errs, field.Required(fp.Child("averageValue"), "set a value greater than 0 for type AverageValue"))
-		}
-	default:
-		errs = append(errs, field.NotSupported(fp.Child("type"), t.Type, []string{"AverageValue", "Utilization", "Value"}))
+		moved := *e
+		moved.Field = fp.String() + rest
+		errs = append(errs, &moved)
 	}
 	return errs
 }

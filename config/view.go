@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	kjson "sigs.k8s.io/json"
 
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -159,6 +158,7 @@ func (v *View) Read(u *unstructured.Unstructured) (scaling.Workload, field.Error
 type reader struct {
 	obj  map[string]interface{}
 	errs field.ErrorList
+	ints int32Pool
 }
 
 // add records err unless the same field was already reported: when .spec
@@ -192,7 +192,7 @@ func (r *reader) int32At(segs []string) *int32 {
 		r.add(err)
 		return nil
 	}
-	return &n
+	return r.ints.new(n)
 }
 
 func (v *View) readSpecConfig(r *reader) *scaling.Config {
@@ -205,7 +205,7 @@ func (v *View) readSpecConfig(r *reader) *scaling.Config {
 		r.add(field.Invalid(v.layout.ConfigPath, raw, fmt.Sprintf("must be an object, not %s", typeName(raw))))
 		return nil
 	}
-	cfg, errs := decodeConfig(m, v.layout.ConfigPath)
+	cfg, errs := decodeConfig(m, v.layout.ConfigPath, &r.ints)
 	for _, err := range errs {
 		r.add(err)
 	}
@@ -227,33 +227,12 @@ func (v *View) readAnnotationConfig(r *reader) *scaling.Config {
 	if strings.TrimSpace(s) == "" {
 		return nil
 	}
-	cfg, errs := decodeConfigJSON([]byte(s), v.layout.ConfigPath)
+	// V9: strict, by the same decoder as every other JSON scale config.
+	cfg, errs := scaling.DecodeConfigJSON([]byte(s), v.layout.ConfigPath)
 	for _, err := range errs {
 		r.add(err)
 	}
 	return cfg
-}
-
-// decodeConfigJSON decodes an annotation's scale config strictly (V9):
-// field names are case-sensitive and unknown or duplicate fields are errors,
-// one per field, each naming it.
-//
-// TODO(config): switch to scaling.DecodeConfigJSON once it lands, so that
-// annotation configs are decoded by the same code everywhere.
-func decodeConfigJSON(data []byte, p *field.Path) (*scaling.Config, field.ErrorList) {
-	cfg := &scaling.Config{}
-	strict, err := kjson.UnmarshalStrict(data, cfg)
-	if err != nil {
-		return nil, field.ErrorList{field.Invalid(p, string(data), "must be a JSON object of the scale config schema: "+err.Error())}
-	}
-	if len(strict) > 0 {
-		var errs field.ErrorList
-		for _, e := range strict {
-			errs = append(errs, field.Invalid(p, string(data), e.Error()+"; remove it or fix its spelling (field names are case-sensitive)"))
-		}
-		return nil, errs
-	}
-	return cfg, nil
 }
 
 func (v *View) readGroups(r *reader) []scaling.Group {
@@ -275,7 +254,7 @@ func (v *View) readGroups(r *reader) []scaling.Group {
 			continue
 		}
 		groups[i].Name = readString(r, m, v.nameField, ip)
-		groups[i].Members = readInt32Field(r, m, v.membersField, ip)
+		groups[i].Members = r.int32Field(m, v.membersField, ip)
 	}
 	return groups
 }
@@ -349,7 +328,7 @@ func (v *View) readGroupStatusMap(r *reader, groups []scaling.Group) []scaling.G
 }
 
 func (v *View) readGroupState(r *reader, m map[string]interface{}, gs *scaling.GroupStatus, ip func() *field.Path) {
-	gs.ReadyMembers = readInt32Field(r, m, v.statusReady, ip)
+	gs.ReadyMembers = r.int32Field(m, v.statusReady, ip)
 	if v.statusObservedGeneration == "" {
 		return
 	}
@@ -375,7 +354,7 @@ func readString(r *reader, m map[string]interface{}, name string, parent func() 
 	return s
 }
 
-func readInt32Field(r *reader, m map[string]interface{}, name string, parent func() *field.Path) *int32 {
+func (r *reader) int32Field(m map[string]interface{}, name string, parent func() *field.Path) *int32 {
 	raw, ok := m[name]
 	if !ok || raw == nil {
 		return nil
@@ -385,7 +364,7 @@ func readInt32Field(r *reader, m map[string]interface{}, name string, parent fun
 		r.add(err)
 		return nil
 	}
-	return &n
+	return r.ints.new(n)
 }
 
 // WriteSpec writes the values scaleplane may own in the spec: R, C's
