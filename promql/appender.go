@@ -36,7 +36,7 @@ type appender struct {
 
 func (a *appender) series(ref storage.SeriesRef, lset labels.Labels) (*memSeries, error) {
 	if ref != 0 {
-		if ser := a.store.byRef(ref); ser != nil && !ser.deleted {
+		if ser := a.store.byRef(ref); ser != nil && !ser.deleted.Load() {
 			return ser, nil
 		}
 	}
@@ -93,11 +93,18 @@ func (a *appender) Commit() error {
 	minValid := a.store.minValidTime.Load()
 	var errs []error
 	for _, p := range a.pending {
-		var err error
-		if p.h != nil || p.fh != nil {
-			err = p.ser.appendHistogram(p.st, p.t, p.h, p.fh, minValid)
-		} else {
-			err = p.ser.appendFloat(p.st, p.t, p.v, minValid)
+		err := errSeriesDeleted
+		for errors.Is(err, errSeriesDeleted) {
+			if p.ser.deleted.Load() {
+				if p.ser, _, err = a.store.getOrCreate(p.ser.lset); err != nil {
+					break
+				}
+			}
+			if p.h != nil || p.fh != nil {
+				err = p.ser.appendHistogram(p.st, p.t, p.h, p.fh, minValid)
+			} else {
+				err = p.ser.appendFloat(p.st, p.t, p.v, minValid)
+			}
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("series %s at %d: %w", p.ser.lset, p.t, err))

@@ -33,6 +33,10 @@ const (
 	stripes = 64
 )
 
+// errSeriesDeleted makes an appender re-resolve a series Trim removed while
+// a transaction held it.
+var errSeriesDeleted = errors.New("series was removed by retention")
+
 // ErrSeriesLimit is returned when appending a new series would exceed
 // Options.MaxSeries. Existing series keep accepting samples.
 var ErrSeriesLimit = errors.New("series limit reached")
@@ -124,11 +128,15 @@ func (s *Store) RequestQuery(query string) error {
 // Append adds one float sample outside any transaction; it is what the
 // scraper and simple callers use.
 func (s *Store) Append(lset labels.Labels, t int64, v float64) error {
-	ser, _, err := s.getOrCreate(lset)
-	if err != nil {
-		return err
+	for {
+		ser, _, err := s.getOrCreate(lset)
+		if err != nil {
+			return err
+		}
+		if err := ser.appendFloat(0, t, v, s.minValidTime.Load()); !errors.Is(err, errSeriesDeleted) {
+			return err
+		}
 	}
-	return ser.appendFloat(0, t, v, s.minValidTime.Load())
 }
 
 // cutoff is the oldest timestamp (ms) retention still keeps.
@@ -177,7 +185,7 @@ func (s *Store) Trim() {
 }
 
 func (s *Store) removeLocked(ser *memSeries) {
-	ser.deleted = true
+	ser.deleted.Store(true)
 	h := ser.lset.Hash()
 	s.byHash[h] = removeSeries(s.byHash[h], ser)
 	if len(s.byHash[h]) == 0 {
@@ -332,15 +340,17 @@ type memSeries struct {
 	ref  storage.SeriesRef
 	lset labels.Labels
 
-	mtx     sync.Mutex
-	closed  []chunkMeta
-	head    chunkMeta
-	app     chunkenc.Appender
-	lastT   int64
-	lastV   float64
-	lastFH  *histogram.FloatHistogram
-	lastH   *histogram.Histogram
-	deleted bool
+	mtx    sync.Mutex
+	closed []chunkMeta
+	head   chunkMeta
+	app    chunkenc.Appender
+	lastT  int64
+	lastV  float64
+	lastFH *histogram.FloatHistogram
+	lastH  *histogram.Histogram
+	// deleted is set (under mtx) when Trim removed the series from the
+	// index; appenders holding it re-resolve by labels.
+	deleted atomic.Bool
 }
 
 func (s *memSeries) empty() bool { return s.head.chunk == nil && len(s.closed) == 0 }
@@ -408,6 +418,9 @@ func (s *memSeries) checkOrder(t int64, same func() bool) (dup bool, err error) 
 func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) error {
 	s.mtx.Lock()
 	defer s.mtx.Unlock()
+	if s.deleted.Load() {
+		return errSeriesDeleted
+	}
 	dup, err := s.checkOrder(t, func() bool {
 		return s.lastFH == nil && s.lastH == nil && math.Float64bits(s.lastV) == math.Float64bits(v)
 	})
@@ -428,6 +441,9 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) error {
 func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, minValid int64) error {
 	s.mtx.Lock()
 	defer s.mtx.Unlock()
+	if s.deleted.Load() {
+		return errSeriesDeleted
+	}
 	dup, err := s.checkOrder(t, func() bool {
 		if h != nil {
 			return s.lastH != nil && h.Equals(s.lastH)
