@@ -9,9 +9,14 @@ import (
 // Validate applies the validating admission rules V1–V8 to w (the object
 // after mutation) and returns every problem at its exact field path, plus the
 // W1–W2 warnings as sentences for the admission response. old is the stored
-// object on UPDATE and nil on CREATE; no rule depends on it today, it is in
-// the signature so that a rule can ratchet (accept an unchanged legacy
-// value) without every caller changing.
+// object on UPDATE and nil on CREATE.
+//
+// On UPDATE, a problem the stored object already had (same type, path and
+// value) is not reported again: validation ratchets, as the API server does
+// for CRD schemas. Without it, an object stored before the webhook existed,
+// or before its profile's bound was lowered, could not be updated at all,
+// not even by the controller fanning replicas out to its racks. Any new or
+// changed invalid value is still rejected.
 //
 // A config whose bounds are missing (one stored before the webhook existed,
 // or an annotation the profile does not rewrite) is judged with the M2
@@ -19,14 +24,42 @@ import (
 // V9 (strict JSON for an annotation) happens when the profile decodes the
 // annotation, with [DecodeConfigJSON].
 func Validate(w Workload, old *Workload, l Layout) (field.ErrorList, []string) {
-	_ = old
+	errs := validateWorkload(w, l)
+	if old != nil && len(errs) > 0 {
+		errs = ratchet(errs, validateWorkload(*old, l))
+	}
+	return errs, warnings(w, l)
+}
+
+func validateWorkload(w Workload, l Layout) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateReplicas(w.Replicas, l)...)
 	if w.Config != nil {
 		errs = append(errs, validateConfig(w, l)...)
 	}
 	errs = append(errs, validateGroups(w.Groups, l)...)
-	return errs, warnings(w, l)
+	return errs
+}
+
+// ratchet drops from errs the problems that were already in stored.
+func ratchet(errs, stored field.ErrorList) field.ErrorList {
+	if len(stored) == 0 {
+		return errs
+	}
+	key := func(e *field.Error) string {
+		return fmt.Sprintf("%s\x00%s\x00%#v", e.Type, e.Field, e.BadValue)
+	}
+	known := make(map[string]bool, len(stored))
+	for _, e := range stored {
+		known[key(e)] = true
+	}
+	var out field.ErrorList
+	for _, e := range errs {
+		if !known[key(e)] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func replicasPath(l Layout) *field.Path {

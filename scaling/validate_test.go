@@ -557,3 +557,52 @@ func BenchmarkValidate(b *testing.B) {
 		}
 	}
 }
+
+// TestValidateRatchet covers UPDATE: problems the stored object already had
+// are tolerated, new or changed ones are not.
+func TestValidateRatchet(t *testing.T) {
+	badTrigger := func(threshold float64, members ...int32) scaling.Workload {
+		w := ctWithTriggers(ctTrigger("rps", "sum(up)", threshold))
+		w.Groups = ctRacks(members...)
+		return w
+	}
+	lowered := ctLayout()
+	lowered.MaxReplicas = 2
+	cases := []struct {
+		name   string
+		layout scaling.Layout
+		old    *scaling.Workload
+		w      scaling.Workload
+		want   []ctErr
+	}{
+		{name: "ratchet unchanged invalid trigger tolerated while racks change", layout: ctLayout(),
+			old: ctPtrWorkload(badTrigger(0, 1, 1)), w: badTrigger(0, 3, 3)},
+		{name: "ratchet changed invalid value rejected", layout: ctLayout(),
+			old: ctPtrWorkload(badTrigger(0, 1)), w: badTrigger(-1, 1),
+			want: []ctErr{ctInvalid("spec.scaleConfig.triggers[0].threshold", float64(-1))}},
+		{name: "ratchet new invalid value rejected on update", layout: ctLayout(),
+			old: ctPtrWorkload(badTrigger(5, 1)), w: badTrigger(0, 1),
+			want: []ctErr{ctInvalid("spec.scaleConfig.triggers[0].threshold", float64(0))}},
+		{name: "ratchet lowered profile bound tolerates unchanged replicas", layout: lowered,
+			old: &scaling.Workload{Replicas: ctI32(3), Groups: ctRacks(1)}, w: scaling.Workload{Replicas: ctI32(3), Groups: ctRacks(3)}},
+		{name: "ratchet lowered profile bound rejects a new count above it", layout: lowered,
+			old: &scaling.Workload{Replicas: ctI32(3)}, w: scaling.Workload{Replicas: ctI32(4)},
+			want: []ctErr{ctInvalid("spec.replicas", int32(4))}},
+		{name: "ratchet duplicate rack names stored before the webhook", layout: ctLayout(),
+			old: &scaling.Workload{Groups: []scaling.Group{{Name: "a"}, {Name: "a"}}},
+			w:   scaling.Workload{Replicas: ctI32(2), Groups: []scaling.Group{{Name: "a", Members: ctI32(2)}, {Name: "a", Members: ctI32(2)}}}},
+		{name: "ratchet does not apply on create", layout: ctLayout(),
+			w:    badTrigger(0, 1),
+			want: []ctErr{ctInvalid("spec.scaleConfig.triggers[0].threshold", float64(0))}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _ := scaling.Validate(tc.w, tc.old, tc.layout)
+			if diff := cmp.Diff(tc.want, ctErrs(got), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Validate errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ctPtrWorkload(w scaling.Workload) *scaling.Workload { return &w }
