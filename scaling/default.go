@@ -79,6 +79,13 @@ func defaultBounds(c *Config, r *int32) {
 	}
 }
 
+// effectiveBounds returns c's bounds with M2 applied, without copying c.
+func effectiveBounds(c *Config, r *int32) (lo, hi int32) {
+	b := Config{MinReplicas: c.MinReplicas, MaxReplicas: c.MaxReplicas}
+	defaultBounds(&b, r)
+	return *b.MinReplicas, *b.MaxReplicas
+}
+
 // effectiveConfig returns a copy of w's config with M2 applied, or nil. The
 // controllers use it so that a config stored without its defaults (an object
 // created before the webhook was installed, or an annotation the profile does
@@ -97,10 +104,16 @@ func pinsFollow(old *Workload, w Workload) bool {
 	if old.Replicas == nil || w.Replicas == nil || *old.Replicas == *w.Replicas {
 		return false
 	}
-	oc := effectiveConfig(*old)
-	if !oc.Pinned() || *oc.MinReplicas != *old.Replicas {
+	if old.Config == nil {
 		return false
 	}
+	// Check the pin on the bounds alone; copying the old config is only
+	// worth it when the answer depends on the rest of it.
+	lo, hi := effectiveBounds(old.Config, old.Replicas)
+	if lo != hi || lo != *old.Replicas {
+		return false
+	}
+	oc := effectiveConfig(*old)
 	// Semantic equality treats nil and empty lists alike and compares
 	// quantities by value, so a re-encoded but unchanged config still counts
 	// as unchanged.
