@@ -16,7 +16,8 @@ import (
 // for CRD schemas. Without it, an object stored before the webhook existed,
 // or before its profile's bound was lowered, could not be updated at all,
 // not even by the controller fanning replicas out to its racks. Any new or
-// changed invalid value is still rejected.
+// changed invalid value is still rejected, and each tolerated problem comes
+// back as a warning.
 //
 // A config whose bounds are missing (one stored before the webhook existed,
 // or an annotation the profile does not rewrite) is judged with the M2
@@ -25,10 +26,16 @@ import (
 // annotation, with [DecodeConfigJSON].
 func Validate(w Workload, old *Workload, l Layout) (field.ErrorList, []string) {
 	errs := validateWorkload(w, l)
+	warns := warnings(w, l)
 	if old != nil && len(errs) > 0 {
-		errs = ratchet(errs, validateWorkload(*old, l))
+		var kept field.ErrorList
+		errs, kept = ratchet(errs, validateWorkload(*old, l))
+		// Tolerated is not fixed: say so, so the problem stays visible.
+		for _, e := range kept {
+			warns = append(warns, "kept because the stored object already has it, but still invalid: "+e.Error())
+		}
 	}
-	return errs, warnings(w, l)
+	return errs, warns
 }
 
 func validateWorkload(w Workload, l Layout) field.ErrorList {
@@ -41,10 +48,11 @@ func validateWorkload(w Workload, l Layout) field.ErrorList {
 	return errs
 }
 
-// ratchet drops from errs the problems that were already in stored.
-func ratchet(errs, stored field.ErrorList) field.ErrorList {
+// ratchet splits errs into the problems that are new and those the stored
+// object already had.
+func ratchet(errs, stored field.ErrorList) (fresh, kept field.ErrorList) {
 	if len(stored) == 0 {
-		return errs
+		return errs, nil
 	}
 	key := func(e *field.Error) string {
 		return fmt.Sprintf("%s\x00%s\x00%#v", e.Type, e.Field, e.BadValue)
@@ -53,13 +61,14 @@ func ratchet(errs, stored field.ErrorList) field.ErrorList {
 	for _, e := range stored {
 		known[key(e)] = true
 	}
-	var out field.ErrorList
 	for _, e := range errs {
-		if !known[key(e)] {
-			out = append(out, e)
+		if known[key(e)] {
+			kept = append(kept, e)
+		} else {
+			fresh = append(fresh, e)
 		}
 	}
-	return out
+	return fresh, kept
 }
 
 func replicasPath(l Layout) *field.Path {

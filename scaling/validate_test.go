@@ -574,9 +574,13 @@ func TestValidateRatchet(t *testing.T) {
 		old    *scaling.Workload
 		w      scaling.Workload
 		want   []ctErr
+		// wantKept are the warnings for tolerated problems.
+		wantKept []string
 	}{
 		{name: "ratchet unchanged invalid trigger tolerated while racks change", layout: ctLayout(),
-			old: ctPtrWorkload(badTrigger(0, 1, 1)), w: badTrigger(0, 3, 3)},
+			old: ctPtrWorkload(badTrigger(0, 1, 1)), w: badTrigger(0, 3, 3),
+			wantKept: []string{"kept because the stored object already has it, but still invalid: spec.scaleConfig.triggers[0].threshold: Invalid value: 0: " +
+				"must be a number greater than 0: the value one replica can take (AverageValue) or the target value (Value)"}},
 		{name: "ratchet changed invalid value rejected", layout: ctLayout(),
 			old: ctPtrWorkload(badTrigger(0, 1)), w: badTrigger(-1, 1),
 			want: []ctErr{ctInvalid("spec.scaleConfig.triggers[0].threshold", float64(-1))}},
@@ -584,22 +588,34 @@ func TestValidateRatchet(t *testing.T) {
 			old: ctPtrWorkload(badTrigger(5, 1)), w: badTrigger(0, 1),
 			want: []ctErr{ctInvalid("spec.scaleConfig.triggers[0].threshold", float64(0))}},
 		{name: "ratchet lowered profile bound tolerates unchanged replicas", layout: lowered,
-			old: &scaling.Workload{Replicas: ctI32(3), Groups: ctRacks(1)}, w: scaling.Workload{Replicas: ctI32(3), Groups: ctRacks(3)}},
+			old: &scaling.Workload{Replicas: ctI32(3), Groups: ctRacks(1)}, w: scaling.Workload{Replicas: ctI32(3), Groups: ctRacks(3)},
+			wantKept: []string{"kept because the stored object already has it, but still invalid: spec.replicas: Invalid value: 3: " +
+				"must be less than or equal to 2, the upper bound this kind's profile allows; lower it or raise the profile's maxReplicas"}},
 		{name: "ratchet lowered profile bound rejects a new count above it", layout: lowered,
 			old: &scaling.Workload{Replicas: ctI32(3)}, w: scaling.Workload{Replicas: ctI32(4)},
 			want: []ctErr{ctInvalid("spec.replicas", int32(4))}},
 		{name: "ratchet duplicate rack names stored before the webhook", layout: ctLayout(),
-			old: &scaling.Workload{Groups: []scaling.Group{{Name: "a"}, {Name: "a"}}},
-			w:   scaling.Workload{Replicas: ctI32(2), Groups: []scaling.Group{{Name: "a", Members: ctI32(2)}, {Name: "a", Members: ctI32(2)}}}},
+			old:      &scaling.Workload{Groups: []scaling.Group{{Name: "a"}, {Name: "a"}}},
+			w:        scaling.Workload{Replicas: ctI32(2), Groups: []scaling.Group{{Name: "a", Members: ctI32(2)}, {Name: "a", Members: ctI32(2)}}},
+			wantKept: []string{`kept because the stored object already has it, but still invalid: spec.racks[1].name: Duplicate value: "a"`}},
 		{name: "ratchet does not apply on create", layout: ctLayout(),
 			w:    badTrigger(0, 1),
 			want: []ctErr{ctInvalid("spec.scaleConfig.triggers[0].threshold", float64(0))}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := scaling.Validate(tc.w, tc.old, tc.layout)
+			got, warns := scaling.Validate(tc.w, tc.old, tc.layout)
 			if diff := cmp.Diff(tc.want, ctErrs(got), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Validate errors (-want +got):\n%s", diff)
+			}
+			var kept []string
+			for _, w := range warns {
+				if strings.HasPrefix(w, "kept because the stored object already has it") {
+					kept = append(kept, w)
+				}
+			}
+			if diff := cmp.Diff(tc.wantKept, kept, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Validate ratchet warnings (-want +got):\n%s", diff)
 			}
 		})
 	}
