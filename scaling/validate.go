@@ -9,15 +9,11 @@ import (
 // Validate applies the validating admission rules V1–V8 to w (the object
 // after mutation) and returns every problem at its exact field path, plus the
 // W1–W2 warnings as sentences for the admission response. old is the stored
-// object on UPDATE and nil on CREATE.
-//
-// On UPDATE, a problem the stored object already had (same type, path and
-// value) is not reported again: validation ratchets, as the API server does
-// for CRD schemas. Without it, an object stored before the webhook existed,
-// or before its profile's bound was lowered, could not be updated at all,
-// not even by the controller fanning replicas out to its racks. Any new or
-// changed invalid value is still rejected, and each tolerated problem comes
-// back as a warning.
+// object on UPDATE and nil on CREATE; no rule depends on it today. Ratcheting
+// (letting an UPDATE keep problems the stored object already had) is the
+// validating webhook's policy, which compares the scaling fields of old and
+// new as a whole; the parameter lets a rule of its own depend on old later
+// without every caller changing.
 //
 // A config whose bounds are missing (one stored before the webhook existed,
 // or an annotation the profile does not rewrite) is judged with the M2
@@ -25,50 +21,13 @@ import (
 // V9 (strict JSON for an annotation) happens when the profile decodes the
 // annotation, with [DecodeConfigJSON].
 func Validate(w Workload, old *Workload, l Layout) (field.ErrorList, []string) {
-	errs := validateWorkload(w, l)
-	warns := warnings(w, l)
-	if old != nil && len(errs) > 0 {
-		var kept field.ErrorList
-		errs, kept = ratchet(errs, validateWorkload(*old, l))
-		// Tolerated is not fixed: say so, so the problem stays visible.
-		for _, e := range kept {
-			warns = append(warns, "kept because the stored object already has it, but still invalid: "+e.Error())
-		}
-	}
-	return errs, warns
-}
-
-func validateWorkload(w Workload, l Layout) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateReplicas(w.Replicas, l)...)
 	if w.Config != nil {
 		errs = append(errs, validateConfig(w, l)...)
 	}
 	errs = append(errs, validateGroups(w.Groups, l)...)
-	return errs
-}
-
-// ratchet splits errs into the problems that are new and those the stored
-// object already had.
-func ratchet(errs, stored field.ErrorList) (fresh, kept field.ErrorList) {
-	if len(stored) == 0 {
-		return errs, nil
-	}
-	key := func(e *field.Error) string {
-		return fmt.Sprintf("%s\x00%s\x00%#v", e.Type, e.Field, e.BadValue)
-	}
-	known := make(map[string]bool, len(stored))
-	for _, e := range stored {
-		known[key(e)] = true
-	}
-	for _, e := range errs {
-		if known[key(e)] {
-			kept = append(kept, e)
-		} else {
-			fresh = append(fresh, e)
-		}
-	}
-	return fresh, kept
+	return errs, warnings(w, l)
 }
 
 func replicasPath(l Layout) *field.Path {
