@@ -312,6 +312,7 @@ func TestValidateTriggers(t *testing.T) {
 		{name: "V5 valid placeholder in a metric name", w: ctWithTriggers(q(`${name}_queue_depth`))},
 		{name: "V5 valid unknown placeholder", w: ctWithTriggers(q(`sum(up{cluster="${cluster}"})`))},
 		{name: "V5 valid scalar result", w: ctWithTriggers(q(`scalar(sum(up))`))},
+		{name: "V5 valid experimental function the embedded engine runs", w: ctWithTriggers(q(`max(mad_over_time(latency_seconds[5m]))`))},
 		{name: "V5 valid source prometheus", w: ctWithTriggers(withSource(q(`sum(up)`), "prometheus"))},
 		{name: "V5 valid cron source needs no query", w: ctWithTriggers(withSource(ctTrigger("office-hours", "", 1), "cron"))},
 		{name: "V5 valid activationThreshold 0", w: ctWithTriggers(withActivation(q(`sum(up)`), 0))},

@@ -18,9 +18,18 @@ import (
 
 var triggerTypes = []string{string(TargetAverageValue), string(TargetValue)}
 
-// promqlParser parses trigger queries with the default (stable) PromQL
-// feature set, the one every Prometheus-compatible server understands.
-var promqlParser = parser.NewParser(parser.Options{})
+// promqlParser parses trigger queries with the feature set the embedded
+// evaluator accepts (promql/eval.go's parserOptions, repeated here so that
+// the decisions do not depend on the metrics pipeline): admission must not
+// refuse a query the autoscaler would run. A remote server may lack experimental
+// functions; it says so when queried, and the autoscaler keeps the current
+// count on errors.
+var promqlParser = parser.NewParser(parser.Options{
+	EnableExperimentalFunctions:  true,
+	ExperimentalDurationExpr:     true,
+	EnableExtendedRangeSelectors: true,
+	EnableBinopFillModifiers:     true,
+})
 
 // promqlSource reports whether a trigger source evaluates Query as PromQL.
 // Other sources (cron, user-registered scalers) read their Metadata, and
