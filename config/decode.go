@@ -2,10 +2,12 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -145,6 +147,11 @@ func (d *decoder) value(v interface{}, dst reflect.Value) {
 			d.wrongType(v, "a list")
 			return
 		}
+		if len(l) == 0 {
+			// Empty, not nil, as encoding/json decodes [].
+			dst.Set(reflect.MakeSlice(t, 0, 0))
+			return
+		}
 		// Grown in place: MakeSlice would allocate a header as well.
 		dst.Grow(len(l))
 		dst.SetLen(len(l))
@@ -239,10 +246,17 @@ func (d *decoder) quantity(v interface{}, dst reflect.Value) {
 		str = strings.TrimSpace(n)
 	case float64:
 		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
-			str = fmt.Sprint(int64(n))
-		} else {
-			str = fmt.Sprint(n)
+			*dst.Addr().Interface().(*resource.Quantity) = *resource.NewQuantity(int64(n), resource.DecimalSI)
+			return
 		}
+		// The text encoding/json writes, so the quantity's format is what a
+		// JSON round trip of the object would give.
+		b, err := json.Marshal(n)
+		if err != nil {
+			d.wrongType(v, `a finite number`)
+			return
+		}
+		str = string(b)
 	default:
 		i, ok := asInt64(v)
 		if !ok {
@@ -252,6 +266,10 @@ func (d *decoder) quantity(v interface{}, dst reflect.Value) {
 		*dst.Addr().Interface().(*resource.Quantity) = *resource.NewQuantity(i, resource.DecimalSI)
 		return
 	}
+	if !exponentOK(str) {
+		d.invalid(v, fmt.Sprintf("must be a quantity such as \"100m\", \"1Gi\" or 5, with a decimal exponent between e-%d and e%d", maxQuantityExponent, maxQuantityExponent))
+		return
+	}
 	q, err := resource.ParseQuantity(str)
 	if err != nil {
 		d.invalid(v, `must be a quantity such as "100m", "1Gi" or 5`)
@@ -259,6 +277,27 @@ func (d *decoder) quantity(v interface{}, dst reflect.Value) {
 	}
 	// Through a pointer: reflect.ValueOf(q) would box the quantity.
 	*dst.Addr().Interface().(*resource.Quantity) = q
+}
+
+// maxQuantityExponent bounds decimal exponents in quantities: for a value
+// below one nano, resource.ParseQuantity first builds 10^-exponent as a
+// big.Int (kubernetes/kubernetes#141306), so "1e-999999999" would hold an
+// admission request, and a CPU, for minutes. No real target needs more.
+const maxQuantityExponent = 1000
+
+// exponentOK reports whether s has no decimal exponent or a bounded one.
+// Anything else that is not a quantity is left for ParseQuantity to reject.
+func exponentOK(s string) bool {
+	i := strings.IndexAny(s, "eE")
+	if i < 0 {
+		return true
+	}
+	// "E" alone is the exa suffix and "Ei" the exbi suffix, not exponents.
+	n, err := strconv.ParseInt(s[i+1:], 10, 64)
+	if err != nil {
+		return !errors.Is(err, strconv.ErrRange)
+	}
+	return n >= -maxQuantityExponent && n <= maxQuantityExponent
 }
 
 // unmarshaler decodes types with their own JSON form (none in the current

@@ -227,12 +227,60 @@ func (v *View) readAnnotationConfig(r *reader) *scaling.Config {
 	if strings.TrimSpace(s) == "" {
 		return nil
 	}
+	if bad := hugeExponent(s); bad != "" {
+		r.add(field.Invalid(v.layout.ConfigPath, bad, fmt.Sprintf("holds a number with a decimal exponent beyond e-%d..e%d; write the value without it", maxQuantityExponent, maxQuantityExponent)))
+		return nil
+	}
 	// V9: strict, by the same decoder as every other JSON scale config.
 	cfg, errs := scaling.DecodeConfigJSON([]byte(s), v.layout.ConfigPath)
 	for _, err := range errs {
 		r.add(err)
 	}
 	return cfg
+}
+
+// hugeExponent returns the first number or string in the JSON text s whose
+// decimal exponent is out of bounds, or "". Decoding such a quantity takes
+// resource.ParseQuantity minutes (see maxQuantityExponent), and an
+// annotation is written by users, so it is refused before decoding. Invalid
+// JSON is left for the real decoder to report.
+func hugeExponent(s string) string {
+	if !strings.ContainsAny(s, "eE") {
+		return ""
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var doc interface{}
+	if dec.Decode(&doc) != nil {
+		return ""
+	}
+	var walk func(interface{}) string
+	walk = func(x interface{}) string {
+		switch t := x.(type) {
+		case map[string]interface{}:
+			for _, e := range t {
+				if bad := walk(e); bad != "" {
+					return bad
+				}
+			}
+		case []interface{}:
+			for _, e := range t {
+				if bad := walk(e); bad != "" {
+					return bad
+				}
+			}
+		case json.Number:
+			if !exponentOK(string(t)) {
+				return string(t)
+			}
+		case string:
+			if !exponentOK(strings.TrimSpace(t)) {
+				return t
+			}
+		}
+		return ""
+	}
+	return walk(doc)
 }
 
 func (v *View) readGroups(r *reader) []scaling.Group {

@@ -483,6 +483,16 @@ func TestReadErrors(t *testing.T) {
 		},
 		wantDetail: "must be an integer, not a string",
 	}, {
+		// resource.ParseQuantity would take minutes over this one.
+		name:    "quantity with a huge negative exponent",
+		profile: sample("Function"),
+		in: makeObj("Function", "fn").set(".spec.scaleConfig.metrics", list{obj{"type": "Pods", "pods": obj{
+			"metric": obj{"name": "rps"},
+			"target": obj{"type": "AverageValue", "averageValue": "1e-999999999"},
+		}}}).obj(),
+		want:       []string{"FieldValueInvalid spec.scaleConfig.metrics[0].pods.target.averageValue"},
+		wantDetail: `must be a quantity such as "100m", "1Gi" or 5, with a decimal exponent between e-1000 and e1000`,
+	}, {
 		name:       "config not an object",
 		profile:    sample("Function"),
 		in:         makeObj("Function", "fn").set(".spec.scaleConfig", list{}).obj(),
@@ -508,6 +518,13 @@ func TestReadErrors(t *testing.T) {
 		in:         makeObj("Store", "st").annotate("scaleplane.io/scale-config", `{"minReplica":1,"maxReplicas":3}`).obj(),
 		want:       []string{"FieldValueInvalid " + ann},
 		wantDetail: `unknown field "minReplica"; remove it or correct its spelling (field names are case-sensitive)`,
+	}, {
+		name:    "annotation with a huge exponent",
+		profile: foreignProfile(),
+		in: makeObj("Store", "st").annotate("scaleplane.io/scale-config",
+			`{"metrics":[{"type":"Pods","pods":{"metric":{"name":"rps"},"target":{"type":"AverageValue","averageValue":1e-999999999}}}]}`).obj(),
+		want:       []string{"FieldValueInvalid " + ann},
+		wantDetail: "holds a number with a decimal exponent beyond e-1000..e1000; write the value without it",
 	}, {
 		name:    "annotation that is not JSON",
 		profile: foreignProfile(),

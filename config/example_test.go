@@ -1,0 +1,81 @@
+package config_test
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/scaleplane/scaleplane/config"
+)
+
+// A view reads a workload object as scaling values and writes decisions
+// back, touching nothing else.
+func ExampleView() {
+	var profile config.Profile
+	for _, p := range config.SampleProfiles() {
+		if p.Kind == "RackedCluster" {
+			profile = p
+		}
+	}
+	view, err := config.NewView(profile)
+	if err != nil {
+		panic(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "samples.scaleplane.io/v1alpha1",
+		"kind":       "RackedCluster",
+		"metadata":   map[string]interface{}{"name": "db"},
+		"spec": map[string]interface{}{
+			"replicas": int64(3),
+			"racks": []interface{}{
+				map[string]interface{}{"name": "a", "members": int64(3)},
+				map[string]interface{}{"name": "b", "members": int64(2), "storage": "10Gi"},
+			},
+		},
+	}}
+	w, errs := view.Read(u)
+	if len(errs) > 0 {
+		panic(errs.ToAggregate())
+	}
+	fmt.Println("replicas:", *w.Replicas, "config:", w.Config != nil, "racks:", len(w.Groups))
+
+	// A fan-out decision: every rack to R.
+	for i := range w.Groups {
+		w.Groups[i].Members = w.Replicas
+	}
+	if err := view.WriteSpec(u, w); err != nil {
+		panic(err)
+	}
+	fmt.Println(u.Object["spec"].(map[string]interface{})["racks"])
+
+	selector, err := view.PodSelector(u)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(selector)
+	// Output:
+	// replicas: 3 config: false racks: 2
+	// [map[members:3 name:a] map[members:3 name:b storage:10Gi]]
+	// samples.scaleplane.io/cluster=db,samples.scaleplane.io/rack=a
+}
+
+// Read reports every problem of an object at its exact field path.
+func ExampleView_Read_errors() {
+	view, err := config.NewView(config.SampleProfiles()[1]) // Function
+	if err != nil {
+		panic(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]interface{}{
+		"spec": map[string]interface{}{
+			"replicas":    "two",
+			"scaleConfig": map[string]interface{}{"minReplicas": 1.5, "maxReplicas": int64(4)},
+		},
+	}}
+	_, errs := view.Read(u)
+	for _, e := range errs {
+		fmt.Println(e)
+	}
+	// Output:
+	// spec.replicas: Invalid value: "two": must be an integer, not a string
+	// spec.scaleConfig.minReplicas: Invalid value: 1.5: must be an integer, not a number
+}
