@@ -372,3 +372,38 @@ func TestViewsReportsEveryBadProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsExamples keeps docs/profiles.md honest: every complete
+// configuration in it parses, and the sample profiles it shows are
+// SampleProfiles.
+func TestDocsExamples(t *testing.T) {
+	data, err := os.ReadFile("../docs/profiles.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var samples []Profile
+	configs := 0
+	for i, block := range strings.Split(string(data), "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		switch {
+		case strings.HasPrefix(block, "apiVersion: "+APIVersion):
+			configs++
+			if _, err := Parse([]byte(block)); err != nil {
+				t.Errorf("yaml block %d: %v", i, err)
+			}
+		case strings.HasPrefix(block, "- group: "+SampleGroup):
+			c, err := Parse([]byte("apiVersion: " + APIVersion + "\nkind: Configuration\nprofiles:\n" + block))
+			if err != nil {
+				t.Errorf("yaml block %d: %v", i, err)
+				continue
+			}
+			samples = append(samples, c.Profiles...)
+		}
+	}
+	if configs < 1 {
+		t.Errorf("found %d complete configurations, want at least 1", configs)
+	}
+	if diff := cmp.Diff(SampleConfiguration().Profiles, samples, cmpOpts...); diff != "" {
+		t.Errorf("sample profiles in the docs (-SampleProfiles +docs):\n%s", diff)
+	}
+}
