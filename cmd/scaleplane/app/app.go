@@ -122,6 +122,9 @@ func New(opts Options) (*App, error) {
 	if err := controllers.Setup(mgr, views, controllers.Options{}); err != nil {
 		return nil, fmt.Errorf("set up controllers: %w", err)
 	}
+	if err := setupAutoscaler(mgr, opts, views); err != nil {
+		return nil, fmt.Errorf("set up autoscaler: %w", err)
+	}
 	return a, nil
 }
 

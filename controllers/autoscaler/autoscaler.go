@@ -1,0 +1,373 @@
+package autoscaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// Options configures the autoscaler. Views is required; every other zero
+// value means the documented default.
+type Options struct {
+	// Views are the profiled kinds; each gets its own loop.
+	Views []*config.View
+	// PollingInterval is the tick period of workloads whose config sets no
+	// pollingIntervalSeconds. Default 15 s (config.Autoscaler).
+	PollingInterval time.Duration
+	// DefaultSource is the scaler source of triggers that name none.
+	// Default "promql" (the embedded store); "prometheus" when a remote
+	// server is configured as the default.
+	DefaultSource string
+	// OnTriggerQuery is called with every trigger query (placeholders
+	// expanded) whose source is "promql" when its scaler is built, so the
+	// embedded store requests the metric names before the first scrape.
+	OnTriggerQuery func(query string) error
+	// SampleTimeout bounds one trigger's sample. Default 10 s.
+	SampleTimeout time.Duration
+	// Tolerance and DownscaleStabilization are the process-wide HPA knobs
+	// (scaling.DecideInput); nil means the HPA's defaults.
+	Tolerance              *float64
+	DownscaleStabilization *time.Duration
+	// HistoryLength is how many ticks the explain endpoint keeps per
+	// workload. Default DefaultHistoryLength.
+	HistoryLength int
+	// MaxConcurrentReconciles per kind. Default 4: sampling is mostly
+	// waiting on the store or a remote server.
+	MaxConcurrentReconciles int
+	// ForeignCheckInterval is how often the loop asks the RESTMapper
+	// whether KEDA's ScaledObject is served. Default 30 s.
+	ForeignCheckInterval time.Duration
+	// SkipNameValidation lets several managers in one process register
+	// the same controller names; only tests need it.
+	SkipNameValidation bool
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.PollingInterval <= 0 {
+		o.PollingInterval = time.Duration(config.DefaultPollingIntervalSeconds) * time.Second
+	}
+	if o.DefaultSource == "" {
+		o.DefaultSource = scaling.SourcePromQL
+	}
+	if o.SampleTimeout <= 0 {
+		o.SampleTimeout = 10 * time.Second
+	}
+	if o.HistoryLength <= 0 {
+		o.HistoryLength = DefaultHistoryLength
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 4
+	}
+	if o.ForeignCheckInterval <= 0 {
+		o.ForeignCheckInterval = 30 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Autoscaler is the trigger autoscaler of every profiled kind. Build it
+// with New before the manager exists (its HTTP handler and Discoverer are
+// needed to configure the metrics server and the scraper), then call
+// SetupWithManager.
+type Autoscaler struct {
+	opts  Options
+	kinds []*kindLoop
+	// byResource finds a kind by plural, plural.group or lower-case kind,
+	// as the URL paths name it.
+	byResource map[string]*kindLoop
+
+	// Set by SetupWithManager; nil before, when the endpoints answer 503.
+	env atomic.Pointer[env]
+}
+
+// env is what the loop needs from the manager.
+type env struct {
+	cache  client.Reader
+	writer client.Client
+	events events.EventRecorder
+	// foreign is nil in unit tests that run without a manager.
+	foreign *foreignFinder
+}
+
+// New validates opts and builds the autoscaler; nothing runs until the
+// manager starts.
+func New(opts Options) (*Autoscaler, error) {
+	opts.defaults()
+	if len(opts.Views) == 0 {
+		return nil, errors.New("new autoscaler: no profiles; give at least one view")
+	}
+	a := &Autoscaler{opts: opts, byResource: map[string]*kindLoop{}}
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, v := range opts.Views {
+		if seen[v.GVK()] {
+			return nil, fmt.Errorf("new autoscaler: two profiles for %s: keep one", v.GVK())
+		}
+		seen[v.GVK()] = true
+		k := newKindLoop(a, v)
+		a.kinds = append(a.kinds, k)
+		gvr := v.GVR()
+		for _, name := range []string{gvr.Resource, gvr.Resource + "." + gvr.Group, strings.ToLower(v.GVK().Kind)} {
+			if _, taken := a.byResource[name]; !taken {
+				a.byResource[name] = k
+			}
+		}
+	}
+	return a, nil
+}
+
+// kindFor finds the loop of a resource named in a URL, answering 404 with
+// the known resources when there is none.
+func (a *Autoscaler) kindFor(w http.ResponseWriter, resource string) (*kindLoop, bool) {
+	if k, ok := a.byResource[strings.ToLower(resource)]; ok {
+		return k, true
+	}
+	known := make([]string, 0, len(a.kinds))
+	for _, k := range a.kinds {
+		known = append(known, k.resource)
+	}
+	sort.Strings(known)
+	writeProblem(w, http.StatusNotFound, fmt.Sprintf("resource %q is not profiled; use one of: %s", resource, strings.Join(known, ", ")))
+	return nil, false
+}
+
+// Handler serves the activity signal and the explain view. Mount it on the
+// metrics server at ActivityPath and ExplainPath, where the server's
+// authentication and authorization filter wraps it.
+func (a *Autoscaler) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+ActivityPath+"{namespace}/{resource}/{name}", a.serveActivity)
+	mux.HandleFunc("GET "+ExplainPath+"{namespace}/{resource}/{name}", a.serveExplain)
+	return mux
+}
+
+// Paths of the endpoints (prefixes, with a trailing slash, as the metrics
+// server's mux wants them).
+const (
+	ActivityPath = "/activity/"
+	ExplainPath  = "/debug/autoscaler/"
+)
+
+// kindLoop is the autoscaler of one profiled kind: the controller's
+// reconciler and the memory of its workloads.
+type kindLoop struct {
+	a              *Autoscaler
+	view           *config.View
+	kind, resource string
+	defaultMetrics []autoscalingv2.MetricSpec
+	podLabels      map[string]string
+
+	mu        sync.RWMutex
+	workloads map[types.NamespacedName]*workload
+
+	// wake enqueues a workload now (activity, dependencies); consumed by a
+	// source.Channel of the kind's controller.
+	wake chan event.GenericEvent
+}
+
+func newKindLoop(a *Autoscaler, v *config.View) *kindLoop {
+	p := v.Profile()
+	return &kindLoop{
+		a:              a,
+		view:           v,
+		kind:           v.GVK().Kind,
+		resource:       v.GVR().Resource,
+		defaultMetrics: p.DefaultMetrics,
+		podLabels:      p.Pods.Labels,
+		workloads:      map[types.NamespacedName]*workload{},
+		wake:           make(chan event.GenericEvent, 1024),
+	}
+}
+
+func (k *kindLoop) newObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.view.GVK())
+	return u
+}
+
+// lookup returns a workload's memory, nil when never seen.
+func (k *kindLoop) lookup(ns, name string) *workload {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	return k.workloads[types.NamespacedName{Namespace: ns, Name: name}]
+}
+
+// get returns a workload's memory, creating it.
+func (k *kindLoop) get(nn types.NamespacedName) *workload {
+	k.mu.RLock()
+	st := k.workloads[nn]
+	k.mu.RUnlock()
+	if st != nil {
+		return st
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if st = k.workloads[nn]; st == nil {
+		st = newWorkload(nn, k.a.opts.HistoryLength)
+		k.workloads[nn] = st
+	}
+	return st
+}
+
+// forget drops a deleted workload's memory, closes its scalers and removes
+// its metrics.
+func (k *kindLoop) forget(ctx context.Context, nn types.NamespacedName) {
+	k.mu.Lock()
+	st := k.workloads[nn]
+	delete(k.workloads, nn)
+	k.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.closeScalers(ctx)
+	k.deleteMetrics(st)
+}
+
+// enqueue asks for a tick of st now. At most one wake-up per workload is
+// in flight, so a burst of activity cannot fill the channel; when it is
+// full anyway (or nobody drains it: a replica that is not the leader), the
+// activity stays recorded and the next regular tick sees it.
+func (k *kindLoop) enqueue(st *workload) {
+	if !st.pending.CompareAndSwap(false, true) {
+		return
+	}
+	u := k.newObject()
+	u.SetNamespace(st.nn.Namespace)
+	u.SetName(st.nn.Name)
+	select {
+	case k.wake <- event.GenericEvent{Object: u}:
+	default:
+		st.pending.Store(false)
+	}
+}
+
+// workload is the autoscaler's memory of one workload. Reconciles of one
+// workload never overlap (the work queue guarantees it), so the fields
+// only a tick uses need no lock. What the HTTP endpoints and the scraper
+// read is published under mu, and activity is atomic, so that a slow
+// sample never blocks a gateway's activity signal.
+type workload struct {
+	nn types.NamespacedName
+
+	// Owned by the reconciler.
+	history *scaling.History
+	// scalers and their fingerprint (triggers, default source): rebuilt
+	// only when the triggers change.
+	scalers   []builtScaler
+	scalersFP string
+	// configFP is the whole config's fingerprint: a change makes the next
+	// reconcile tick at once.
+	configFP string
+	lastTick time.Time
+	// activitySeen is the latest activity a tick has consumed.
+	activitySeen time.Time
+	warned       warnings
+	// gauges are the trigger names with a trigger_value series.
+	gauges []string
+
+	// activity is the latest activity signal, in Unix nanoseconds.
+	activity atomic.Int64
+	// pending is set while a wake-up of this workload is queued.
+	pending atomic.Bool
+
+	mu       sync.Mutex
+	state    State
+	message  string
+	interval time.Duration
+	records  ring
+	// scrape is true when a trigger reads the embedded store, so the
+	// workload's pods are scraped.
+	scrape bool
+}
+
+func newWorkload(nn types.NamespacedName, n int) *workload {
+	return &workload{nn: nn, history: &scaling.History{}, records: newRing(n), warned: warnings{}}
+}
+
+// recordActivity notes activity at t, never moving it back.
+func (st *workload) recordActivity(t time.Time) {
+	n := t.UnixNano()
+	for {
+		old := st.activity.Load()
+		if n <= old || st.activity.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// lastActivity is the latest activity signal, zero when none.
+func (st *workload) lastActivity() time.Time {
+	if n := st.activity.Load(); n != 0 {
+		return time.Unix(0, n).UTC()
+	}
+	return time.Time{}
+}
+
+func (st *workload) explain(k *kindLoop) Explanation {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	interval := st.interval
+	if interval == 0 {
+		interval = k.a.opts.PollingInterval
+	}
+	return Explanation{
+		Kind:                   k.kind,
+		Resource:               k.resource,
+		Namespace:              st.nn.Namespace,
+		Name:                   st.nn.Name,
+		State:                  st.state,
+		Message:                st.message,
+		PollingIntervalSeconds: interval.Seconds(),
+		LastActivity:           st.lastActivity(),
+		Decisions:              st.records.list(),
+	}
+}
+
+// currentState is the published state.
+func (st *workload) currentState() State {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.state
+}
+
+// publish records what the autoscaler does with the workload, and the
+// tick's record when there is one. Leaving Autoscaling forgets the
+// History: when autoscaling resumes it starts like a new HPA, holding the
+// count a person or the pause set for a downscale window instead of acting
+// on stale recommendations.
+func (st *workload) publish(s State, msg string, interval time.Duration, rec *Record) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if s != StateAutoscaling && st.state == StateAutoscaling {
+		st.history = &scaling.History{}
+		st.lastTick = time.Time{}
+	}
+	st.state, st.message = s, msg
+	if interval > 0 {
+		st.interval = interval
+	}
+	if rec != nil {
+		st.records.add(*rec)
+	}
+}

@@ -1,0 +1,24 @@
+// Package autoscaler runs scaleplane's trigger autoscaler inside a
+// controller-runtime manager: for every profiled workload whose scale config
+// has triggers or idle settings, it samples the triggers every polling
+// interval, asks scaling.Decide for the count, and writes spec.replicas
+// through the workload's /scale subresource. The fan-out controller (C1)
+// carries that count to the groups, exactly as it does for kubectl scale.
+//
+// It also owns the two HTTP endpoints of the autoscaler, mounted on the
+// manager's metrics server behind its authentication and authorization:
+// POST /activity/{namespace}/{resource}/{name} records activity (a gateway
+// waking a function from zero) and GET /debug/autoscaler/{namespace}/{resource}/{name}
+// explains the last decisions. And it tells the scraper which pods to scrape
+// (Discoverer).
+//
+// Files: plan.go holds the pure policies (which workloads are ours, pause
+// annotations, when a tick is due, event text); tick.go executes one tick;
+// scalers.go keeps each workload's scalers; foreign.go finds HPAs and KEDA
+// ScaledObjects we must not run beside; explain.go and activity.go are the
+// endpoints.
+//
+// It must not make scaling decisions (package scaling does), write anything
+// but R through /scale, run beside a built-in or foreign HPA for the same
+// workload, or emit a Warning on every tick for a condition that persists.
+package autoscaler

@@ -1,0 +1,84 @@
+package autoscaler
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// sampleViews returns the views of the sample profiles.
+func sampleViews(t testing.TB) []*config.View {
+	t.Helper()
+	var out []*config.View
+	for _, p := range config.SampleProfiles() {
+		v, err := config.NewView(p)
+		if err != nil {
+			t.Fatalf("view of %s: %v", p.Kind, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func viewOf(t testing.TB, kind string) *config.View {
+	t.Helper()
+	for _, v := range sampleViews(t) {
+		if v.GVK().Kind == kind {
+			return v
+		}
+	}
+	t.Fatalf("no sample profile %s", kind)
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// cfg builds scale configs: cfg(0, 10).trigger("rps", 20).idle(1, 60).obj().
+type cfgBuilder struct{ c scaling.Config }
+
+func cfg(lo, hi int32) *cfgBuilder {
+	return &cfgBuilder{scaling.Config{MinReplicas: ptr(lo), MaxReplicas: ptr(hi)}}
+}
+
+func (b *cfgBuilder) trigger(name string, threshold float64) *cfgBuilder {
+	b.c.Triggers = append(b.c.Triggers, scaling.Trigger{
+		Name: name, Type: scaling.TargetAverageValue, Threshold: threshold,
+		Query: `sum(rate(http_requests_total{namespace="${namespace}",job="${name}"}[1m]))`,
+	})
+	return b
+}
+
+func (b *cfgBuilder) query(q string) *cfgBuilder {
+	b.c.Triggers[len(b.c.Triggers)-1].Query = q
+	return b
+}
+
+func (b *cfgBuilder) idle(start, timeout int32) *cfgBuilder {
+	b.c.Idle = &scaling.Idle{ReplicasAtStart: ptr(start), TimeoutSeconds: ptr(timeout)}
+	return b
+}
+
+func (b *cfgBuilder) metric() *cfgBuilder {
+	b.c.Metrics = append(b.c.Metrics, cpuMetric())
+	return b
+}
+
+func (b *cfgBuilder) obj() *scaling.Config { return &b.c }
+
+// rackedCluster is a RackedCluster object with the given replicas and
+// annotations.
+func rackedCluster(ns, name string, replicas int64, ann map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": config.SampleGroup + "/" + config.SampleVersion,
+		"kind":       "RackedCluster",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"replicas": replicas, "racks": []any{
+			map[string]any{"name": "a", "members": replicas},
+		}},
+	}}
+	u.SetAnnotations(ann)
+	return u
+}

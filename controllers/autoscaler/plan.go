@@ -1,0 +1,197 @@
+package autoscaler
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// The pure policies of the autoscaler loop: values in, values out, no
+// client and no clock. tick.go applies them.
+
+// State says what the autoscaler does with a workload; it is shown by the
+// explain endpoint.
+type State string
+
+const (
+	// StateAutoscaling: triggers are sampled and R is written every tick.
+	StateAutoscaling State = "Autoscaling"
+	// StateNotManaged: the scale config gives the autoscaler nothing to do
+	// (no triggers or idle settings, metrics for the built-in HPA, pinned).
+	StateNotManaged State = "NotManaged"
+	// StatePaused: scaleplane.io/paused is "true"; hands off.
+	StatePaused State = "Paused"
+	// StateHeld: scaleplane.io/paused-replicas holds R at a count.
+	StateHeld State = "PausedReplicas"
+	// StateForeign: an HPA we do not own or a KEDA ScaledObject targets the
+	// workload; two autoscalers on one count fight, so we stand down.
+	StateForeign State = "ForeignAutoscaler"
+	// StateUnreadable: the workload's fields do not read as the profile
+	// says; the fan-out controller reports the field errors.
+	StateUnreadable State = "Unreadable"
+)
+
+// manages decides whether the trigger autoscaler owns w's count, and if not,
+// why. It never runs where the built-in HPA would (C4 decides that with the
+// same function, scaling.DecideHPA), nor on a pinned config: the fan-out
+// re-pins a pinned config to R, so writing R there would rewrite the
+// user's bounds.
+func manages(w scaling.Workload, l scaling.Layout, defaultMetrics []autoscalingv2.MetricSpec) (bool, string) {
+	c := w.Config
+	switch {
+	case c == nil:
+		return false, "no scale config"
+	case len(c.Triggers) == 0 && c.Idle == nil:
+		return false, "scale config has neither triggers nor idle settings"
+	case len(c.Metrics) > 0:
+		return false, "scale config has metrics: the built-in HPA scales this workload"
+	case c.Pinned():
+		return false, fmt.Sprintf("scale config is pinned at %d: no autoscaling range", *c.MinReplicas)
+	case w.Replicas == nil:
+		return false, fmt.Sprintf("%s is not set: nothing to scale through /scale", pathOr(l.ReplicasPath, "replicas"))
+	}
+	if d := scaling.DecideHPA(w, l, defaultMetrics, nil); d.Want {
+		return false, "the built-in HPA scales this workload (the profile's default metrics apply)"
+	}
+	return true, ""
+}
+
+func pathOr(p interface{ String() string }, def string) string {
+	if p == nil {
+		return def
+	}
+	if s := p.String(); s != "" {
+		return s
+	}
+	return def
+}
+
+// pause is what the pause annotations ask for.
+type pause struct {
+	// Paused: hands off (scaleplane.io/paused: "true", or a bad
+	// paused-replicas value: better to do nothing than guess).
+	Paused bool
+	// Hold is the count scaleplane.io/paused-replicas pins R to.
+	Hold *int32
+	// Problem says what to fix in a bad annotation.
+	Problem string
+}
+
+// readPause reads the pause annotations as KEDA reads its own: a
+// paused-replicas count wins over paused, and scales to that count once.
+func readPause(ann map[string]string) pause {
+	if v, ok := ann[config.AnnotationPausedReplicas]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+		if err != nil || n < 0 {
+			return pause{Paused: true, Problem: fmt.Sprintf("annotation %s is %q: set a whole number >= 0, or remove it to resume autoscaling",
+				config.AnnotationPausedReplicas, v)}
+		}
+		hold := int32(n)
+		return pause{Paused: true, Hold: &hold}
+	}
+	if strings.EqualFold(strings.TrimSpace(ann[config.AnnotationPaused]), "true") {
+		return pause{Paused: true}
+	}
+	return pause{}
+}
+
+// pollingInterval is the workload's tick period: its own
+// pollingIntervalSeconds when > 0, else the process default.
+func pollingInterval(c *scaling.Config, def time.Duration) time.Duration {
+	if c != nil && c.PollingIntervalSeconds != nil && *c.PollingIntervalSeconds > 0 {
+		return time.Duration(*c.PollingIntervalSeconds) * time.Second
+	}
+	return def
+}
+
+// planTick says whether a reconcile at now runs a tick, and when to come
+// back. Reconciles also happen on every watch event (our own /scale write,
+// a status update from the fan-out), and a Value trigger computes from the
+// current count: ticking on each of them would compound one stale sample
+// into several scale-ups. So a tick runs only when it is due, or when
+// something the user did (config, activity, pause) must be acted on now.
+func planTick(now, last time.Time, interval time.Duration, urgent bool) (run bool, after time.Duration) {
+	if last.IsZero() || urgent {
+		return true, interval
+	}
+	due := last.Add(interval)
+	if !now.Before(due) {
+		return true, interval
+	}
+	return false, due.Sub(now)
+}
+
+// eventNote turns a decision's reason, written in the present ("Scale up
+// from 2 to 6: rps=103 > 20 per replica"), into the past tense of an
+// event about a write that happened. Events notes are capped at 1 kB by the
+// API server.
+func eventNote(d scaling.Decision) string {
+	r := d.Reason
+	for _, p := range [...]struct{ from, to string }{
+		{"Scale up ", "Scaled up "},
+		{"Scale down ", "Scaled down "},
+		{"Scale to zero ", "Scaled to zero "},
+		{"Wake up ", "Woke up "},
+	} {
+		if strings.HasPrefix(r, p.from) {
+			r = p.to + r[len(p.from):]
+			break
+		}
+	}
+	return truncate(r, maxNote)
+}
+
+// maxNote is the events.k8s.io/v1 note limit.
+const maxNote = 1024
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// triggerProblems is the Warning worth raising about a decision's triggers,
+// "" when none: each invalid trigger with its problem, sorted. "no data" at
+// zero replicas is not a problem: a workload without pods has nothing to
+// scrape, and reporting it would raise a Warning on every sleep.
+func triggerProblems(d scaling.Decision) string {
+	var out []string
+	for _, t := range d.Triggers {
+		if t.Valid || (d.Current == 0 && t.Problem == "no data") {
+			continue
+		}
+		out = append(out, t.Name+": "+t.Problem)
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	sort.Strings(out)
+	return truncate("invalid triggers keep the count: "+strings.Join(out, "; "), maxNote)
+}
+
+// warnings remembers the last Warning note per reason for one workload, so
+// a condition that persists is reported once per change, not every tick.
+type warnings map[string]string
+
+// next reports whether note (for reason) should be emitted now, and records
+// it. An empty note clears the reason, so the same problem coming back is
+// reported again.
+func (w warnings) next(reason, note string) bool {
+	if note == "" {
+		delete(w, reason)
+		return false
+	}
+	if w[reason] == note {
+		return false
+	}
+	w[reason] = note
+	return true
+}

@@ -1,0 +1,144 @@
+package autoscaler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/scaleplane/scaleplane/promql"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// builtScaler is one trigger's scaler, or why it could not be built. A
+// trigger whose scaler failed to build is invalid on every tick, with the
+// constructor's message, until the config changes.
+type builtScaler struct {
+	name   string
+	source string
+	scaler scaling.Scaler
+	err    error
+}
+
+// scalerVars are the placeholders a trigger query may use besides
+// ${namespace} and ${name} (which QueryScaler always sets).
+func (k *kindLoop) scalerVars() map[string]string {
+	return map[string]string{"kind": k.kind, "resource": k.resource}
+}
+
+// ensureScalers builds the workload's scalers when its triggers changed
+// since the last build (not on every tick: a remote scaler may hold a
+// connection), closing the old ones.
+func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling.Config) {
+	fp := triggersFingerprint(cfg.Triggers, k.a.opts.DefaultSource)
+	if fp == st.scalersFP && len(st.scalers) == len(cfg.Triggers) {
+		return
+	}
+	st.closeScalers(ctx)
+	st.scalersFP = fp
+	scrape := false
+	vars := k.scalerVars()
+	for _, t := range cfg.Triggers {
+		if t.Source == "" {
+			t.Source = k.a.opts.DefaultSource
+		}
+		b := builtScaler{name: t.Name, source: t.Source}
+		b.scaler, b.err = scaling.NewScaler(ctx, scaling.ScalerConfig{Trigger: t, Namespace: st.nn.Namespace, Name: st.nn.Name, Vars: vars})
+		if b.err == nil && t.Source == scaling.SourcePromQL {
+			scrape = true
+			if hook := k.a.opts.OnTriggerQuery; hook != nil {
+				all := map[string]string{"namespace": st.nn.Namespace, "name": st.nn.Name}
+				for key, v := range vars {
+					all[key] = v
+				}
+				if err := hook(scaling.ExpandPlaceholders(t.Query, all)); err != nil {
+					b.err = fmt.Errorf("query %q: %w", t.Query, err)
+				}
+			}
+		}
+		st.scalers = append(st.scalers, b)
+	}
+	st.mu.Lock()
+	st.scrape = scrape
+	st.mu.Unlock()
+}
+
+// closeScalers releases the workload's scalers.
+func (st *workload) closeScalers(ctx context.Context) {
+	for _, b := range st.scalers {
+		if b.scaler != nil {
+			_ = b.scaler.Close(ctx)
+		}
+	}
+	st.scalers, st.scalersFP = nil, ""
+	st.mu.Lock()
+	st.scrape = false
+	st.mu.Unlock()
+}
+
+// sample reads every trigger at the same now, as Decide expects.
+func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []scaling.TriggerResult {
+	out := make([]scaling.TriggerResult, len(st.scalers))
+	for i, b := range st.scalers {
+		out[i].Name = b.name
+		if b.err != nil {
+			out[i].Err = b.err
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, k.a.opts.SampleTimeout)
+		out[i].Sample, out[i].Err = b.scaler.Sample(sctx, now)
+		cancel()
+	}
+	return out
+}
+
+// triggersFingerprint identifies what the scalers were built from.
+func triggersFingerprint(ts []scaling.Trigger, defaultSource string) string {
+	b, err := json.Marshal(ts)
+	if err != nil {
+		// Triggers are plain data; a failure only costs a rebuild.
+		return ""
+	}
+	return defaultSource + "\x00" + string(b)
+}
+
+// configFingerprint identifies a config, to tick at once when it changes.
+func configFingerprint(c *scaling.Config) string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// MetricSource adapts a promql.Source (the embedded Evaluator or a Remote)
+// to the scaling.MetricSource a QueryScaler samples: an empty result is "no
+// data" (ok false), never 0; NaN and ±Inf pass through for Decide to
+// reject.
+func MetricSource(src promql.Source) scaling.MetricSource { return metricSource{src} }
+
+type metricSource struct{ src promql.Source }
+
+func (m metricSource) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (float64, bool, error) {
+	r, err := m.src.Eval(ctx, query, at, vars)
+	if err != nil {
+		return 0, false, err
+	}
+	if r.Kind == promql.KindNoData {
+		return 0, false, nil
+	}
+	return r.Value, true, nil
+}
+
+// RegisterSources registers the query scalers: "promql" over the embedded
+// store's evaluator and, when remote is not nil, "prometheus" over a
+// Prometheus-compatible server. Registration is process-wide (package
+// scaling's registry); call it once, before the manager starts.
+func RegisterSources(embedded, remote promql.Source) {
+	if embedded != nil {
+		scaling.RegisterScaler(scaling.SourcePromQL, scaling.QueryScaler(MetricSource(embedded)))
+	}
+	if remote != nil {
+		scaling.RegisterScaler(scaling.SourcePrometheus, scaling.QueryScaler(MetricSource(remote)))
+	}
+}

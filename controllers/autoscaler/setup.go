@@ -1,0 +1,119 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/promql"
+)
+
+// Names of the controllers and of the events' reporting controller.
+const (
+	ControllerPrefix  = "scaleplane-autoscaler-"
+	EventRecorderName = "scaleplane-autoscaler"
+)
+
+// SetupWithManager registers one controller per kind with mgr. They run
+// only on the elected leader (controller-runtime controllers need leader
+// election), and every tick ends with a requeue after the polling
+// interval, so the work queue is the timer.
+func (a *Autoscaler) SetupWithManager(mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, indexHPATarget); err != nil {
+		return fmt.Errorf("index HPAs by scale target: %w", err)
+	}
+	a.env.Store(&env{
+		cache:   mgr.GetCache(),
+		writer:  mgr.GetClient(),
+		events:  mgr.GetEventRecorder(EventRecorderName),
+		foreign: &foreignFinder{cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
+	})
+	for _, k := range a.kinds {
+		copts := controller.Options{MaxConcurrentReconciles: a.opts.MaxConcurrentReconciles}
+		if a.opts.SkipNameValidation {
+			skip := true
+			copts.SkipNameValidation = &skip
+		}
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named(ControllerPrefix+strings.ToLower(k.kind)).
+			// Status updates (the fan-out's readiness, our neighbours')
+			// change nothing a tick reads; spec and annotations do.
+			For(k.newObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			WatchesRawSource(source.Channel(k.wake, &handler.EnqueueRequestForObject{})).
+			WithOptions(copts).
+			Complete(k)
+		if err != nil {
+			return fmt.Errorf("set up autoscaler for %s: %w", k.kind, err)
+		}
+	}
+	return nil
+}
+
+// Scrape labels added to every sample of an autoscaled workload's pods, so
+// a trigger selects its own workload's series with
+// {namespace="${namespace}",job="${name}"}.
+const (
+	LabelJob          = "job"
+	LabelWorkload     = "workload"
+	LabelWorkloadKind = "workload_kind"
+)
+
+// ScrapeWorkloads lists what the scraper should scrape now: the pods of
+// every autoscaled workload with a trigger on the embedded store, found by
+// the profile's pod labels (${name} substituted; a label holding ${group}
+// is left out so that every group's pods match).
+func (a *Autoscaler) ScrapeWorkloads() []promql.Workload {
+	var out []promql.Workload
+	for _, k := range a.kinds {
+		if len(k.podLabels) == 0 {
+			continue
+		}
+		k.mu.RLock()
+		for nn, st := range k.workloads {
+			st.mu.Lock()
+			scrape := st.scrape && st.state == StateAutoscaling
+			st.mu.Unlock()
+			if !scrape {
+				continue
+			}
+			set := k8slabels.Set{}
+			for key, v := range k.podLabels {
+				if strings.Contains(v, config.GroupPlaceholder) {
+					continue
+				}
+				set[key] = strings.ReplaceAll(v, config.NamePlaceholder, nn.Name)
+			}
+			out = append(out, promql.Workload{
+				Namespace: nn.Namespace,
+				Selector:  k8slabels.SelectorFromSet(set),
+				Labels:    map[string]string{LabelJob: nn.Name, LabelWorkload: nn.Name, LabelWorkloadKind: k.kind},
+			})
+		}
+		k.mu.RUnlock()
+	}
+	return out
+}
+
+// Discoverer is the scraper's Discoverer: the pods of ScrapeWorkloads,
+// read from the manager's cache. Before SetupWithManager it finds nothing.
+func (a *Autoscaler) Discoverer() promql.Discoverer {
+	return promql.DiscovererFunc(func(ctx context.Context) ([]promql.Target, error) {
+		e := a.env.Load()
+		if e == nil {
+			return nil, nil
+		}
+		d := promql.PodDiscoverer{Client: e.cache, Workloads: a.ScrapeWorkloads}
+		return d.Targets(ctx)
+	})
+}

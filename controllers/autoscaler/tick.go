@@ -1,0 +1,265 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// Event actions (events.k8s.io/v1 requires one) and the reasons this
+// package adds to config's.
+const (
+	actionScale     = "Scale"
+	actionAutoscale = "Autoscale"
+	// ReasonInvalidPause is the Warning reason for a paused-replicas
+	// annotation that is not a count.
+	ReasonInvalidPause = "InvalidPauseAnnotation"
+)
+
+// Reconcile is one workload's tick: get it, decide whether it is ours and
+// whether a tick is due, sample, decide, write.
+func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	e := k.a.env.Load()
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("kind", k.kind, "namespace", req.Namespace, "name", req.Name))
+	u := k.newObject()
+	if err := e.cache.Get(ctx, req.NamespacedName, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			k.forget(ctx, req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("get %s %s: %w", k.kind, req.NamespacedName, err)
+	}
+	if u.GetDeletionTimestamp() != nil {
+		k.forget(ctx, req.NamespacedName)
+		return reconcile.Result{}, nil
+	}
+	st := k.get(req.NamespacedName)
+	st.pending.Store(false)
+	return k.reconcile(ctx, e, u, st)
+}
+
+func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstructured, st *workload) (reconcile.Result, error) {
+	now := k.a.opts.Now()
+	w, errs := k.view.Read(u)
+	if len(errs) > 0 {
+		// The fan-out controller reports the field errors as a Warning.
+		st.publish(StateUnreadable, "fields unreadable as the profile says: "+errs.ToAggregate().Error(), 0, nil)
+		return reconcile.Result{}, nil
+	}
+	if ok, why := manages(w, k.view.Layout(), k.defaultMetrics); !ok {
+		st.closeScalers(ctx)
+		k.deleteMetrics(st)
+		st.publish(StateNotManaged, why, 0, nil)
+		return reconcile.Result{}, nil
+	}
+	interval := pollingInterval(w.Config, k.a.opts.PollingInterval)
+
+	p := readPause(u.GetAnnotations())
+	k.warn(e, u, st, ReasonInvalidPause, actionAutoscale, p.Problem)
+	switch {
+	case p.Problem != "":
+		st.publish(StatePaused, p.Problem, interval, nil)
+		return reconcile.Result{}, nil
+	case p.Hold != nil:
+		return k.hold(ctx, e, u, st, *w.Replicas, *p.Hold, interval)
+	case p.Paused:
+		st.publish(StatePaused, fmt.Sprintf("annotation %s is %q: remove it to resume autoscaling",
+			config.AnnotationPaused, u.GetAnnotations()[config.AnnotationPaused]), interval, nil)
+		return reconcile.Result{}, nil
+	}
+
+	if e.foreign != nil {
+		foreign, err := e.foreign.find(ctx, k.view, u)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		note := ""
+		if len(foreign) > 0 {
+			note = fmt.Sprintf("trigger autoscaler standing down: %s also scales this workload; remove it, or remove the scale config's triggers and idle settings",
+				strings.Join(foreign, ", "))
+		}
+		k.warn(e, u, st, config.ReasonForeignAutoscaler, actionAutoscale, note)
+		if note != "" {
+			// HPAs are not watched here: look again next interval.
+			st.publish(StateForeign, note, interval, nil)
+			return reconcile.Result{RequeueAfter: interval}, nil
+		}
+	}
+
+	fp := configFingerprint(w.Config)
+	activity := st.lastActivity()
+	urgent := fp != st.configFP || activity.After(st.activitySeen) || st.currentState() != StateAutoscaling
+	run, after := planTick(now, st.lastTick, interval, urgent)
+	if !run {
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
+	st.configFP, st.activitySeen, st.lastTick = fp, activity, now
+
+	d := k.decide(ctx, e, st, w, now, activity)
+	k.signalDependencies(u.GetNamespace(), d)
+	k.warn(e, u, st, config.ReasonInvalidTrigger, actionAutoscale, triggerProblems(d))
+	rec := Record{Decision: d, LastActivity: activity}
+	res := reconcile.Result{RequeueAfter: interval}
+	if d.Desired != d.Current {
+		if err := k.writeScale(ctx, e, u, d.Desired); err != nil {
+			rec.Error = err.Error()
+			ctrl.LoggerFrom(ctx).Info("scale write failed", "desired", d.Desired, "error", err.Error())
+			if apierrors.IsConflict(err) {
+				// R changed since the cache showed it: decide again on the
+				// new count as soon as the watch delivers it.
+				st.lastTick = time.Time{}
+			} else {
+				k.warn(e, u, st, config.ReasonWriteFailed, actionScale, fmt.Sprintf("write %d replicas through /scale: %v", d.Desired, err))
+			}
+		} else {
+			rec.Written = true
+			// The HPA stores a scale event only after a successful update.
+			st.history.RecordScale(w.Config, d)
+			k.warn(e, u, st, config.ReasonWriteFailed, actionScale, "")
+			if e.events != nil {
+				e.events.Eventf(u, nil, corev1.EventTypeNormal, config.ReasonScaled, actionScale, "%s", eventNote(d))
+			}
+		}
+	}
+	k.observe(st, d)
+	st.publish(StateAutoscaling, "", interval, &rec)
+	return res, nil
+}
+
+// decide samples the workload's triggers and runs scaling.Decide with its
+// History. It is the CPU part of a tick, without any write.
+func (k *kindLoop) decide(ctx context.Context, e *env, st *workload, w scaling.Workload, now, activity time.Time) scaling.Decision {
+	k.ensureScalers(ctx, st, w.Config)
+	in := scaling.DecideInput{
+		Now:                    now,
+		Current:                *w.Replicas,
+		Config:                 w.Config,
+		Triggers:               k.sample(ctx, st, now),
+		LastActivity:           activity,
+		Tolerance:              k.a.opts.Tolerance,
+		DownscaleStabilization: k.a.opts.DownscaleStabilization,
+	}
+	if len(w.Config.DependsOn) > 0 && e != nil {
+		in.Dependencies = k.dependencies(ctx, e, st.nn.Namespace, w.Config.DependsOn)
+	}
+	return scaling.Decide(in, st.history)
+}
+
+// dependencies is the snapshot of dependsOn's workloads (same kind, same
+// namespace): R, and status.replicas as the ready count (R itself for
+// kinds whose profile names no status.replicas).
+func (k *kindLoop) dependencies(ctx context.Context, e *env, ns string, names []string) map[string]scaling.DependencyState {
+	out := make(map[string]scaling.DependencyState, len(names))
+	for _, name := range names {
+		u := k.newObject()
+		if err := e.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+			continue // missing: Decide waits for it
+		}
+		w, _ := k.view.Read(u)
+		var s scaling.DependencyState
+		if w.Replicas != nil {
+			s.Replicas = *w.Replicas
+		}
+		switch {
+		case w.StatusReplicas != nil:
+			s.ReadyReplicas = *w.StatusReplicas
+		case len(k.view.StatusReplicasPath()) == 0:
+			s.ReadyReplicas = s.Replicas
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// signalDependencies records activity for the workloads d depends on, and
+// wakes them at once when this workload is waking.
+func (k *kindLoop) signalDependencies(ns string, d scaling.Decision) {
+	for _, name := range d.SignalDependencies {
+		dep := k.get(types.NamespacedName{Namespace: ns, Name: name})
+		dep.recordActivity(d.Time)
+		if d.Action == scaling.ActionWakeUp || d.Action == scaling.ActionWait {
+			k.enqueue(dep)
+		}
+	}
+}
+
+// hold applies scaleplane.io/paused-replicas: R goes to the count once,
+// then nothing happens until the annotation changes.
+func (k *kindLoop) hold(ctx context.Context, e *env, u *unstructured.Unstructured, st *workload, cur, hold int32, interval time.Duration) (reconcile.Result, error) {
+	msg := fmt.Sprintf("annotation %s holds the count at %d: remove it to resume autoscaling", config.AnnotationPausedReplicas, hold)
+	if cur == hold {
+		k.warn(e, u, st, config.ReasonWriteFailed, actionScale, "")
+		st.publish(StateHeld, msg, interval, nil)
+		return reconcile.Result{}, nil
+	}
+	now := k.a.opts.Now()
+	rec := Record{Decision: scaling.Decision{Time: now, Current: cur, Desired: hold, Action: actionFor(cur, hold),
+		Reason: fmt.Sprintf("Hold at %d: annotation %s", hold, config.AnnotationPausedReplicas), Recommended: -1, Stabilized: -1}}
+	if err := k.writeScale(ctx, e, u, hold); err != nil {
+		rec.Error = err.Error()
+		st.publish(StateHeld, msg, interval, &rec)
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{Requeue: true}, nil
+		}
+		k.warn(e, u, st, config.ReasonWriteFailed, actionScale, fmt.Sprintf("write %d replicas through /scale: %v", hold, err))
+		return reconcile.Result{RequeueAfter: interval}, nil
+	}
+	rec.Written = true
+	k.warn(e, u, st, config.ReasonWriteFailed, actionScale, "")
+	if e.events != nil {
+		e.events.Eventf(u, nil, corev1.EventTypeNormal, config.ReasonScaled, actionScale,
+			"Held at %d (from %d): annotation %s", hold, cur, config.AnnotationPausedReplicas)
+	}
+	st.publish(StateHeld, msg, interval, &rec)
+	return reconcile.Result{}, nil
+}
+
+func actionFor(cur, desired int32) scaling.ScaleAction {
+	switch {
+	case desired > cur:
+		return scaling.ActionScaleUp
+	case desired < cur:
+		return scaling.ActionScaleDown
+	}
+	return scaling.ActionNone
+}
+
+// writeScale sets R through /scale as an autoscaling/v1 Scale, under the
+// autoscaler's field manager, with u's resourceVersion: a count someone
+// else wrote since the cache showed u is never overwritten blindly.
+func (k *kindLoop) writeScale(ctx context.Context, e *env, u *unstructured.Unstructured, replicas int32) error {
+	scale := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "autoscaling/v1",
+		"kind":       "Scale",
+		"metadata": map[string]any{
+			"name":            u.GetName(),
+			"namespace":       u.GetNamespace(),
+			"resourceVersion": u.GetResourceVersion(),
+		},
+		"spec": map[string]any{"replicas": int64(replicas)},
+	}}
+	if err := e.writer.SubResource("scale").Update(ctx, u, client.WithSubResourceBody(scale), client.FieldOwner(config.AutoscalerFieldManager)); err != nil {
+		return fmt.Errorf("update %s %s/%s/scale: %w", k.resource, u.GetNamespace(), u.GetName(), err)
+	}
+	return nil
+}
+
+// warn emits a Warning when note differs from the last one for reason, and
+// forgets the reason when note is empty (see warnings.next).
+func (k *kindLoop) warn(e *env, u *unstructured.Unstructured, st *workload, reason, action, note string) {
+	if st.warned.next(reason, note) && e != nil && e.events != nil {
+		e.events.Eventf(u, nil, corev1.EventTypeWarning, reason, action, "%s", note)
+	}
+}
