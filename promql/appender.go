@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
@@ -34,6 +35,21 @@ type appender struct {
 	pending []pending
 }
 
+// pendingPool recycles transaction buffers: the scraper opens one
+// transaction per target per cycle, and each would otherwise allocate and
+// grow its own.
+var pendingPool = sync.Pool{New: func() any { return new([]pending) }}
+
+func (a *appender) release() {
+	if a.pending == nil {
+		return
+	}
+	clear(a.pending) // drop series pointers so expired series can be freed
+	buf := a.pending[:0]
+	pendingPool.Put(&buf)
+	a.pending = nil
+}
+
 func (a *appender) series(ref storage.SeriesRef, lset labels.Labels) (*memSeries, error) {
 	if ref != 0 {
 		if ser := a.store.byRef(ref); ser != nil && !ser.deleted.Load() {
@@ -50,6 +66,9 @@ func (a *appender) add(ref storage.SeriesRef, lset labels.Labels, p pending) (st
 		return 0, err
 	}
 	p.ser = ser
+	if a.pending == nil {
+		a.pending = *pendingPool.Get().(*[]pending)
+	}
 	a.pending = append(a.pending, p)
 	return ser.ref, nil
 }
@@ -110,13 +129,12 @@ func (a *appender) Commit() error {
 			errs = append(errs, fmt.Errorf("series %s at %d: %w", p.ser.lset, p.t, err))
 		}
 	}
-	a.store.appendedTotal.Add(uint64(len(a.pending) - len(errs)))
-	a.pending = a.pending[:0]
+	a.release()
 	return errors.Join(errs...)
 }
 
 func (a *appender) Rollback() error {
-	a.pending = a.pending[:0]
+	a.release()
 	return nil
 }
 

@@ -235,13 +235,14 @@ func BenchmarkBytesPerSample(b *testing.B) {
 	d := benchDataset
 	for _, be := range backends() {
 		b.Run(be.name, func(b *testing.B) {
-			var perSample float64
+			var perSample, chunkPerSample float64
 			for b.Loop() {
 				before := heapInUse()
 				app, _, closeFn := be.open(b)
 				ingest(b, app, d)
 				if s, ok := app.(*Store); ok {
 					s.Trim()
+					chunkPerSample = float64(s.Stats().ChunkBytes) / float64(totalSamples(d))
 				}
 				after := heapInUse()
 				perSample = (float64(after) - float64(before) + float64(be.extraBytes())) / float64(totalSamples(d))
@@ -249,6 +250,10 @@ func BenchmarkBytesPerSample(b *testing.B) {
 				closeFn()
 			}
 			b.ReportMetric(perSample, "bytes/sample")
+			if chunkPerSample > 0 {
+				// The encoded samples alone, without series and index.
+				b.ReportMetric(chunkPerSample, "chunkbytes/sample")
+			}
 		})
 	}
 }
@@ -304,6 +309,7 @@ func TestBenchBackendsAgree(t *testing.T) {
 		}
 		closeFn()
 	}
+	t.Logf("answers: %v", answers)
 	for name, got := range answers {
 		if fmt.Sprint(got) != fmt.Sprint(answers["head"]) {
 			t.Errorf("%s answers %v, head answers %v", name, got, answers["head"])

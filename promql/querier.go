@@ -195,8 +195,11 @@ type seriesIterator struct {
 	reuse      chunkenc.Iterator
 	typ        chunkenc.ValueType
 	mint, maxt int64
-	done       bool
-	err        error
+	// checkMin and checkMax are set when the open chunk sticks out of
+	// [mint, maxt]; most chunks do not, and then Next skips the checks.
+	checkMin, checkMax bool
+	done               bool
+	err                error
 }
 
 func (it *seriesIterator) open(t int64) bool {
@@ -206,8 +209,10 @@ func (it *seriesIterator) open(t int64) bool {
 	if it.i >= len(it.chunks) {
 		return false
 	}
-	it.cur = it.chunks[it.i].chunk.Iterator(it.reuse)
+	c := it.chunks[it.i]
+	it.cur = c.chunk.Iterator(it.reuse)
 	it.reuse = it.cur
+	it.checkMin, it.checkMax = c.minT < it.mint, c.maxT > it.maxt
 	it.i++
 	return true
 }
@@ -227,7 +232,7 @@ func (it *seriesIterator) settle(vt chunkenc.ValueType) (chunkenc.ValueType, boo
 		it.cur = nil
 		return chunkenc.ValNone, false
 	}
-	if it.cur.AtT() > it.maxt {
+	if it.checkMax && it.cur.AtT() > it.maxt {
 		return it.finish(), true
 	}
 	it.typ = vt
@@ -240,7 +245,7 @@ func (it *seriesIterator) Next() chunkenc.ValueType {
 			return it.finish()
 		}
 		vt := it.cur.Next()
-		if vt != chunkenc.ValNone && it.cur.AtT() < it.mint {
+		if it.checkMin && vt != chunkenc.ValNone && it.cur.AtT() < it.mint {
 			continue
 		}
 		if vt, ok := it.settle(vt); ok {

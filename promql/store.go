@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -29,8 +30,6 @@ const (
 	// maxHistogramChunkBytes cuts histogram chunks by size as the head does,
 	// because one native histogram sample can be hundreds of bytes.
 	maxHistogramChunkBytes = 1024
-
-	stripes = 64
 )
 
 // errSeriesDeleted makes an appender re-resolve a series Trim removed while
@@ -77,36 +76,33 @@ type Store struct {
 
 	// mtx guards the index (byHash, byName); each series has its own lock
 	// so appends to different series never contend on it for long.
-	mtx    sync.RWMutex
-	byHash map[uint64][]*memSeries
+	mtx sync.RWMutex
+	// byHash chains series with equal label hashes through hashNext.
+	byHash map[uint64]*memSeries
 	// byName keeps each metric name's series sorted by labels so a sorted
 	// Select needs no sort on the query path.
 	byName map[string][]*memSeries
 	all    int
 
-	refs [stripes]refStripe
+	// slab maps series references to series: a reference is a slot index
+	// plus the slot's generation, so a reference kept by a scrape loop
+	// after its series expired never reaches the series reusing the slot.
+	slabMtx sync.RWMutex
+	slab    []*memSeries
+	gens    []uint32
+	free    []uint32
 
-	nextRef       atomic.Uint64
-	refused       atomic.Uint64
-	minValidTime  atomic.Int64
-	requested     Registry
-	appendedTotal atomic.Uint64
-}
-
-type refStripe struct {
-	mtx sync.RWMutex
-	m   map[storage.SeriesRef]*memSeries
+	refused      atomic.Uint64
+	minValidTime atomic.Int64
+	requested    Registry
 }
 
 // NewStore returns an empty store.
 func NewStore(opts Options) *Store {
 	s := &Store{
 		opts:   opts.withDefaults(),
-		byHash: map[uint64][]*memSeries{},
+		byHash: map[uint64]*memSeries{},
 		byName: map[string][]*memSeries{},
-	}
-	for i := range s.refs {
-		s.refs[i].m = map[storage.SeriesRef]*memSeries{}
 	}
 	s.minValidTime.Store(math.MinInt64)
 	return s
@@ -158,8 +154,8 @@ func (s *Store) Trim() {
 	}
 	s.mtx.RLock()
 	var empty []*memSeries
-	for _, list := range s.byHash {
-		for _, ser := range list {
+	for _, ser := range s.byHash {
+		for ; ser != nil; ser = ser.hashNext {
 			ser.mtx.Lock()
 			ser.trim(cut)
 			if ser.empty() {
@@ -187,19 +183,31 @@ func (s *Store) Trim() {
 func (s *Store) removeLocked(ser *memSeries) {
 	ser.deleted.Store(true)
 	h := ser.lset.Hash()
-	s.byHash[h] = removeSeries(s.byHash[h], ser)
-	if len(s.byHash[h]) == 0 {
-		delete(s.byHash, h)
+	if first := s.byHash[h]; first == ser {
+		if ser.hashNext == nil {
+			delete(s.byHash, h)
+		} else {
+			s.byHash[h] = ser.hashNext
+		}
+	} else {
+		for p := first; p != nil; p = p.hashNext {
+			if p.hashNext == ser {
+				p.hashNext = ser.hashNext
+				break
+			}
+		}
 	}
 	name := ser.lset.Get(labels.MetricName)
 	s.byName[name] = removeSeries(s.byName[name], ser)
 	if len(s.byName[name]) == 0 {
 		delete(s.byName, name)
 	}
-	st := &s.refs[ser.ref%stripes]
-	st.mtx.Lock()
-	delete(st.m, ser.ref)
-	st.mtx.Unlock()
+	idx := uint32(ser.ref)
+	s.slabMtx.Lock()
+	s.slab[idx] = nil
+	s.gens[idx]++
+	s.free = append(s.free, idx)
+	s.slabMtx.Unlock()
 	s.all--
 }
 
@@ -213,15 +221,37 @@ func removeSeries(list []*memSeries, ser *memSeries) []*memSeries {
 }
 
 func (s *Store) byRef(ref storage.SeriesRef) *memSeries {
-	st := &s.refs[ref%stripes]
-	st.mtx.RLock()
-	ser := st.m[ref]
-	st.mtx.RUnlock()
-	return ser
+	idx := uint32(ref)
+	s.slabMtx.RLock()
+	defer s.slabMtx.RUnlock()
+	if int(idx) >= len(s.slab) {
+		return nil
+	}
+	if ser := s.slab[idx]; ser != nil && ser.ref == ref {
+		return ser
+	}
+	return nil
+}
+
+// allocRef gives ser a reference; the caller holds s.mtx.
+func (s *Store) allocRef(ser *memSeries) {
+	s.slabMtx.Lock()
+	defer s.slabMtx.Unlock()
+	var idx uint32
+	if n := len(s.free); n > 0 {
+		idx = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		idx = uint32(len(s.slab))
+		s.slab = append(s.slab, nil)
+		s.gens = append(s.gens, 1) // generation >= 1 keeps every ref non-zero
+	}
+	s.slab[idx] = ser
+	ser.ref = storage.SeriesRef(uint64(s.gens[idx])<<32 | uint64(idx))
 }
 
 func (s *Store) lookup(lset labels.Labels, h uint64) *memSeries {
-	for _, ser := range s.byHash[h] {
+	for ser := s.byHash[h]; ser != nil; ser = ser.hashNext {
 		if labels.Equal(ser.lset, lset) {
 			return ser
 		}
@@ -253,8 +283,9 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 		s.refused.Add(1)
 		return nil, false, fmt.Errorf("append series %s: %w (%d); raise MaxSeries or request fewer metric names", lset, ErrSeriesLimit, s.opts.MaxSeries)
 	}
-	ser = &memSeries{ref: storage.SeriesRef(s.nextRef.Add(1)), lset: lset.Copy(), lastT: math.MinInt64}
-	s.byHash[h] = append(s.byHash[h], ser)
+	ser = &memSeries{lset: lset.Copy(), lastT: math.MinInt64, hashNext: s.byHash[h]}
+	s.allocRef(ser)
+	s.byHash[h] = ser
 	name := lset.Get(labels.MetricName)
 	list := s.byName[name]
 	i := sort.Search(len(list), func(i int) bool { return labels.Compare(list[i].lset, lset) > 0 })
@@ -263,10 +294,6 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 	list[i] = ser
 	s.byName[name] = list
 	s.all++
-	st := &s.refs[ser.ref%stripes]
-	st.mtx.Lock()
-	st.m[ser.ref] = ser
-	st.mtx.Unlock()
 	return ser, true, nil
 }
 
@@ -294,8 +321,8 @@ func (s *Store) Stats() Stats {
 	var it chunkenc.Iterator
 	s.mtx.RLock()
 	defer s.mtx.RUnlock()
-	for _, list := range s.byHash {
-		for _, ser := range list {
+	for _, ser := range s.byHash {
+		for ; ser != nil; ser = ser.hashNext {
 			st.SeriesCount++
 			ser.mtx.Lock()
 			for _, c := range ser.allChunks() {
@@ -329,6 +356,11 @@ func (s *Store) StartTime() (int64, error) {
 // Close implements storage.Storage; the store holds no external resources.
 func (*Store) Close() error { return nil }
 
+type lastHistogram struct {
+	h  *histogram.Histogram
+	fh *histogram.FloatHistogram
+}
+
 type chunkMeta struct {
 	chunk      chunkenc.Chunk
 	minT, maxT int64
@@ -337,8 +369,9 @@ type chunkMeta struct {
 // memSeries is one series. Closed chunks are immutable once cut, so queries
 // share them; only the head chunk is copied for a query.
 type memSeries struct {
-	ref  storage.SeriesRef
-	lset labels.Labels
+	ref      storage.SeriesRef
+	lset     labels.Labels
+	hashNext *memSeries // guarded by Store.mtx
 
 	mtx    sync.Mutex
 	closed []chunkMeta
@@ -346,11 +379,26 @@ type memSeries struct {
 	app    chunkenc.Appender
 	lastT  int64
 	lastV  float64
-	lastFH *histogram.FloatHistogram
-	lastH  *histogram.Histogram
+	// lastHist is the previous histogram sample, for the duplicate check;
+	// nil for float series, which are the common case.
+	lastHist *lastHistogram
 	// deleted is set (under mtx) when Trim removed the series from the
 	// index; appenders holding it re-resolve by labels.
 	deleted atomic.Bool
+}
+
+// closedCopy returns the chunk with its bytes in an exactly sized buffer:
+// a closed chunk never grows again, and the slack appends leave behind
+// (up to half the buffer) would cost more than the copy.
+func (c chunkMeta) closedCopy() chunkMeta {
+	b := c.chunk.Bytes()
+	if cap(b) == len(b) {
+		return c
+	}
+	if nc, err := chunkenc.FromData(c.chunk.Encoding(), slices.Clone(b)); err == nil {
+		c.chunk = nc
+	}
+	return c
 }
 
 func (s *memSeries) empty() bool { return s.head.chunk == nil && len(s.closed) == 0 }
@@ -381,8 +429,7 @@ func (s *memSeries) trim(cut int64) {
 // cutHead closes the head chunk and starts a new one of encoding enc.
 func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) error {
 	if s.head.chunk != nil {
-		s.head.chunk.Compact()
-		s.closed = append(s.closed, s.head)
+		s.closed = append(s.closed, s.head.closedCopy())
 	}
 	if minValid != math.MinInt64 {
 		s.trim(minValid)
@@ -422,7 +469,7 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) error {
 		return errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		return s.lastFH == nil && s.lastH == nil && math.Float64bits(s.lastV) == math.Float64bits(v)
+		return s.lastHist == nil && math.Float64bits(s.lastV) == math.Float64bits(v)
 	})
 	if dup || err != nil {
 		return err
@@ -434,7 +481,7 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) error {
 	}
 	s.app.Append(st, t, v)
 	s.head.maxT = t
-	s.lastT, s.lastV, s.lastFH, s.lastH = t, v, nil, nil
+	s.lastT, s.lastV, s.lastHist = t, v, nil
 	return nil
 }
 
@@ -445,10 +492,13 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		return errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		if h != nil {
-			return s.lastH != nil && h.Equals(s.lastH)
+		if s.lastHist == nil {
+			return false
 		}
-		return s.lastFH != nil && fh.Equals(s.lastFH)
+		if h != nil {
+			return s.lastHist.h != nil && h.Equals(s.lastHist.h)
+		}
+		return s.lastHist.fh != nil && fh.Equals(s.lastHist.fh)
 	})
 	if dup || err != nil {
 		return err
@@ -488,17 +538,16 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	case recoded:
 		s.head.chunk = c
 	default:
-		s.head.chunk.Compact()
-		s.closed = append(s.closed, s.head)
+		s.closed = append(s.closed, s.head.closedCopy())
 		s.head = chunkMeta{chunk: c, minT: t}
 	}
 	s.head.maxT = t
-	s.lastT, s.lastH, s.lastFH = t, nil, nil
+	s.lastT = t
 	// Keep a copy: callers may reuse the histogram they passed in.
 	if h != nil {
-		s.lastH = h.Copy()
+		s.lastHist = &lastHistogram{h: h.Copy()}
 	} else {
-		s.lastFH = fh.Copy()
+		s.lastHist = &lastHistogram{fh: fh.Copy()}
 	}
 	return nil
 }
