@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
+
+	"gomodules.xyz/jsonpatch/v2"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -64,7 +68,24 @@ func (h *mutator) handle(req admission.Request) admission.Response {
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode defaulted %s %q: %w", h.kind, obj.GetName(), err))
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+	sortPatch(resp.Patches)
+	return resp
+}
+
+// sortPatch orders a patch by path. jsonpatch walks maps in Go's random
+// order, and M6 wants the same request to give the same patch, byte for
+// byte, so that audit logs and tests can compare patches. Operations on
+// distinct object keys commute; operations that add or remove list items do
+// not (their order is kept), but defaulting never changes a list's length.
+func sortPatch(ops []jsonpatch.JsonPatchOperation) {
+	for _, op := range ops {
+		last := op.Path[strings.LastIndexByte(op.Path, '/')+1:]
+		if last == "-" || (last != "" && strings.Trim(last, "0123456789") == "") {
+			return
+		}
+	}
+	slices.SortFunc(ops, func(a, b jsonpatch.JsonPatchOperation) int { return strings.Compare(a.Path, b.Path) })
 }
 
 // writesSomething reports whether writing want over cur would change one of

@@ -1,0 +1,128 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/webhooks"
+)
+
+var (
+	cluster *framework.Cluster
+	// views are the sample profiles' and the foreign profile's.
+	views []*config.View
+	// webhookConfig is what the suite's webhook configurations are made
+	// from: defaults, plus a namespace selector that lets the latency test
+	// create objects the webhooks never see.
+	webhookConfig = config.Webhook{NamespaceSelector: &metav1.LabelSelector{
+		MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: webhooksOffLabel, Operator: metav1.LabelSelectorOpDoesNotExist,
+		}},
+	}}
+)
+
+// webhooksOffLabel on a namespace keeps the webhooks away from it.
+const webhooksOffLabel = "e2e.scaleplane.io/webhooks-off"
+
+func TestMain(m *testing.M) {
+	var err error
+	if views, err = allViews(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(1)
+	}
+	mutating, validating := webhooks.Configurations(views, webhookConfig,
+		// The framework points every Service path at its local webhook
+		// server; the Service itself is never looked up.
+		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
+	code := framework.Run(m, framework.Options{
+		CRDPaths: []string{
+			filepath.Join(framework.RepoRoot(), "config", "crd", "bases"),
+			filepath.Join("testdata", "crd"),
+		},
+		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
+	}, &cluster)
+	if mgr != nil {
+		// The control plane is gone by now; stopping only ends the
+		// manager's goroutines.
+		_ = mgr.Stop()
+	}
+	os.Exit(code)
+}
+
+func allViews() ([]*config.View, error) {
+	var out []*config.View
+	for _, p := range append(config.SampleProfiles(), foreignProfile()) {
+		v, err := config.NewView(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// foreignProfile is the profile of testdata/crd's ZonedDatabase.
+func foreignProfile() config.Profile {
+	return config.Profile{
+		Group:       "data.example.org",
+		Version:     "v1beta1",
+		Kind:        "ZonedDatabase",
+		Resource:    "zoneddatabases",
+		Replicas:    ".spec.topology.replicasPerZone",
+		ScaleConfig: config.ScaleConfigLocation{Annotation: config.AnnotationScaleConfig},
+		Groups: &config.Groups{
+			Path:         ".spec.topology.zones",
+			NameField:    "zoneName",
+			MembersField: "size",
+			Status:       &config.GroupStatus{Path: ".status.zones", Style: config.GroupStatusMap, ReadyMembersField: "readyNodes"},
+		},
+		Status: config.Status{Replicas: ".status.readyPerZone", Selector: ".status.selector"},
+		Pods: config.Pods{
+			Labels:     map[string]string{"data.example.org/database": config.NamePlaceholder},
+			GroupLabel: "data.example.org/zone",
+		},
+		MaxReplicas: 50,
+	}
+}
+
+var (
+	mgr      *framework.Manager
+	mgrOnce  sync.Once
+	mgrError error
+)
+
+// startWebhooks starts, once for the package, an in-process manager whose
+// webhook server serves scaleplane's handlers where the installed
+// configurations point.
+func startWebhooks(t *testing.T) {
+	t.Helper()
+	mgrOnce.Do(func() {
+		m, err := cluster.NewManager(framework.ManagerOptions{})
+		if err != nil {
+			mgrError = err
+			return
+		}
+		if err := webhooks.Setup(m, views); err != nil {
+			mgrError = err
+			return
+		}
+		if err := m.Start(context.Background()); err != nil {
+			mgrError = err
+			return
+		}
+		mgr = m
+	})
+	if mgrError != nil {
+		t.Fatalf("start the webhook manager: %v", mgrError)
+	}
+}

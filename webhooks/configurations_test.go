@@ -1,0 +1,234 @@
+package webhooks
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/scaleplane/scaleplane/config"
+)
+
+// entrySummary is what a test asserts of one webhook entry.
+type entrySummary struct {
+	Name      string
+	Path      string
+	Resources []string
+	Ops       []admissionregistrationv1.OperationType
+}
+
+func summarize[W admissionregistrationv1.MutatingWebhook | admissionregistrationv1.ValidatingWebhook](ws []W) []entrySummary {
+	var out []entrySummary
+	for _, w := range ws {
+		var name string
+		var cc admissionregistrationv1.WebhookClientConfig
+		var rules []admissionregistrationv1.RuleWithOperations
+		switch e := any(w).(type) {
+		case admissionregistrationv1.MutatingWebhook:
+			name, cc, rules = e.Name, e.ClientConfig, e.Rules
+		case admissionregistrationv1.ValidatingWebhook:
+			name, cc, rules = e.Name, e.ClientConfig, e.Rules
+		}
+		s := entrySummary{Name: name}
+		switch {
+		case cc.Service != nil && cc.Service.Path != nil:
+			s.Path = *cc.Service.Path
+		case cc.URL != nil:
+			s.Path = *cc.URL
+		}
+		for _, r := range rules {
+			s.Resources = append(s.Resources, r.Resources...)
+			s.Ops = append(s.Ops, r.Operations...)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+var (
+	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	updateOnly   = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+)
+
+func urlConfig(path string) admissionregistrationv1.WebhookClientConfig {
+	return admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:9443" + path), CABundle: []byte("CA")}
+}
+
+func TestConfigurations(t *testing.T) {
+	views := testViews(t)
+	wc := config.Webhook{
+		MutatingConfigurationName:   "m",
+		ValidatingConfigurationName: "v",
+		TimeoutSeconds:              5,
+		NamespaceSelector:           &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/enabled": "true"}},
+	}
+	m, v := Configurations([]*config.View{views[zonedDatabase], views[function]}, wc, urlConfig)
+	if m.Name != "m" || v.Name != "v" {
+		t.Errorf("names %q, %q, want m, v", m.Name, v.Name)
+	}
+	wantM := []entrySummary{
+		{"zoneddatabases.v1beta1.data.example.org", "https://127.0.0.1:9443/mutate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
+		{"functions.v1alpha1.samples.scaleplane.io", "https://127.0.0.1:9443/mutate-samples-scaleplane-io-v1alpha1-functions", []string{"functions"}, createUpdate},
+	}
+	if diff := cmp.Diff(wantM, summarize(m.Webhooks)); diff != "" {
+		t.Errorf("mutating entries (-want +got):\n%s", diff)
+	}
+	wantV := []entrySummary{
+		{"zoneddatabases.v1beta1.data.example.org", "https://127.0.0.1:9443/validate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
+		{"scale.zoneddatabases.v1beta1.data.example.org", "https://127.0.0.1:9443/validate-scale-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases/scale"}, updateOnly},
+		{"functions.v1alpha1.samples.scaleplane.io", "https://127.0.0.1:9443/validate-samples-scaleplane-io-v1alpha1-functions", []string{"functions"}, createUpdate},
+		{"scale.functions.v1alpha1.samples.scaleplane.io", "https://127.0.0.1:9443/validate-scale-samples-scaleplane-io-v1alpha1-functions", []string{"functions/scale"}, updateOnly},
+	}
+	if diff := cmp.Diff(wantV, summarize(v.Webhooks)); diff != "" {
+		t.Errorf("validating entries (-want +got):\n%s", diff)
+	}
+	for _, w := range v.Webhooks {
+		if *w.TimeoutSeconds != 5 || *w.FailurePolicy != admissionregistrationv1.Fail || *w.MatchPolicy != admissionregistrationv1.Equivalent ||
+			*w.SideEffects != admissionregistrationv1.SideEffectClassNone || !cmp.Equal(w.AdmissionReviewVersions, []string{"v1"}) {
+			t.Errorf("%s: settings %d %s %s %s %v", w.Name, *w.TimeoutSeconds, *w.FailurePolicy, *w.MatchPolicy, *w.SideEffects, w.AdmissionReviewVersions)
+		}
+		if diff := cmp.Diff(wc.NamespaceSelector, w.NamespaceSelector); diff != "" {
+			t.Errorf("%s: namespace selector (-want +got):\n%s", w.Name, diff)
+		}
+		if diff := cmp.Diff(&metav1.LabelSelector{}, w.ObjectSelector); diff != "" {
+			t.Errorf("%s: object selector (-want +got):\n%s", w.Name, diff)
+		}
+	}
+	// Entries share no memory: tuning one must not tune the others.
+	*v.Webhooks[0].TimeoutSeconds = 30
+	v.Webhooks[0].NamespaceSelector.MatchLabels["x"] = "y"
+	if *v.Webhooks[1].TimeoutSeconds != 5 || *m.Webhooks[0].TimeoutSeconds != 5 || len(v.Webhooks[1].NamespaceSelector.MatchLabels) != 1 || len(wc.NamespaceSelector.MatchLabels) != 1 {
+		t.Errorf("webhook entries share settings")
+	}
+}
+
+func TestConfigurationsDefaults(t *testing.T) {
+	m, v := Configurations(sampleViews(t), config.Webhook{}, urlConfig)
+	if m.Name != config.DefaultMutatingConfigurationName || v.Name != config.DefaultValidatingConfigurationName {
+		t.Errorf("names %q, %q", m.Name, v.Name)
+	}
+	if got := *m.Webhooks[0].TimeoutSeconds; got != config.DefaultWebhookTimeoutSeconds {
+		t.Errorf("timeout %d, want the default %d", got, config.DefaultWebhookTimeoutSeconds)
+	}
+	if len(m.Webhooks) != 3 || len(v.Webhooks) != 6 {
+		t.Errorf("%d mutating and %d validating entries, want 3 and 6", len(m.Webhooks), len(v.Webhooks))
+	}
+}
+
+func fakeClient(t *testing.T, objs ...client.Object) client.WithWatch {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+}
+
+func TestSyncConfigurations(t *testing.T) {
+	views := testViews(t)
+	wc := config.Webhook{}
+	// The cluster's configurations as an older release left them: the
+	// RackedCluster entries with a tuned failure policy and an outdated rule,
+	// an entry of a profile since removed, and no Function or foreign entries.
+	svc := ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443)
+	withCA := func(path string) admissionregistrationv1.WebhookClientConfig {
+		cc := svc(path)
+		cc.CABundle = []byte("CA-from-injector")
+		return cc
+	}
+	oldViews := []*config.View{views[rackedCluster], views[workerGroup]}
+	haveM, haveV := Configurations(oldViews, wc, withCA)
+	haveM.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	haveM.Webhooks[0].Rules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	haveV.Webhooks[0].Rules[0].APIVersions = []string{"v1alpha0"}
+	c := fakeClient(t, haveM, haveV)
+
+	newViews := []*config.View{views[rackedCluster], views[function], views[zonedDatabase]}
+	if err := SyncConfigurations(context.Background(), c, newViews, wc); err != nil {
+		t.Fatal(err)
+	}
+	gotM := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	gotV := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: haveM.Name}, gotM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: haveV.Name}, gotV); err != nil {
+		t.Fatal(err)
+	}
+
+	// What a fresh install of the new profiles would have, except for what
+	// the cluster's own entries keep.
+	wantM, wantV := Configurations(newViews, wc, withCA)
+	wantM.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	if diff := cmp.Diff(wantM.Webhooks, gotM.Webhooks); diff != "" {
+		t.Errorf("mutating entries (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantV.Webhooks, gotV.Webhooks); diff != "" {
+		t.Errorf("validating entries (-want +got):\n%s", diff)
+	}
+
+	// A second sync finds nothing to do and writes nothing.
+	rvM, rvV := gotM.ResourceVersion, gotV.ResourceVersion
+	if err := SyncConfigurations(context.Background(), c, newViews, wc); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Get(context.Background(), client.ObjectKey{Name: haveM.Name}, gotM)
+	_ = c.Get(context.Background(), client.ObjectKey{Name: haveV.Name}, gotV)
+	if gotM.ResourceVersion != rvM || gotV.ResourceVersion != rvV {
+		t.Errorf("an in-line configuration was written again: resourceVersions %s->%s, %s->%s", rvM, gotM.ResourceVersion, rvV, gotV.ResourceVersion)
+	}
+}
+
+func TestSyncConfigurationsURLClientConfig(t *testing.T) {
+	views := testViews(t)
+	haveM, haveV := Configurations([]*config.View{views[function]}, config.Webhook{}, urlConfig)
+	c := fakeClient(t, haveM, haveV)
+	if err := SyncConfigurations(context.Background(), c, []*config.View{views[function], views[workerGroup]}, config.Webhook{}); err != nil {
+		t.Fatal(err)
+	}
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	_ = c.Get(context.Background(), client.ObjectKey{Name: haveV.Name}, got)
+	_, want := Configurations([]*config.View{views[function], views[workerGroup]}, config.Webhook{}, urlConfig)
+	if diff := cmp.Diff(want.Webhooks, got.Webhooks); diff != "" {
+		t.Errorf("validating entries (-want +got):\n%s", diff)
+	}
+}
+
+func TestSyncConfigurationsErrors(t *testing.T) {
+	views := testViews(t)
+	all := []*config.View{views[rackedCluster]}
+	emptyM, emptyV := Configurations(nil, config.Webhook{}, urlConfig)
+	tests := []struct {
+		name string
+		objs []client.Object
+		want []string
+	}{{
+		name: "configurations missing",
+		want: []string{`sync MutatingWebhookConfiguration "scaleplane-mutating-webhook-configuration"`, `sync ValidatingWebhookConfiguration "scaleplane-validating-webhook-configuration"`, "not found"},
+	}, {
+		name: "no entry to copy a clientConfig from",
+		objs: []client.Object{emptyM, emptyV},
+		want: []string{"no webhook entry to copy a clientConfig from", "apply config/webhook"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := SyncConfigurations(context.Background(), fakeClient(t, tc.objs...), all, config.Webhook{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}

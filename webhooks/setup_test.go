@@ -1,0 +1,116 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/scaleplane/scaleplane/config"
+)
+
+// newTestManager is a manager that is never started; its API server
+// address refuses connections, so nothing here may depend on one.
+func newTestManager(t *testing.T) manager.Manager {
+	t.Helper()
+	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1", Timeout: time.Second}, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer:          webhook.NewServer(webhook.Options{}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr
+}
+
+// TestSetup sends AdmissionReviews over HTTP to the paths Setup registered
+// and Configurations names, as the API server does.
+func TestSetup(t *testing.T) {
+	views := testViews(t)
+	all := []*config.View{views[rackedCluster], views[function], views[workerGroup], views[zonedDatabase]}
+	mgr := newTestManager(t)
+	if err := Setup(mgr, all); err != nil {
+		t.Fatal(err)
+	}
+	mux := mgr.GetWebhookServer().WebhookMux()
+
+	review := func(path string, req admissionv1.AdmissionRequest) admissionv1.AdmissionResponse {
+		t.Helper()
+		body, _ := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request:  &req,
+		})
+		rec := httptest.NewRecorder()
+		hreq := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)).WithContext(context.Background())
+		hreq.Header.Set("Content-Type", "application/json")
+		mux.ServeHTTP(rec, hreq)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: HTTP %d: %s", path, rec.Code, rec.Body)
+		}
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("%s: bad review %s: %v", path, rec.Body, err)
+		}
+		if out.Response.UID != req.UID {
+			t.Errorf("%s: response UID %q, want %q", path, out.Response.UID, req.UID)
+		}
+		return *out.Response
+	}
+
+	m, v := Configurations(all, config.Webhook{}, urlConfig)
+	if len(m.Webhooks) != len(all) || len(v.Webhooks) != 2*len(all) {
+		t.Fatalf("unexpected entry counts %d, %d", len(m.Webhooks), len(v.Webhooks))
+	}
+	for i, view := range all {
+		mutatePath := strings.TrimPrefix(*m.Webhooks[i].ClientConfig.URL, "https://127.0.0.1:9443")
+		validatePath := strings.TrimPrefix(*v.Webhooks[2*i].ClientConfig.URL, "https://127.0.0.1:9443")
+		scalePath := strings.TrimPrefix(*v.Webhooks[2*i+1].ClientConfig.URL, "https://127.0.0.1:9443")
+
+		kind := view.GVK().Kind
+		good := create(view, makeObj(kind, "x").replicas(2)).AdmissionRequest
+		resp := review(mutatePath, good)
+		if !resp.Allowed {
+			t.Errorf("%s %s: refused %+v", kind, mutatePath, resp.Result)
+		}
+		if kind == function && (resp.PatchType == nil || !strings.Contains(string(resp.Patch), "/spec/scaleConfig")) {
+			t.Errorf("%s: want the M1 patch, got %s", mutatePath, resp.Patch)
+		}
+		bad := create(view, makeObj(kind, "x").replicas(-3)).AdmissionRequest
+		resp = review(validatePath, bad)
+		if resp.Allowed || resp.Result.Code != http.StatusUnprocessableEntity {
+			t.Errorf("%s: want a 422, got %+v", validatePath, resp.Result)
+		}
+		resp = review(scalePath, scaleRequest(view, "x", 1, -1, "1").AdmissionRequest)
+		if resp.Allowed || resp.Result.Code != http.StatusUnprocessableEntity {
+			t.Errorf("%s: want a 422, got %+v", scalePath, resp.Result)
+		}
+	}
+}
+
+func TestSetupRejectsDuplicates(t *testing.T) {
+	views := testViews(t)
+	err := Setup(newTestManager(t), []*config.View{views[function], views[rackedCluster], views[function]})
+	if diff := cmp.Diff("set up webhooks: two profiles name samples.scaleplane.io/v1alpha1, Resource=functions; keep one", errString(err)); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
