@@ -52,7 +52,7 @@ func addSeeds(f *testing.F) {
 		k := kindIndex(b.kind)
 		f.Add(k, b.raw(), []byte(nil))
 		// The same object as an UPDATE from a pinned older one (M3 paths).
-		old := makeObj(b.kind, "old").replicas(i%5).config(obj{"minReplicas": i % 5, "maxReplicas": i % 5})
+		old := makeObj(b.kind, "old").replicas(i % 5).config(obj{"minReplicas": i % 5, "maxReplicas": i % 5})
 		f.Add(k, b.raw(), old.raw())
 	}
 	f.Add(uint8(0), []byte(`null`), []byte(nil))

@@ -205,9 +205,11 @@ func TestMutate(t *testing.T) {
 			return request(views[rackedCluster], admissionv1.Connect, "db", nil, nil)
 		},
 	}, {
-		name:     "a body that is not a JSON object is a bad request",
-		kind:     rackedCluster,
-		req:      func() admission.Request { return request(views[rackedCluster], admissionv1.Create, "db", []byte(`[1,2]`), nil) },
+		name: "a body that is not a JSON object is a bad request",
+		kind: rackedCluster,
+		req: func() admission.Request {
+			return request(views[rackedCluster], admissionv1.Create, "db", []byte(`[1,2]`), nil)
+		},
 		wantCode: http.StatusBadRequest,
 	}}
 	for _, tc := range tests {

@@ -80,7 +80,9 @@ func TestValidate(t *testing.T) {
 	}, {
 		name: "V1: replicas above the profile's bound",
 		kind: zonedDatabase,
-		req:  func() admission.Request { return create(views[zonedDatabase], makeObj(zonedDatabase, "zdb").replicas(51)) },
+		req: func() admission.Request {
+			return create(views[zonedDatabase], makeObj(zonedDatabase, "zdb").replicas(51))
+		},
 		want: []cause{{invalidValue, "spec.topology.replicasPerZone"}},
 	}, {
 		name: "V2: minReplicas above maxReplicas",
