@@ -245,7 +245,7 @@ func (v *View) readAnnotationConfig(r *reader) *scaling.Config {
 // annotation is written by users, so it is refused before decoding. Invalid
 // JSON is left for the real decoder to report.
 func hugeExponent(s string) string {
-	if !strings.ContainsAny(s, "eE") {
+	if !mayHaveHugeExponent(s) {
 		return ""
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
@@ -281,6 +281,30 @@ func hugeExponent(s string) string {
 		return ""
 	}
 	return walk(doc)
+}
+
+// mayHaveHugeExponent is hugeExponent's cheap first look: a digit or dot,
+// then e or E, an optional sign and at least four digits. Configs almost
+// never match, which spares them a second decode.
+func mayHaveHugeExponent(s string) bool {
+	isDigit := func(c byte) bool { return c >= '0' && c <= '9' }
+	for i := 1; i < len(s); i++ {
+		if (s[i] != 'e' && s[i] != 'E') || !(isDigit(s[i-1]) || s[i-1] == '.') {
+			continue
+		}
+		j := i + 1
+		if j < len(s) && (s[j] == '-' || s[j] == '+') {
+			j++
+		}
+		k := j
+		for k < len(s) && isDigit(s[k]) {
+			k++
+		}
+		if k-j >= 4 {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *View) readGroups(r *reader) []scaling.Group {

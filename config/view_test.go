@@ -931,3 +931,30 @@ func benchObject() *unstructured.Unstructured {
 		set(".status.replicas", 3).
 		set(".status.selector", "samples.scaleplane.io/cluster=db,samples.scaleplane.io/rack=a").obj()
 }
+
+func TestExponentGuards(t *testing.T) {
+	tests := []struct {
+		s           string
+		ok, suspect bool
+	}{
+		{"100m", true, false},
+		{"1Ei", true, false},
+		{"2E", true, false},
+		{"1.5e3", true, false},
+		{"1e1000", true, true},
+		{"1e-1000", true, true},
+		{"1e-1001", false, true},
+		{"1.e+99999", false, true},
+		{"5e-99999999999999999999", false, true},
+		{"sum(rate(x[1m])) > 1e5000", true, true}, // a query, not a quantity: ParseQuantity rejects it anyway
+		{"name2e10000", true, true},
+	}
+	for _, tt := range tests {
+		if got := exponentOK(tt.s); got != tt.ok {
+			t.Errorf("exponentOK(%q) = %v, want %v", tt.s, got, tt.ok)
+		}
+		if got := mayHaveHugeExponent(tt.s); got != tt.suspect {
+			t.Errorf("mayHaveHugeExponent(%q) = %v, want %v", tt.s, got, tt.suspect)
+		}
+	}
+}
