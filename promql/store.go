@@ -87,8 +87,11 @@ type Store struct {
 	// slab maps series references to series: a reference is a slot index
 	// plus the slot's generation, so a reference kept by a scrape loop
 	// after its series expired never reaches the series reusing the slot.
-	slabMtx sync.RWMutex
-	slab    []*memSeries
+	// Readers (every append by reference) take no lock: pages never move
+	// and entries are atomic; slabMtx only serialises writers.
+	slabMtx sync.Mutex
+	pages   atomic.Pointer[[]*slabPage]
+	slots   uint32
 	gens    []uint32
 	free    []uint32
 
@@ -204,7 +207,7 @@ func (s *Store) removeLocked(ser *memSeries) {
 	}
 	idx := uint32(ser.ref)
 	s.slabMtx.Lock()
-	s.slab[idx] = nil
+	s.slot(idx).Store(nil)
 	s.gens[idx]++
 	s.free = append(s.free, idx)
 	s.slabMtx.Unlock()
@@ -220,14 +223,24 @@ func removeSeries(list []*memSeries, ser *memSeries) []*memSeries {
 	return list
 }
 
-func (s *Store) byRef(ref storage.SeriesRef) *memSeries {
-	idx := uint32(ref)
-	s.slabMtx.RLock()
-	defer s.slabMtx.RUnlock()
-	if int(idx) >= len(s.slab) {
+const slabPageSize = 1024
+
+type slabPage [slabPageSize]atomic.Pointer[memSeries]
+
+func (s *Store) slot(idx uint32) *atomic.Pointer[memSeries] {
+	pages := s.pages.Load()
+	if pages == nil || int(idx/slabPageSize) >= len(*pages) {
 		return nil
 	}
-	if ser := s.slab[idx]; ser != nil && ser.ref == ref {
+	return &(*pages)[idx/slabPageSize][idx%slabPageSize]
+}
+
+func (s *Store) byRef(ref storage.SeriesRef) *memSeries {
+	sl := s.slot(uint32(ref))
+	if sl == nil {
+		return nil
+	}
+	if ser := sl.Load(); ser != nil && ser.ref == ref {
 		return ser
 	}
 	return nil
@@ -242,12 +255,20 @@ func (s *Store) allocRef(ser *memSeries) {
 		idx = s.free[n-1]
 		s.free = s.free[:n-1]
 	} else {
-		idx = uint32(len(s.slab))
-		s.slab = append(s.slab, nil)
+		idx = s.slots
+		s.slots++
 		s.gens = append(s.gens, 1) // generation >= 1 keeps every ref non-zero
+		if idx%slabPageSize == 0 {
+			var pages []*slabPage
+			if old := s.pages.Load(); old != nil {
+				pages = append(pages, *old...)
+			}
+			pages = append(pages, new(slabPage))
+			s.pages.Store(&pages)
+		}
 	}
-	s.slab[idx] = ser
 	ser.ref = storage.SeriesRef(uint64(s.gens[idx])<<32 | uint64(idx))
+	s.slot(idx).Store(ser)
 }
 
 func (s *Store) lookup(lset labels.Labels, h uint64) *memSeries {
