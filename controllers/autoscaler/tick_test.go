@@ -1,0 +1,211 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/prometheus/model/labels"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/scaleplane/scaleplane/promql"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// fillStore writes, for each workload name, one pod's http_requests_total
+// counter growing by rps per second and a queue_depth gauge, every 5 s for
+// the two minutes before now.
+func fillStore(t testing.TB, s *promql.Store, ns string, names []string, rps, queue float64, now time.Time) {
+	t.Helper()
+	for _, name := range names {
+		counter := labels.FromStrings("__name__", "http_requests_total", "namespace", ns, "job", name, "pod", name+"-0")
+		gauge := labels.FromStrings("__name__", "queue_depth", "namespace", ns, "job", name, "pod", name+"-0")
+		for i := 24; i >= 0; i-- {
+			at := now.Add(-time.Duration(i) * 5 * time.Second)
+			if err := s.Append(counter, at.UnixMilli(), float64(24-i)*5*rps); err != nil {
+				t.Fatalf("append: %v", err)
+			}
+			if err := s.Append(gauge, at.UnixMilli(), queue); err != nil {
+				t.Fatalf("append: %v", err)
+			}
+		}
+	}
+}
+
+// newStoreAutoscaler is an autoscaler whose "promql" triggers read a store
+// filled by the test, with the clock at now.
+func newStoreAutoscaler(t testing.TB, now time.Time) (*Autoscaler, *promql.Store) {
+	t.Helper()
+	store := promql.NewStore(promql.Options{Now: func() time.Time { return now }})
+	RegisterSources(promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }}), nil)
+	a, err := New(Options{Views: sampleViews(t), Now: func() time.Time { return now }, OnTriggerQuery: store.RequestQuery})
+	if err != nil {
+		t.Fatalf("new: %v", err)
+	}
+	return a, store
+}
+
+func TestDecideSamplesTheStore(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a, store := newStoreAutoscaler(t, now)
+	fillStore(t, store, "shop", []string{"cart"}, 10, 7, now)
+	k := a.byResource["rackedclusters"]
+
+	type outcome struct {
+		Desired  int32
+		Action   scaling.ScaleAction
+		Reason   string
+		Problems string
+	}
+	cases := []struct {
+		name string
+		cfg  *scaling.Config
+		cur  int32
+		want outcome
+	}{
+		{"rate over the scraped counter", cfg(1, 10).trigger("rps", 4).obj(), 2,
+			outcome{3, scaling.ActionScaleUp, "Scale up from 2 to 3: rps=10 > 4 per replica", ""}},
+		{"the highest of two triggers", cfg(1, 10).trigger("rps", 4).trigger("queue", 1).query(`max(queue_depth{namespace="${namespace}",job="${name}"})`).obj(), 2,
+			outcome{4, scaling.ActionScaleUp, "Scale up from 2 to 4: queue=7 > 1 per replica; limited by ScaleUpLimit", ""}},
+		{"no data keeps the count", cfg(1, 10).trigger("rps", 4).query(`sum(rate(missing_total{job="${name}"}[1m]))`).obj(), 2,
+			outcome{2, scaling.ActionNone, "Keep 2: no trigger has usable data (rps: no data)", "invalid triggers keep the count: rps: no data"}},
+		{"a broken query is reported", cfg(1, 10).trigger("rps", 4).query(`sum(rate(`).obj(), 2,
+			outcome{2, scaling.ActionNone, "", "invalid"}},
+		{"unknown source", &scaling.Config{MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(3)), Triggers: []scaling.Trigger{{Name: "x", Type: scaling.TargetValue, Threshold: 1, Source: "nope"}}}, 2,
+			outcome{2, scaling.ActionNone, "", "invalid"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newWorkload(types.NamespacedName{Namespace: "shop", Name: "cart"}, 0)
+			if i == 0 {
+				// The store starts keeping a trigger's names when its scaler is
+				// built, before any scrape.
+				if store.Registry().Has("http_requests_total") {
+					t.Fatal("the name was requested before any trigger")
+				}
+			}
+			d := k.decide(context.Background(), nil, st, scaling.Workload{Replicas: ptr(tc.cur), Config: tc.cfg}, now, time.Time{})
+			got := outcome{d.Desired, d.Action, d.Reason, triggerProblems(d)}
+			if tc.want.Problems == "invalid" {
+				// The message is the PromQL parser's or the registry's; only
+				// its presence is ours.
+				if got.Problems == "" {
+					t.Errorf("no problem reported for %+v", d.Triggers)
+				}
+				got.Problems, got.Reason = "invalid", ""
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decision (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if !store.Registry().Has("http_requests_total") || !store.Registry().Has("queue_depth") {
+		t.Errorf("trigger names not requested from the store: %v", store.Registry().Names())
+	}
+}
+
+func TestScalersRebuiltOnlyWhenTriggersChange(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	built := 0
+	scaling.RegisterScaler("counting", func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) {
+		built++
+		return constScaler{}, nil
+	})
+	a, _ := newStoreAutoscaler(t, now)
+	k := a.byResource["rackedclusters"]
+	st := newWorkload(types.NamespacedName{Namespace: "shop", Name: "cart"}, 0)
+	c := &scaling.Config{MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(5)),
+		Triggers: []scaling.Trigger{{Name: "c", Type: scaling.TargetAverageValue, Threshold: 1, Source: "counting"}}}
+	var got []int
+	for _, change := range []func(){nil, nil, func() { c.MaxReplicas = ptr(int32(6)) }, func() { c.Triggers[0].Threshold = 2 }, nil} {
+		if change != nil {
+			change()
+		}
+		k.ensureScalers(context.Background(), st, c)
+		got = append(got, built)
+	}
+	if diff := cmp.Diff([]int{1, 1, 1, 2, 2}, got); diff != "" {
+		t.Errorf("scalers built after each tick (-want +got):\n%s", diff)
+	}
+}
+
+type constScaler struct{}
+
+func (constScaler) Metric() scaling.ScalerMetric { return scaling.ScalerMetric{} }
+func (constScaler) Sample(context.Context, time.Time) (scaling.Sample, error) {
+	return scaling.Sample{Value: 1, OK: true}, nil
+}
+func (constScaler) Close(context.Context) error { return nil }
+
+func TestScrapeWorkloads(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a, _ := newStoreAutoscaler(t, now)
+	k := a.byResource["rackedclusters"]
+	add := func(name string, state State, c *scaling.Config) {
+		st := k.get(types.NamespacedName{Namespace: "shop", Name: name})
+		k.ensureScalers(context.Background(), st, c)
+		st.publish(state, "", 0, nil)
+	}
+	add("scraped", StateAutoscaling, cfg(1, 5).trigger("rps", 1).obj())
+	add("paused", StatePaused, cfg(1, 5).trigger("rps", 1).obj())
+	add("idle-only", StateAutoscaling, cfg(0, 5).idle(1, 60).obj())
+
+	type target struct {
+		Namespace, Selector string
+		Labels              map[string]string
+	}
+	var got []target
+	for _, w := range a.ScrapeWorkloads() {
+		got = append(got, target{w.Namespace, w.Selector.String(), w.Labels})
+	}
+	// Every rack's pods: the group label of the /scale selector is left out.
+	want := []target{{"shop", k8slabels.SelectorFromSet(k8slabels.Set{"samples.scaleplane.io/cluster": "scraped"}).String(),
+		map[string]string{"job": "scraped", "workload": "scraped", "workload_kind": "RackedCluster"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("scrape workloads (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkTick10000 is one tick of 10,000 autoscaled workloads with two
+// triggers each (a rate over a counter and a gauge), sampled from the
+// embedded store holding two minutes of data for every one of them, and
+// decided with a warm History: everything a tick costs but the /scale
+// writes.
+func BenchmarkTick10000(b *testing.B) { benchmarkTick(b, 10_000) }
+
+// BenchmarkTick1000 is the same with a tenth of the workloads, to show how
+// a tick's cost grows with their number.
+func BenchmarkTick1000(b *testing.B) { benchmarkTick(b, 1_000) }
+
+func benchmarkTick(b *testing.B, n int) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a, store := newStoreAutoscaler(b, now)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("w%05d", i)
+	}
+	fillStore(b, store, "bench", names, 10, 3, now)
+	k := a.byResource["rackedclusters"]
+	c := cfg(1, 20).trigger("rps", 4).trigger("queue", 1).query(`max(queue_depth{namespace="${namespace}",job="${name}"})`).obj()
+	states := make([]*workload, n)
+	w := scaling.Workload{Replicas: ptr(int32(3)), Config: c}
+	ctx := context.Background()
+	for i, name := range names {
+		states[i] = k.get(types.NamespacedName{Namespace: "bench", Name: name})
+		k.decide(ctx, nil, states[i], w, now, time.Time{}) // builds scalers, warms the History
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for _, st := range states {
+			d := k.decide(ctx, nil, st, w, now, time.Time{})
+			if d.Triggers[0].Value != 10 || d.Triggers[1].Value != 3 {
+				b.Fatalf("unexpected samples: %+v", d.Triggers)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/workload")
+}
