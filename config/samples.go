@@ -76,7 +76,7 @@ func SampleProfiles() []Profile {
 }
 
 // SampleConfiguration is a complete, defaulted configuration for the sample
-// kinds, equal to what config/samples/scaleplane-config.yaml loads to.
+// kinds, equal to what config/manager/scaleplane-config.yaml loads to.
 func SampleConfiguration() *Configuration {
 	c := &Configuration{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
