@@ -31,6 +31,11 @@ type DebugOptions struct {
 	Filter metricsserver.Filter
 	// Log is handed to Filter.
 	Log logr.Logger
+	// ServerFiltered says the handler is mounted as an extra handler of a
+	// controller-runtime metrics server whose FilterProvider is set: that
+	// server already wraps extra handlers with its filter, so Filter may be
+	// nil.
+	ServerFiltered bool
 	// Dev serves without a filter. Only `scaleplane dev` sets it.
 	Dev bool
 	// Now is the evaluation time when a request gives none. Default
@@ -53,11 +58,11 @@ func NewDebugHandler(store *Store, eval Source, scraper *Scraper, opts DebugOpti
 	mux := http.NewServeMux()
 	mux.HandleFunc(DebugEvalPath, d.serveEval)
 	mux.HandleFunc(DebugStorePath, d.serveStore)
-	if opts.Dev {
+	if opts.Dev || (opts.ServerFiltered && opts.Filter == nil) {
 		return mux, nil
 	}
 	if opts.Filter == nil {
-		return nil, errors.New("new debug handler: outside dev mode the debug endpoints need the metrics server's authentication filter; set DebugOptions.Filter (filters.WithAuthenticationAndAuthorization) or DebugOptions.Dev")
+		return nil, errors.New("new debug handler: outside dev mode the debug endpoints need the metrics server's authentication filter; set DebugOptions.Filter (filters.WithAuthenticationAndAuthorization), or ServerFiltered when mounting on a metrics server with a FilterProvider")
 	}
 	log := opts.Log
 	if log.GetSink() == nil {
@@ -68,6 +73,12 @@ func NewDebugHandler(store *Store, eval Source, scraper *Scraper, opts DebugOpti
 		return nil, fmt.Errorf("wrap debug endpoints with the metrics filter: %w", err)
 	}
 	return h, nil
+}
+
+// ExtraHandlers maps both debug paths to h, for
+// metricsserver.Options.ExtraHandlers.
+func ExtraHandlers(h http.Handler) map[string]http.Handler {
+	return map[string]http.Handler{DebugEvalPath: h, DebugStorePath: h}
 }
 
 type debugHandler struct {

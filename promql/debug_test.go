@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/prometheus/model/labels"
+	"k8s.io/client-go/rest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 type response struct {
@@ -248,5 +252,69 @@ func TestDebugAuth(t *testing.T) {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestDebugOnMetricsServer mounts the endpoints the way the manager does:
+// as extra handlers of controller-runtime's metrics server, whose filter
+// refuses unauthenticated requests.
+func TestDebugOnMetricsServer(t *testing.T) {
+	store := NewStore(Options{})
+	h, err := NewDebugHandler(store, NewEvaluator(store, EvaluatorOptions{}), nil, DebugOptions{ServerFiltered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reserve a loopback port for the server.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	srv, err := metricsserver.NewServer(metricsserver.Options{
+		BindAddress:   addr,
+		ExtraHandlers: ExtraHandlers(h),
+		FilterProvider: func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+			return denyUnauthenticated, nil
+		},
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Start(ctx) }()
+
+	get := func(auth string) (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+DebugStorePath, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := get(""); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("metrics server did not start: %v", err)
+		}
+		runtime.Gosched()
+	}
+	got := map[string]int{}
+	for name, auth := range map[string]string{"anonymous": "", "wrong token": "Bearer nope", "allowed": "Bearer allowed"} {
+		code, err := get(auth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[name] = code
+	}
+	if diff := cmp.Diff(map[string]int{"anonymous": 401, "wrong token": 401, "allowed": 200}, got); diff != "" {
+		t.Errorf("status by caller (-want +got):\n%s", diff)
 	}
 }
