@@ -32,9 +32,12 @@
 //     target's labels and writing staleness markers when series or targets
 //     disappear. PodDiscoverer and PodTarget turn annotated pods
 //     (prometheus.io/scrape, scheme, port, path) of Workloads into targets.
-//   - Debug endpoints (NewDebugHandler, DebugOptions): POST
-//     /debug/promql/eval and GET /debug/store. Outside dev mode they refuse
-//     to build without the metrics server's authentication filter.
+//   - Debug endpoints (NewDebugHandler, DebugOptions, ExtraHandlers): POST
+//     /debug/promql/eval and GET /debug/store, mounted as extra handlers of
+//     the manager's metrics server so they sit behind the same
+//     authentication and authorization as /metrics. Outside dev mode they
+//     refuse to build unless a filter is given or the metrics server
+//     applies its own (ServerFiltered).
 //
 // # What it must not do
 //

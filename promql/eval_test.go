@@ -6,10 +6,12 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // evalAt is the evaluation time of the SlimFaas examples: the guide's
@@ -280,4 +282,43 @@ func TestExpandedValuesParseAsTheSameLabel(t *testing.T) {
 			t.Errorf("names of %q (-want +got):\n%s", q, diff)
 		}
 	}
+}
+
+// FuzzExpandQuotedValue checks that any placeholder value inside a quoted
+// label value comes out of the parser as exactly that value.
+func FuzzExpandQuotedValue(f *testing.F) {
+	for _, seed := range []string{"default", `a"b`, `a\`, "a\nb", `"} or vector(1) #`, "é\x00\x7f", `\u0041`} {
+		f.Add(seed, true)
+		f.Add(seed, false)
+	}
+	f.Fuzz(func(t *testing.T, v string, double bool) {
+		if !utf8.ValidString(v) {
+			t.Skip("label values are UTF-8")
+		}
+		q := `up{v='${v}'}`
+		if double {
+			q = `up{v="${v}"}`
+		}
+		expanded, err := Expand(q, map[string]string{"v": v})
+		if err != nil {
+			t.Fatalf("Expand(%q): %v", v, err)
+		}
+		expr, err := parser.NewParser(parserOptions).ParseExpr(expanded)
+		if err != nil {
+			t.Fatalf("parse %q: %v", expanded, err)
+		}
+		vs, ok := expr.(*parser.VectorSelector)
+		if !ok {
+			t.Fatalf("%q parsed as %T, want one selector", expanded, expr)
+		}
+		got := ""
+		for _, m := range vs.LabelMatchers {
+			if m.Name == "v" {
+				got = m.Value
+			}
+		}
+		if got != v {
+			t.Errorf("label value = %q, want %q (query %q)", got, v, expanded)
+		}
+	})
 }
