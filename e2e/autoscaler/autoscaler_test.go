@@ -1,0 +1,305 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// TestAutoscaler runs every scenario in parallel against one app: each
+// has its own namespace, workload, pod and exporter.
+func TestAutoscaler(t *testing.T) {
+	e := startApp(t)
+	t.Run("scenarios", func(t *testing.T) {
+		for name, fn := range map[string]func(*testing.T, *env){
+			"RequestRateScalesUpAndDown":       testRequestRateScalesUpAndDown,
+			"IdleGoesToZeroAndActivityWakesIt": testIdleGoesToZeroAndActivityWakesIt,
+			"MetricsOutageKeepsTheCount":       testMetricsOutageKeepsTheCount,
+			"PausedIsLeftAlone":                testPausedIsLeftAlone,
+			"ForeignHPAStandsItDown":           testForeignHPAStandsItDown,
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				fn(t, e)
+			})
+		}
+	})
+}
+
+// Raising the request rate scales the RackedCluster up and its racks follow
+// (C1); lowering it scales down once the 2 s stabilization window passed.
+func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
+	ns := cluster.Namespace(t)
+	ex := newExporter(t, 0)
+	addPod(t, ns, "web", ex)
+	rc(ns, "web", 1).scaleConfig(map[string]any{
+		"minReplicas": int64(1), "maxReplicas": int64(8),
+		"triggers": []any{rpsTrigger(10)},
+		"behavior": map[string]any{"scaleDown": map[string]any{"stabilizationWindowSeconds": int64(2)}},
+	}).create(t)
+
+	// 45 requests/s at 10 per replica: 5 replicas (4 or 6 when rate()'s
+	// extrapolation over 1 s scrapes lands just across a boundary).
+	ex.setRate(45)
+	up := waitScale(t, ns, "web", ">= 4", func(r int64) bool { return r >= 4 })
+	note := findEvent(t, ns, "web", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled up from 1 to ") })
+	if !strings.Contains(note, "rps=") || !strings.Contains(note, "> 10 per replica") {
+		t.Errorf("scale-up event does not name the trigger value: %q", note)
+	}
+
+	ex.setRate(3)
+	waitScale(t, ns, "web", "1", func(r int64) bool { return r == 1 })
+	findEvent(t, ns, "web", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled down from ") })
+
+	// The explain endpoint has the decisions with their inputs.
+	x, err := e.explain(context.Background(), ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []scaling.ScaleAction
+	for _, r := range x.Decisions {
+		if r.Written {
+			actions = append(actions, r.Action)
+			if len(r.Triggers) != 1 || !r.Triggers[0].Valid {
+				t.Errorf("written decision without a valid trigger: %+v", r.Triggers)
+			}
+		}
+	}
+	if len(actions) == 0 || actions[len(actions)-1] != scaling.ActionScaleDown {
+		t.Errorf("written actions in the explanation: %v, want the last to be ScaleDown (scaled up to %d first)", actions, up.Replicas)
+	}
+}
+
+// With minReplicas 0 and a short idle timeout, no requests take the
+// workload to zero; POST /activity (authenticated, authorized) wakes it to
+// idle.replicasAtStart.
+func testIdleGoesToZeroAndActivityWakesIt(t *testing.T, e *env) {
+	ns := cluster.Namespace(t)
+	ex := newExporter(t, 0)
+	addPod(t, ns, "fn", ex)
+	rc(ns, "fn", 1).scaleConfig(map[string]any{
+		"minReplicas": int64(0), "maxReplicas": int64(4),
+		"triggers": []any{rpsTrigger(10)},
+		"idle":     map[string]any{"replicasAtStart": int64(2), "timeoutSeconds": int64(3)},
+	}).create(t)
+	waitScale(t, ns, "fn", "0", func(r int64) bool { return r == 0 })
+	findEvent(t, ns, "fn", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled to zero from 1") })
+
+	path := autoscaler.ActivityPath + ns + "/rackedclusters/fn"
+	cases := []struct {
+		name, path, token string
+		want              int
+	}{
+		{"no token", path, "", http.StatusUnauthorized},
+		{"a token without the right", path, e.nobody, http.StatusForbidden},
+		{"an unknown resource", autoscaler.ActivityPath + ns + "/deployments/fn", e.token, http.StatusNotFound},
+		{"an unknown workload", autoscaler.ActivityPath + ns + "/rackedclusters/nope", e.token, http.StatusNotFound},
+		{"the gateway", path, e.token, http.StatusAccepted},
+	}
+	for _, tc := range cases {
+		status, body, err := e.call(context.Background(), http.MethodPost, tc.path, tc.token)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if status != tc.want {
+			t.Errorf("%s: POST %s: got %d %s, want %d", tc.name, tc.path, status, body, tc.want)
+		}
+	}
+	// Woken to replicasAtStart (it sleeps again 3 s later: nobody calls).
+	waitScale(t, ns, "fn", "2", func(r int64) bool { return r == 2 })
+	note := findEvent(t, ns, "fn", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Woke up from 0 to 2") })
+	if !strings.Contains(note, "activity at") {
+		t.Errorf("wake-up event does not name the activity: %q", note)
+	}
+}
+
+// A metrics outage (the exporter answers 500, or stops) leaves the trigger
+// without data: the count is kept, never read as zero, and a Warning says
+// why.
+func testMetricsOutageKeepsTheCount(t *testing.T, e *env) {
+	for _, outage := range []struct {
+		name  string
+		start func(*exporter)
+	}{
+		{"500", func(x *exporter) { x.setFailing(true) }},
+		{"stopped", func(x *exporter) { x.srv.Close() }},
+	} {
+		t.Run(outage.name, func(t *testing.T) {
+			ns := cluster.Namespace(t)
+			ex := newExporter(t, 25)
+			addPod(t, ns, "db", ex)
+			// 25 requests/s at 10 per replica asks for the 3 it has.
+			rc(ns, "db", 3).scaleConfig(map[string]any{
+				"minReplicas": int64(1), "maxReplicas": int64(8),
+				"triggers": []any{rpsTrigger(10)},
+			}).create(t)
+			lastTrigger := func(ctx context.Context) (scaling.Decision, string) {
+				x, err := e.explain(ctx, ns, "db")
+				if err != nil {
+					return scaling.Decision{}, err.Error()
+				}
+				if len(x.Decisions) == 0 {
+					return scaling.Decision{}, "no decision yet"
+				}
+				d := x.Decisions[len(x.Decisions)-1].Decision
+				return d, fmt.Sprintf("last decision: %s", d.Reason)
+			}
+			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+				d, msg := lastTrigger(ctx)
+				return len(d.Triggers) == 1 && d.Triggers[0].Valid && d.Triggers[0].Value > 0, msg
+			})
+
+			outage.start(ex)
+			var during scaling.Decision
+			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+				d, msg := lastTrigger(ctx)
+				during = d
+				return len(d.Triggers) == 1 && !d.Triggers[0].Valid, msg
+			})
+			got := struct {
+				Current, Desired int32
+				Problem          string
+			}{during.Current, during.Desired, during.Triggers[0].Problem}
+			want := got
+			want.Current, want.Desired, want.Problem = 3, 3, "no data"
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("decision during the outage (-want +got):\n%s", diff)
+			}
+			s, err := getScale(context.Background(), ns, "db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(scale{3, []int64{3, 3}}, s); diff != "" {
+				t.Errorf("scale during the outage (-want +got):\n%s", diff)
+			}
+			findEvent(t, ns, "db", config.ReasonInvalidTrigger, func(n string) bool { return strings.Contains(n, "rps: no data") })
+		})
+	}
+}
+
+// While scaleplane.io/paused is "true", kubectl scale is left alone; once
+// the annotation goes, the autoscaler acts again; paused-replicas holds a
+// count.
+func testPausedIsLeftAlone(t *testing.T, e *env) {
+	ns := cluster.Namespace(t)
+	ex := newExporter(t, 45)
+	addPod(t, ns, "shop", ex)
+	rc(ns, "shop", 2).annotate(config.AnnotationPaused, "true").scaleConfig(map[string]any{
+		"minReplicas": int64(1), "maxReplicas": int64(8),
+		"triggers": []any{rpsTrigger(10)},
+	}).create(t)
+	ctx := context.Background()
+	kubectl := func(args ...string) {
+		t.Helper()
+		if out, err := cluster.Kubectl(ctx, append([]string{"-n", ns}, args...)...); err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+	}
+	kubectl("scale", "rackedcluster/shop", "--replicas=3")
+	waitScale(t, ns, "shop", "3", func(r int64) bool { return r == 3 })
+	// The autoscaler saw the scaled object (generation 2) and stood aside.
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		x, err := e.explain(ctx, ns, "shop")
+		if err != nil {
+			return false, err.Error()
+		}
+		return x.State == autoscaler.StatePaused && len(x.Decisions) == 0, fmt.Sprintf("state %s, %d decisions", x.State, len(x.Decisions))
+	})
+	if m := managers(t, ns, "shop"); m[config.AutoscalerFieldManager] {
+		t.Errorf("the autoscaler wrote a paused workload: managers %v", m)
+	}
+	if s, _ := getScale(ctx, ns, "shop"); s.Replicas != 3 {
+		t.Errorf("replicas while paused: got %d, want kubectl's 3", s.Replicas)
+	}
+
+	// Unpaused: 45 requests/s at 10 per replica.
+	kubectl("annotate", "rackedcluster/shop", config.AnnotationPaused+"-")
+	waitScale(t, ns, "shop", ">= 4", func(r int64) bool { return r >= 4 })
+	if m := managers(t, ns, "shop"); !m[config.AutoscalerFieldManager] {
+		t.Errorf("scale not written by %s: managers %v", config.AutoscalerFieldManager, m)
+	}
+
+	kubectl("annotate", "rackedcluster/shop", config.AnnotationPausedReplicas+"=2")
+	waitScale(t, ns, "shop", "2", func(r int64) bool { return r == 2 })
+	findEvent(t, ns, "shop", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Held at 2 ") })
+	x, err := e.explain(ctx, ns, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.State != autoscaler.StateHeld {
+		t.Errorf("state with paused-replicas: got %s (%s), want %s", x.State, x.Message, autoscaler.StateHeld)
+	}
+}
+
+// A user's HPA on the same workload makes the autoscaler stand down with a
+// Warning; deleting it hands the workload back.
+func testForeignHPAStandsItDown(t *testing.T, e *env) {
+	ns := cluster.Namespace(t)
+	ex := newExporter(t, 25)
+	addPod(t, ns, "api", ex)
+	rc(ns, "api", 3).scaleConfig(map[string]any{
+		"minReplicas": int64(1), "maxReplicas": int64(8),
+		"triggers": []any{rpsTrigger(10)},
+	}).create(t)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "theirs"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: rackedClusterGVK.GroupVersion().String(), Kind: "RackedCluster", Name: "api"},
+			MinReplicas:    ptr.To(int32(1)), MaxReplicas: 5,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(int32(50))}}}},
+		},
+	}
+	ctx := context.Background()
+	if err := cluster.Client.Create(ctx, hpa); err != nil {
+		t.Fatalf("create HPA: %v", err)
+	}
+	waitState := func(want autoscaler.State) {
+		t.Helper()
+		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+			x, err := e.explain(ctx, ns, "api")
+			if err != nil {
+				return false, err.Error()
+			}
+			return x.State == want, fmt.Sprintf("state %s (%s), want %s", x.State, x.Message, want)
+		})
+	}
+	waitState(autoscaler.StateForeign)
+	findEvent(t, ns, "api", config.ReasonForeignAutoscaler, func(n string) bool {
+		return strings.Contains(n, "trigger autoscaler standing down: HorizontalPodAutoscaler/"+ns+"/theirs")
+	})
+	if err := cluster.Client.Delete(ctx, hpa); err != nil {
+		t.Fatalf("delete HPA: %v", err)
+	}
+	waitState(autoscaler.StateAutoscaling)
+}
+
+// managers are the field managers of a RackedCluster's managedFields.
+func managers(t *testing.T, ns, name string) map[string]bool {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(rackedClusterGVK)
+	if err := cluster.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, f := range u.GetManagedFields() {
+		out[f.Manager] = true
+	}
+	return out
+}
