@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/prometheus/model/labels"
+	prom "github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
@@ -212,18 +213,22 @@ func TestEvalTimeoutAndSampleLimit(t *testing.T) {
 	tests := []struct {
 		name string
 		opts EvaluatorOptions
+		is   func(error) bool
 	}{
-		{name: "sample limit", opts: EvaluatorOptions{MaxSamples: 5}},
+		{name: "sample limit", opts: EvaluatorOptions{MaxSamples: 5}, is: func(err error) bool {
+			var e prom.ErrTooManySamples
+			return errors.As(err, &e)
+		}},
+		{name: "timeout", opts: EvaluatorOptions{Timeout: time.Nanosecond}, is: func(err error) bool {
+			var e prom.ErrQueryTimeout
+			return errors.As(err, &e)
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewEvaluator(s, tc.opts).Eval(context.Background(), `sum(rate(http_server_requests_seconds_count[5m]))`, evalAt, nil)
-			var (
-				qe *QueryError
-				se *ShapeError
-			)
-			if err == nil || errors.As(err, &qe) || errors.As(err, &se) {
-				t.Fatalf("Eval error = %v, want an evaluation error", err)
+			if !tc.is(err) {
+				t.Fatalf("Eval error = %v (%T)", err, err)
 			}
 		})
 	}
