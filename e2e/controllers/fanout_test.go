@@ -46,7 +46,7 @@ func TestKubectlScaleFansOutToEveryRack(t *testing.T) {
 	ns := cluster.Namespace(t)
 	kubectlApply(t, ns, demo)
 
-	kubectl(t, "scale", "-n", ns, "rc/demo", "--replicas=5")
+	kubectl(t, "scale", "-n", ns, "rackedcluster/demo", "--replicas=5")
 	waitRacks(t, ns, "demo", 5)
 	waitEvent(t, ns, "demo", "Normal", "ScaledGroups", "a=3, b=3, c=3 -> 5")
 
@@ -68,25 +68,38 @@ func TestKubectlScaleFansOutToEveryRack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	// Events are timestamped as they arrive, on their own goroutine, so a
+	// kubectl call still running does not delay the stamps.
+	type stamped struct {
+		at time.Time
+		ev watch.Event
+	}
+	events := make(chan stamped, 1024)
+	go func() {
+		defer close(events)
+		for ev := range w.ResultChan() {
+			events <- stamped{time.Now(), ev}
+		}
+	}()
 
 	const runs = 50
 	var total, controller []time.Duration
 	for i := range runs {
 		n := int64(6 + i%2) // alternate so every call changes something
 		start := time.Now()
-		kubectl(t, "scale", "-n", ns, "rc/demo", fmt.Sprintf("--replicas=%d", n))
+		kubectl(t, "scale", "-n", ns, "rackedcluster/demo", fmt.Sprintf("--replicas=%d", n))
 		var scaled time.Time
 		for done := false; !done; {
 			select {
-			case ev, ok := <-w.ResultChan():
+			case se, ok := <-events:
 				if !ok {
 					t.Fatal("watch closed")
 				}
-				if ev.Type != watch.Modified {
+				if se.ev.Type != watch.Modified {
 					continue
 				}
-				at := time.Now()
-				u := ev.Object.(*unstructured.Unstructured)
+				at := se.at
+				u := se.ev.Object.(*unstructured.Unstructured)
 				r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
 				if r == n && scaled.IsZero() {
 					scaled = at
@@ -137,12 +150,12 @@ func TestConcurrentScaleAndEditsLoseNoUpdate(t *testing.T) {
 		var args []string
 		switch i % 4 {
 		case 0:
-			args = []string{"patch", "-n", ns, "rc/demo", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)}
+			args = []string{"patch", "-n", ns, "rackedcluster/demo", "--type=merge", "-p", fmt.Sprintf(`{"spec":{"replicas":%d}}`, n)}
 		case 1:
-			args = []string{"patch", "-n", ns, "rc/demo", "--type=merge", "-p",
+			args = []string{"patch", "-n", ns, "rackedcluster/demo", "--type=merge", "-p",
 				fmt.Sprintf(`{"spec":{"racks":[{"name":"a","members":%d},{"name":"b","members":%d},{"name":"c","members":%d}]}}`, n, rand.IntN(20), rand.IntN(20))}
 		default:
-			args = []string{"scale", "-n", ns, "rc/demo", fmt.Sprintf("--replicas=%d", n)}
+			args = []string{"scale", "-n", ns, "rackedcluster/demo", fmt.Sprintf("--replicas=%d", n)}
 		}
 		wg.Add(1)
 		sem <- struct{}{}

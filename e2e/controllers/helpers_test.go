@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,6 +83,13 @@ func startManager(t *testing.T, opts controllers.Options) {
 	}
 	var views []*config.View
 	for _, p := range config.SampleProfiles() {
+		if p.Kind == "Function" && len(p.DefaultMetrics) == 0 {
+			// A Kyma-style scaleConfig holds only min and max (the sample
+			// CRD prunes anything else), so without profile default metrics
+			// C4 never gives a Function an HPA. The sample profile has none
+			// yet; give it Kyma's CPU default here.
+			p.DefaultMetrics = []autoscalingv2.MetricSpec{cpuMetric(80)}
+		}
 		v, err := config.NewView(p)
 		if err != nil {
 			t.Fatal(err)
@@ -93,12 +101,20 @@ func startManager(t *testing.T, opts controllers.Options) {
 	if err := controllers.Setup(m, views, opts); err != nil {
 		t.Fatalf("setup controllers: %v", err)
 	}
-	if err := m.Start(context.Background()); err != nil {
-		t.Fatalf("start manager: %v", err)
+	// Not framework.Manager.Start: it asks for the webhook server to probe
+	// it, which makes controller-runtime create and start a default one
+	// (needing certificates) even with NoWebhookServer.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Manager.Start(ctx) }()
+	if !m.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		t.Fatalf("manager caches did not sync: %v", <-done)
 	}
 	t.Cleanup(func() {
-		if err := m.Stop(); err != nil {
-			t.Errorf("stop manager: %v", err)
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("manager: %v", err)
 		}
 	})
 }
@@ -233,4 +249,14 @@ func waitEvent(t *testing.T, ns, name, eventType, reason string, words ...string
 
 func isControlledBy(h *autoscalingv2.HorizontalPodAutoscaler, u *unstructured.Unstructured) bool {
 	return metav1.IsControlledBy(h, u)
+}
+
+func cpuMetric(pct int32) autoscalingv2.MetricSpec {
+	return autoscalingv2.MetricSpec{
+		Type: autoscalingv2.ResourceMetricSourceType,
+		Resource: &autoscalingv2.ResourceMetricSource{
+			Name:   corev1.ResourceCPU,
+			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &pct},
+		},
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -78,7 +80,7 @@ func TestHPALifecycle(t *testing.T) {
 	})
 	waitRacks(t, ns, "auto", 2)
 
-	kubectl(t, "patch", "-n", ns, "rc/auto", "--type=merge", "-p", `{"spec":{"scaleConfig":{"maxReplicas":8}}}`)
+	kubectl(t, "patch", "-n", ns, "rackedcluster/auto", "--type=merge", "-p", `{"spec":{"scaleConfig":{"maxReplicas":8}}}`)
 	waitHPA(t, ns, name, minMax(2, 8))
 	waitEvent(t, ns, "auto", "Normal", "HPAApplied", "updated", "2..8")
 
@@ -91,7 +93,7 @@ func TestHPALifecycle(t *testing.T) {
 	kubectl(t, "patch", "-n", ns, "hpa", name, "--type=merge", "-p", `{"spec":{"maxReplicas":3}}`)
 	waitHPA(t, ns, name, minMax(2, 8))
 
-	kubectl(t, "patch", "-n", ns, "rc/auto", "--type=merge", "-p", `{"spec":{"scaleConfig":{"minReplicas":2,"maxReplicas":2}}}`)
+	kubectl(t, "patch", "-n", ns, "rackedcluster/auto", "--type=merge", "-p", `{"spec":{"scaleConfig":{"minReplicas":2,"maxReplicas":2}}}`)
 	waitNoHPA(t, ns, name)
 	waitEvent(t, ns, "auto", "Normal", "HPADeleted", "pinned at 2")
 }
@@ -165,17 +167,15 @@ spec:
   scaleConfig:
     minReplicas: 1
     maxReplicas: 4
-    metrics:
-    - type: Resource
-      resource:
-        name: cpu
-        target: {type: Utilization, averageUtilization: 60}
 `)
 	const name = "hello-function"
 	h := waitHPA(t, ns, name, minMax(1, 4))
 	want := autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "hello"}
 	if h.Spec.ScaleTargetRef != want {
 		t.Errorf("scaleTargetRef = %+v, want %+v", h.Spec.ScaleTargetRef, want)
+	}
+	if diff := cmp.Diff([]autoscalingv2.MetricSpec{cpuMetric(80)}, h.Spec.Metrics); diff != "" {
+		t.Errorf("metrics are not the profile's defaults (-want +got):\n%s", diff)
 	}
 
 	kubectl(t, "patch", "-n", ns, "function/hello", "--type=merge", "-p", `{"spec":{"replicas":2}}`)

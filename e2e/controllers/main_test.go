@@ -7,8 +7,13 @@
 package controllers_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
@@ -16,5 +21,12 @@ import (
 var cluster *framework.Cluster
 
 func TestMain(m *testing.M) {
+	// The controllers' logs are the first thing to read when a test fails;
+	// SCALEPLANE_E2E_VERBOSE shows them.
+	log := logr.Discard()
+	if os.Getenv("SCALEPLANE_E2E_VERBOSE") != "" {
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+	}
+	ctrl.SetLogger(log)
 	os.Exit(framework.Run(m, framework.Options{HPAController: true}, &cluster))
 }

@@ -94,7 +94,7 @@ func TestStatusReplicasOnlyWhenRacksAgree(t *testing.T) {
 
 	// /scale now reads the truth: kubectl shows it, and an HPA would use
 	// the selector of one rack.
-	out := kubectl(t, "get", "-n", ns, "rc/demo", "--subresource=scale", "-o", "jsonpath={.status.replicas} {.status.selector}")
+	out := kubectl(t, "get", "-n", ns, "rackedcluster/demo", "--subresource=scale", "-o", "jsonpath={.status.replicas} {.status.selector}")
 	if diff := cmp.Diff("3 "+selector, out); diff != "" {
 		t.Errorf("scale status (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,36 @@
+package controllers_test
+
+import (
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/controllers"
+)
+
+// Wiring the controllers for the sample kinds into a manager.
+func ExampleSetup() {
+	var views []*config.View
+	for _, p := range config.SampleProfiles() {
+		v, err := config.NewView(p)
+		if err != nil {
+			panic(err)
+		}
+		views = append(views, v)
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if err := controllers.Setup(mgr, views, controllers.Options{}); err != nil {
+		panic(err)
+	}
+	// mgr.Start(ctrl.SetupSignalHandler()) runs them on the elected leader.
+}
+
+// The built-in HPA's name is deterministic, so users and tools can find it.
+func ExampleHPAName() {
+	fmt.Println(controllers.HPAName("demo", "RackedCluster"))
+	// Output: demo-rackedcluster
+}
