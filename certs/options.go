@@ -21,6 +21,15 @@ const (
 	ModeCertManager Mode = "cert-manager"
 )
 
+// ParseMode parses a --cert-mode flag value.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeSelfSigned, ModeCertManager:
+		return m, nil
+	}
+	return "", fmt.Errorf("cert mode %q is not one of %q, %q", s, ModeSelfSigned, ModeCertManager)
+}
+
 // Default file and Secret keys. They are the keys cert-manager writes and the
 // names controller-runtime's webhook server reads by default, so a Secret
 // issued by either mode can be mounted unchanged.

@@ -194,3 +194,22 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestParseMode(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Mode
+		wantErr bool
+	}{
+		{in: "self-signed", want: ModeSelfSigned},
+		{in: "cert-manager", want: ModeCertManager},
+		{in: "certmanager", wantErr: true},
+		{in: "", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseMode(tt.in)
+		if diff := cmp.Diff(tt.want, got); diff != "" || (err != nil) != tt.wantErr {
+			t.Errorf("ParseMode(%q) error %v (-want +got):\n%s", tt.in, err, diff)
+		}
+	}
+}

@@ -48,6 +48,12 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
+// RBAC the Rotator needs (namespace-scoped Secrets would do; kubebuilder
+// markers cannot express that, so the manifests may narrow it):
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=cert-manager.io,resources=issuers;certificates,verbs=get;create
+
 // Rotator keeps the webhook's key pair in place: in self-signed mode it
 // creates and renews the Secret and injects the CA bundle; in both modes it
 // mirrors the Secret into Options.CertDir and reports readiness. It is a
@@ -258,6 +264,12 @@ func (r *Rotator) reconcile(ctx context.Context) (time.Duration, error) {
 	err := r.client.Get(ctx, key, secret)
 	switch {
 	case apierrors.IsNotFound(err) && r.opts.Mode == ModeCertManager:
+		// Say why nothing comes when cert-manager is not there at all,
+		// rather than waiting silently for a Secret that never appears.
+		if cerr := CheckCertManager(r.client); errors.Is(cerr, ErrCertManagerNotInstalled) {
+			r.setReady(fmt.Errorf("secret %s not found: %w", key, cerr))
+			return maxWait, nil
+		}
 		r.setReady(fmt.Errorf("secret %s not found: waiting for cert-manager to issue the Certificate that writes it", key))
 		return maxWait, nil
 	case apierrors.IsNotFound(err):
