@@ -10,7 +10,10 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // fuzzKinds are the kinds a fuzz input's first byte picks from.
@@ -95,6 +98,7 @@ func FuzzMutate(f *testing.F) {
 	views := testViews(f)
 	f.Fuzz(func(t *testing.T, k uint8, object, old []byte) {
 		view, req := fuzzRequest(views, k, object, old)
+		checkOldSkipped(t, view, req)
 		h := NewMutator(view)
 		resp := h.Handle(context.Background(), req)
 		if !resp.Allowed {
@@ -127,6 +131,32 @@ func FuzzMutate(f *testing.F) {
 			t.Fatalf("a defaulted object was patched again: %s\nfirst patch %s\nsecond %+v", patched, patchJSON, again.Patches)
 		}
 	})
+}
+
+// checkOldSkipped: when mayFollowPins says the stored object cannot matter,
+// defaulting with it gives what defaulting without it gives.
+func checkOldSkipped(t *testing.T, view *config.View, req admission.Request) {
+	if req.Operation != admissionv1.Update {
+		return
+	}
+	keys := specKeys(view.Layout())
+	obj, err := decodeObject(req.Object.Raw, keys)
+	if err != nil {
+		return
+	}
+	cur, errs := view.Read(obj.u)
+	old := readOld(view, keys, req)
+	if len(errs) > 0 || old == nil {
+		return
+	}
+	l := view.Layout()
+	without := scaling.Default(nil, cur, l)
+	if mayFollowPins(without) {
+		return
+	}
+	if with := scaling.Default(old, cur, l); !equality.Semantic.DeepEqual(with, without) {
+		t.Fatalf("mayFollowPins skipped a stored object that matters:\nwith    %+v\nwithout %+v", with, without)
+	}
 }
 
 // FuzzValidate: the validating webhook never panics, never patches, and

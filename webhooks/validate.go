@@ -25,12 +25,13 @@ import (
 // added in a newer release), with each old problem returned as a warning.
 // Otherwise an object could not even have its finalizers removed.
 func NewValidator(view *config.View) admission.Handler {
-	return &validator{view: view, kind: kindLabel(view)}
+	return &validator{view: view, kind: kindLabel(view), specKeys: specKeys(view.Layout())}
 }
 
 type validator struct {
-	view *config.View
-	kind string
+	view     *config.View
+	kind     string
+	specKeys map[string]bool
 }
 
 func (h *validator) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -43,15 +44,23 @@ func (h *validator) handle(req admission.Request) admission.Response {
 	if !createOrUpdate(req.Operation) {
 		return admission.Allowed("")
 	}
-	obj, err := decodeObject(req.Object.Raw)
+	obj, err := decodeObject(req.Object.Raw, h.specKeys)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", h.kind, err))
 	}
 	l := h.view.Layout()
-	cur, errs := h.view.Read(obj)
-	old := readOld(h.view, req)
-	verrs, warns := scaling.Validate(cur, old, l)
-	errs = append(errs, verrs...)
+	cur, readErrs := h.view.Read(obj.u)
+	// The stored object serves only to ratchet, which can only take errors
+	// away: it is decoded only for a request that has some.
+	verrs, warns := scaling.Validate(cur, nil, l)
+	if len(readErrs)+len(verrs) == 0 {
+		return admission.Allowed("").WithWarnings(warns...)
+	}
+	old := readOld(h.view, h.specKeys, req)
+	if old != nil {
+		verrs, warns = scaling.Validate(cur, old, l)
+	}
+	errs := append(readErrs, verrs...)
 	if len(errs) == 0 {
 		return admission.Allowed("").WithWarnings(warns...)
 	}
@@ -61,7 +70,7 @@ func (h *validator) handle(req admission.Request) admission.Response {
 		}
 		return admission.Allowed("").WithWarnings(warns...)
 	}
-	return invalid(h.view.GVK().GroupKind(), obj.GetName(), errs, warns)
+	return invalid(h.view.GVK().GroupKind(), obj.u.GetName(), errs, warns)
 }
 
 // unchanged reports whether cur holds the scaling fields old held, either
