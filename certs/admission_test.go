@@ -176,4 +176,3 @@ func TestSelfSignedAdmissionThroughCARotation(t *testing.T) {
 	}
 	t.Logf("%d admissions through a CA rotation", ok.Load())
 }
-
