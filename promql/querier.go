@@ -244,9 +244,13 @@ func (it *seriesIterator) Next() chunkenc.ValueType {
 		if it.cur == nil && !it.open(it.mint) {
 			return it.finish()
 		}
-		vt := it.cur.Next()
-		if it.checkMin && vt != chunkenc.ValNone && it.cur.AtT() < it.mint {
-			continue
+		var vt chunkenc.ValueType
+		if it.checkMin {
+			// Skip the part of the chunk before mint inside the chunk
+			// iterator, without a round trip through this one per sample.
+			vt, it.checkMin = it.cur.Seek(it.mint), false
+		} else {
+			vt = it.cur.Next()
 		}
 		if vt, ok := it.settle(vt); ok {
 			return vt
@@ -267,6 +271,8 @@ func (it *seriesIterator) seek(t int64) chunkenc.ValueType {
 		if it.cur == nil && !it.open(t) {
 			return it.finish()
 		}
+		// t >= mint, so later Next calls need no skipping.
+		it.checkMin = false
 		if vt, ok := it.settle(it.cur.Seek(t)); ok {
 			return vt
 		}

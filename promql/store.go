@@ -495,8 +495,17 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) error {
 	if dup || err != nil {
 		return err
 	}
-	if s.head.chunk == nil || s.head.chunk.Encoding() != chunkenc.EncXOR2 || s.head.chunk.NumSamples() >= samplesPerChunk {
-		if err := s.cutHead(chunkenc.EncXOR2, t, minValid); err != nil {
+	// Scraped samples carry no start timestamp and go to classic XOR
+	// chunks, which are as small as XOR2 on scrape data and faster to
+	// decode. A sample with a start timestamp needs XOR2, which stores it;
+	// an XOR2 chunk keeps taking samples without one.
+	enc := chunkenc.EncXOR
+	if st != 0 {
+		enc = chunkenc.EncXOR2
+	}
+	if cur := s.head.chunk; cur == nil || s.head.chunk.NumSamples() >= samplesPerChunk ||
+		(cur.Encoding() != enc && cur.Encoding() != chunkenc.EncXOR2) {
+		if err := s.cutHead(enc, t, minValid); err != nil {
 			return err
 		}
 	}

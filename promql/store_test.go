@@ -222,3 +222,40 @@ func TestConcurrentAppendAndQuery(t *testing.T) {
 		t.Errorf("SeriesCount = %d, want 40", got)
 	}
 }
+
+func TestIteratorNextAfterSeekAndBounds(t *testing.T) {
+	s := NewStore(Options{Retention: -1})
+	for i := range 300 {
+		if err := s.Append(series("x"), int64(i)*1000, float64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, _ := s.Querier(130_000, 135_000)
+	set := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "x"))
+	set.Next()
+	walk := func(seek int64) []int64 {
+		it := set.At().Iterator(nil)
+		var got []int64
+		vt := it.Next()
+		if seek >= 0 {
+			vt = it.Seek(seek)
+		}
+		for ; vt != chunkenc.ValNone; vt = it.Next() {
+			got = append(got, it.AtT()/1000)
+		}
+		return got
+	}
+	tests := []struct {
+		seek int64
+		want []int64
+	}{
+		{seek: -1, want: []int64{130, 131, 132, 133, 134, 135}},
+		{seek: 132_000, want: []int64{132, 133, 134, 135}},
+		{seek: 0, want: []int64{130, 131, 132, 133, 134, 135}},
+	}
+	for _, tc := range tests {
+		if diff := cmp.Diff(tc.want, walk(tc.seek)); diff != "" {
+			t.Errorf("seek %d (-want +got):\n%s", tc.seek, diff)
+		}
+	}
+}
