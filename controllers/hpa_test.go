@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -42,6 +43,15 @@ func TestHPAName(t *testing.T) {
 			}
 		})
 	}
+}
+
+func decideWith(t *testing.T, v *config.View, w scaling.Workload) scaling.HPADecision {
+	t.Helper()
+	d := scaling.DecideHPA(w, v.Layout(), nil, nil)
+	if !d.Want {
+		t.Fatalf("DecideHPA wants no HPA: %s", d.Reason)
+	}
+	return d
 }
 
 func decide(t *testing.T, kind string, u *unstructured.Unstructured) scaling.HPADecision {

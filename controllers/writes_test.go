@@ -1,0 +1,177 @@
+package controllers
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+// fakeReconciler is a Reconciler over a fake client holding objs; the
+// fake client serves cache, API reads and writes alike.
+func fakeReconciler(t *testing.T, kind string, funcs interceptor.Funcs, objs ...client.Object) (*Reconciler, client.Client, *record.FakeRecorder) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithIndex(&autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, indexHPATarget).
+		WithInterceptorFuncs(funcs).Build()
+	events := record.NewFakeRecorder(100)
+	v := sampleView(t, kind)
+	return &Reconciler{
+		view: v, kind: kind, cache: c, api: c, writer: c, events: events,
+		keda: newKEDAWatch(nil, -1), conflictRetries: 5,
+	}, c, events
+}
+
+func drain(events *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// C1's write path: a conflict (someone scaled in between) makes the
+// fan-out read again and carry the newer replicas, never the stale one.
+func TestFanOutRetriesOnConflictWithTheNewerReplicas(t *testing.T) {
+	obj := rc("demo").replicas(5).rack("a", 3).rack("b", 3).obj()
+	obj.SetResourceVersion("")
+	var patches atomic.Int32
+	funcs := interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if patches.Add(1) == 1 {
+				// kubectl scale lands between our read and our write.
+				cur := rc("").obj()
+				if err := c.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+					return err
+				}
+				_ = unstructured.SetNestedField(cur.Object, int64(7), "spec", "replicas")
+				if err := c.Update(ctx, cur); err != nil {
+					return err
+				}
+			}
+			return c.Patch(ctx, o, patch, opts...)
+		},
+	}
+	r, c, events := fakeReconciler(t, "RackedCluster", funcs, obj)
+	u := rc("").obj()
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), u); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fanOut(context.Background(), u); err != nil {
+		t.Fatalf("fanOut: %v", err)
+	}
+	got := rc("").obj()
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]interface{}{
+		map[string]interface{}{"name": "a", "members": int64(7)},
+		map[string]interface{}{"name": "b", "members": int64(7)},
+	}, got.Object["spec"].(map[string]interface{})["racks"]); diff != "" {
+		t.Errorf("racks (-want +got):\n%s", diff)
+	}
+	if n := patches.Load(); n != 2 {
+		t.Errorf("%d patches, want 2 (one conflict, one retry)", n)
+	}
+	if diff := cmp.Diff([]string{"Normal ScaledGroups spec.racks[*].members a=3, b=3 -> 7 (spec.replicas 7)"}, drain(events)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// A fan-out whose write fails emits no event (events only after a write
+// succeeded) and returns the error for the work queue to retry.
+func TestFanOutWriteFailureEmitsNoEvent(t *testing.T) {
+	obj := rc("demo").replicas(5).rack("a", 3).obj()
+	obj.SetResourceVersion("")
+	funcs := interceptor.Funcs{
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "samples.scaleplane.io", Resource: "rackedclusters"}, "demo", nil)
+		},
+	}
+	r, c, events := fakeReconciler(t, "RackedCluster", funcs, obj)
+	u := rc("").obj()
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), u); err != nil {
+		t.Fatal(err)
+	}
+	err := r.fanOut(context.Background(), u)
+	if err == nil || !apierrors.IsForbidden(err) {
+		t.Fatalf("fanOut error = %v, want a wrapped Forbidden", err)
+	}
+	if got := drain(events); len(got) != 0 {
+		t.Errorf("events after a failed write: %q", got)
+	}
+}
+
+// C5 with a fake client: a user's HPA on the workload means no HPA of
+// ours (an existing one is deleted) and one Warning naming theirs, not one
+// per reconcile.
+func TestReconcileHPAYieldsToForeignHPA(t *testing.T) {
+	obj := rc("auto").replicas(2).rack("a", 2).config(bounds(2, 6, cpu(50))).obj()
+	obj.SetResourceVersion("")
+	theirs := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "ns"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "samples.scaleplane.io/v1alpha1", Kind: "RackedCluster", Name: "auto"},
+			MaxReplicas:    3,
+		},
+	}
+	v := sampleView(t, "RackedCluster")
+	w, _ := v.Read(obj)
+	ours, err := desiredHPA(v, obj, decideWith(t, v, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours.TypeMeta = metav1.TypeMeta{}
+	r, c, events := fakeReconciler(t, "RackedCluster", interceptor.Funcs{}, obj, theirs, ours)
+	before := &autoscalingv2.HorizontalPodAutoscaler{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(theirs), before); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := r.reconcileHPA(context.Background(), obj); err != nil {
+			t.Fatalf("reconcileHPA: %v", err)
+		}
+	}
+	err = c.Get(context.Background(), client.ObjectKeyFromObject(ours), &autoscalingv2.HorizontalPodAutoscaler{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("our HPA: %v, want it deleted", err)
+	}
+	got := drain(events)
+	want := []string{
+		"Normal HPADeleted deleted HorizontalPodAutoscaler auto-rackedcluster: foreign autoscaler HorizontalPodAutoscaler/ns/theirs targets this workload",
+		"Warning ForeignAutoscaler foreign autoscaler HorizontalPodAutoscaler/ns/theirs targets this workload: scaleplane creates no HPA of its own and leaves it alone; remove it to let scaleplane manage one",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	after := &autoscalingv2.HorizontalPodAutoscaler{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(theirs), after); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(theirs.Spec, after.Spec); diff != "" {
+		t.Errorf("their HPA changed (-want +got):\n%s", diff)
+	}
+	if after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("their HPA was written: resourceVersion %s -> %s", before.ResourceVersion, after.ResourceVersion)
+	}
+}
