@@ -21,6 +21,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -71,6 +72,14 @@ type Rotator struct {
 	readyErr error
 	readyCh  chan struct{}
 }
+
+// The Rotator plugs into a manager as a runnable on every replica and as a
+// readiness check.
+var (
+	_ manager.Runnable               = (*Rotator)(nil)
+	_ manager.LeaderElectionRunnable = (*Rotator)(nil)
+	_ healthz.Checker                = (*Rotator)(nil).ReadyCheck
+)
 
 // New returns a Rotator talking to the API server at cfg.
 func New(cfg *rest.Config, o Options) (*Rotator, error) {
