@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // TestInvalidObjects applies invalid objects of every kind with kubectl and
@@ -62,7 +64,7 @@ func TestInvalidObjects(t *testing.T) {
 		}), []string{sc + ".metrics[0].containerResource.container"}},
 		{"metric selector that does not parse", rc(func(c obj) {
 			at(c["metrics"].(list)[1].(obj), "pods", "metric")["selector"] = obj{"matchExpressions": list{obj{"key": "tier", "operator": "Near", "values": list{"db"}}}}
-		}), []string{sc + ".metrics[1].pods.metric.selector"}},
+		}), []string{sc + ".metrics[1].pods.metric.selector.matchExpressions[0].operator"}},
 		// V4: behavior.
 		{"policy periodSeconds 0", rc(func(c obj) {
 			at(c, "behavior", "scaleUp")["policies"].(list)[0].(obj)["periodSeconds"] = 0
@@ -114,13 +116,18 @@ func TestInvalidObjects(t *testing.T) {
 		{"foreign: duplicate zones", zdb(obj{"topology": obj{"zones": zones("eu-1", 1, "eu-1", 1)}}, ""), []string{"spec.topology.zones[1].zoneName"}},
 		{"foreign: negative zone size", zdb(obj{"topology": obj{"zones": zones("eu-1", -3)}}, ""), []string{"spec.topology.zones[0].size"}},
 		{"foreign: replicas above its profile's bound", zdb(obj{"topology": obj{"replicasPerZone": 51}}, ""), []string{"spec.topology.replicasPerZone"}},
-		// Several problems: all reported in one refusal.
+		// Several problems: all reported in one refusal. (A negative count
+		// is refused by the API server's own /scale path check before any
+		// validating webhook runs, so this one is too large instead.)
 		{"every problem at once", manifest{kind: "RackedCluster", spec: obj{
-			"replicas":    -1,
+			"replicas":    1001,
 			"scaleConfig": obj{"minReplicas": 4, "maxReplicas": 2, "behavior": obj{"scaleUp": obj{"selectPolicy": "Fastest"}}},
 			"racks":       racks("a", 1, "a", 1),
 		}}, []string{"spec.replicas", sc + ".minReplicas", sc + ".behavior.scaleUp.selectPolicy", "spec.racks[1].name"}},
 	}
+	// kube-apiserver refuses these itself, before any validating webhook:
+	// a negative count at a CRD's /scale specReplicasPath.
+	refusedByAPIServer := map[string]bool{"negative replicas": true, "workergroup negative replicas": true}
 	if len(tests) < 40 {
 		t.Fatalf("only %d invalid objects; the suite promises at least 40", len(tests))
 	}
@@ -128,15 +135,25 @@ func TestInvalidObjects(t *testing.T) {
 		tc.m.name = fmt.Sprintf("bad-%02d", i)
 		tc.m.namespace = ns
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			// One at a time, so that the webhook's refusal counter says
+			// who refused each object.
+			before := deniedReviews(t, tc.m.kind)
 			out, err := apply(t, tc.m)
 			if err == nil {
 				t.Fatalf("accepted: %s\n%s", out, tc.m.json())
 			}
+			t.Logf("refused: %v", err)
 			for _, p := range tc.paths {
 				if !strings.Contains(err.Error(), p+":") {
 					t.Errorf("kubectl's message does not name %s:\n%v", p, err)
 				}
+			}
+			want := 1.0
+			if refusedByAPIServer[tc.name] {
+				want = 0
+			}
+			if got := deniedReviews(t, tc.m.kind) - before; got != want {
+				t.Errorf("the validating webhook refused it %v times, want %v", got, want)
 			}
 		})
 	}
@@ -149,4 +166,32 @@ func TestInvalidObjects(t *testing.T) {
 			}
 		}
 	})
+}
+
+// deniedReviews reads scaleplane_admission_reviews_total for refusals of
+// kind by the validating webhook, from the registry the in-process webhook
+// server counts in.
+func deniedReviews(t *testing.T, kind string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gk := gvks[kind].GroupKind().String()
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "scaleplane_admission_reviews_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["webhook"] == "validate" && labels["kind"] == gk && labels["result"] == "denied" {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
@@ -34,6 +36,12 @@ var (
 const webhooksOffLabel = "e2e.scaleplane.io/webhooks-off"
 
 func TestMain(m *testing.M) {
+	// controller-runtime logs through this; SCALEPLANE_E2E_VERBOSE shows it.
+	if os.Getenv("SCALEPLANE_E2E_VERBOSE") != "" {
+		log.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		log.SetLogger(logr.Discard())
+	}
 	var err error
 	if views, err = allViews(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
@@ -51,11 +59,6 @@ func TestMain(m *testing.M) {
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
 	}, &cluster)
-	if mgr != nil {
-		// The control plane is gone by now; stopping only ends the
-		// manager's goroutines.
-		_ = mgr.Stop()
-	}
 	os.Exit(code)
 }
 
@@ -95,34 +98,26 @@ func foreignProfile() config.Profile {
 	}
 }
 
-var (
-	mgr      *framework.Manager
-	mgrOnce  sync.Once
-	mgrError error
-)
-
-// startWebhooks starts, once for the package, an in-process manager whose
-// webhook server serves scaleplane's handlers where the installed
-// configurations point.
+// startWebhooks starts an in-process manager whose webhook server serves
+// scaleplane's handlers where the installed configurations point, and stops
+// it when the test ends: a manager left running holds connections that keep
+// kube-apiserver from stopping in time. Top-level tests run one at a time,
+// so the fixed serving port is never shared.
 func startWebhooks(t *testing.T) {
 	t.Helper()
-	mgrOnce.Do(func() {
-		m, err := cluster.NewManager(framework.ManagerOptions{})
-		if err != nil {
-			mgrError = err
-			return
-		}
-		if err := webhooks.Setup(m, views); err != nil {
-			mgrError = err
-			return
-		}
-		if err := m.Start(context.Background()); err != nil {
-			mgrError = err
-			return
-		}
-		mgr = m
-	})
-	if mgrError != nil {
-		t.Fatalf("start the webhook manager: %v", mgrError)
+	m, err := cluster.NewManager(framework.ManagerOptions{})
+	if err != nil {
+		t.Fatalf("build the webhook manager: %v", err)
 	}
+	if err := webhooks.Setup(m, views); err != nil {
+		t.Fatalf("set up webhooks: %v", err)
+	}
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatalf("start the webhook manager: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := m.Stop(); err != nil {
+			t.Errorf("stop the webhook manager: %v", err)
+		}
+	})
 }
