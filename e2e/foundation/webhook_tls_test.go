@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/config"
@@ -23,7 +25,7 @@ import (
 func TestAPIServerCallsWebhookOverTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	port := freePort(t)
+	port, probePort := freePort(t), freePort(t)
 	cfg := config.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = port
@@ -36,7 +38,7 @@ func TestAPIServerCallsWebhookOverTLS(t *testing.T) {
 		WebhookURL:  "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		WebhookIPs:  []string{"127.0.0.1"},
 		MetricsAddr: "0",
-		ProbeAddr:   "0",
+		ProbeAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)),
 	})
 	if err != nil {
 		t.Fatalf("build app: %v", err)
@@ -51,13 +53,29 @@ func TestAPIServerCallsWebhookOverTLS(t *testing.T) {
 	})
 
 	ns := cluster.Namespace(t)
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		resp, err := http.Get(readyz)
+		if err != nil {
+			return false, fmt.Sprintf("readyz: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Sprintf("readyz: %s", resp.Status)
+	})
+	// The API server learns about new webhook configurations through an
+	// informer; a server-side dry run shows when admission goes through
+	// the webhook without leaving an object behind.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		u := rackedCluster(ns, "tls", 3, 1, 2, 4)
-		if err := cluster.Client.Create(ctx, u); err != nil {
-			return false, fmt.Sprintf("create: %v", err)
+		if err := cluster.Client.Create(ctx, u, client.DryRunAll); err != nil {
+			return false, fmt.Sprintf("dry-run create: %v", err)
 		}
-		return true, ""
+		m := members(t, u)
+		return m[0] == 3, fmt.Sprintf("dry-run create not mutated yet: racks %v", m)
 	})
+	if err := cluster.Client.Create(ctx, rackedCluster(ns, "tls", 3, 1, 2, 4)); err != nil {
+		t.Fatalf("create: %v", err)
+	}
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(rackedClusterGVK)
 	if err := cluster.Client.Get(ctx, key(ns, "tls"), got); err != nil {
