@@ -1,0 +1,71 @@
+package webhooks_test
+
+import (
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/webhooks"
+)
+
+// Wiring the webhooks into an operator's manager: register the handlers,
+// and keep the cluster's webhook configurations in line with the profiles
+// at start-up.
+func Example() {
+	cfg := config.SampleConfiguration()
+	views, err := cfg.Views()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		// The /scale webhook reads parents through the manager's client;
+		// caching unstructured objects keeps those reads off the API server.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	if err := webhooks.Setup(mgr, views); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	sync, err := webhooks.NewConfigurationSync(mgr, views, cfg.Webhook)
+	if err == nil {
+		err = mgr.Add(sync)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	_ = mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// The webhook configurations for the sample profiles, calling the Service
+// of config/webhook.
+func ExampleConfigurations() {
+	var views []*config.View
+	for _, p := range config.SampleProfiles()[:1] {
+		v, err := config.NewView(p)
+		if err != nil {
+			panic(err)
+		}
+		views = append(views, v)
+	}
+	mutating, validating := webhooks.Configurations(views, config.Webhook{},
+		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
+	for _, w := range mutating.Webhooks {
+		fmt.Println(mutating.Name, w.Name, *w.ClientConfig.Service.Path, w.Rules[0].Resources, w.Rules[0].Operations)
+	}
+	for _, w := range validating.Webhooks {
+		fmt.Println(validating.Name, w.Name, *w.ClientConfig.Service.Path, w.Rules[0].Resources, w.Rules[0].Operations)
+	}
+	// Output:
+	// scaleplane-mutating-webhook-configuration rackedclusters.v1alpha1.samples.scaleplane.io /mutate-samples-scaleplane-io-v1alpha1-rackedclusters [rackedclusters] [CREATE UPDATE]
+	// scaleplane-validating-webhook-configuration rackedclusters.v1alpha1.samples.scaleplane.io /validate-samples-scaleplane-io-v1alpha1-rackedclusters [rackedclusters] [CREATE UPDATE]
+	// scaleplane-validating-webhook-configuration scale.rackedclusters.v1alpha1.samples.scaleplane.io /validate-scale-samples-scaleplane-io-v1alpha1-rackedclusters [rackedclusters/scale] [UPDATE]
+}
