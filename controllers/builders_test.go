@@ -60,6 +60,14 @@ func (b *objBuilder) ready(name string, ready int64) *objBuilder {
 	return b
 }
 
+// readyAt reports a rack's ready members as of an observed generation.
+func (b *objBuilder) readyAt(name string, ready, observed int64) *objBuilder {
+	racks, _, _ := unstructured.NestedSlice(b.u.Object, "status", "racks")
+	racks = append(racks, map[string]interface{}{"name": name, "readyMembers": ready, "observedGeneration": observed})
+	_ = unstructured.SetNestedSlice(b.u.Object, racks, "status", "racks")
+	return b
+}
+
 func (b *objBuilder) status(field string, v interface{}) *objBuilder {
 	_ = unstructured.SetNestedField(b.u.Object, v, "status", field)
 	return b

@@ -8,6 +8,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,7 +21,7 @@ import (
 )
 
 // warnReasons are the Warnings remembered by warnOnce.
-var warnReasons = []string{config.ReasonForeignAutoscaler, ReasonHPANameTaken, ReasonInvalidWorkload}
+var warnReasons = []string{config.ReasonForeignAutoscaler, ReasonHPANameTaken, ReasonInvalidWorkload, config.ReasonWriteFailed}
 
 // Reconciler reconciles the workloads of one profiled kind.
 type Reconciler struct {
@@ -89,12 +90,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	if err := r.fanOut(ctx, u); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.failed(u, err)
 	}
 	if err := r.updateStatus(ctx, u); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.failed(u, err)
 	}
-	return ctrl.Result{}, r.reconcileHPA(ctx, u)
+	if err := r.reconcileHPA(ctx, u); err != nil {
+		return ctrl.Result{}, r.failed(u, err)
+	}
+	r.unwarn(req.NamespacedName, config.ReasonWriteFailed)
+	return ctrl.Result{}, nil
+}
+
+// failed reports a write that failed (other than a conflict, which the
+// work queue retries quietly) as a Warning on the workload, so that a
+// forbidden or invalid write is visible with kubectl describe, and returns
+// err for the work queue to retry with backoff.
+func (r *Reconciler) failed(u *unstructured.Unstructured, err error) error {
+	if !apierrors.IsConflict(err) {
+		r.warnOnce(u, config.ReasonWriteFailed, err.Error())
+	}
+	return err
 }
 
 func (r *Reconciler) newObject() *unstructured.Unstructured {

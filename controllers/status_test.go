@@ -5,7 +5,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/scaleplane/scaleplane/config"
 )
+
+func withGeneration(u *unstructured.Unstructured, g int64) *unstructured.Unstructured {
+	u.SetGeneration(g)
+	return u
+}
 
 func TestPlanStatus(t *testing.T) {
 	const sel = "samples.scaleplane.io/cluster=demo,samples.scaleplane.io/rack=a"
@@ -21,12 +28,15 @@ func TestPlanStatus(t *testing.T) {
 		return m
 	}
 	tests := []struct {
-		name        string
-		kind        string
-		in          *unstructured.Unstructured
-		wantApply   map[string]interface{}
-		wantChanged bool
-		wantNote    string
+		name string
+		kind string
+		// observedGeneration names the groups' observed generation field
+		// in the profile, for kinds that report one.
+		observedGeneration string
+		in                 *unstructured.Unstructured
+		wantApply          map[string]interface{}
+		wantChanged        bool
+		wantNote           string
 	}{{
 		name:        "C2 every rack agrees: replicas set, C3 selector picks one rack",
 		kind:        "RackedCluster",
@@ -61,10 +71,34 @@ func TestPlanStatus(t *testing.T) {
 		wantApply:   withStatus(head("Function", "hello"), map[string]interface{}{"replicas": int64(2), "podSelector": "samples.scaleplane.io/function=hello"}),
 		wantChanged: true,
 		wantNote:    `status.podSelector "samples.scaleplane.io/function=hello"`,
+	}, {
+		name:               "C2 a rack has not observed the latest generation: unchanged",
+		kind:               "RackedCluster",
+		observedGeneration: "observedGeneration",
+		in: withGeneration(rc("demo").rack("a", 3).rack("b", 3).
+			readyAt("a", 3, 2).readyAt("b", 3, 1).status("replicas", int64(2)).status("selector", sel).obj(), 2),
+		wantApply: withStatus(head("RackedCluster", "demo"), map[string]interface{}{"replicas": int64(2), "selector": sel}),
+	}, {
+		name:               "C2 every rack caught up",
+		kind:               "RackedCluster",
+		observedGeneration: "observedGeneration",
+		in: withGeneration(rc("demo").rack("a", 3).rack("b", 3).
+			readyAt("a", 3, 2).readyAt("b", 3, 2).status("replicas", int64(2)).status("selector", sel).obj(), 2),
+		wantApply:   withStatus(head("RackedCluster", "demo"), map[string]interface{}{"replicas": int64(3), "selector": sel}),
+		wantChanged: true,
+		wantNote:    "status.replicas 2 -> 3 (every group reports 3 ready)",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := sampleView(t, tt.kind)
+			if tt.observedGeneration != "" {
+				p := v.Profile()
+				p.Groups.Status.ObservedGenerationField = tt.observedGeneration
+				var err error
+				if v, err = config.NewView(p); err != nil {
+					t.Fatal(err)
+				}
+			}
 			w, errs := v.Read(tt.in)
 			if len(errs) > 0 {
 				t.Fatalf("read: %v", errs)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -12,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -173,5 +176,29 @@ func TestReconcileHPAYieldsToForeignHPA(t *testing.T) {
 	}
 	if after.ResourceVersion != before.ResourceVersion {
 		t.Errorf("their HPA was written: resourceVersion %s -> %s", before.ResourceVersion, after.ResourceVersion)
+	}
+}
+
+// A write the API server refuses (here: forbidden) is reported once as a
+// WriteFailed Warning, not once per retry, and returned for the work queue
+// to retry with backoff.
+func TestReconcileReportsAFailedWriteOnce(t *testing.T) {
+	obj := rc("demo").replicas(5).rack("a", 3).obj()
+	obj.SetResourceVersion("")
+	funcs := interceptor.Funcs{
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "samples.scaleplane.io", Resource: "rackedclusters"}, "demo", errors.New("RBAC"))
+		},
+	}
+	r, _, events := fakeReconciler(t, "RackedCluster", funcs, obj)
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	for range 2 {
+		if _, err := r.Reconcile(context.Background(), req); !apierrors.IsForbidden(err) {
+			t.Fatalf("Reconcile error = %v, want a wrapped Forbidden", err)
+		}
+	}
+	want := []string{`Warning WriteFailed fan out RackedCluster ns/demo: rackedclusters.samples.scaleplane.io "demo" is forbidden: RBAC`}
+	if diff := cmp.Diff(want, drain(events)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

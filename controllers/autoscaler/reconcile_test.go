@@ -1,0 +1,202 @@
+package autoscaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// recorder collects events as "Type Reason: note".
+type recorder struct{ got []string }
+
+func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, _, note string, args ...interface{}) {
+	r.got = append(r.got, eventtype+" "+reason+": "+fmt.Sprintf(note, args...))
+}
+
+// fixedValue is the value the "fixed" test source reports.
+var fixedValue float64
+
+func init() {
+	scaling.RegisterScaler("fixed", func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) { return fixedScaler{}, nil })
+}
+
+type fixedScaler struct{}
+
+func (fixedScaler) Metric() scaling.ScalerMetric { return scaling.ScalerMetric{} }
+func (fixedScaler) Sample(context.Context, time.Time) (scaling.Sample, error) {
+	return scaling.Sample{Value: fixedValue, OK: true}, nil
+}
+func (fixedScaler) Close(context.Context) error { return nil }
+
+// autoscaled is a RackedCluster at replicas whose config has a "fixed"
+// trigger at 10 per replica and a behavior (so scale events are stored).
+func autoscaled(replicas int64, ann map[string]string) *unstructured.Unstructured {
+	u := rackedCluster("shop", "cart", replicas, ann)
+	u.SetResourceVersion("7")
+	_ = unstructured.SetNestedField(u.Object, map[string]any{
+		"minReplicas": int64(1), "maxReplicas": int64(10),
+		"triggers": []any{map[string]any{"name": "rps", "type": "AverageValue", "source": "fixed", "threshold": float64(10)}},
+		"behavior": map[string]any{},
+	}, "spec", "scaleConfig")
+	return u
+}
+
+func TestReconcileWrites(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "rackedclusters"}, "cart", errors.New("the object has been modified"))
+	type write struct {
+		Replicas        int64
+		ResourceVersion string
+		FieldManager    string
+	}
+	type outcome struct {
+		Writes      []write
+		Events      []string
+		State       State
+		ScaleEvents int
+		Written     []bool
+		Retick      bool
+	}
+	cases := []struct {
+		name     string
+		obj      *unstructured.Unstructured
+		value    float64
+		writeErr []error // per write attempt
+		ticks    int
+		want     outcome
+	}{
+		{
+			name: "a change is written through /scale, then recorded and announced", obj: autoscaled(2, nil), value: 50, ticks: 1,
+			want: outcome{
+				Writes: []write{{5, "7", config.AutoscalerFieldManager}},
+				Events: []string{"Normal Scaled: Scaled up from 2 to 5: rps=50 > 10 per replica"},
+				State:  StateAutoscaling, ScaleEvents: 1, Written: []bool{true},
+			},
+		},
+		{
+			name: "no change, no write", obj: autoscaled(5, nil), value: 50, ticks: 1,
+			want: outcome{State: StateAutoscaling, Written: []bool{false}},
+		},
+		{
+			name: "a failed write records nothing, warns once, and no Normal event", obj: autoscaled(2, nil), value: 50, ticks: 2,
+			writeErr: []error{errors.New("etcd unavailable"), errors.New("etcd unavailable")},
+			want: outcome{
+				Writes: []write{{5, "7", config.AutoscalerFieldManager}, {5, "7", config.AutoscalerFieldManager}},
+				Events: []string{"Warning WriteFailed: write 5 replicas through /scale: update rackedclusters shop/cart/scale: etcd unavailable"},
+				State:  StateAutoscaling, Written: []bool{false, false},
+			},
+		},
+		{
+			name: "a conflict re-decides at the next reconcile without a Warning", obj: autoscaled(2, nil), value: 50, ticks: 1,
+			writeErr: []error{conflict},
+			want: outcome{
+				Writes: []write{{5, "7", config.AutoscalerFieldManager}},
+				State:  StateAutoscaling, Written: []bool{false}, Retick: true,
+			},
+		},
+		{
+			name: "paused: hands off", obj: autoscaled(2, map[string]string{config.AnnotationPaused: "true"}), value: 50, ticks: 1,
+			want: outcome{State: StatePaused},
+		},
+		{
+			name: "paused-replicas: held once", obj: autoscaled(2, map[string]string{config.AnnotationPausedReplicas: "4"}), value: 50, ticks: 1,
+			want: outcome{
+				Writes: []write{{4, "7", config.AutoscalerFieldManager}},
+				Events: []string{"Normal Scaled: Held at 4 (from 2): annotation scaleplane.io/paused-replicas"},
+				State:  StateHeld, Written: []bool{true},
+			},
+		},
+		{
+			name: "a bad paused-replicas: hands off with a Warning", obj: autoscaled(2, map[string]string{config.AnnotationPausedReplicas: "x"}), value: 50, ticks: 2,
+			want: outcome{
+				Events: []string{`Warning InvalidPauseAnnotation: annotation scaleplane.io/paused-replicas is "x": set a whole number >= 0, or remove it to resume autoscaling`},
+				State:  StatePaused,
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fixedValue = tc.value
+			var got outcome
+			attempt := 0
+			writer := interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+				SubResourceUpdate: func(_ context.Context, _ client.Client, sub string, _ client.Object, opts ...client.SubResourceUpdateOption) error {
+					o := &client.SubResourceUpdateOptions{}
+					o.ApplyOptions(opts)
+					body := o.SubResourceBody.(*unstructured.Unstructured)
+					r, _, _ := unstructured.NestedInt64(body.Object, "spec", "replicas")
+					got.Writes = append(got.Writes, write{r, body.GetResourceVersion(), o.FieldManager})
+					if sub != "scale" {
+						t.Errorf("wrote subresource %q, want scale", sub)
+					}
+					var err error
+					if attempt < len(tc.writeErr) {
+						err = tc.writeErr[attempt]
+					}
+					attempt++
+					return err
+				},
+			})
+			rec := &recorder{}
+			a := newTestAutoscaler(t, now)
+			e := &env{writer: writer, events: rec}
+			k := a.byResource["rackedclusters"]
+			st := k.get(types.NamespacedName{Namespace: "shop", Name: "cart"})
+			for i := range tc.ticks {
+				// Each tick is due: a polling interval later.
+				a.opts.Now = func() time.Time { return now.Add(time.Duration(i) * time.Minute) }
+				if _, err := k.reconcile(context.Background(), e, tc.obj.DeepCopy(), st); err != nil {
+					t.Fatalf("reconcile: %v", err)
+				}
+			}
+			x := st.explain(k)
+			got.Events, got.State = rec.got, x.State
+			got.ScaleEvents = len(st.history.ScaleUpEvents) + len(st.history.ScaleDownEvents)
+			for _, r := range x.Decisions {
+				got.Written = append(got.Written, r.Written)
+			}
+			got.Retick = st.lastTick.IsZero() && tc.ticks > 0 && x.State == StateAutoscaling
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReconcileStandsAsideFromTheBuiltInHPA(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a := newTestAutoscaler(t, now)
+	k := a.byResource["rackedclusters"]
+	u := rackedCluster("shop", "cart", 2, nil)
+	_ = unstructured.SetNestedField(u.Object, map[string]any{
+		"minReplicas": int64(0), "maxReplicas": int64(10),
+		"idle": map[string]any{"timeoutSeconds": int64(60)},
+		"metrics": []any{map[string]any{"type": "Resource", "resource": map[string]any{"name": "cpu",
+			"target": map[string]any{"type": "Utilization", "averageUtilization": int64(50)}}}},
+	}, "spec", "scaleConfig")
+	st := k.get(types.NamespacedName{Namespace: "shop", Name: "cart"})
+	if _, err := k.reconcile(context.Background(), &env{}, u, st); err != nil {
+		t.Fatal(err)
+	}
+	x := st.explain(k)
+	got := []string{string(x.State), x.Message}
+	want := []string{string(StateNotManaged), "scale config has metrics: the built-in HPA scales this workload"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
