@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -317,5 +318,87 @@ func TestBenchBackendsAgree(t *testing.T) {
 	}
 	if v := answers["store"]; len(v) != 3 || v[0] == "" {
 		t.Errorf("store answers %v", v)
+	}
+}
+
+// The paired benchmarks alternate between the store and the head inside
+// every iteration, so load from other processes hits both alike. They
+// report the median time of each side and the median of the per-iteration
+// ratios store/head (below 1 means the store needs less time); medians keep
+// a burst of load on a shared machine from deciding the result.
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+type pairedTimes struct{ store, head, ratio []float64 }
+
+func (p *pairedTimes) add(store, head time.Duration) {
+	p.store = append(p.store, float64(store.Nanoseconds()))
+	p.head = append(p.head, float64(head.Nanoseconds()))
+	p.ratio = append(p.ratio, float64(store)/float64(head))
+}
+
+func BenchmarkPairedIngest(b *testing.B) {
+	d := benchDataset
+	bes := backends()[:2] // store, head (default encoding)
+	var times pairedTimes
+	for b.Loop() {
+		var spent [2]time.Duration
+		for i, be := range bes {
+			app, _, closeFn := be.open(b)
+			start := time.Now()
+			ingest(b, app, d)
+			spent[i] = time.Since(start)
+			closeFn()
+		}
+		times.add(spent[0], spent[1])
+	}
+	n := float64(totalSamples(d)) * 1e9
+	b.ReportMetric(n/median(times.store), "store-samples/s")
+	b.ReportMetric(n/median(times.head), "head-samples/s")
+	b.ReportMetric(median(times.ratio), "time-ratio")
+}
+
+func BenchmarkPairedQuery(b *testing.B) {
+	d := benchDataset
+	ng := prom.NewEngine(EngineOptions(time.Minute, 50_000_000, 0, nil))
+	defer ng.Close()
+	bes := backends()[:2]
+	var qs [2]storage.Queryable
+	for i, be := range bes {
+		app, q, closeFn := be.open(b)
+		defer closeFn()
+		ingest(b, app, d)
+		qs[i] = q
+	}
+	for _, bq := range benchQueries {
+		b.Run(bq.name, func(b *testing.B) {
+			var times pairedTimes
+			for b.Loop() {
+				var spent [2]time.Duration
+				for i, q := range qs {
+					start := time.Now()
+					qry, err := ng.NewInstantQuery(context.Background(), q, nil, bq.query, d.end())
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res := qry.Exec(context.Background()); res.Err != nil {
+						b.Fatal(res.Err)
+					}
+					qry.Close()
+					spent[i] = time.Since(start)
+				}
+				times.add(spent[0], spent[1])
+			}
+			b.ReportMetric(median(times.store), "store-ns/query")
+			b.ReportMetric(median(times.head), "head-ns/query")
+			b.ReportMetric(median(times.ratio), "time-ratio")
+		})
 	}
 }

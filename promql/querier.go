@@ -46,10 +46,12 @@ func (q *querier) candidates(ms []*labels.Matcher) []*memSeries {
 		sorted = true
 		byName = false
 	)
-	for _, m := range ms {
+	for i, m := range ms {
 		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
 			list = q.store.byName[m.Value]
 			byName = true
+			// Every series in the list has that name: test only the rest.
+			ms = append(slices.Clip(ms[:i]), ms[i+1:]...)
 			break
 		}
 	}
@@ -85,28 +87,29 @@ func (q *querier) Select(_ context.Context, _ bool, hints *storage.SelectHints, 
 	mint, maxt := q.mint, q.maxt
 	labelsOnly := hints != nil && hints.Func == "series"
 	cands := q.candidates(ms)
-	set := &seriesSet{series: make([]*snapshotSeries, 0, len(cands))}
+	// One allocation each for all snapshots and all their chunk lists.
+	set := &seriesSet{series: make([]snapshotSeries, 0, len(cands))}
+	all := make([]chunkMeta, 0, 2*len(cands))
 	for _, ser := range cands {
-		snap := &snapshotSeries{lset: ser.lset, mint: mint, maxt: maxt}
+		from := len(all)
 		ser.mtx.Lock()
 		if !labelsOnly {
 			for _, c := range ser.closed {
 				if c.maxT >= mint && c.minT <= maxt {
-					snap.chunks = append(snap.chunks, c)
+					all = append(all, c)
 				}
 			}
 			// The head chunk keeps growing under appends, so the query gets
 			// its own copy of the bytes written so far.
 			if h := ser.head; h.chunk != nil && h.maxT >= mint && h.minT <= maxt {
 				if c, err := chunkenc.FromData(h.chunk.Encoding(), slices.Clone(h.chunk.Bytes())); err == nil {
-					snap.chunks = append(snap.chunks, chunkMeta{chunk: c, minT: h.minT, maxT: h.maxT})
+					all = append(all, chunkMeta{chunk: c, minT: h.minT, maxT: h.maxT})
 				}
 			}
 		}
-		hasData := len(snap.chunks) > 0
 		ser.mtx.Unlock()
-		if hasData || labelsOnly {
-			set.series = append(set.series, snap)
+		if len(all) > from || labelsOnly {
+			set.series = append(set.series, snapshotSeries{lset: ser.lset, chunks: all[from:len(all):len(all)], mint: mint, maxt: maxt})
 		}
 	}
 	return set
@@ -151,7 +154,7 @@ func (q *chunkQuerier) Select(ctx context.Context, sortSeries bool, hints *stora
 }
 
 type seriesSet struct {
-	series []*snapshotSeries
+	series []snapshotSeries
 	i      int
 }
 
@@ -163,7 +166,7 @@ func (s *seriesSet) Next() bool {
 	return true
 }
 
-func (s *seriesSet) At() storage.Series              { return s.series[s.i-1] }
+func (s *seriesSet) At() storage.Series              { return &s.series[s.i-1] }
 func (*seriesSet) Err() error                        { return nil }
 func (*seriesSet) Warnings() annotations.Annotations { return nil }
 
