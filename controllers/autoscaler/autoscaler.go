@@ -2,7 +2,6 @@ package autoscaler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -23,8 +22,8 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// Options configures the autoscaler. Views is required; every other zero
-// value means the documented default.
+// Options configures the autoscaler. Every zero value means the
+// documented default; without Views there is nothing to scale.
 type Options struct {
 	// Views are the profiled kinds; each gets its own loop.
 	Views []*config.View
@@ -113,9 +112,6 @@ type env struct {
 // manager starts.
 func New(opts Options) (*Autoscaler, error) {
 	opts.defaults()
-	if len(opts.Views) == 0 {
-		return nil, errors.New("new autoscaler: no profiles; give at least one view")
-	}
 	a := &Autoscaler{opts: opts, byResource: map[string]*kindLoop{}}
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, v := range opts.Views {
