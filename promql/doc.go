@@ -15,8 +15,10 @@
 //     the engine and Prometheus' promqltest need. Store.Append(labels, t, v)
 //     is the one-sample ingestion path.
 //   - Registry (Store.Registry, Store.Request, Store.RequestQuery,
-//     MetricNames): the metric names some trigger or debug query asked for.
-//     The scraper keeps only those.
+//     Registry.SetOwner, MetricNames): the metric names some trigger or
+//     debug query asked for. The scraper keeps only those. A workload's
+//     triggers are registered with SetOwner so names they stop using are
+//     dropped; debug queries add names for the life of the process.
 //   - Evaluator (NewEvaluator, EvaluatorOptions) and Remote (NewRemote,
 //     RemoteOptions): the two implementations of Source, whose
 //     Eval(ctx, query, at, vars) returns one Result. Result.Kind tells a

@@ -327,3 +327,39 @@ func FuzzExpandQuotedValue(f *testing.F) {
 		}
 	})
 }
+
+func TestRegistryOwners(t *testing.T) {
+	var r Registry
+	steps := []struct {
+		name string
+		do   func() error
+		want []string
+	}{
+		{name: "debug query", do: func() error { _, err := r.AddQuery(`sum(debug_metric)`); return err }, want: []string{"debug_metric"}},
+		{name: "workload triggers", do: func() error {
+			return r.SetOwner("ns/a", `sum(rate(req_total[1m]))`, `max(queue)`)
+		}, want: []string{"debug_metric", "queue", "req_total"}},
+		{name: "other workload shares a name", do: func() error { return r.SetOwner("ns/b", `queue`) }, want: []string{"debug_metric", "queue", "req_total"}},
+		{name: "trigger changed", do: func() error { return r.SetOwner("ns/a", `max(latency_bucket)`) }, want: []string{"debug_metric", "latency_bucket", "queue"}},
+		{name: "bad query changes nothing", do: func() error {
+			if err := r.SetOwner("ns/a", `sum(`); err == nil {
+				return errors.New("want a parse error")
+			}
+			return nil
+		}, want: []string{"debug_metric", "latency_bucket", "queue"}},
+		{name: "workloads removed", do: func() error {
+			if err := r.SetOwner("ns/a"); err != nil {
+				return err
+			}
+			return r.SetOwner("ns/b")
+		}, want: []string{"debug_metric"}},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if diff := cmp.Diff(st.want, r.Names()); diff != "" {
+			t.Errorf("%s: names (-want +got):\n%s", st.name, diff)
+		}
+	}
+}

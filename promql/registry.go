@@ -13,27 +13,37 @@ import (
 // for. The scraper stores only samples whose name is in it, which is what
 // keeps the store small: a pod typically exposes hundreds of names and a
 // trigger reads one or two. The zero value is empty and ready to use.
+//
+// Names come from two places: owners (normally one per workload's
+// triggers), whose set is replaced with SetOwner so names a trigger no
+// longer uses stop being scraped; and one-off requests (Add, AddQuery: the
+// debug endpoint), which stay until the process restarts.
 type Registry struct {
-	mtx   sync.RWMutex
+	mtx    sync.RWMutex
+	adhoc  map[string]struct{}
+	owners map[string][]string
+	// names is the union of adhoc and owners, rebuilt on every change
+	// because Has runs once per scraped sample.
 	names map[string]struct{}
 }
 
-// Add requests names.
+// Add requests names until the process restarts.
 func (r *Registry) Add(names ...string) {
 	r.mtx.Lock()
 	defer r.mtx.Unlock()
-	if r.names == nil {
-		r.names = map[string]struct{}{}
+	if r.adhoc == nil {
+		r.adhoc = map[string]struct{}{}
 	}
 	for _, n := range names {
 		if n != "" {
-			r.names[n] = struct{}{}
+			r.adhoc[n] = struct{}{}
 		}
 	}
+	r.rebuild()
 }
 
-// AddQuery parses query and requests the metric names it selects. It returns
-// those names.
+// AddQuery parses query and requests the metric names it selects until
+// the process restarts. It returns those names.
 func (r *Registry) AddQuery(query string) ([]string, error) {
 	names, err := MetricNames(query)
 	if err != nil {
@@ -41,6 +51,45 @@ func (r *Registry) AddQuery(query string) ([]string, error) {
 	}
 	r.Add(names...)
 	return names, nil
+}
+
+// SetOwner replaces the names requested by owner (e.g. "ns/workload") with
+// the names the queries select; no queries removes the owner. On a parse
+// error nothing changes.
+func (r *Registry) SetOwner(owner string, queries ...string) error {
+	var names []string
+	for _, q := range queries {
+		ns, err := MetricNames(q)
+		if err != nil {
+			return fmt.Errorf("owner %q: %w", owner, err)
+		}
+		names = append(names, ns...)
+	}
+	r.mtx.Lock()
+	defer r.mtx.Unlock()
+	if r.owners == nil {
+		r.owners = map[string][]string{}
+	}
+	if len(names) == 0 {
+		delete(r.owners, owner)
+	} else {
+		r.owners[owner] = names
+	}
+	r.rebuild()
+	return nil
+}
+
+func (r *Registry) rebuild() {
+	names := make(map[string]struct{}, len(r.adhoc)+len(r.owners))
+	for n := range r.adhoc {
+		names[n] = struct{}{}
+	}
+	for _, ns := range r.owners {
+		for _, n := range ns {
+			names[n] = struct{}{}
+		}
+	}
+	r.names = names
 }
 
 // Has reports whether name was requested.
