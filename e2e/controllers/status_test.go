@@ -92,6 +92,22 @@ func TestStatusReplicasOnlyWhenRacksAgree(t *testing.T) {
 	}
 	waitEvent(t, ns, "demo", "Normal", "StatusReplicasUpdated", "status.replicas 2 -> 3")
 
+	// Server-side apply records what scaleplane owns in status: exactly
+	// the two fields, nothing the operator wrote.
+	u, err := get(context.Background(), "RackedCluster", ns, "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owned []string
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager == "scaleplane" && mf.Subresource == "status" && mf.FieldsV1 != nil {
+			owned = append(owned, string(mf.FieldsV1.Raw))
+		}
+	}
+	if diff := cmp.Diff([]string{`{"f:status":{"f:replicas":{},"f:selector":{}}}`}, owned); diff != "" {
+		t.Errorf("status fields owned by scaleplane (-want +got):\n%s", diff)
+	}
+
 	// /scale now reads the truth: kubectl shows it, and an HPA would use
 	// the selector of one rack.
 	out := kubectl(t, "get", "-n", ns, "rackedcluster/demo", "--subresource=scale", "-o", "jsonpath={.status.replicas} {.status.selector}")
