@@ -2,6 +2,10 @@ package promql
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -110,5 +114,48 @@ func TestPodDiscoverer(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, views); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestPodDiscovererFeedsScraper runs discovery and scraping together: pods
+// whose IP and port point at a loopback server are scraped with their
+// namespace, pod and workload labels.
+func TestPodDiscovererFeedsScraper(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/custom" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, "queue_items 4\n")
+	}))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(
+		makePod("shop", "fn-1").ip(u.Hostname()).ann(AnnotationPort, u.Port()).ann(AnnotationPath, "/custom").obj(),
+		makePod("shop", "fn-2").ip(u.Hostname()).ann(AnnotationPort, u.Port()).ann(AnnotationPath, "/missing").obj(),
+	).Build()
+	d := &PodDiscoverer{Client: c, Workloads: func() []Workload {
+		return []Workload{{Namespace: "shop", Selector: k8slabels.SelectorFromSet(k8slabels.Set{"app": "fn"}), Labels: map[string]string{"workload": "fn"}}}
+	}}
+	clock := newFakeClock()
+	store := NewStore(Options{Now: clock.now})
+	store.Request("queue_items")
+	sc := newTestScraper(t, store, clock, d, nil)
+	sc.Cycle(context.Background())
+
+	if diff := cmp.Diff(map[string][]string{
+		`{__name__="queue_items", namespace="shop", pod="fn-1", workload="fn"}`: {"4"},
+	}, dump(t, store)); diff != "" {
+		t.Errorf("stored samples (-want +got):\n%s", diff)
+	}
+	base := "http://" + u.Host
+	if diff := cmp.Diff(map[string]string{
+		base + "/custom":  "up",
+		base + "/missing": "down: scrape " + base + "/missing: server returned 404 Not Found",
+	}, healthOf(sc)); diff != "" {
+		t.Errorf("health (-want +got):\n%s", diff)
 	}
 }
