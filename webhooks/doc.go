@@ -26,4 +26,24 @@
 //	/validate-scale-<group>-<version>-<resource>  UPDATE of <resource>/scale
 //
 // where dots in the group become dashes (the empty core group is "core").
+// Webhook entries are named "<resource>.<version>.<group>", and
+// "scale.<resource>.<version>.<group>" for /scale.
+//
+// Decisions where the contract is silent, for docs and reviewers:
+//
+//   - An object whose scaling fields cannot be read is allowed by the
+//     mutating webhook without a patch; the validating webhook refuses it
+//     with every field error (one place for all admission errors).
+//   - Validation ratchets like the API server's CRD validation: an UPDATE
+//     that keeps the stored scaling fields is allowed even if they no longer
+//     pass, with the old problems as warnings, so finalizers can always be
+//     removed after a profile is tightened.
+//   - The /scale webhook also refuses counts above the profile's upper bound
+//     (V1), which the main resource's webhook would otherwise only see on
+//     the next edit, and does not judge a write that keeps the count.
+//   - Patches are sorted by path, so the same request gives the same bytes
+//     (M6); defaulting never adds or removes list items, so order is free.
+//   - The mutating webhook asks to be reinvoked (IfNeeded) when a later
+//     webhook changes the object, so groups follow a replicas count another
+//     webhook set (M5).
 package webhooks
