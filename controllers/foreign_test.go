@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -127,6 +128,31 @@ func TestScaledObjectTarget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, targetKey(scaledObjectTarget(tt.in))); diff != "" {
 				t.Errorf("target (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHPAChanged(t *testing.T) {
+	base := hpaTargeting("samples.scaleplane.io/v1alpha1", "RackedCluster", "demo")
+	tests := []struct {
+		name   string
+		mutate func(h *autoscalingv2.HorizontalPodAutoscaler)
+		want   bool
+	}{
+		{"status only: the HPA controller's sync", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Status.DesiredReplicas = 4 }, false},
+		{"spec edited", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MaxReplicas = 9 }, true},
+		{"labels edited", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Labels = map[string]string{"x": "y"} }, true},
+		{"owner removed", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.OwnerReferences = []metav1.OwnerReference{{Name: "x"}}
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := base.DeepCopy()
+			tt.mutate(n)
+			if got := hpaChanged.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: n}); got != tt.want {
+				t.Errorf("hpaChanged = %v, want %v", got, tt.want)
 			}
 		})
 	}

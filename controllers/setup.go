@@ -6,12 +6,16 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/scaleplane/scaleplane/config"
 )
@@ -93,8 +97,26 @@ func (r *Reconciler) build(mgr manager.Manager, opts Options) (controller.Contro
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.controllerName()).
 		For(u).
-		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.mapHPA)).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(hpaChanged)).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.mapHPA), builder.WithPredicates(hpaChanged)).
 		WithOptions(copts).
 		Build(r)
+}
+
+// hpaChanged lets through HPA updates that can change a decision: spec,
+// labels, owners or deletion. The HPA controller rewrites every HPA's
+// status each sync period; reconciling every workload with an HPA for that
+// would be pure load.
+var hpaChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*autoscalingv2.HorizontalPodAutoscaler)
+		n, ok2 := e.ObjectNew.(*autoscalingv2.HorizontalPodAutoscaler)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !equality.Semantic.DeepEqual(o.Spec, n.Spec) ||
+			!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.OwnerReferences, n.OwnerReferences) ||
+			!equality.Semantic.DeepEqual(o.DeletionTimestamp, n.DeletionTimestamp)
+	},
 }
