@@ -44,6 +44,9 @@ func (r *Reconciler) fanOut(ctx context.Context, u *unstructured.Unstructured) e
 		}
 		patch := client.MergeFromWithOptions(u.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		if err := r.writer.Patch(ctx, out, patch, client.FieldOwner(config.FieldManager)); err != nil {
+			if apierrors.IsConflict(err) {
+				fanoutConflicts.WithLabelValues(r.kind).Inc()
+			}
 			return err
 		}
 		out.DeepCopyInto(u)

@@ -13,6 +13,10 @@ var (
 		Name: "scaleplane_fanout_writes_total",
 		Help: "Writes that set every group of a workload to its replicas (C1).",
 	}, []string{"kind"})
+	fanoutConflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scaleplane_fanout_conflicts_total",
+		Help: "Fan-out writes refused because the workload changed since it was read; each is decided again on a fresh read.",
+	}, []string{"kind"})
 	statusUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scaleplane_status_updates_total",
 		Help: "Writes of status.replicas or the /scale selector (C2, C3).",
@@ -33,5 +37,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(fanoutWrites, statusUpdates, hpaApplies, reconcileErrors, reconcileDuration)
+	metrics.Registry.MustRegister(fanoutWrites, fanoutConflicts, statusUpdates, hpaApplies, reconcileErrors, reconcileDuration)
 }
