@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -82,8 +83,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	u := r.newObject()
 	if err := r.cache.Get(ctx, req.NamespacedName, u); err != nil {
-		r.unwarn(req.NamespacedName, warnReasons...)
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			r.unwarn(req.NamespacedName, warnReasons...)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get %s %s: %w", r.kind, req.NamespacedName, err)
 	}
 	if u.GetDeletionTimestamp() != nil {
 		// Our HPA goes with it through its owner reference.

@@ -60,6 +60,9 @@ func (o *Options) defaults() {
 // controllers run only on the elected leader.
 func Setup(mgr manager.Manager, views []*config.View, opts Options) error {
 	opts.defaults()
+	if len(views) == 0 {
+		return nil
+	}
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, v := range views {
 		if seen[v.GVK()] {
