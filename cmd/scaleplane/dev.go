@@ -134,8 +134,9 @@ func dev(ctx context.Context, o devOptions) (err error) {
 	go func() { appDone <- a.Run(runCtx) }()
 	defer func() {
 		stopApp()
-		if runErr := <-appDone; runErr != nil && !errors.Is(runErr, context.Canceled) {
-			err = errors.Join(err, runErr)
+		// A failure already reported through err is not repeated.
+		if runErr := <-appDone; runErr != nil && !errors.Is(runErr, context.Canceled) && err == nil {
+			err = runErr
 		}
 	}()
 	if err := waitReady(ctx, "http://"+probeAddr+"/readyz", appDone); err != nil {
@@ -182,13 +183,13 @@ func printReady(kubeconfig string, cpTime, total time.Duration, metricsAddr stri
 In another terminal, from the repository root:
   $ export KUBECONFIG=%s PATH=%s:$PATH
   $ kubectl apply -f config/samples/rackedcluster.yaml
-  $ kubectl get rc demo -o jsonpath='{.spec.racks[*].members} {.spec.scaleConfig}{"\n"}'
-  $ kubectl scale rc/demo --replicas=5
-  $ kubectl get rc demo -o jsonpath='{.spec.racks[*].members}{"\n"}'
+  $ kubectl get rcl demo -o jsonpath='{.spec.racks[*].members} {.spec.scaleConfig}{"\n"}'
+  $ kubectl scale rcl/demo --replicas=5
+  $ kubectl get rcl demo -o jsonpath='{.spec.racks[*].members}{"\n"}'
   $ kubectl apply -f config/samples/rackedcluster-autoscaled.yaml
   $ kubectl get hpa
   $ kubectl apply -f config/samples/function.yaml -f config/samples/workergroup.yaml
-  $ kubectl get rc,fn,wg
+  $ kubectl get rcl,fn,wg
   $ kubectl apply -f config/samples/invalid-rackedcluster.yaml   # refused: every field path is named
 Debug endpoints: http://%s/debug/store
 Press Ctrl-C to stop; everything is removed (keep it with --keep).

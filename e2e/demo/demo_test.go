@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +38,7 @@ func buildBinary(t *testing.T) string {
 // devProcess is a running `scaleplane dev`.
 type devProcess struct {
 	cmd      *exec.Cmd
+	exited   chan struct{}
 	lines    chan string
 	output   *strings.Builder
 	children map[int]string
@@ -46,15 +48,19 @@ func startDev(t *testing.T, bin string, args ...string) *devProcess {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"dev"}, args...)...)
 	cmd.Dir = framework.RepoRoot()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
+	// An io.Pipe (not StdoutPipe) lets Wait run at once, so the test learns
+	// of an exit as soon as it happens.
+	stdout, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start scaleplane dev: %v", err)
 	}
-	p := &devProcess{cmd: cmd, lines: make(chan string, 1024), output: &strings.Builder{}, children: map[int]string{}}
+	p := &devProcess{cmd: cmd, exited: make(chan struct{}), lines: make(chan string, 1024), output: &strings.Builder{}, children: map[int]string{}}
+	go func() {
+		_ = cmd.Wait()
+		pw.Close()
+		close(p.exited)
+	}()
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -63,9 +69,11 @@ func startDev(t *testing.T, bin string, args ...string) *devProcess {
 		close(p.lines)
 	}()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
+		select {
+		case <-p.exited:
+		default:
 			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
+			<-p.exited
 		}
 	})
 	return p
@@ -268,8 +276,10 @@ profiles:
 	p := startDev(t, bin, "--kubeconfig", filepath.Join(dir, "kc"), "--config", cfg)
 	var children map[int]string
 	framework.Eventually(t, 3*time.Minute, func(context.Context) (bool, string) {
-		if p.cmd.ProcessState != nil {
+		select {
+		case <-p.exited:
 			return true, ""
+		default:
 		}
 		for pid, cl := range controlPlaneChildren(descendants(p.cmd.Process.Pid)) {
 			if children == nil {
@@ -293,10 +303,8 @@ profiles:
 
 func waitExit(t *testing.T, p *devProcess, timeout time.Duration) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case <-done:
+	case <-p.exited:
 	case <-time.After(timeout):
 		_ = p.cmd.Process.Kill()
 		t.Fatalf("scaleplane dev did not exit within %s; output:\n%s", timeout, p.output.String())
