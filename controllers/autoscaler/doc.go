@@ -13,10 +13,13 @@
 // (Discoverer).
 //
 // Files: plan.go holds the pure policies (which workloads are ours, pause
-// annotations, when a tick is due, event text); tick.go executes one tick;
-// scalers.go keeps each workload's scalers; foreign.go finds HPAs and KEDA
-// ScaledObjects we must not run beside; explain.go and activity.go are the
-// endpoints.
+// annotations, when a tick is due, event text, warnings once per change);
+// tick.go executes one tick (read, decide, write through /scale, events);
+// scalers.go keeps each workload's scalers and adapts promql sources;
+// foreign.go finds HPAs and KEDA ScaledObjects we must not run beside;
+// setup.go registers the controllers and lists the pods to scrape;
+// explain.go and activity.go are the endpoints; metrics.go the Prometheus
+// metrics.
 //
 // It must not make scaling decisions (package scaling does), write anything
 // but R through /scale, run beside a built-in or foreign HPA for the same

@@ -211,7 +211,9 @@ func (k *kindLoop) hold(ctx context.Context, e *env, u *unstructured.Unstructure
 		rec.Error = err.Error()
 		st.publish(StateHeld, msg, interval, &rec)
 		if apierrors.IsConflict(err) {
-			return reconcile.Result{Requeue: true}, nil
+			// Someone changed the workload since the cache showed it: the
+			// watch brings the new version; hold again then.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		k.warn(e, u, st, config.ReasonWriteFailed, actionScale, fmt.Sprintf("write %d replicas through /scale: %v", hold, err))
 		return reconcile.Result{RequeueAfter: interval}, nil
