@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -73,20 +74,19 @@ func serveBehindMetricsServer(t *testing.T, a *Autoscaler) string {
 	t.Cleanup(func() { cancel(); <-done })
 	addr := srv.(interface{ GetBindAddr() string })
 	var base string
-	deadline := time.Now().Add(10 * time.Second)
-	for base == "" {
-		if a := addr.GetBindAddr(); a != "" {
-			base = "http://" + a
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("metrics server did not start listening")
-		}
+	err = wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case err := <-done:
-			t.Fatalf("metrics server stopped: %v", err)
-		case <-time.After(5 * time.Millisecond):
+			return false, fmt.Errorf("metrics server stopped: %w", err)
+		default:
 		}
+		if a := addr.GetBindAddr(); a != "" {
+			base = "http://" + a
+		}
+		return base != "", nil
+	})
+	if err != nil {
+		t.Fatalf("metrics server not listening: %v", err)
 	}
 	return base
 }
