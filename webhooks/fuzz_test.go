@@ -59,6 +59,8 @@ func addSeeds(f *testing.F) {
 		f.Add(k, b.raw(), old.raw())
 	}
 	f.Add(uint8(0), []byte(`null`), []byte(nil))
+	f.Add(uint8(0), []byte(`{"spec":5,"metadata":{"generation":"x"}}`), []byte(`{"spec":null}`))
+	f.Add(uint8(3), []byte(`{"metadata":{"annotations":{"scaleplane.io/scale-config":7}},"spec":{"topology":[]}}`), []byte(nil))
 	f.Add(uint8(1), []byte(`{"spec":{"replicas":1e400}}`), []byte(`{}`))
 	f.Add(uint8(2), []byte(`{"spec":{"replicas":1.5,"scalePolicy":{"minReplicas":-0}}}`), []byte(nil))
 	f.Add(uint8(3), []byte(`{"metadata":{"annotations":{"scaleplane.io/scale-config":"{\"minReplicas\":1,\"minReplicas\":2}"}}}`), []byte(nil))
@@ -139,13 +141,13 @@ func checkOldSkipped(t *testing.T, view *config.View, req admission.Request) {
 	if req.Operation != admissionv1.Update {
 		return
 	}
-	keys := specKeys(view.Layout())
-	obj, err := decodeObject(req.Object.Raw, keys)
+	dec := newDecoder(view.Layout())
+	obj, err := dec.decode(req.Object.Raw)
 	if err != nil {
 		return
 	}
 	cur, errs := view.Read(obj.u)
-	old := readOld(view, keys, req)
+	old := readOld(view, dec, req)
 	if len(errs) > 0 || old == nil {
 		return
 	}

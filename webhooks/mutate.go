@@ -28,13 +28,13 @@ import (
 // the one place users see admission problems. Defaulting half of such an
 // object would only produce a patch for an object that is refused anyway.
 func NewMutator(view *config.View) admission.Handler {
-	return &mutator{view: view, kind: kindLabel(view), specKeys: specKeys(view.Layout())}
+	return &mutator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout())}
 }
 
 type mutator struct {
-	view     *config.View
-	kind     string
-	specKeys map[string]bool
+	view *config.View
+	kind string
+	dec  *decoder
 }
 
 func (h *mutator) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -47,7 +47,7 @@ func (h *mutator) handle(req admission.Request) admission.Response {
 	if !createOrUpdate(req.Operation) {
 		return admission.Allowed("")
 	}
-	obj, err := decodeObject(req.Object.Raw, h.specKeys)
+	obj, err := h.dec.decode(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", h.kind, err))
 	}
@@ -58,7 +58,7 @@ func (h *mutator) handle(req admission.Request) admission.Response {
 	l := h.view.Layout()
 	want := scaling.Default(nil, cur, l)
 	if req.Operation == admissionv1.Update && mayFollowPins(want) {
-		want = scaling.Default(readOld(h.view, h.specKeys, req), cur, l)
+		want = scaling.Default(readOld(h.view, h.dec, req), cur, l)
 	}
 	// WriteSpec writes nothing else, so when these are equal the patch would
 	// be empty; skipping the encode and diff keeps the common UPDATE cheap.

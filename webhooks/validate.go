@@ -25,13 +25,13 @@ import (
 // added in a newer release), with each old problem returned as a warning.
 // Otherwise an object could not even have its finalizers removed.
 func NewValidator(view *config.View) admission.Handler {
-	return &validator{view: view, kind: kindLabel(view), specKeys: specKeys(view.Layout())}
+	return &validator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout())}
 }
 
 type validator struct {
-	view     *config.View
-	kind     string
-	specKeys map[string]bool
+	view *config.View
+	kind string
+	dec  *decoder
 }
 
 func (h *validator) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -44,7 +44,7 @@ func (h *validator) handle(req admission.Request) admission.Response {
 	if !createOrUpdate(req.Operation) {
 		return admission.Allowed("")
 	}
-	obj, err := decodeObject(req.Object.Raw, h.specKeys)
+	obj, err := h.dec.decode(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", h.kind, err))
 	}
@@ -56,7 +56,7 @@ func (h *validator) handle(req admission.Request) admission.Response {
 	if len(readErrs)+len(verrs) == 0 {
 		return admission.Allowed("").WithWarnings(warns...)
 	}
-	old := readOld(h.view, h.specKeys, req)
+	old := readOld(h.view, h.dec, req)
 	if old != nil {
 		verrs, warns = scaling.Validate(cur, old, l)
 	}

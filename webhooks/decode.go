@@ -1,0 +1,194 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// object is an admission request's object, decoded only as far as a view
+// needs it. Profile paths lie under .spec (checked when the profile is
+// loaded) and the config annotation under .metadata.annotations, and
+// admission reads no status: so only the spec fields a view's paths start
+// with, and name, namespace, generation and annotations of metadata, are
+// decoded into u. Everything else (managedFields, status, the rest of the
+// spec) is skipped over and never built into maps. Objects written with
+// kubectl apply carry large managedFields and workloads large pod
+// templates; not decoding them is most of what makes a review cheap.
+type object struct {
+	// u is what the view reads and writes: a partial copy of the object in
+	// which every field present is at the path it has in the object, and
+	// present exactly when it is present (and not null) in the object.
+	u *unstructured.Unstructured
+}
+
+// decoder decodes the objects of one view. It is built once per handler:
+// the spec fields it decodes become the fields of a struct type made for
+// them, so one pass of the JSON decoder over the request's bytes fills
+// spec and metadata and skips everything else without allocating.
+type decoder struct {
+	keys []string
+	typ  reflect.Type
+}
+
+// metaFields are the metadata fields a view reads.
+type metaFields struct {
+	Name        *string                `json:"name"`
+	Namespace   *string                `json:"namespace"`
+	Generation  *int64                 `json:"generation"`
+	Annotations map[string]interface{} `json:"annotations"`
+}
+
+func newDecoder(l scaling.Layout) *decoder {
+	d := &decoder{keys: specKeys(l)}
+	specFields := make([]reflect.StructField, len(d.keys))
+	for i, k := range d.keys {
+		specFields[i] = reflect.StructField{
+			Name: fmt.Sprintf("F%d", i),
+			Type: reflect.TypeFor[interface{}](),
+			Tag:  reflect.StructTag(fmt.Sprintf(`json:%q`, k)),
+		}
+	}
+	d.typ = reflect.StructOf([]reflect.StructField{
+		{Name: "Spec", Type: reflect.PointerTo(reflect.StructOf(specFields)), Tag: `json:"spec"`},
+		{Name: "Metadata", Type: reflect.TypeFor[*metaFields](), Tag: `json:"metadata"`},
+	})
+	return d
+}
+
+// specKeys are the spec fields a view's paths start with, in a fixed order.
+func specKeys(l scaling.Layout) []string {
+	var keys []string
+	for _, p := range []*field.Path{l.ReplicasPath, l.ConfigPath, l.GroupsPath} {
+		if p == nil {
+			continue
+		}
+		// "spec.racks" and "spec.topology.zones" start with racks and
+		// topology; annotation paths are not under spec.
+		segs := strings.SplitN(p.String(), ".", 3)
+		if len(segs) < 2 || segs[0] != "spec" {
+			continue
+		}
+		k := strings.SplitN(segs[1], "[", 2)[0]
+		if !contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func contains(l []string, s string) bool {
+	for _, e := range l {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// decode decodes raw, an admission request's object. Integers become int64
+// and field names match case-sensitively, as in the API machinery, so a
+// view reads the values the API server stores; decoding the raw bytes
+// ourselves (rather than through a scheme) is what lets any profiled kind
+// through.
+func (d *decoder) decode(raw []byte) (*object, error) {
+	data := bytes.TrimSpace(raw)
+	if len(data) == 0 {
+		return nil, errors.New("the request holds no object")
+	}
+	if data[0] != '{' {
+		return nil, fmt.Errorf("the object is not a JSON object but %.20q", data)
+	}
+	o := &object{u: &unstructured.Unstructured{Object: make(map[string]interface{}, 2)}}
+	top := reflect.New(d.typ)
+	if kjson.UnmarshalCaseSensitivePreserveInts(data, top.Interface()) != nil {
+		// A spec that is not an object, or metadata the API server would
+		// never send (a generation that is not an integer).
+		return d.decodeLoosely(data)
+	}
+	if spec := top.Elem().Field(0); !spec.IsNil() {
+		m := make(map[string]interface{}, len(d.keys))
+		for i, k := range d.keys {
+			if v := spec.Elem().Field(i).Interface(); v != nil {
+				m[k] = v
+			}
+		}
+		o.u.Object["spec"] = m
+	}
+	if md := top.Elem().Field(1).Interface().(*metaFields); md != nil {
+		o.u.Object["metadata"] = md.object()
+	}
+	return o, nil
+}
+
+// decodeLoosely decodes spec and metadata whole, so that the view reports
+// what is wrong with them at its path; only malformed objects get here.
+func (d *decoder) decodeLoosely(data []byte) (*object, error) {
+	var top struct {
+		Spec     rawJSON `json:"spec"`
+		Metadata rawJSON `json:"metadata"`
+	}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &top); err != nil {
+		return nil, fmt.Errorf("the object is not valid JSON: %w", err)
+	}
+	o := &object{u: &unstructured.Unstructured{Object: make(map[string]interface{}, 2)}}
+	for _, part := range []struct {
+		name string
+		data rawJSON
+	}{{"spec", top.Spec}, {"metadata", top.Metadata}} {
+		if part.data == nil {
+			continue
+		}
+		var v interface{}
+		if err := utiljson.Unmarshal(part.data, &v); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", part.name, err)
+		}
+		if v != nil {
+			o.u.Object[part.name] = v
+		}
+	}
+	return o, nil
+}
+
+// object returns the metadata fields as unstructured values.
+func (f *metaFields) object() map[string]interface{} {
+	m := make(map[string]interface{}, 4)
+	if f.Name != nil {
+		m["name"] = *f.Name
+	}
+	if f.Namespace != nil {
+		m["namespace"] = *f.Namespace
+	}
+	if f.Generation != nil {
+		m["generation"] = *f.Generation
+	}
+	if f.Annotations != nil {
+		m["annotations"] = f.Annotations
+	}
+	return m
+}
+
+// rawJSON is json.RawMessage without the copy: it refers into the request's
+// bytes, which outlive the review and are never changed.
+type rawJSON []byte
+
+func (r *rawJSON) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*r = nil
+		return nil
+	}
+	*r = data
+	return nil
+}
+
+var _ json.Unmarshaler = (*rawJSON)(nil)
