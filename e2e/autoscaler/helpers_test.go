@@ -150,9 +150,11 @@ func (b *rcBuilder) create(t *testing.T) {
 	})
 }
 
-// rpsTrigger is an AverageValue trigger on rpsQuery.
+// rpsTrigger is an AverageValue trigger on rpsQuery, read from the
+// embedded store (named: the app's default source is its remote
+// Prometheus).
 func rpsTrigger(threshold float64) map[string]any {
-	return map[string]any{"name": "rps", "type": "AverageValue", "query": rpsQuery, "threshold": threshold}
+	return map[string]any{"name": "rps", "type": "AverageValue", "source": "promql", "query": rpsQuery, "threshold": threshold}
 }
 
 // scale is a RackedCluster's R and its racks' members.
