@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
