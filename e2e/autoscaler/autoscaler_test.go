@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
@@ -33,6 +34,7 @@ func TestAutoscaler(t *testing.T) {
 			"PausedIsLeftAlone":                testPausedIsLeftAlone,
 			"ForeignHPAStandsItDown":           testForeignHPAStandsItDown,
 			"RemotePrometheusIsTheDefault":     testRemotePrometheusIsTheDefault,
+			"DependenciesWakeFirst":            testDependenciesWakeFirst,
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -323,4 +325,55 @@ func testRemotePrometheusIsTheDefault(t *testing.T, e *env) {
 		t.Errorf("query sent to Prometheus: got %s, want %s", q, want)
 	}
 	findEvent(t, ns, "queue", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled up from 1 to 4: backlog=35 > 10 per replica") })
+}
+
+// A workload woken by activity waits at zero until its dependsOn workload
+// has a ready replica: the dependency is woken first, and once its racks
+// report ready (status.replicas, written by C2) the workload wakes.
+func testDependenciesWakeFirst(t *testing.T, e *env) {
+	ns := cluster.Namespace(t)
+	rc(ns, "db", 0).scaleConfig(map[string]any{
+		"minReplicas": int64(0), "maxReplicas": int64(2),
+		"idle": map[string]any{"replicasAtStart": int64(1), "timeoutSeconds": int64(60)},
+	}).create(t)
+	rc(ns, "app", 0).scaleConfig(map[string]any{
+		"minReplicas": int64(0), "maxReplicas": int64(3),
+		"idle":      map[string]any{"replicasAtStart": int64(2), "timeoutSeconds": int64(60)},
+		"dependsOn": []any{"db"},
+	}).create(t)
+	ctx := context.Background()
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		status, body, err := e.call(ctx, http.MethodPost, autoscaler.ActivityPath+ns+"/rackedclusters/app", e.token)
+		if err != nil {
+			return false, err.Error()
+		}
+		return status == http.StatusAccepted, fmt.Sprintf("%d %s", status, body)
+	})
+	waitScale(t, ns, "db", "1", func(r int64) bool { return r == 1 })
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		x, err := e.explain(ctx, ns, "app")
+		if err != nil || len(x.Decisions) == 0 {
+			return false, fmt.Sprintf("no decision yet (%v)", err)
+		}
+		d := x.Decisions[len(x.Decisions)-1]
+		return d.Action == scaling.ActionWait, d.Reason
+	})
+	if s, _ := getScale(ctx, ns, "app"); s.Replicas != 0 {
+		t.Errorf("app woke before db was ready: replicas %d", s.Replicas)
+	}
+
+	// db's racks report a ready member, as its operator would.
+	db := &unstructured.Unstructured{}
+	db.SetGroupVersionKind(rackedClusterGVK)
+	db.SetNamespace(ns)
+	db.SetName("db")
+	patch := []byte(`{"status":{"racks":[{"name":"a","readyMembers":1},{"name":"b","readyMembers":1}]}}`)
+	if err := cluster.Client.Status().Patch(ctx, db, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatalf("report db ready: %v", err)
+	}
+	waitScale(t, ns, "app", "2", func(r int64) bool { return r == 2 })
+	note := findEvent(t, ns, "app", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Woke up from 0 to 2") })
+	if !strings.Contains(note, "activity at") {
+		t.Errorf("wake-up event: %q", note)
+	}
 }
