@@ -40,7 +40,13 @@
 //     removed after a profile is tightened.
 //   - The /scale webhook also refuses counts above the profile's upper bound
 //     (V1), which the main resource's webhook would otherwise only see on
-//     the next edit, and does not judge a write that keeps the count.
+//     the next edit, and does not judge a write that keeps the count. For a
+//     kind whose HPA targets a child (Kyma) it does not apply the range: a
+//     count written through /scale selects external scaling, where the
+//     config is ignored (W2).
+//   - The /scale webhook reads the parent from the manager's cache, and
+//     through the API when the cache does not hold the version the Scale
+//     was built from, so a range widened a moment ago is honoured.
 //   - Patches are sorted by path, so the same request gives the same bytes
 //     (M6); defaulting never adds or removes list items, so order is free.
 //   - The mutating webhook asks to be reinvoked (IfNeeded) when a later

@@ -25,8 +25,12 @@ import (
 // replicas below 0, above the profile's upper bound (V1, which the main
 // resource's validation would otherwise only catch on the next edit), or
 // outside [minReplicas, maxReplicas] while the parent's scale config has a
-// range, saying which bound to move. Everything else is allowed: the
-// controller fans the new count out to groups and re-pins a pinned config.
+// range that an autoscaler of the workload itself acts in, saying which
+// bound to move. Everything else is allowed: the controller fans the new
+// count out to groups and re-pins a pinned config. For a kind whose HPA
+// targets a child object the range is the child's, and a count written
+// through the parent's /scale selects external scaling (W2), so it is not
+// held to the range.
 //
 // The parent is read from cached, normally the manager's cache, and from
 // live (the manager's API reader) when the cache does not have the exact
@@ -103,6 +107,12 @@ func (h *scaleValidator) handle(ctx context.Context, req admission.Request) admi
 	}
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read %s %s/%s to check the scale range: %w; retry", h.kind, req.Namespace, req.Name, err))
+	}
+	// With the HPA on a child (Kyma's runtime Deployment), the range is the
+	// child's; a count written here switches the workload to external
+	// scaling, where the config is ignored (W2), so it is not judged by it.
+	if !l.TargetSelf {
+		return admission.Allowed("")
 	}
 	w, _ := h.view.Read(parent)
 	if w.Config == nil {

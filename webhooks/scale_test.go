@@ -143,6 +143,11 @@ func TestScale(t *testing.T) {
 		cached: parents(makeObj(rackedCluster, "db").replicas(3).config(obj{"minReplicas": 3, "maxReplicas": 3})),
 		req:    scaleRequest(views[rackedCluster], "db", 3, 10, "100"),
 	}, {
+		name:   "a child-target kind: a /scale write selects external scaling, where the range does not apply (W2)",
+		kind:   function,
+		cached: parents(makeObj(function, "fn").config(obj{"minReplicas": 1, "maxReplicas": 3})),
+		req:    scaleRequest(views[function], "fn", 0, 7, "100"),
+	}, {
 		name:   "no config: anything from 0 up",
 		kind:   function,
 		cached: parents(makeObj(function, "fn").replicas(1)),

@@ -62,6 +62,14 @@ func TestScaleOutsideRange(t *testing.T) {
 		t.Fatalf("scale a pinned WorkerGroup: %v", err)
 	}
 	wantFields(t, get(t, "WorkerGroup", ns, "wg"), map[string]interface{}{"spec.replicas": i64(7)})
+
+	// A Function's range belongs to the HPA on its Deployment; kubectl
+	// scale selects external scaling, where the range is ignored (W2).
+	mustApply(t, manifest{kind: "Function", name: "fn", namespace: ns, spec: obj{"replicas": 2, "scaleConfig": obj{"minReplicas": 1, "maxReplicas": 3}}})
+	if _, err := kubectl(t, "scale", "function", "fn", "-n", ns, "--replicas=5"); err != nil {
+		t.Fatalf("scale a Function in external mode: %v", err)
+	}
+	wantFields(t, get(t, "Function", ns, "fn"), map[string]interface{}{"spec.replicas": i64(5)})
 }
 
 // TestSyncConfigurations runs the start-up sync against the configurations
