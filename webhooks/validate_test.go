@@ -204,6 +204,13 @@ func TestValidate(t *testing.T) {
 		req:          func() admission.Request { return create(views[rackedCluster], rc().replicas(12).config(fullConfig())) },
 		wantWarnings: []string{"spec.replicas (12) is outside spec.scaleConfig [2, 9]"},
 	}, {
+		name: "W1 for pins: a pin that disagrees with replicas will follow them",
+		kind: rackedCluster,
+		req: func() admission.Request {
+			return create(views[rackedCluster], rc().replicas(5).config(obj{"minReplicas": 3, "maxReplicas": 3}).groups("a", 5))
+		},
+		wantWarnings: []string{"is pinned at 3 while spec.replicas is 5"},
+	}, {
 		name: "W2: a range is ignored while a Function has replicas",
 		kind: function,
 		req: func() admission.Request {
