@@ -154,6 +154,9 @@ func dev(ctx context.Context, o devOptions) (err error) {
 }
 
 func waitReady(ctx context.Context, url string, appDone chan error) error {
+	// Each probe is bounded: a freed port can be taken by a process that
+	// accepts and never answers, and a probe must not outlive its tick.
+	probe := &http.Client{Timeout: time.Second}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-appDone:
@@ -162,7 +165,7 @@ func waitReady(ctx context.Context, url string, appDone chan error) error {
 		default:
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := probe.Do(req)
 		if err != nil {
 			return false, nil
 		}
