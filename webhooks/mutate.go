@@ -10,7 +10,6 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
-
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/scaleplane/scaleplane/config"
