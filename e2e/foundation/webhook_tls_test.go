@@ -2,20 +2,16 @@ package foundation
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/config"
-	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
 // TestAPIServerCallsWebhookOverTLS runs the binary's own wiring (self-signed
@@ -31,14 +27,15 @@ func TestAPIServerCallsWebhookOverTLS(t *testing.T) {
 	cfg.Webhook.Port = port
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")
 	a, err := app.New(app.Options{
-		Config:      cfg,
-		RestConfig:  cluster.Config,
-		CertMode:    app.CertSelfSigned,
-		Namespace:   "scaleplane-tls-test",
-		WebhookURL:  "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		WebhookIPs:  []string{"127.0.0.1"},
-		MetricsAddr: "0",
-		ProbeAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)),
+		Config:                       cfg,
+		RestConfig:                   cluster.Config,
+		CertMode:                     app.CertSelfSigned,
+		Namespace:                    "scaleplane-tls-test",
+		WebhookURL:                   "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		WebhookIPs:                   []string{"127.0.0.1"},
+		MetricsAddr:                  "0",
+		ProbeAddr:                    net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)),
+		SkipControllerNameValidation: true,
 	})
 	if err != nil {
 		t.Fatalf("build app: %v", err)
@@ -50,29 +47,12 @@ func TestAPIServerCallsWebhookOverTLS(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Errorf("app stopped with: %v", err)
 		}
+		deleteWebhookConfigurations(t, cfg.Webhook)
 	})
 
 	ns := cluster.Namespace(t)
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
-	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		resp, err := http.Get(readyz)
-		if err != nil {
-			return false, fmt.Sprintf("readyz: %v", err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Sprintf("readyz: %s", resp.Status)
-	})
-	// The API server learns about new webhook configurations through an
-	// informer; a server-side dry run shows when admission goes through
-	// the webhook without leaving an object behind.
-	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		u := rackedCluster(ns, "tls", 3, 1, 2, 4)
-		if err := cluster.Client.Create(ctx, u, client.DryRunAll); err != nil {
-			return false, fmt.Sprintf("dry-run create: %v", err)
-		}
-		m := members(t, u)
-		return m[0] == 3, fmt.Sprintf("dry-run create not mutated yet: racks %v", m)
-	})
+	waitReady(t, probePort, done)
+	waitAdmitted(t, ns)
 	if err := cluster.Client.Create(ctx, rackedCluster(ns, "tls", 3, 1, 2, 4)); err != nil {
 		t.Fatalf("create: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync/atomic"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,7 +121,7 @@ func New(opts Options) (*App, error) {
 			return nil, fmt.Errorf("set up webhooks: %w", err)
 		}
 	}
-	if err := controllers.Setup(mgr, views, controllers.Options{}); err != nil {
+	if err := controllers.Setup(mgr, views, controllers.Options{SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
 		return nil, fmt.Errorf("set up controllers: %w", err)
 	}
 	if err := setupAutoscaler(mgr, opts, views); err != nil {
@@ -197,8 +199,10 @@ func (a *App) checkKindsServed() error {
 
 func (a *App) prepareWebhooks(ctx context.Context) error {
 	if a.opts.CertMode != CertFiles {
+		// Out of a cluster (dev) the namespace may not exist yet; in one, it
+		// does and scaleplane's role may not create namespaces at all.
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: a.opts.Namespace}}
-		if err := a.direct.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := a.direct.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
 			return fmt.Errorf("create namespace %s: %w", a.opts.Namespace, err)
 		}
 	}
@@ -236,6 +240,74 @@ func (a *App) ensureWebhookConfigurations(ctx context.Context) error {
 	if err := webhooks.SyncConfigurations(ctx, a.direct, a.Views, wc); err != nil {
 		return fmt.Errorf("sync webhook configurations: %w", err)
 	}
+	if a.opts.WebhookURL != "" {
+		return a.pointWebhooksAtURL(ctx)
+	}
+	return nil
+}
+
+// pointWebhooksAtURL makes every webhook of the existing configurations call
+// this process's address. Out of a cluster the address changes with every
+// start (`scaleplane dev --keep` reuses etcd data with a new port), and a
+// stale URL would fail every admission. caBundle is left to the rotator.
+func (a *App) pointWebhooksAtURL(ctx context.Context) error {
+	wc := a.opts.Config.Webhook
+	repoint := func(cc *admissionregistrationv1.WebhookClientConfig) bool {
+		path := ""
+		switch {
+		case cc.Service != nil && cc.Service.Path != nil:
+			path = *cc.Service.Path
+		case cc.URL != nil:
+			if u, err := url.Parse(*cc.URL); err == nil {
+				path = u.Path
+			}
+		}
+		want := a.opts.WebhookURL + path
+		if cc.URL != nil && *cc.URL == want && cc.Service == nil {
+			return false
+		}
+		cc.URL, cc.Service = ptr.To(want), nil
+		return true
+	}
+	type target struct {
+		obj     client.Object
+		configs func() []*admissionregistrationv1.WebhookClientConfig
+	}
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.MutatingConfigurationName}}
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.ValidatingConfigurationName}}
+	targets := []target{
+		{m, func() (out []*admissionregistrationv1.WebhookClientConfig) {
+			for i := range m.Webhooks {
+				out = append(out, &m.Webhooks[i].ClientConfig)
+			}
+			return out
+		}},
+		{v, func() (out []*admissionregistrationv1.WebhookClientConfig) {
+			for i := range v.Webhooks {
+				out = append(out, &v.Webhooks[i].ClientConfig)
+			}
+			return out
+		}},
+	}
+	for _, t := range targets {
+		name := t.obj.GetName()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := a.direct.Get(ctx, client.ObjectKey{Name: name}, t.obj); err != nil {
+				return err
+			}
+			changed := false
+			for _, cc := range t.configs() {
+				changed = repoint(cc) || changed
+			}
+			if !changed {
+				return nil
+			}
+			return a.direct.Update(ctx, t.obj)
+		})
+		if err != nil {
+			return fmt.Errorf("point %s at %s: %w", name, a.opts.WebhookURL, err)
+		}
+	}
 	return nil
 }
 
@@ -253,4 +325,3 @@ func (a *App) clientConfig(path string) admissionregistrationv1.WebhookClientCon
 
 // Scheme is the scheme the manager uses.
 func (a *App) Scheme() *runtime.Scheme { return a.Manager.GetScheme() }
-

@@ -50,6 +50,8 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 		PollingInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
 		DefaultSource:   defaultSource,
 		OnTriggerQuery:  store.RequestQuery,
+		// Several managers in one process (tests) need distinct names.
+		SkipNameValidation: opts.SkipControllerNameValidation,
 	})
 	if err != nil {
 		return err

@@ -76,6 +76,10 @@ type Options struct {
 	// Dev opens the debug endpoints without authentication and serves
 	// metrics over plain HTTP. Only `scaleplane dev` sets it.
 	Dev bool
+	// SkipControllerNameValidation lets several managers run in one process
+	// (tests that start the app more than once); controller-runtime refuses
+	// duplicate controller names otherwise.
+	SkipControllerNameValidation bool
 	// GracefulShutdownTimeout bounds how long runnables get to stop.
 	// Default 30 s.
 	GracefulShutdownTimeout time.Duration
