@@ -12,7 +12,7 @@ CONTROLPLANE := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/kube-con
 endif
 CERTMANAGER := $(BIN)/cert-manager
 TEST_TIMEOUT ?= 40m
-GOLANGCI_VERSION ?= v2.6.2
+GOLANGCI_VERSION ?= v2.15.0
 
 .PHONY: all build demo test unit e2e lint bench verify tools clean help
 

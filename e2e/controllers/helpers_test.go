@@ -86,9 +86,8 @@ func startManager(t *testing.T, opts controllers.Options) {
 		if p.Kind == "Function" && len(p.DefaultMetrics) == 0 {
 			// A Kyma-style scaleConfig holds only min and max (the sample
 			// CRD prunes anything else), so without profile default metrics
-			// C4 never gives a Function an HPA. The sample profile has none
-			// yet; give it Kyma's CPU default here.
-			p.DefaultMetrics = []autoscalingv2.MetricSpec{cpuMetric(80)}
+			// C4 never gives a Function an HPA.
+			t.Fatal("the Function sample profile must carry default metrics")
 		}
 		v, err := config.NewView(p)
 		if err != nil {

@@ -174,7 +174,7 @@ spec:
 	if h.Spec.ScaleTargetRef != want {
 		t.Errorf("scaleTargetRef = %+v, want %+v", h.Spec.ScaleTargetRef, want)
 	}
-	if diff := cmp.Diff([]autoscalingv2.MetricSpec{cpuMetric(80)}, h.Spec.Metrics); diff != "" {
+	if diff := cmp.Diff([]autoscalingv2.MetricSpec{cpuMetric(50)}, h.Spec.Metrics); diff != "" {
 		t.Errorf("metrics are not the profile's defaults (-want +got):\n%s", diff)
 	}
 
