@@ -27,6 +27,10 @@ func Run(m *testing.M, opts Options, into **Cluster) int {
 	fmt.Fprintf(os.Stderr, "e2e: control plane started in %s\n", time.Since(start).Round(time.Millisecond))
 	*into = c
 	code := m.Run()
+	for i := len(beforeStop) - 1; i >= 0; i-- {
+		beforeStop[i]()
+	}
+	beforeStop = nil
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		if code == 0 {
@@ -35,3 +39,11 @@ func Run(m *testing.M, opts Options, into **Cluster) int {
 	}
 	return code
 }
+
+var beforeStop []func()
+
+// BeforeStop registers f to run after the package's tests and before its
+// control plane stops, last registered first. A manager shared by a whole
+// package stops here: one still watching when kube-apiserver shuts down
+// holds it up past its stop timeout.
+func BeforeStop(f func()) { beforeStop = append(beforeStop, f) }
