@@ -64,6 +64,9 @@ profiles:
   pods:
     labels: {samples.scaleplane.io/function: "${name}"}
   hpaTarget: {apiVersion: apps/v1, kind: Deployment, name: "${name}"}
+  defaultMetrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
 - group: samples.scaleplane.io
   version: v1alpha1
   kind: WorkerGroup

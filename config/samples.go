@@ -1,8 +1,13 @@
 package config
 
 import (
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// defaultFunctionCPU is the Function sample's CPU utilization target.
+var defaultFunctionCPU int32 = 50
 
 // SampleGroup and SampleVersion are those of the sample CRDs in
 // config/crd, which exist to show and test scaleplane on the three shapes
@@ -56,6 +61,14 @@ func SampleProfiles() []Profile {
 			Status:      Status{Replicas: ".status.replicas", Selector: ".status.podSelector"},
 			Pods:        Pods{Labels: map[string]string{SampleGroup + "/function": NamePlaceholder}},
 			HPATarget:   HPATarget{APIVersion: "apps/v1", Kind: "Deployment", Name: NamePlaceholder},
+			// Kyma's scaleConfig has only min and max; its HPA scales on CPU.
+			DefaultMetrics: []autoscalingv2.MetricSpec{{
+				Type: autoscalingv2.ResourceMetricSourceType,
+				Resource: &autoscalingv2.ResourceMetricSource{
+					Name:   corev1.ResourceCPU,
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &defaultFunctionCPU},
+				},
+			}},
 		},
 		{
 			Group:       SampleGroup,

@@ -60,7 +60,7 @@ func TestLayout(t *testing.T) {
 		profile: sample("Function"),
 		want: scaling.Layout{
 			ReplicasPath: field.NewPath("spec", "replicas"), ConfigPath: field.NewPath("spec", "scaleConfig"),
-			MaxReplicas: 1000,
+			MaxReplicas: 1000, HasDefaultMetrics: true,
 		},
 	}, {
 		profile: sample("WorkerGroup"),
