@@ -38,38 +38,12 @@ type querier struct {
 	mint, maxt int64
 }
 
-// candidates returns the series matching ms, sorted by labels.
-func (q *querier) candidates(ms []*labels.Matcher) []*memSeries {
-	q.store.mtx.RLock()
-	var (
-		list   []*memSeries
-		sorted = true
-		byName = false
-	)
-	for i, m := range ms {
-		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
-			list = q.store.byName[m.Value]
-			byName = true
-			// Every series in the list has that name: test only the rest.
-			ms = append(slices.Clip(ms[:i]), ms[i+1:]...)
-			break
-		}
-	}
-	if !byName {
-		sorted = false
-		for _, l := range q.store.byName {
-			list = append(list, l...)
-		}
-	}
-	out := make([]*memSeries, 0, len(list))
-	for _, ser := range list {
-		if matches(ser.lset, ms) {
-			out = append(out, ser)
-		}
-	}
-	q.store.mtx.RUnlock()
-	if !sorted {
-		sort.Slice(out, func(i, j int) bool { return labels.Compare(out[i].lset, out[j].lset) < 0 })
+// candidates returns the series matching ms, sorted by labels when sorted
+// is set and in the index's order otherwise.
+func (q *querier) candidates(ms []*labels.Matcher, sorted bool) []*memSeries {
+	out := q.store.selectSeries(ms)
+	if sorted && len(out) > 1 {
+		slices.SortFunc(out, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
 	}
 	return out
 }
@@ -83,33 +57,22 @@ func matches(lset labels.Labels, ms []*labels.Matcher) bool {
 	return true
 }
 
-func (q *querier) Select(_ context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	mint, maxt := q.mint, q.maxt
 	labelsOnly := hints != nil && hints.Func == "series"
-	cands := q.candidates(ms)
-	// One allocation each for all snapshots and all their chunk lists.
+	cands := q.candidates(ms, sortSeries)
 	set := &seriesSet{series: make([]snapshotSeries, 0, len(cands))}
-	all := make([]chunkMeta, 0, 2*len(cands))
 	for _, ser := range cands {
-		from := len(all)
+		var chunks []closedChunk
 		ser.mtx.Lock()
 		if !labelsOnly {
-			for _, c := range ser.closed {
-				if c.maxT >= mint && c.minT <= maxt {
-					all = append(all, c)
-				}
-			}
-			// The head chunk keeps growing under appends, so the query gets
-			// its own copy of the bytes written so far.
-			if h := ser.head; h.chunk != nil && h.maxT >= mint && h.minT <= maxt {
-				if c, err := chunkenc.FromData(h.chunk.Encoding(), slices.Clone(h.chunk.Bytes())); err == nil {
-					all = append(all, chunkMeta{chunk: c, minT: h.minT, maxT: h.maxT})
-				}
-			}
+			// Closed chunks are shared; the head chunk keeps growing under
+			// appends, so the query gets its own copy of it.
+			chunks = ser.chunks(true, mint, maxt)
 		}
 		ser.mtx.Unlock()
-		if len(all) > from || labelsOnly {
-			set.series = append(set.series, snapshotSeries{lset: ser.lset, chunks: all[from:len(all):len(all)], mint: mint, maxt: maxt})
+		if len(chunks) > 0 || labelsOnly {
+			set.series = append(set.series, snapshotSeries{lset: ser.lset, chunks: chunks, mint: mint, maxt: maxt})
 		}
 	}
 	return set
@@ -117,7 +80,15 @@ func (q *querier) Select(_ context.Context, _ bool, hints *storage.SelectHints, 
 
 func (q *querier) LabelValues(_ context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	seen := map[string]struct{}{}
-	for _, ser := range q.candidates(ms) {
+	if len(ms) == 0 {
+		q.store.mtx.RLock()
+		for v := range q.store.postings[name] {
+			seen[v] = struct{}{}
+		}
+		q.store.mtx.RUnlock()
+		return sortedKeys(seen, hints), nil, nil
+	}
+	for _, ser := range q.candidates(ms, false) {
 		if v := ser.lset.Get(name); v != "" {
 			seen[v] = struct{}{}
 		}
@@ -127,7 +98,15 @@ func (q *querier) LabelValues(_ context.Context, name string, hints *storage.Lab
 
 func (q *querier) LabelNames(_ context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
 	seen := map[string]struct{}{}
-	for _, ser := range q.candidates(ms) {
+	if len(ms) == 0 {
+		q.store.mtx.RLock()
+		for n := range q.store.postings {
+			seen[n] = struct{}{}
+		}
+		q.store.mtx.RUnlock()
+		return sortedKeys(seen, hints), nil, nil
+	}
+	for _, ser := range q.candidates(ms, false) {
 		ser.lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
 	}
 	return sortedKeys(seen, hints), nil, nil
@@ -173,7 +152,7 @@ func (*seriesSet) Warnings() annotations.Annotations { return nil }
 // snapshotSeries is a series as of Select: later appends do not show up.
 type snapshotSeries struct {
 	lset       labels.Labels
-	chunks     []chunkMeta
+	chunks     []closedChunk
 	mint, maxt int64
 }
 
@@ -184,7 +163,7 @@ func (s *snapshotSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
 	if !ok {
 		it = &seriesIterator{}
 	}
-	*it = seriesIterator{chunks: s.chunks, mint: s.mint, maxt: s.maxt, reuse: it.reuse}
+	*it = seriesIterator{chunks: s.chunks, mint: s.mint, maxt: s.maxt, chunk: it.chunk, reuse: it.reuse}
 	it.seeker = seeker[int64]{it}
 	return it
 }
@@ -192,8 +171,11 @@ func (s *snapshotSeries) Iterator(reuse chunkenc.Iterator) chunkenc.Iterator {
 // seriesIterator walks a series' chunks in order, bounded to [mint, maxt].
 type seriesIterator struct {
 	seeker[int64]
-	chunks     []chunkMeta
-	i          int
+	chunks []closedChunk
+	i      int
+	// chunk wraps the bytes of the open chunk; it and reuse are kept when
+	// the engine reuses the iterator for the next series.
+	chunk      chunkenc.Chunk
 	cur        chunkenc.Iterator
 	reuse      chunkenc.Iterator
 	typ        chunkenc.ValueType
@@ -213,7 +195,18 @@ func (it *seriesIterator) open(t int64) bool {
 		return false
 	}
 	c := it.chunks[it.i]
-	it.cur = c.chunk.Iterator(it.reuse)
+	if enc := c.encoding(); it.chunk != nil && it.chunk.Encoding() == enc {
+		it.chunk.Reset(c.bytes())
+	} else {
+		chk, err := chunkenc.FromData(enc, c.bytes())
+		if err != nil {
+			it.err = err
+			it.finish()
+			return false
+		}
+		it.chunk = chk
+	}
+	it.cur = it.chunk.Iterator(it.reuse)
 	it.reuse = it.cur
 	it.checkMin, it.checkMax = c.minT < it.mint, c.maxT > it.maxt
 	it.i++

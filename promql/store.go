@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -74,15 +74,15 @@ func (o Options) withDefaults() Options {
 type Store struct {
 	opts Options
 
-	// mtx guards the index (byHash, byName); each series has its own lock
-	// so appends to different series never contend on it for long.
+	// mtx guards the index (byHash, postings); each series has its own
+	// lock so appends to different series never contend on it for long.
 	mtx sync.RWMutex
 	// byHash chains series with equal label hashes through hashNext.
 	byHash map[uint64]*memSeries
-	// byName keeps each metric name's series sorted by labels so a sorted
-	// Select needs no sort on the query path.
-	byName map[string][]*memSeries
-	all    int
+	// postings is the inverted index Select intersects: label name, then
+	// value, then the slots of the series carrying that pair.
+	postings map[string]map[string]*postingList
+	all      int
 
 	// slab maps series references to series: a reference is a slot index
 	// plus the slot's generation, so a reference kept by a scrape loop
@@ -103,9 +103,9 @@ type Store struct {
 // NewStore returns an empty store.
 func NewStore(opts Options) *Store {
 	s := &Store{
-		opts:   opts.withDefaults(),
-		byHash: map[uint64]*memSeries{},
-		byName: map[string][]*memSeries{},
+		opts:     opts.withDefaults(),
+		byHash:   map[uint64]*memSeries{},
+		postings: map[string]map[string]*postingList{},
 	}
 	s.minValidTime.Store(math.MinInt64)
 	return s
@@ -172,17 +172,23 @@ func (s *Store) Trim() {
 		return
 	}
 	s.mtx.Lock()
+	gone := empty[:0]
 	for _, ser := range empty {
 		ser.mtx.Lock()
 		// An append may have revived the series between the two locks.
 		if ser.empty() {
 			s.removeLocked(ser)
+			gone = append(gone, ser)
 		}
 		ser.mtx.Unlock()
 	}
+	s.removePostings(gone)
 	s.mtx.Unlock()
 }
 
+// removeLocked takes ser out of byHash and the slab; the caller holds
+// s.mtx and ser.mtx, and removes ser from the postings afterwards, which
+// it does for many series at once.
 func (s *Store) removeLocked(ser *memSeries) {
 	ser.deleted.Store(true)
 	h := ser.lset.Hash()
@@ -200,11 +206,6 @@ func (s *Store) removeLocked(ser *memSeries) {
 			}
 		}
 	}
-	name := ser.lset.Get(labels.MetricName)
-	s.byName[name] = removeSeries(s.byName[name], ser)
-	if len(s.byName[name]) == 0 {
-		delete(s.byName, name)
-	}
 	idx := uint32(ser.ref)
 	s.slabMtx.Lock()
 	s.slot(idx).Store(nil)
@@ -212,15 +213,6 @@ func (s *Store) removeLocked(ser *memSeries) {
 	s.free = append(s.free, idx)
 	s.slabMtx.Unlock()
 	s.all--
-}
-
-func removeSeries(list []*memSeries, ser *memSeries) []*memSeries {
-	for i, x := range list {
-		if x == ser {
-			return append(list[:i:i], list[i+1:]...)
-		}
-	}
-	return list
 }
 
 const slabPageSize = 1024
@@ -307,13 +299,7 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 	ser = &memSeries{lset: lset.Copy(), lastT: math.MinInt64, hashNext: s.byHash[h]}
 	s.allocRef(ser)
 	s.byHash[h] = ser
-	name := lset.Get(labels.MetricName)
-	list := s.byName[name]
-	i := sort.Search(len(list), func(i int) bool { return labels.Compare(list[i].lset, lset) > 0 })
-	list = append(list, nil)
-	copy(list[i+1:], list[i:])
-	list[i] = ser
-	s.byName[name] = list
+	s.addPostings(ser)
 	s.all++
 	return ser, true, nil
 }
@@ -346,9 +332,13 @@ func (s *Store) Stats() Stats {
 		for ; ser != nil; ser = ser.hashNext {
 			st.SeriesCount++
 			ser.mtx.Lock()
-			for _, c := range ser.allChunks() {
-				st.ChunkBytes += len(c.chunk.Bytes())
-				st.TotalPoints += c.chunk.NumSamples()
+			for _, c := range ser.chunks(false, 0, 0) {
+				chk, err := chunkenc.FromData(c.encoding(), c.bytes())
+				if err != nil {
+					continue
+				}
+				st.ChunkBytes += len(c.data) - 1
+				st.TotalPoints += chk.NumSamples()
 				if first || c.minT < st.MinTime {
 					st.MinTime = c.minT
 				}
@@ -356,7 +346,7 @@ func (s *Store) Stats() Stats {
 					st.MaxTime = c.maxT
 				}
 				first = false
-				it = c.chunk.Iterator(it)
+				it = chk.Iterator(it)
 				for it.Next() != chunkenc.ValNone {
 					ts[it.AtT()] = struct{}{}
 				}
@@ -382,9 +372,35 @@ type lastHistogram struct {
 	fh *histogram.FloatHistogram
 }
 
+// chunkMeta is the head chunk, which still takes samples.
 type chunkMeta struct {
 	chunk      chunkenc.Chunk
 	minT, maxT int64
+}
+
+// closedChunk is a chunk that takes no more samples: its encoding byte and
+// its bytes in one exactly sized string, without a chunkenc.Chunk object
+// (a query wraps the bytes in a reused one). Queries share it.
+type closedChunk struct {
+	data       string
+	minT, maxT int64
+}
+
+func (c closedChunk) encoding() chunkenc.Encoding { return chunkenc.Encoding(c.data[0]) }
+
+// bytes returns the chunk's bytes, which nobody may modify.
+func (c closedChunk) bytes() []byte {
+	return unsafe.Slice(unsafe.StringData(c.data[1:]), len(c.data)-1)
+}
+
+// freeze copies the bytes of c's chunk, which may keep growing, into a
+// closedChunk.
+func freeze(c chunkMeta) closedChunk {
+	b := c.chunk.Bytes()
+	buf := make([]byte, len(b)+1)
+	buf[0] = byte(c.chunk.Encoding())
+	copy(buf[1:], b)
+	return closedChunk{data: unsafe.String(&buf[0], len(buf)), minT: c.minT, maxT: c.maxT}
 }
 
 // memSeries is one series. Closed chunks are immutable once cut, so queries
@@ -395,7 +411,7 @@ type memSeries struct {
 	hashNext *memSeries // guarded by Store.mtx
 
 	mtx    sync.Mutex
-	closed []chunkMeta
+	closed []closedChunk
 	head   chunkMeta
 	app    chunkenc.Appender
 	lastT  int64
@@ -408,29 +424,35 @@ type memSeries struct {
 	deleted atomic.Bool
 }
 
-// closedCopy returns the chunk with its bytes in an exactly sized buffer:
-// a closed chunk never grows again, and the slack appends leave behind
-// (up to half the buffer) would cost more than the copy.
-func (c chunkMeta) closedCopy() chunkMeta {
-	b := c.chunk.Bytes()
-	if cap(b) == len(b) {
-		return c
-	}
-	if nc, err := chunkenc.FromData(c.chunk.Encoding(), slices.Clone(b)); err == nil {
-		c.chunk = nc
-	}
-	return c
-}
-
 func (s *memSeries) empty() bool { return s.head.chunk == nil && len(s.closed) == 0 }
 
-func (s *memSeries) allChunks() []chunkMeta {
-	if s.head.chunk == nil {
-		return s.closed
+// chunks returns the closed chunks and a frozen copy of the head, all of
+// them or (inRange) those overlapping [mint, maxt]. The caller holds s.mtx.
+func (s *memSeries) chunks(inRange bool, mint, maxt int64) []closedChunk {
+	n := len(s.closed)
+	if s.head.chunk != nil {
+		n++
 	}
-	out := make([]chunkMeta, 0, len(s.closed)+1)
-	out = append(out, s.closed...)
-	return append(out, s.head)
+	out := make([]closedChunk, 0, n)
+	for _, c := range s.closed {
+		if !inRange || c.maxT >= mint && c.minT <= maxt {
+			out = append(out, c)
+		}
+	}
+	if h := s.head; h.chunk != nil && (!inRange || h.maxT >= mint && h.minT <= maxt) {
+		out = append(out, freeze(h))
+	}
+	return out
+}
+
+// closeHead moves the head chunk to the closed ones. The closed list is
+// rebuilt exactly sized: it changes once per chunk (every 10 minutes at
+// 5 s) and lives for the whole retention.
+func (s *memSeries) closeHead() {
+	closed := make([]closedChunk, len(s.closed)+1)
+	copy(closed, s.closed)
+	closed[len(s.closed)] = freeze(s.head)
+	s.closed = closed
 }
 
 func (s *memSeries) trim(cut int64) {
@@ -439,7 +461,7 @@ func (s *memSeries) trim(cut int64) {
 		n++
 	}
 	if n > 0 {
-		s.closed = append(s.closed[:0:0], s.closed[n:]...)
+		s.closed = slices.Clone(s.closed[n:])
 	}
 	if s.head.chunk != nil && s.head.maxT < cut {
 		s.head = chunkMeta{}
@@ -450,7 +472,7 @@ func (s *memSeries) trim(cut int64) {
 // cutHead closes the head chunk and starts a new one of encoding enc.
 func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) error {
 	if s.head.chunk != nil {
-		s.closed = append(s.closed, s.head.closedCopy())
+		s.closeHead()
 	}
 	if minValid != math.MinInt64 {
 		s.trim(minValid)
@@ -545,7 +567,7 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		}
 		// The previous appender lets the new chunk detect a counter reset
 		// across the chunk boundary; only a chunk of the same kind can tell.
-		if prev != nil && len(s.closed) > 0 && s.closed[len(s.closed)-1].chunk.Encoding() != enc {
+		if prev != nil && len(s.closed) > 0 && s.closed[len(s.closed)-1].encoding() != enc {
 			prev = nil
 		}
 	} else {
@@ -568,7 +590,7 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	case recoded:
 		s.head.chunk = c
 	default:
-		s.closed = append(s.closed, s.head.closedCopy())
+		s.closeHead()
 		s.head = chunkMeta{chunk: c, minT: t}
 	}
 	s.head.maxT = t

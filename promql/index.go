@@ -1,0 +1,219 @@
+package promql
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// The store's inverted index, as Prometheus' MemPostings: for every label
+// name and value, the slots of the series carrying that pair, sorted. A
+// Select intersects the lists of its equality (and small regex-set)
+// matchers and tests only the series left, so its cost follows the number
+// of series it returns, not the number stored. Everything here runs under
+// Store.mtx: writes (new and removed series) under the write lock, Select
+// under the read lock.
+
+// maxSetMatches bounds the alternatives of a regex matcher (a|b|c) that
+// are looked up one by one; a longer set is tested on candidates instead.
+const maxSetMatches = 64
+
+// postingList is held by pointer so that adding a slot never stores a
+// map key again: keys are copied once, and never pin a series' labels.
+type postingList struct{ slots []uint32 }
+
+func (s *Store) addPostings(ser *memSeries) {
+	idx := uint32(ser.ref)
+	ser.lset.Range(func(l labels.Label) {
+		vals := s.postings[l.Name]
+		if vals == nil {
+			vals = map[string]*postingList{}
+			s.postings[strings.Clone(l.Name)] = vals
+		}
+		p := vals[l.Value]
+		if p == nil {
+			p = &postingList{}
+			vals[strings.Clone(l.Value)] = p
+		}
+		// New slots usually come last; a reused slot goes in its place.
+		if n := len(p.slots); n == 0 || p.slots[n-1] < idx {
+			p.slots = append(p.slots, idx)
+			return
+		}
+		i, _ := slices.BinarySearch(p.slots, idx)
+		p.slots = slices.Insert(p.slots, i, idx)
+	})
+}
+
+// removePostings takes the series out of the index in one pass per
+// posting list, however many of them expire together.
+func (s *Store) removePostings(gone []*memSeries) {
+	if len(gone) == 0 {
+		return
+	}
+	type pair struct{ name, value string }
+	dead := map[pair][]uint32{}
+	for _, ser := range gone {
+		idx := uint32(ser.ref)
+		ser.lset.Range(func(l labels.Label) {
+			k := pair{l.Name, l.Value}
+			dead[k] = append(dead[k], idx)
+		})
+	}
+	for k, slots := range dead {
+		vals := s.postings[k.name]
+		p := vals[k.value]
+		if p == nil {
+			continue
+		}
+		slices.Sort(slots)
+		p.slots = subtract(p.slots, slots)
+		switch {
+		case len(p.slots) == 0:
+			delete(vals, k.value)
+			if len(vals) == 0 {
+				delete(s.postings, k.name)
+			}
+		case cap(p.slots) > 64 && 4*len(p.slots) < cap(p.slots):
+			p.slots = slices.Clip(slices.Clone(p.slots))
+		}
+	}
+}
+
+// subtract removes the sorted slots del from the sorted list, in place.
+func subtract(list, del []uint32) []uint32 {
+	i, _ := slices.BinarySearch(list, del[0])
+	out := list[:i]
+	for _, x := range list[i:] {
+		for len(del) > 0 && del[0] < x {
+			del = del[1:]
+		}
+		if len(del) > 0 && del[0] == x {
+			continue
+		}
+		out = append(out, x)
+	}
+	clear(list[len(out):])
+	return out
+}
+
+// selectSeries returns the series matching every matcher, in slot order.
+func (s *Store) selectSeries(ms []*labels.Matcher) []*memSeries {
+	var (
+		listsBuf [4][]uint32
+		restBuf  [4]*labels.Matcher
+		lists    = listsBuf[:0]
+		rest     = restBuf[:0]
+		// wide is a matcher that needs the label but is no cheap lookup
+		// (`=~"http_.*"`, `!=""`): the postings of every value it matches,
+		// used only when nothing cheaper narrows the search.
+		wide *labels.Matcher
+	)
+	s.mtx.RLock()
+	defer s.mtx.RUnlock()
+	for _, m := range ms {
+		switch {
+		case m.Type == labels.MatchEqual && m.Value != "":
+			p := s.postings[m.Name][m.Value]
+			if p == nil {
+				return nil
+			}
+			lists = append(lists, p.slots)
+		case m.Type == labels.MatchRegexp && !m.Matches("") && len(m.SetMatches()) > 0 && len(m.SetMatches()) <= maxSetMatches:
+			l := s.union(m.Name, m.SetMatches())
+			if len(l) == 0 {
+				return nil
+			}
+			lists = append(lists, l)
+		default:
+			if wide == nil && !m.Matches("") {
+				wide = m
+				continue
+			}
+			rest = append(rest, m)
+		}
+	}
+	if wide != nil {
+		if len(lists) == 0 {
+			l := s.matching(wide)
+			if len(l) == 0 {
+				return nil
+			}
+			lists = append(lists, l)
+		} else {
+			rest = append(rest, wide)
+		}
+	}
+	if len(lists) == 0 {
+		return s.scanAll(rest)
+	}
+	slices.SortFunc(lists, func(a, b []uint32) int { return len(a) - len(b) })
+	var out []*memSeries
+	if len(lists) == 1 && len(rest) == 0 {
+		out = make([]*memSeries, 0, len(lists[0]))
+	}
+	var posBuf [4]int
+	pos := posBuf[:0]
+	for range lists {
+		pos = append(pos, 0)
+	}
+next:
+	for _, idx := range lists[0] {
+		for j := 1; j < len(lists); j++ {
+			l := lists[j]
+			i, found := slices.BinarySearch(l[pos[j]:], idx)
+			pos[j] += i
+			if pos[j] >= len(l) {
+				break next
+			}
+			if !found {
+				continue next
+			}
+		}
+		if ser := s.slot(idx).Load(); ser != nil && matches(ser.lset, rest) {
+			out = append(out, ser)
+		}
+	}
+	return out
+}
+
+// union returns the sorted slots of the series whose label name has one of
+// the values.
+func (s *Store) union(name string, values []string) []uint32 {
+	vals := s.postings[name]
+	var out []uint32
+	for _, v := range values {
+		if p := vals[v]; p != nil {
+			out = append(out, p.slots...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// matching returns the sorted slots of the series whose value for m's
+// label matches m, testing each distinct value once.
+func (s *Store) matching(m *labels.Matcher) []uint32 {
+	var out []uint32
+	for v, p := range s.postings[m.Name] {
+		if m.Matches(v) {
+			out = append(out, p.slots...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// scanAll tests every series; only selectors matching the empty value for
+// every label (which PromQL refuses) and label queries without matchers
+// need it.
+func (s *Store) scanAll(ms []*labels.Matcher) []*memSeries {
+	var out []*memSeries
+	for idx := range s.slots {
+		if ser := s.slot(idx).Load(); ser != nil && matches(ser.lset, ms) {
+			out = append(out, ser)
+		}
+	}
+	return out
+}
