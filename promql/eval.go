@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -144,13 +145,12 @@ type EvaluatorOptions struct {
 type Evaluator struct {
 	engine    *prom.Engine
 	queryable storage.Queryable
-	registry  *Registry
 	now       func() time.Time
 }
 
 // NewEvaluator returns an evaluator over q. When q is a *Store, every query
 // evaluated also requests its metric names, so the scraper starts keeping
-// them.
+// them; the query is parsed once for both.
 func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
@@ -162,11 +162,51 @@ func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
 		opts.Now = time.Now
 	}
 	e := &Evaluator{queryable: q, now: opts.Now}
+	engineOpts := EngineOptions(opts.Timeout, opts.MaxSamples, opts.LookbackDelta, opts.Registerer)
 	if s, ok := q.(*Store); ok {
-		e.registry = s.Registry()
+		// The engine's parser requests the names, so a query is parsed
+		// once per evaluation, not once more to learn its names.
+		engineOpts.Parser = &registeringParser{Parser: engineOpts.Parser, registry: s.Registry()}
 	}
-	e.engine = prom.NewEngine(EngineOptions(opts.Timeout, opts.MaxSamples, opts.LookbackDelta, opts.Registerer))
+	e.engine = prom.NewEngine(engineOpts)
 	return e
+}
+
+// maxKnownQueries bounds registeringParser's memory of registered queries;
+// past it the memory starts again empty, which only costs walks.
+const maxKnownQueries = 100_000
+
+// registeringParser is the engine's parser when the Evaluator runs over a
+// Store: every query it parses requests its metric names from the store's
+// registry before it runs. A query whose names were requested once is
+// remembered and not walked again: one-off requests last as long as the
+// process.
+type registeringParser struct {
+	parser.Parser
+	registry *Registry
+	mtx      sync.RWMutex
+	known    map[string]struct{}
+}
+
+func (p *registeringParser) ParseExpr(input string) (parser.Expr, error) {
+	expr, err := p.Parser.ParseExpr(input)
+	if err != nil {
+		return nil, err
+	}
+	p.mtx.RLock()
+	_, ok := p.known[input]
+	p.mtx.RUnlock()
+	if ok {
+		return expr, nil
+	}
+	p.registry.Add(metricNames(expr)...)
+	p.mtx.Lock()
+	if p.known == nil || len(p.known) >= maxKnownQueries {
+		p.known = map[string]struct{}{}
+	}
+	p.known[input] = struct{}{}
+	p.mtx.Unlock()
+	return expr, nil
 }
 
 // EngineOptions is the engine configuration the Evaluator uses, exported so
@@ -199,11 +239,6 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	}
 	if at.IsZero() {
 		at = e.now()
-	}
-	if e.registry != nil {
-		if _, err := e.registry.AddQuery(expanded); err != nil {
-			return Result{}, queryError(expanded, err)
-		}
 	}
 	q, err := e.engine.NewInstantQuery(ctx, e.queryable, nil, expanded, at)
 	if err != nil {

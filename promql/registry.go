@@ -29,6 +29,9 @@ type Registry struct {
 
 // Add requests names until the process restarts.
 func (r *Registry) Add(names ...string) {
+	if r.hasAdhoc(names) {
+		return
+	}
 	r.mtx.Lock()
 	defer r.mtx.Unlock()
 	if r.adhoc == nil {
@@ -40,6 +43,21 @@ func (r *Registry) Add(names ...string) {
 		}
 	}
 	r.rebuild()
+}
+
+// hasAdhoc reports whether every name is already requested until the
+// process restarts: the evaluator requests the same names on every
+// evaluation, and rebuilding the set each time would cost more than the
+// query.
+func (r *Registry) hasAdhoc(names []string) bool {
+	r.mtx.RLock()
+	defer r.mtx.RUnlock()
+	for _, n := range names {
+		if _, ok := r.adhoc[n]; !ok && n != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // AddQuery parses query and requests the metric names it selects until
@@ -120,6 +138,10 @@ func MetricNames(query string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse query: %w", err)
 	}
+	return metricNames(expr), nil
+}
+
+func metricNames(expr parser.Expr) []string {
 	seen := map[string]struct{}{}
 	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
 		vs, ok := node.(*parser.VectorSelector)
@@ -142,5 +164,5 @@ func MetricNames(query string) ([]string, error) {
 		out = append(out, n)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out
 }

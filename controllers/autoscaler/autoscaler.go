@@ -268,10 +268,10 @@ type workload struct {
 
 	// Owned by the reconciler.
 	history *scaling.History
-	// scalers and their fingerprint (triggers, default source): rebuilt
-	// only when the triggers change.
-	scalers   []builtScaler
-	scalersFP string
+	// scalers, and what they were built from (nil before the first
+	// build): rebuilt only when the triggers change.
+	scalers     []builtScaler
+	scalersFrom *scalersKey
 	// configFP is the whole config's fingerprint: a change makes the next
 	// reconcile tick at once.
 	configFP string

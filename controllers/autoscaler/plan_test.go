@@ -225,16 +225,40 @@ func TestWarningsOncePerStateChange(t *testing.T) {
 	}
 }
 
-func TestFingerprintsChangeWithTriggers(t *testing.T) {
-	a := cfg(1, 5).trigger("rps", 20).obj()
-	b := cfg(1, 5).trigger("rps", 30).obj()
-	if triggersFingerprint(a.Triggers, "promql") == triggersFingerprint(b.Triggers, "promql") {
-		t.Error("a new threshold must rebuild the scalers")
+func TestScalersKeyMatchesOnlyTheSameTriggers(t *testing.T) {
+	withMeta := func(c *scaling.Config, k, v string) *scaling.Config {
+		c.Triggers[0].Metadata = map[string]string{k: v}
+		return c
 	}
-	if triggersFingerprint(a.Triggers, "promql") == triggersFingerprint(a.Triggers, "prometheus") {
-		t.Error("a new default source must rebuild the scalers")
+	built := withMeta(cfg(1, 5).trigger("rps", 20).obj(), "window", "1m")
+	key := newScalersKey(built.Triggers, "promql")
+	// The key is a copy: changing the config it came from in place must
+	// not change what it matches.
+	built.Triggers[0].Metadata["window"] = "5m"
+	built.Triggers[0].Threshold = 99
+	cases := []struct {
+		name          string
+		triggers      []scaling.Trigger
+		defaultSource string
+		want          bool
+	}{
+		{"same triggers", withMeta(cfg(1, 5).trigger("rps", 20).obj(), "window", "1m").Triggers, "promql", true},
+		{"new threshold", withMeta(cfg(1, 5).trigger("rps", 30).obj(), "window", "1m").Triggers, "promql", false},
+		{"new metadata", withMeta(cfg(1, 5).trigger("rps", 20).obj(), "window", "5m").Triggers, "promql", false},
+		{"new default source", withMeta(cfg(1, 5).trigger("rps", 20).obj(), "window", "1m").Triggers, "prometheus", false},
+		{"one more trigger", withMeta(cfg(1, 5).trigger("rps", 20).trigger("q", 1).obj(), "window", "1m").Triggers, "promql", false},
+		{"the config changed in place", built.Triggers, "promql", false},
 	}
-	if configFingerprint(a) != configFingerprint(cfg(1, 5).trigger("rps", 20).obj()) {
+	for _, tc := range cases {
+		if got := key.matches(tc.triggers, tc.defaultSource); got != tc.want {
+			t.Errorf("%s: matches = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	var none *scalersKey
+	if none.matches(nil, "promql") {
+		t.Error("nothing built must match nothing")
+	}
+	if configFingerprint(built) != configFingerprint(withMeta(cfg(1, 5).trigger("rps", 99).obj(), "window", "5m")) {
 		t.Error("equal configs must have equal fingerprints")
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/scaleplane/scaleplane/promql"
@@ -30,12 +33,11 @@ func (k *kindLoop) scalerVars() map[string]string {
 // since the last build (not on every tick: a remote scaler may hold a
 // connection), closing the old ones.
 func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling.Config) {
-	fp := triggersFingerprint(cfg.Triggers, k.a.opts.DefaultSource)
-	if fp == st.scalersFP && len(st.scalers) == len(cfg.Triggers) {
+	if st.scalersFrom.matches(cfg.Triggers, k.a.opts.DefaultSource) && len(st.scalers) == len(cfg.Triggers) {
 		return
 	}
 	st.closeScalers(ctx)
-	st.scalersFP = fp
+	st.scalersFrom = newScalersKey(cfg.Triggers, k.a.opts.DefaultSource)
 	scrape := false
 	vars := k.scalerVars()
 	for _, t := range cfg.Triggers {
@@ -70,7 +72,7 @@ func (st *workload) closeScalers(ctx context.Context) {
 			_ = b.scaler.Close(ctx)
 		}
 	}
-	st.scalers, st.scalersFP = nil, ""
+	st.scalers, st.scalersFrom = nil, nil
 	st.mu.Lock()
 	st.scrape = false
 	st.mu.Unlock()
@@ -92,14 +94,40 @@ func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []sc
 	return out
 }
 
-// triggersFingerprint identifies what the scalers were built from.
-func triggersFingerprint(ts []scaling.Trigger, defaultSource string) string {
-	b, err := json.Marshal(ts)
-	if err != nil {
-		// Triggers are plain data; a failure only costs a rebuild.
-		return ""
+// scalersKey is what a workload's scalers were built from: a deep copy of
+// the triggers (the config they came from may change in place) and the
+// default source. Comparing it costs no allocation, unlike a serialised
+// fingerprint, which matters because every tick compares it.
+type scalersKey struct {
+	triggers      []scaling.Trigger
+	defaultSource string
+}
+
+func newScalersKey(ts []scaling.Trigger, defaultSource string) *scalersKey {
+	k := &scalersKey{triggers: slices.Clone(ts), defaultSource: defaultSource}
+	for i := range k.triggers {
+		t := &k.triggers[i]
+		if t.ActivationThreshold != nil {
+			v := *t.ActivationThreshold
+			t.ActivationThreshold = &v
+		}
+		t.Metadata = maps.Clone(t.Metadata)
 	}
-	return defaultSource + "\x00" + string(b)
+	return k
+}
+
+// matches reports whether scalers built from k serve ts; a nil k (nothing
+// built yet) matches nothing.
+func (k *scalersKey) matches(ts []scaling.Trigger, defaultSource string) bool {
+	if k == nil || k.defaultSource != defaultSource || len(k.triggers) != len(ts) {
+		return false
+	}
+	for i := range ts {
+		if !reflect.DeepEqual(&k.triggers[i], &ts[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // configFingerprint identifies a config, to tick at once when it changes.
