@@ -301,6 +301,13 @@ func TestCertManagerModeWithoutCRDs(t *testing.T) {
 			t.Errorf("Run error does not say %q:\n%v", want, err)
 		}
 	}
+	doc, rerr := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "certs.md"))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if printed := "scaleplane: " + err.Error(); !strings.Contains(string(doc), printed) {
+		t.Errorf("docs/certs.md does not quote what the binary prints:\n%s", printed)
+	}
 	t.Logf("Run: %v", err)
 }
 
