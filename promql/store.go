@@ -1,10 +1,11 @@
 package promql
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -296,7 +297,7 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 		s.refused.Add(1)
 		return nil, false, fmt.Errorf("append series %s: %w (%d); raise MaxSeries or request fewer metric names", lset, ErrSeriesLimit, s.opts.MaxSeries)
 	}
-	ser = &memSeries{lset: lset.Copy(), lastT: math.MinInt64, hashNext: s.byHash[h]}
+	ser = &memSeries{lset: lset.Copy(), hashNext: s.byHash[h]}
 	s.allocRef(ser)
 	s.byHash[h] = ser
 	s.addPostings(ser)
@@ -378,9 +379,9 @@ type chunkMeta struct {
 	minT, maxT int64
 }
 
-// closedChunk is a chunk that takes no more samples: its encoding byte and
-// its bytes in one exactly sized string, without a chunkenc.Chunk object
-// (a query wraps the bytes in a reused one). Queries share it.
+// closedChunk is a chunk that takes no more samples, as a query sees it:
+// its encoding byte and its bytes in one string, without a chunkenc.Chunk
+// object (a query wraps the bytes in a reused one). Queries share it.
 type closedChunk struct {
 	data       string
 	minT, maxT int64
@@ -403,6 +404,27 @@ func freeze(c chunkMeta) closedChunk {
 	return closedChunk{data: unsafe.String(&buf[0], len(buf)), minT: c.minT, maxT: c.maxT}
 }
 
+// A series' closed chunks are stored back to back, oldest first, in one
+// exactly sized string: per chunk minT and maxT (8 bytes each, little
+// endian), the length of what follows the header (4 bytes), then the
+// encoding byte and the chunk's bytes. One allocation per series instead
+// of a slice of chunk objects: the list changes once per chunk (every 10
+// minutes at 5 s) and lives for the whole retention.
+const closedHeader = 8 + 8 + 4
+
+// nextClosed decodes the first chunk of a closed-chunk string and returns
+// the rest.
+func nextClosed(closed string) (closedChunk, string) {
+	n := int(binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(closed[16:]), 4)))
+	b := unsafe.Slice(unsafe.StringData(closed), closedHeader)
+	c := closedChunk{
+		data: closed[closedHeader : closedHeader+n],
+		minT: int64(binary.LittleEndian.Uint64(b[0:])),
+		maxT: int64(binary.LittleEndian.Uint64(b[8:])),
+	}
+	return c, closed[closedHeader+n:]
+}
+
 // memSeries is one series. Closed chunks are immutable once cut, so queries
 // share them; only the head chunk is copied for a query.
 type memSeries struct {
@@ -410,11 +432,11 @@ type memSeries struct {
 	lset     labels.Labels
 	hashNext *memSeries // guarded by Store.mtx
 
-	mtx    sync.Mutex
-	closed []closedChunk
+	mtx sync.Mutex
+	// closed holds the closed chunks (see nextClosed).
+	closed string
 	head   chunkMeta
 	app    chunkenc.Appender
-	lastT  int64
 	lastV  float64
 	// lastHist is the previous histogram sample, for the duplicate check;
 	// nil for float series, which are the common case.
@@ -424,17 +446,31 @@ type memSeries struct {
 	deleted atomic.Bool
 }
 
-func (s *memSeries) empty() bool { return s.head.chunk == nil && len(s.closed) == 0 }
+func (s *memSeries) empty() bool { return s.head.chunk == nil && s.closed == "" }
+
+// lastT is the timestamp of the newest sample: the head's end. A series
+// without a head has no samples left (Trim drops the head last).
+func (s *memSeries) lastT() int64 {
+	if s.head.chunk == nil {
+		return math.MinInt64
+	}
+	return s.head.maxT
+}
 
 // chunks returns the closed chunks and a frozen copy of the head, all of
 // them or (inRange) those overlapping [mint, maxt]. The caller holds s.mtx.
 func (s *memSeries) chunks(inRange bool, mint, maxt int64) []closedChunk {
-	n := len(s.closed)
+	n := 0
+	for rest := s.closed; rest != ""; n++ {
+		_, rest = nextClosed(rest)
+	}
 	if s.head.chunk != nil {
 		n++
 	}
 	out := make([]closedChunk, 0, n)
-	for _, c := range s.closed {
+	for rest := s.closed; rest != ""; {
+		var c closedChunk
+		c, rest = nextClosed(rest)
 		if !inRange || c.maxT >= mint && c.minT <= maxt {
 			out = append(out, c)
 		}
@@ -445,23 +481,43 @@ func (s *memSeries) chunks(inRange bool, mint, maxt int64) []closedChunk {
 	return out
 }
 
-// closeHead moves the head chunk to the closed ones. The closed list is
-// rebuilt exactly sized: it changes once per chunk (every 10 minutes at
-// 5 s) and lives for the whole retention.
+// lastClosedEncoding is the encoding of the newest closed chunk, or
+// EncNone.
+func (s *memSeries) lastClosedEncoding() chunkenc.Encoding {
+	enc := chunkenc.EncNone
+	for rest := s.closed; rest != ""; {
+		var c closedChunk
+		c, rest = nextClosed(rest)
+		enc = c.encoding()
+	}
+	return enc
+}
+
+// closeHead moves the head chunk to the closed ones.
 func (s *memSeries) closeHead() {
-	closed := make([]closedChunk, len(s.closed)+1)
-	copy(closed, s.closed)
-	closed[len(s.closed)] = freeze(s.head)
-	s.closed = closed
+	b := s.head.chunk.Bytes()
+	buf := make([]byte, 0, len(s.closed)+closedHeader+1+len(b))
+	buf = append(buf, s.closed...)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(s.head.minT))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(s.head.maxT))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(1+len(b)))
+	buf = append(buf, byte(s.head.chunk.Encoding()))
+	buf = append(buf, b...)
+	s.closed = unsafe.String(unsafe.SliceData(buf), len(buf))
 }
 
 func (s *memSeries) trim(cut int64) {
-	n := 0
-	for n < len(s.closed) && s.closed[n].maxT < cut {
-		n++
+	rest := s.closed
+	for rest != "" {
+		c, next := nextClosed(rest)
+		if c.maxT >= cut {
+			break
+		}
+		rest = next
 	}
-	if n > 0 {
-		s.closed = slices.Clone(s.closed[n:])
+	if len(rest) != len(s.closed) {
+		// A copy, so the expired chunks' memory is freed.
+		s.closed = strings.Clone(rest)
 	}
 	if s.head.chunk != nil && s.head.maxT < cut {
 		s.head = chunkMeta{}
@@ -493,10 +549,9 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 // checkOrder applies the head's rules: no out-of-order samples, and a
 // repeated timestamp is only accepted (and dropped) when the value is equal.
 func (s *memSeries) checkOrder(t int64, same func() bool) (dup bool, err error) {
-	if t > s.lastT {
+	if last := s.lastT(); t > last {
 		return false, nil
-	}
-	if t < s.lastT {
+	} else if t < last {
 		return false, storage.ErrOutOfOrderSample
 	}
 	if same() {
@@ -533,7 +588,7 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) error {
 	}
 	s.app.Append(st, t, v)
 	s.head.maxT = t
-	s.lastT, s.lastV, s.lastHist = t, v, nil
+	s.lastV, s.lastHist = v, nil
 	return nil
 }
 
@@ -567,7 +622,7 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		}
 		// The previous appender lets the new chunk detect a counter reset
 		// across the chunk boundary; only a chunk of the same kind can tell.
-		if prev != nil && len(s.closed) > 0 && s.closed[len(s.closed)-1].encoding() != enc {
+		if prev != nil && s.closed != "" && s.lastClosedEncoding() != enc {
 			prev = nil
 		}
 	} else {
@@ -594,7 +649,6 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		s.head = chunkMeta{chunk: c, minT: t}
 	}
 	s.head.maxT = t
-	s.lastT = t
 	// Keep a copy: callers may reuse the histogram they passed in.
 	if h != nil {
 		s.lastHist = &lastHistogram{h: h.Copy()}
