@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -149,6 +150,13 @@ func TestDeployWithCertManager(t *testing.T) {
 		return true, ""
 	})
 	t.Logf("first create admitted and mutated %s after Run", time.Since(appStarted).Round(time.Millisecond))
+	// The validating configuration is reached the same way: a replica count
+	// above the sample profile's bound is refused by scaleplane with the
+	// field, not by a failed call.
+	err = cluster.Client.Create(ctx, rackedCluster(ns, "too-many", 1001, 1), client.DryRunAll)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "denied the request") || !strings.Contains(err.Error(), "spec.replicas") {
+		t.Errorf("create with replicas 1001: got %v, want a 422 from scaleplane's validating webhook naming spec.replicas", err)
+	}
 	created := rackedCluster(ns, "persisted", 3, 1, 2, 4)
 	if err := cluster.Client.Create(ctx, created); err != nil {
 		t.Fatalf("create: %v", err)
