@@ -61,18 +61,34 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 	mint, maxt := q.mint, q.maxt
 	labelsOnly := hints != nil && hints.Func == "series"
 	cands := q.candidates(ms, sortSeries)
-	set := &seriesSet{series: make([]snapshotSeries, 0, len(cands))}
+	set := &seriesSet{}
+	if len(cands) <= len(set.one) {
+		set.series = set.one[:0]
+	} else {
+		set.series = make([]snapshotSeries, 0, len(cands))
+	}
+	// One allocation each for all chunk lists and all head copies, sized
+	// for 30 minutes of 10-minute chunks and a small head; they grow if
+	// needed.
+	var (
+		all   []closedChunk
+		arena []byte
+	)
+	if !labelsOnly {
+		all = make([]closedChunk, 0, 4*len(cands))
+		arena = make([]byte, 0, 256*len(cands))
+	}
 	for _, ser := range cands {
-		var chunks []closedChunk
+		from := len(all)
 		ser.mtx.Lock()
 		if !labelsOnly {
 			// Closed chunks are shared; the head chunk keeps growing under
 			// appends, so the query gets its own copy of it.
-			chunks = ser.chunks(true, mint, maxt)
+			all, arena = ser.appendChunks(all, arena, true, mint, maxt)
 		}
 		ser.mtx.Unlock()
-		if len(chunks) > 0 || labelsOnly {
-			set.series = append(set.series, snapshotSeries{lset: ser.lset, chunks: chunks, mint: mint, maxt: maxt})
+		if len(all) > from || labelsOnly {
+			set.series = append(set.series, snapshotSeries{lset: ser.lset, chunks: all[from:len(all):len(all)], mint: mint, maxt: maxt})
 		}
 	}
 	return set
@@ -135,6 +151,9 @@ func (q *chunkQuerier) Select(ctx context.Context, sortSeries bool, hints *stora
 type seriesSet struct {
 	series []snapshotSeries
 	i      int
+	// one holds the series of the common single-series Select without a
+	// second allocation.
+	one [1]snapshotSeries
 }
 
 func (s *seriesSet) Next() bool {

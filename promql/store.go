@@ -333,7 +333,8 @@ func (s *Store) Stats() Stats {
 		for ; ser != nil; ser = ser.hashNext {
 			st.SeriesCount++
 			ser.mtx.Lock()
-			for _, c := range ser.chunks(false, 0, 0) {
+			chunks, _ := ser.appendChunks(nil, nil, false, 0, 0)
+			for _, c := range chunks {
 				chk, err := chunkenc.FromData(c.encoding(), c.bytes())
 				if err != nil {
 					continue
@@ -394,16 +395,6 @@ func (c closedChunk) bytes() []byte {
 	return unsafe.Slice(unsafe.StringData(c.data[1:]), len(c.data)-1)
 }
 
-// freeze copies the bytes of c's chunk, which may keep growing, into a
-// closedChunk.
-func freeze(c chunkMeta) closedChunk {
-	b := c.chunk.Bytes()
-	buf := make([]byte, len(b)+1)
-	buf[0] = byte(c.chunk.Encoding())
-	copy(buf[1:], b)
-	return closedChunk{data: unsafe.String(&buf[0], len(buf)), minT: c.minT, maxT: c.maxT}
-}
-
 // A series' closed chunks are stored back to back, oldest first, in one
 // exactly sized string: per chunk minT and maxT (8 bytes each, little
 // endian), the length of what follows the header (4 bytes), then the
@@ -457,28 +448,31 @@ func (s *memSeries) lastT() int64 {
 	return s.head.maxT
 }
 
-// chunks returns the closed chunks and a frozen copy of the head, all of
-// them or (inRange) those overlapping [mint, maxt]. The caller holds s.mtx.
-func (s *memSeries) chunks(inRange bool, mint, maxt int64) []closedChunk {
-	n := 0
-	for rest := s.closed; rest != ""; n++ {
-		_, rest = nextClosed(rest)
-	}
-	if s.head.chunk != nil {
-		n++
-	}
-	out := make([]closedChunk, 0, n)
+// appendChunks appends the closed chunks and a copy of the head, all of
+// them or (inRange) those overlapping [mint, maxt], to dst. The head's
+// bytes are copied to the end of arena, so that one query's copies share
+// an allocation. The caller holds s.mtx.
+func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, mint, maxt int64) ([]closedChunk, []byte) {
 	for rest := s.closed; rest != ""; {
 		var c closedChunk
 		c, rest = nextClosed(rest)
 		if !inRange || c.maxT >= mint && c.minT <= maxt {
-			out = append(out, c)
+			dst = append(dst, c)
 		}
 	}
 	if h := s.head; h.chunk != nil && (!inRange || h.maxT >= mint && h.minT <= maxt) {
-		out = append(out, freeze(h))
+		b := h.chunk.Bytes()
+		if cap(arena)-len(arena) < 1+len(b) {
+			// Earlier copies keep the old arena alive; nothing moves.
+			arena = make([]byte, 0, max(2*cap(arena), 1+len(b)))
+		}
+		from := len(arena)
+		arena = append(arena, byte(h.chunk.Encoding()))
+		arena = append(arena, b...)
+		data := arena[from:]
+		dst = append(dst, closedChunk{data: unsafe.String(unsafe.SliceData(data), len(data)), minT: h.minT, maxT: h.maxT})
 	}
-	return out
+	return dst, arena
 }
 
 // lastClosedEncoding is the encoding of the newest closed chunk, or
