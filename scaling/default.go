@@ -86,17 +86,22 @@ func effectiveBounds(c *Config, r *int32) (lo, hi int32) {
 	return *b.MinReplicas, *b.MaxReplicas
 }
 
-// effectiveConfig returns a copy of w's config with M2 applied, or nil. The
+// effectiveConfig returns w's config with M2 applied, or nil. The
 // controllers use it so that a config stored without its defaults (an object
 // created before the webhook was installed, or an annotation the profile does
 // not rewrite) still means what admission would have made of it.
+//
+// Only the bounds are new: the rest is shared with w.Config, which callers
+// read and never change. A deep copy here cost every admission review some
+// forty allocations for fields M2 never touches.
 func effectiveConfig(w Workload) *Config {
 	if w.Config == nil {
 		return nil
 	}
-	c := w.Config.DeepCopy()
-	defaultBounds(c, w.Replicas)
-	return c
+	c := *w.Config
+	lo, hi := effectiveBounds(w.Config, w.Replicas)
+	c.MinReplicas, c.MaxReplicas = &lo, &hi
+	return &c
 }
 
 // pinsFollow reports whether M3 applies to w (already through M1 and M2).

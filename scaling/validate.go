@@ -23,11 +23,13 @@ import (
 func Validate(w Workload, old *Workload, l Layout) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	errs = append(errs, validateReplicas(w.Replicas, l)...)
+	// The rules and the warnings read the same effective config.
+	eff := effectiveConfig(w)
 	if w.Config != nil {
-		errs = append(errs, validateConfig(w, l)...)
+		errs = append(errs, validateConfig(w.Config, eff, l)...)
 	}
 	errs = append(errs, validateGroups(w.Groups, l)...)
-	return errs, warnings(w, l)
+	return errs, warnings(w.Replicas, eff, l)
 }
 
 func replicasPath(l Layout) *field.Path {
@@ -69,11 +71,9 @@ func validateReplicas(r *int32, l Layout) field.ErrorList {
 	return nil
 }
 
-// validateConfig is V2–V7 for a present config.
-func validateConfig(w Workload, l Layout) field.ErrorList {
-	c := w.Config
+// validateConfig is V2–V7 for a present config c; eff is c with M2 applied.
+func validateConfig(c, eff *Config, l Layout) field.ErrorList {
 	p := configPath(l)
-	eff := effectiveConfig(w)
 	var errs field.ErrorList
 	errs = append(errs, validateBounds(c, eff, l, p)...)
 	for i := range c.Metrics {
@@ -151,13 +151,13 @@ func validateGroups(groups []Group, l Layout) field.ErrorList {
 }
 
 // warnings are W1 and W2: configurations that are legal but will not do what
-// their author probably expects right now.
-func warnings(w Workload, l Layout) []string {
-	eff := effectiveConfig(w)
-	if eff == nil || w.Replicas == nil {
+// their author probably expects right now. replicas is R and eff the
+// effective config (M2 applied), nil when absent.
+func warnings(replicas *int32, eff *Config, l Layout) []string {
+	if eff == nil || replicas == nil {
 		return nil
 	}
-	r := *w.Replicas
+	r := *replicas
 	rp, cp := replicasPath(l).String(), configPath(l).String()
 	if eff.Pinned() && *eff.MinReplicas != r {
 		// W1 for pins (our extension): a pin always follows R (C1), so a pin

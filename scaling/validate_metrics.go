@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -30,12 +31,20 @@ var metricSourceTypes = []string{
 
 // metricSource is one of a MetricSpec's five mutually exclusive sources.
 type metricSource struct {
+	typ   autoscalingv2.MetricSourceType
 	field string // JSON name of the source field
 	set   bool
 	// targets are the target types the HPA controller acts on for this
 	// source; it silently ignores the others, so admission rejects them.
 	targets []autoscalingv2.MetricTargetType
 }
+
+// The target types each source allows, shared by every review.
+var (
+	valueOrAverage       = []autoscalingv2.MetricTargetType{autoscalingv2.ValueMetricType, autoscalingv2.AverageValueMetricType}
+	averageOnly          = []autoscalingv2.MetricTargetType{autoscalingv2.AverageValueMetricType}
+	utilizationOrAverage = []autoscalingv2.MetricTargetType{autoscalingv2.UtilizationMetricType, autoscalingv2.AverageValueMetricType}
+)
 
 // validateMetric is V3: the checks the API server applies to one
 // autoscaling/v2 HPA metric, so a config that passes admission never yields
@@ -45,20 +54,23 @@ type metricSource struct {
 // Utilization target on a Pods metric, and the HPA then never scales).
 func validateMetric(m autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	value, avg, util := autoscalingv2.ValueMetricType, autoscalingv2.AverageValueMetricType, autoscalingv2.UtilizationMetricType
-	sources := map[autoscalingv2.MetricSourceType]*metricSource{
-		autoscalingv2.ObjectMetricSourceType:            {field: "object", set: m.Object != nil, targets: []autoscalingv2.MetricTargetType{value, avg}},
-		autoscalingv2.PodsMetricSourceType:              {field: "pods", set: m.Pods != nil, targets: []autoscalingv2.MetricTargetType{avg}},
-		autoscalingv2.ResourceMetricSourceType:          {field: "resource", set: m.Resource != nil, targets: []autoscalingv2.MetricTargetType{util, avg}},
-		autoscalingv2.ContainerResourceMetricSourceType: {field: "containerResource", set: m.ContainerResource != nil, targets: []autoscalingv2.MetricTargetType{util, avg}},
-		autoscalingv2.ExternalMetricSourceType:          {field: "external", set: m.External != nil, targets: []autoscalingv2.MetricTargetType{value, avg}},
+	// In a fixed order, so that errors come out the same way every time; an
+	// array rather than a map keyed by type, because validation runs on
+	// every admission review.
+	sources := [...]metricSource{
+		{typ: autoscalingv2.ObjectMetricSourceType, field: "object", set: m.Object != nil, targets: valueOrAverage},
+		{typ: autoscalingv2.PodsMetricSourceType, field: "pods", set: m.Pods != nil, targets: averageOnly},
+		{typ: autoscalingv2.ResourceMetricSourceType, field: "resource", set: m.Resource != nil, targets: utilizationOrAverage},
+		{typ: autoscalingv2.ContainerResourceMetricSourceType, field: "containerResource", set: m.ContainerResource != nil, targets: utilizationOrAverage},
+		{typ: autoscalingv2.ExternalMetricSourceType, field: "external", set: m.External != nil, targets: valueOrAverage},
 	}
-	// Fixed order, so that errors come out the same way every time.
-	order := []autoscalingv2.MetricSourceType{
-		autoscalingv2.ObjectMetricSourceType, autoscalingv2.PodsMetricSourceType, autoscalingv2.ResourceMetricSourceType,
-		autoscalingv2.ContainerResourceMetricSourceType, autoscalingv2.ExternalMetricSourceType,
+	var want *metricSource
+	for i := range sources {
+		if sources[i].typ == m.Type {
+			want = &sources[i]
+		}
 	}
-	want, known := sources[m.Type]
+	known := want != nil
 	switch {
 	case m.Type == "":
 		errs = append(errs, field.Required(p.Child("type"),
@@ -70,16 +82,16 @@ func validateMetric(m autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
 			fmt.Sprintf("must be set because type is %s; set %s or change type to the source you filled in", m.Type, want.field)))
 	}
 	present := 0
-	for _, t := range order {
-		if sources[t].set {
+	for _, s := range sources {
+		if s.set {
 			present++
 		}
 	}
 	// One source per metric: the HPA reads only the one type names, so any
 	// other would be silently ignored.
 	if present > 1 || (known && present == 1 && !want.set) {
-		for _, t := range order {
-			if s := sources[t]; s.set && (!known || s != want) {
+		for i := range sources {
+			if s := &sources[i]; s.set && (!known || s != want) {
 				errs = append(errs, field.Forbidden(p.Child(s.field),
 					fmt.Sprintf("must not be set: a metric has exactly one source, the one its type names (%s)", typeOrNone(m.Type))))
 			}
@@ -203,17 +215,20 @@ func validateMetricIdentifier(id autoscalingv2.MetricIdentifier, p *field.Path) 
 // source, and the one value field that type reads.
 func validateMetricTarget(t autoscalingv2.MetricTarget, allowed []autoscalingv2.MetricTargetType, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	names := make([]string, len(allowed))
-	ok := false
-	for i, a := range allowed {
-		names[i] = string(a)
-		ok = ok || t.Type == a
+	ok := slices.Contains(allowed, t.Type)
+	// The names are only needed for a message.
+	names := func() []string {
+		out := make([]string, len(allowed))
+		for i, a := range allowed {
+			out[i] = string(a)
+		}
+		return out
 	}
 	switch {
 	case t.Type == "":
-		errs = append(errs, field.Required(p.Child("type"), "must be one of "+strings.Join(names, ", ")+" for this source"))
+		errs = append(errs, field.Required(p.Child("type"), "must be one of "+strings.Join(names(), ", ")+" for this source"))
 	case !ok:
-		errs = append(errs, field.NotSupported(p.Child("type"), t.Type, names))
+		errs = append(errs, field.NotSupported(p.Child("type"), t.Type, names()))
 	}
 	if t.Value != nil && t.Value.Sign() != 1 {
 		errs = append(errs, field.Invalid(p.Child("value"), t.Value.String(), "must be greater than 0"))
@@ -227,7 +242,10 @@ func validateMetricTarget(t autoscalingv2.MetricTarget, allowed []autoscalingv2.
 	if !ok {
 		return errs
 	}
-	set := map[string]bool{"value": t.Value != nil, "averageValue": t.AverageValue != nil, "averageUtilization": t.AverageUtilization != nil}
+	values := [...]struct {
+		name string
+		set  bool
+	}{{"value", t.Value != nil}, {"averageValue", t.AverageValue != nil}, {"averageUtilization", t.AverageUtilization != nil}}
 	var needed string
 	switch t.Type {
 	case autoscalingv2.ValueMetricType:
@@ -237,12 +255,14 @@ func validateMetricTarget(t autoscalingv2.MetricTarget, allowed []autoscalingv2.
 	case autoscalingv2.UtilizationMetricType:
 		needed = "averageUtilization"
 	}
-	if !set[needed] {
-		errs = append(errs, field.Required(p.Child(needed), fmt.Sprintf("must be set because type is %s", t.Type)))
+	for _, v := range values {
+		if v.name == needed && !v.set {
+			errs = append(errs, field.Required(p.Child(needed), fmt.Sprintf("must be set because type is %s", t.Type)))
+		}
 	}
-	for _, f := range []string{"value", "averageValue", "averageUtilization"} {
-		if f != needed && set[f] {
-			errs = append(errs, field.Forbidden(p.Child(f),
+	for _, v := range values {
+		if v.name != needed && v.set {
+			errs = append(errs, field.Forbidden(p.Child(v.name),
 				fmt.Sprintf("must not be set when type is %s; remove it, or change type to the one it belongs to", t.Type)))
 		}
 	}

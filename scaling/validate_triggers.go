@@ -78,10 +78,66 @@ func validateTriggers(ts []Trigger, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// checkQuery parses q as the autoscaler will evaluate it. Placeholders are
-// replaced by a same-length identifier so that the parser's line:column
-// positions point into the query the user wrote.
+// checkQuery parses q as the autoscaler will evaluate it, or returns the
+// answer it gave for q before: parsing allocates a syntax tree, which made
+// it the largest cost of validating a config with triggers, while the
+// answer depends on q alone and the same few queries come back on every
+// edit of a workload.
 func checkQuery(q string) error {
+	if len(q) > maxCachedQueryLen {
+		return parseQuery(q)
+	}
+	if a, ok := queryResults.get(q); ok {
+		return a.err
+	}
+	err := parseQuery(q)
+	queryResults.put(q, queryAnswer{err: err})
+	return err
+}
+
+// Bounds of the query cache: queries are written by users, so neither the
+// number of entries nor their size may grow with what they send. Real
+// trigger queries are far shorter than the limit, and a cluster has far
+// fewer distinct ones than entries.
+const (
+	maxCachedQueries  = 1024
+	maxCachedQueryLen = 4096
+)
+
+var queryResults = queryCache{results: make(map[string]queryAnswer)}
+
+// queryCache remembers checkQuery's answers. When it is full it starts
+// over, which keeps it bounded without bookkeeping per entry; queries still
+// in use come back at their next review.
+type queryCache struct {
+	mu      sync.RWMutex
+	results map[string]queryAnswer
+}
+
+// queryAnswer is what parseQuery said of a query; err is nil for a valid
+// one. It is an immutable value, so every review may share it.
+type queryAnswer struct{ err error }
+
+func (c *queryCache) get(q string) (queryAnswer, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a, ok := c.results[q]
+	return a, ok
+}
+
+func (c *queryCache) put(q string, a queryAnswer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.results) >= maxCachedQueries {
+		clear(c.results)
+	}
+	c.results[q] = a
+}
+
+// parseQuery parses q. Placeholders are replaced by a same-length
+// identifier so that the parser's line:column positions point into the
+// query the user wrote.
+func parseQuery(q string) error {
 	expr, err := promqlParser.ParseExpr(fillPlaceholders(q))
 	if err != nil {
 		// The parser's message starts with line:column of the first
