@@ -243,14 +243,6 @@ func runDocCommands(t *testing.T, ctx context.Context, name string, replace map[
 	}
 }
 
-func leaf(certPEM []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return nil, errors.New("no PEM certificate")
-	}
-	return x509.ParseCertificate(block.Bytes)
-}
-
 func hasIP(cert *x509.Certificate, ip string) bool {
 	want := net.ParseIP(ip)
 	for _, got := range cert.IPAddresses {
