@@ -228,6 +228,10 @@ func EngineOptions(timeout time.Duration, maxSamples int, lookback time.Duration
 	}
 }
 
+// queryOpts are the engine's defaults, built once: given nil, the engine
+// builds them again for every query.
+var queryOpts = prom.NewPrometheusQueryOpts(false, 0)
+
 // Engine returns the underlying Prometheus engine.
 func (e *Evaluator) Engine() *prom.Engine { return e.engine }
 
@@ -240,7 +244,7 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	if at.IsZero() {
 		at = e.now()
 	}
-	q, err := e.engine.NewInstantQuery(ctx, e.queryable, nil, expanded, at)
+	q, err := e.engine.NewInstantQuery(ctx, e.queryable, queryOpts, expanded, at)
 	if err != nil {
 		return Result{}, queryError(expanded, err)
 	}
