@@ -228,8 +228,10 @@ func TestDeployWithCertManager(t *testing.T) {
 	sentAtSwitch := sent.Load()
 	<-loopDone // the loop ends after admissionPeriod
 	t.Logf("webhook server presented the renewed certificate %s after the trigger, without a restart", switched.Round(time.Millisecond))
-	t.Logf("admissions during renewal: %d sent at %d/s for %s, %d failed; %d sent after the server switched certificates",
-		sent.Load(), admissionRate, admissionPeriod, failed.Load(), sent.Load()-sentAtSwitch)
+	// A ticker drops ticks its reader misses, so on a loaded machine fewer
+	// than admissionRate*admissionPeriod go out; report what did.
+	t.Logf("admissions during renewal: %d sent in %s (%.1f/s, ticker at %d/s), %d failed; %d sent after the server switched certificates",
+		sent.Load(), admissionPeriod, float64(sent.Load())/admissionPeriod.Seconds(), admissionRate, failed.Load(), sent.Load()-sentAtSwitch)
 
 	if diff := cmp.Diff(int64(0), failed.Load()); diff != "" {
 		errMu.Lock()
