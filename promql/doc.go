@@ -10,7 +10,9 @@
 //     from Prometheus' tsdb/chunkenc (native histograms in histogram
 //     chunks), 30 minutes of retention by default (Trim, run by the scraper
 //     every cycle, and clamped on every query), a cap of 100,000 series
-//     (ErrSeriesLimit, Stats.RefusedSeries). It implements
+//     (ErrSeriesLimit, Stats.RefusedSeries), and an inverted index (label
+//     name and value to series, as Prometheus' postings) so that a query
+//     costs what it selects, not what the store holds. It implements
 //     storage.Storage (Queryable, Appendable, AppendableV2), which is what
 //     the engine and Prometheus' promqltest need. Store.Append(labels, t, v)
 //     is the one-sample ingestion path.
@@ -21,7 +23,8 @@
 //     dropped; debug queries add names for the life of the process.
 //   - Evaluator (NewEvaluator, EvaluatorOptions) and Remote (NewRemote,
 //     RemoteOptions): the two implementations of Source, whose
-//     Eval(ctx, query, at, vars) returns one Result. Result.Kind tells a
+//     Eval(ctx, query, at, vars) returns one Result. The Evaluator parses a
+//     query once: its engine's parser also requests the query's names. Result.Kind tells a
 //     value from no data (never 0), NaN and ±Inf; a query that is not one
 //     number fails with *ShapeError telling the user to aggregate; a query
 //     that is wrong fails with *QueryError. Expand substitutes ${namespace},

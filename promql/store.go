@@ -463,8 +463,10 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 	if h := s.head; h.chunk != nil && (!inRange || h.maxT >= mint && h.minT <= maxt) {
 		b := h.chunk.Bytes()
 		if cap(arena)-len(arena) < 1+len(b) {
-			// Earlier copies keep the old arena alive; nothing moves.
-			arena = make([]byte, 0, max(2*cap(arena), 1+len(b)))
+			// Earlier copies keep the old arena alive; nothing moves. The
+			// first arena was sized for every head, so a smaller one
+			// finishes the query.
+			arena = make([]byte, 0, max(cap(arena)/2, 1+len(b)))
 		}
 		from := len(arena)
 		arena = append(arena, byte(h.chunk.Encoding()))
