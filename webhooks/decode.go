@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -28,8 +30,41 @@ import (
 type object struct {
 	// u is what the view reads and writes: a partial copy of the object in
 	// which every field present is at the path it has in the object, and
-	// present exactly when it is present (and not null) in the object.
+	// present exactly when it is present (and not null) in the object;
+	// except the scale config while config is set.
 	u *unstructured.Unstructured
+
+	// config is the scale config decoded straight from the request's
+	// bytes, which are kept in rawConfig; it is then missing from u until
+	// materialize puts it there. nil when the config is in u or absent.
+	config    *scaling.Config
+	rawConfig rawJSON
+	configKey string
+}
+
+// read is the view's Read of the object, with the scale config decoded
+// from the request's bytes when the decoder could.
+func (o *object) read(view *config.View) (scaling.Workload, field.ErrorList) {
+	w, errs := view.Read(o.u)
+	if o.config != nil {
+		w.Config = o.config
+	}
+	return w, errs
+}
+
+// materialize puts the scale config into u, for View.WriteSpec and for
+// encoding u; reading never needs it.
+func (o *object) materialize() error {
+	if o.config == nil {
+		return nil
+	}
+	var v interface{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(o.rawConfig, &v); err != nil {
+		return fmt.Errorf("decode %s: %w", o.configKey, err)
+	}
+	o.u.Object["spec"].(map[string]interface{})[o.configKey] = v
+	o.config = nil
+	return nil
 }
 
 // decoder decodes the objects of one view. It is built once per handler:
@@ -39,6 +74,12 @@ type object struct {
 type decoder struct {
 	keys []string
 	typ  reflect.Type
+	// configKey is the index in keys of the scale config, when it is a
+	// spec field of its own (.spec.scaleConfig) that no other path shares:
+	// it is then kept as raw bytes and decoded straight into a
+	// scaling.Config, sparing the maps an unstructured config costs. -1
+	// otherwise.
+	configKey int
 }
 
 // metaFields are the metadata fields a view reads.
@@ -50,13 +91,19 @@ type metaFields struct {
 }
 
 func newDecoder(l scaling.Layout) *decoder {
-	d := &decoder{keys: specKeys(l)}
+	d := &decoder{keys: specKeys(l), configKey: -1}
+	if k, ok := ownConfigKey(l); ok {
+		d.configKey = slices.Index(d.keys, k)
+	}
 	specFields := make([]reflect.StructField, len(d.keys))
 	for i, k := range d.keys {
 		specFields[i] = reflect.StructField{
 			Name: fmt.Sprintf("F%d", i),
 			Type: reflect.TypeFor[interface{}](),
 			Tag:  reflect.StructTag(fmt.Sprintf(`json:%q`, k)),
+		}
+		if i == d.configKey {
+			specFields[i].Type = reflect.TypeFor[rawJSON]()
 		}
 	}
 	d.typ = reflect.StructOf([]reflect.StructField{
@@ -85,6 +132,27 @@ func specKeys(l scaling.Layout) []string {
 		}
 	}
 	return keys
+}
+
+// ownConfigKey returns the config's key when the config is a spec field of
+// its own: spec.<key>, with no other path under that key.
+func ownConfigKey(l scaling.Layout) (string, bool) {
+	if l.ConfigInAnnotation || l.ConfigPath == nil {
+		return "", false
+	}
+	key, ok := strings.CutPrefix(l.ConfigPath.String(), "spec.")
+	if !ok || key == "" || strings.ContainsAny(key, ".[]") {
+		return "", false
+	}
+	for _, p := range []*field.Path{l.ReplicasPath, l.GroupsPath} {
+		if p == nil {
+			continue
+		}
+		if s := p.String(); s == "spec."+key || strings.HasPrefix(s, "spec."+key+".") || strings.HasPrefix(s, "spec."+key+"[") {
+			return "", false
+		}
+	}
+	return key, true
 }
 
 func contains(l []string, s string) bool {
@@ -119,7 +187,15 @@ func (d *decoder) decode(raw []byte) (*object, error) {
 	if spec := top.Elem().Field(0); !spec.IsNil() {
 		m := make(map[string]interface{}, len(d.keys))
 		for i, k := range d.keys {
-			if v := spec.Elem().Field(i).Interface(); v != nil {
+			f := spec.Elem().Field(i)
+			if i == d.configKey {
+				if o.setConfig(m, k, f.Interface().(rawJSON)) != nil {
+					// A number beyond float64: reported as before.
+					return d.decodeLoosely(data)
+				}
+				continue
+			}
+			if v := f.Interface(); v != nil {
 				m[k] = v
 			}
 		}
@@ -129,6 +205,26 @@ func (d *decoder) decode(raw []byte) (*object, error) {
 		o.u.Object["metadata"] = md.object()
 	}
 	return o, nil
+}
+
+// setConfig decodes the scale config raw (nil when absent or null) found
+// at spec[key]: straight into a scaling.Config when the JSON decoder can
+// match the view's reading exactly, else into spec as unstructured, for the
+// view to read and to report errors at their paths.
+func (o *object) setConfig(spec map[string]interface{}, key string, raw rawJSON) error {
+	if raw == nil {
+		return nil
+	}
+	if cfg, ok := config.DecodeSpecConfigJSON(raw); ok {
+		o.config, o.rawConfig, o.configKey = cfg, raw, key
+		return nil
+	}
+	var v interface{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v); err != nil {
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	spec[key] = v
+	return nil
 }
 
 // decodeLoosely decodes spec and metadata whole, so that the view reports

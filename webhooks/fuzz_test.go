@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
+	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -101,6 +102,7 @@ func FuzzMutate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, k uint8, object, old []byte) {
 		view, req := fuzzRequest(views, k, object, old)
 		checkOldSkipped(t, view, req)
+		checkDirectPatch(t, view, req)
 		h := NewMutator(view)
 		resp := h.Handle(context.Background(), req)
 		if !resp.Allowed {
@@ -135,6 +137,64 @@ func FuzzMutate(f *testing.F) {
 	})
 }
 
+// checkDirectPatch: where the mutating webhook computes a patch directly,
+// it is the patch the diff gives. It reports whether it compared one.
+func checkDirectPatch(t *testing.T, view *config.View, req admission.Request) bool {
+	t.Helper()
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return false
+	}
+	h := NewMutator(view).(*mutator)
+	obj, err := h.dec.decode(req.Object.Raw)
+	if err != nil {
+		return false
+	}
+	cur, errs := obj.read(view)
+	if len(errs) > 0 {
+		return false
+	}
+	l := view.Layout()
+	want := scaling.Default(readOld(view, h.dec, req), cur, l)
+	if !writesSomething(cur, want) {
+		return false
+	}
+	ops, ok := h.paths.directPatch(obj, cur, want)
+	if !ok {
+		return false
+	}
+	again, err := h.dec.decode(req.Object.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := h.diffPatch(again, want)
+	got := patchResponse(ops)
+	if diff := cmp.Diff(ref, got); diff != "" {
+		t.Fatalf("direct patch of %s (-diff +direct):\n%s", req.Object.Raw, diff)
+	}
+	return true
+}
+
+// TestDirectPatch: the direct patch is computed for the common cases (every
+// kind whose config is at a spec path) and equals the diff's.
+func TestDirectPatch(t *testing.T) {
+	views := testViews(t)
+	compared := map[string]int{}
+	for i, b := range seedObjects() {
+		old := makeObj(b.kind, "old").replicas(i % 5).config(obj{"minReplicas": i % 5, "maxReplicas": i % 5})
+		for _, req := range []admission.Request{create(views[b.kind], b), update(views[b.kind], old, b)} {
+			if checkDirectPatch(t, views[b.kind], req) {
+				compared[b.kind]++
+			}
+		}
+	}
+	// Function's config targets a child, so fewer of its seeds need a patch.
+	for kind, least := range map[string]int{rackedCluster: 4, workerGroup: 4, function: 2} {
+		if compared[kind] < least {
+			t.Errorf("%s: %d direct patches compared, want at least %d", kind, compared[kind], least)
+		}
+	}
+}
+
 // checkOldSkipped: when mayFollowPins says the stored object cannot matter,
 // defaulting with it gives what defaulting without it gives.
 func checkOldSkipped(t *testing.T, view *config.View, req admission.Request) {
@@ -146,7 +206,7 @@ func checkOldSkipped(t *testing.T, view *config.View, req admission.Request) {
 	if err != nil {
 		return
 	}
-	cur, errs := view.Read(obj.u)
+	cur, errs := obj.read(view)
 	old := readOld(view, dec, req)
 	if len(errs) > 0 || old == nil {
 		return

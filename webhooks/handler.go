@@ -23,7 +23,7 @@ func readOld(view *config.View, dec *decoder, req admission.Request) *scaling.Wo
 	if err != nil {
 		return nil
 	}
-	w, errs := view.Read(obj.u)
+	w, errs := obj.read(view)
 	if len(errs) > 0 {
 		return nil
 	}

@@ -27,13 +27,14 @@ import (
 // the one place users see admission problems. Defaulting half of such an
 // object would only produce a patch for an object that is refused anyway.
 func NewMutator(view *config.View) admission.Handler {
-	return &mutator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout())}
+	return &mutator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout()), paths: newPatchPaths(view.Layout())}
 }
 
 type mutator struct {
-	view *config.View
-	kind string
-	dec  *decoder
+	view  *config.View
+	kind  string
+	dec   *decoder
+	paths patchPaths
 }
 
 func (h *mutator) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -50,7 +51,7 @@ func (h *mutator) handle(req admission.Request) admission.Response {
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", h.kind, err))
 	}
-	cur, errs := h.view.Read(obj.u)
+	cur, errs := obj.read(h.view)
 	if len(errs) > 0 {
 		return admission.Allowed("not defaulted: the validating webhook reports the object's field errors")
 	}
@@ -64,11 +65,36 @@ func (h *mutator) handle(req admission.Request) admission.Response {
 	if !writesSomething(cur, want) {
 		return admission.Allowed("")
 	}
-	// The patch is the diff between the decoded part of the object before
-	// and after WriteSpec. Every field in it sits at the path it has in the
-	// whole object, and nothing outside it changes, so the diff is the one
-	// the whole object would give, without walking managedFields twice
-	// more. FuzzMutate applies each patch to the whole object to prove it.
+	if ops, ok := h.paths.directPatch(obj, cur, want); ok {
+		return patchResponse(ops)
+	}
+	return h.diffPatch(obj, want)
+}
+
+// patchResponse is admission.PatchResponseFromRaw's answer for the patch
+// ops.
+func patchResponse(ops []jsonpatch.JsonPatchOperation) admission.Response {
+	resp := admission.Response{Patches: ops, AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
+	if ops == nil {
+		resp.Patches = []jsonpatch.JsonPatchOperation{}
+	}
+	if len(ops) > 0 {
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.PatchType = &pt
+	}
+	return resp
+}
+
+// diffPatch answers with the patch that writing want gives, by definition:
+// the diff between the decoded part of the object before and after
+// WriteSpec. Every field in it sits at the path it has in the whole object,
+// and nothing outside it changes, so the diff is the one the whole object
+// would give, without walking managedFields twice more. FuzzMutate applies
+// each patch to the whole object to prove it.
+func (h *mutator) diffPatch(obj *object, want scaling.Workload) admission.Response {
+	if err := obj.materialize(); err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("decode %s %q: %w", h.kind, obj.u.GetName(), err))
+	}
 	original, err := json.Marshal(obj.u.Object)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode %s %q: %w", h.kind, obj.u.GetName(), err))

@@ -49,7 +49,7 @@ func (h *validator) handle(req admission.Request) admission.Response {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode %s: %w", h.kind, err))
 	}
 	l := h.view.Layout()
-	cur, readErrs := h.view.Read(obj.u)
+	cur, readErrs := obj.read(h.view)
 	// The stored object serves only to ratchet, which can only take errors
 	// away: it is decoded only for a request that has some.
 	verrs, warns := scaling.Validate(cur, nil, l)
