@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/scaleplane/scaleplane/config"
 )
@@ -75,11 +74,6 @@ func (b *objBuilder) status(field string, v interface{}) *objBuilder {
 
 func (b *objBuilder) config(c map[string]interface{}) *objBuilder {
 	_ = unstructured.SetNestedMap(b.u.Object, c, "spec", "scaleConfig")
-	return b
-}
-
-func (b *objBuilder) uid(uid string) *objBuilder {
-	b.u.SetUID(types.UID(uid))
 	return b
 }
 

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -224,5 +223,3 @@ func findEvent(t *testing.T, ns, name, reason string, match func(note string) bo
 	})
 	return note
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -101,7 +101,7 @@ func TestStatusReplicasOnlyWhenRacksAgree(t *testing.T) {
 	var owned []string
 	for _, mf := range u.GetManagedFields() {
 		if mf.Manager == "scaleplane" && mf.Subresource == "status" && mf.FieldsV1 != nil {
-			owned = append(owned, string(mf.FieldsV1.Raw))
+			owned = append(owned, string(mf.FieldsV1.GetRawBytes()))
 		}
 	}
 	if diff := cmp.Diff([]string{`{"f:status":{"f:replicas":{},"f:selector":{}}}`}, owned); diff != "" {
