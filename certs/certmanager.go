@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -184,7 +185,8 @@ func CheckCertManager(c client.Client) error {
 // must include cert-manager's types (NewScheme), and c should read from the
 // API server directly (client.New), since it usually runs before a manager's
 // cache is started. Returns CheckCertManager's error when cert-manager is
-// not installed.
+// not installed, and an error saying what to add when the serving
+// Certificate exists without one of o.IPAddresses.
 func EnsureCertManager(ctx context.Context, c client.Client, o Options) error {
 	o = o.Default()
 	if err := CheckCertManager(c); err != nil {
@@ -193,6 +195,11 @@ func EnsureCertManager(ctx context.Context, c client.Client, o Options) error {
 	for _, obj := range CertManagerObjects(o) {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	if len(o.IPAddresses) > 0 {
+		if err := checkIPAddresses(ctx, c, o); err != nil {
+			return err
 		}
 	}
 	value := InjectCAFrom(o)
@@ -207,6 +214,43 @@ func EnsureCertManager(ctx context.Context, c client.Client, o Options) error {
 		}
 	}
 	return nil
+}
+
+// checkIPAddresses fails when the serving Certificate, which may be the
+// user's and is never edited, lacks an address the API server calls the
+// webhook on: every admission would fail the TLS check while scaleplane
+// looks ready.
+func checkIPAddresses(ctx context.Context, c client.Client, o Options) error {
+	crt := &cmapi.Certificate{}
+	key := client.ObjectKey{Namespace: o.SecretNamespace, Name: o.certificateName()}
+	if err := c.Get(ctx, key, crt); err != nil {
+		return fmt.Errorf("get certificate %s: %w", key, err)
+	}
+	if missing := MissingIPAddresses(crt, o.IPAddresses); len(missing) > 0 {
+		return fmt.Errorf("certificate %s lacks %s in spec.ipAddresses, the address the API server calls the webhook on; "+
+			"add it with an overlay patch (docs/certs.md, \"API server outside the cluster network\") "+
+			"or delete the Certificate so that scaleplane creates it with the address", key, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// MissingIPAddresses returns those of ips that crt's spec.ipAddresses
+// does not list.
+func MissingIPAddresses(crt *cmapi.Certificate, ips []net.IP) []string {
+	var missing []string
+	for _, ip := range ips {
+		found := false
+		for _, s := range crt.Spec.IPAddresses {
+			if ip.Equal(net.ParseIP(s)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, ip.String())
+		}
+	}
+	return missing
 }
 
 // annotate sets InjectCAFromAnnotation with a merge patch that names only

@@ -77,6 +77,18 @@ func TestDeployWithCertManager(t *testing.T) {
 	}
 	runDocCommands(t, ctx, "deploy-cert-manager", nil, skip)
 	t.Logf("README step 2: Certificate Ready %s after `kubectl apply -k config/certmanager`", time.Since(start).Round(time.Millisecond))
+	// Without the address the API server calls, scaleplane refuses to
+	// start rather than serve a certificate every admission would reject.
+	func() {
+		defer deleteWebhookConfigurations()
+		runCtx, cancel := context.WithTimeout(ctx, framework.DefaultTimeout)
+		defer cancel()
+		err := newApp(t, app.CertCertManager, freePort(t), freePort(t)).Run(runCtx)
+		if err == nil || !strings.Contains(err.Error(), "lacks 127.0.0.1 in spec.ipAddresses") || !strings.Contains(err.Error(), "API server outside the cluster network") {
+			t.Fatalf("app.Run with the shipped Certificate and a by-URL webhook: got %v, want an error naming the missing IP address and the docs section", err)
+		}
+		t.Logf("app.Run before the by-URL overlay: %v", err)
+	}()
 	overlay := writeOverlay(t, "by-url-overlay", "my-overlay", map[string]string{
 		"../config/certmanager": filepath.Join(framework.RepoRoot(), "config", "certmanager"),
 	})
@@ -391,12 +403,10 @@ func writeOverlay(t *testing.T, block, dir string, paths map[string]string) stri
 	return overlay
 }
 
-// startApp runs the binary's wiring in-process with its webhook server on
-// 127.0.0.1 and webhook configurations that call it there by URL, and
-// waits until it is ready. It returns the webhook port.
-func startApp(t *testing.T, mode app.CertMode) int {
+// newApp builds the binary's wiring with its webhook server on 127.0.0.1 and
+// webhook configurations that call it there by URL.
+func newApp(t *testing.T, mode app.CertMode, port, probePort int) *app.App {
 	t.Helper()
-	port, probePort := freePort(t), freePort(t)
 	cfg := config.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = port
@@ -411,29 +421,37 @@ func startApp(t *testing.T, mode app.CertMode) int {
 		WebhookIPs:  []string{"127.0.0.1"},
 		MetricsAddr: "0",
 		ProbeAddr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)),
-		// The package's other test runs the app in this process too.
+		// The package's other tests run the app in this process too.
 		SkipControllerNameValidation: true,
 	})
 	if err != nil {
 		t.Fatalf("build app: %v", err)
 	}
+	return a
+}
+
+// deleteWebhookConfigurations removes the app's configurations: they call a
+// process that is gone, with failurePolicy Fail, and carry its port.
+func deleteWebhookConfigurations() {
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	m.SetName(mutatingName)
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	v.SetName(validatingName)
+	_ = cluster.Client.Delete(context.Background(), m)
+	_ = cluster.Client.Delete(context.Background(), v)
+}
+
+// startApp runs newApp's app until the test ends and waits until it is
+// ready. It returns the webhook port.
+func startApp(t *testing.T, mode app.CertMode) int {
+	t.Helper()
+	port, probePort := freePort(t), freePort(t)
+	a := newApp(t, mode, port, probePort)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() {
-		// The configurations call this process, which is going away, with
-		// failurePolicy Fail; later tests must not depend on it.
-		for _, obj := range []client.Object{
-			&admissionregistrationv1.MutatingWebhookConfiguration{},
-			&admissionregistrationv1.ValidatingWebhookConfiguration{},
-		} {
-			name := mutatingName
-			if _, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok {
-				name = validatingName
-			}
-			obj.SetName(name)
-			_ = cluster.Client.Delete(context.Background(), obj)
-		}
+		deleteWebhookConfigurations()
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("app stopped with: %v", err)
