@@ -7,7 +7,8 @@
 //     builds the cert-manager objects with cert-manager's own Go types
 //     (SelfSignedIssuer, CACertificate, CAIssuer, ServingCertificate), creates
 //     the missing ones (EnsureCertManager), and reports clearly when
-//     cert-manager's CRDs are not installed.
+//     cert-manager's CRDs are not installed or an existing Certificate
+//     lacks the address the API server calls the webhook on.
 //   - self-signed (ModeSelfSigned): a Rotator generates a CA and a serving
 //     certificate into a Secret, renews them before they expire, and injects
 //     the CA bundle into scaleplane's own webhook configurations. Any number of

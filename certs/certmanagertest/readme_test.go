@@ -43,11 +43,12 @@ webhooks:
   admissionReviewVersions: [v1]
 `
 
-// TestDeployWithCertManagerREADME follows docs/certs.md "Deploy with
-// cert-manager" with the real kubectl against the test cluster: CRDs from
-// the module, config/certmanager, the injection component on webhook
-// configurations, `kubectl wait` for the Certificate, and caBundle filled
-// by the CA injector.
+// TestDeployWithCertManagerREADME applies, with the real kubectl, what
+// docs/certs.md "Deploy with cert-manager" deploys, on stand-in webhook
+// configurations: CRDs from the module, config/certmanager, the injection
+// component, `kubectl wait` for the Certificate, and caBundle filled by the
+// CA injector. e2e/certmanager runs the docs' commands themselves, with
+// scaleplane's own webhooks.
 func TestDeployWithCertManagerREADME(t *testing.T) {
 	if testCfg == nil {
 		t.Skip(skipReason)
