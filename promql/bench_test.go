@@ -262,7 +262,7 @@ func BenchmarkBytesPerSample(b *testing.B) {
 func BenchmarkQuery(b *testing.B) {
 	d := benchDataset
 	ng := prom.NewEngine(EngineOptions(time.Minute, 50_000_000, 0, nil))
-	defer ng.Close()
+	defer func() { _ = ng.Close() }()
 	for _, be := range backends() {
 		app, q, closeFn := be.open(b)
 		ingest(b, app, d)
@@ -294,7 +294,7 @@ func TestBenchBackendsAgree(t *testing.T) {
 	}
 	d := benchDataset
 	ng := prom.NewEngine(EngineOptions(time.Minute, 50_000_000, 0, nil))
-	defer ng.Close()
+	defer func() { _ = ng.Close() }()
 	answers := map[string][]string{}
 	for _, be := range backends() {
 		app, q, closeFn := be.open(t)
@@ -368,7 +368,7 @@ func BenchmarkPairedIngest(b *testing.B) {
 func BenchmarkPairedQuery(b *testing.B) {
 	d := benchDataset
 	ng := prom.NewEngine(EngineOptions(time.Minute, 50_000_000, 0, nil))
-	defer ng.Close()
+	defer func() { _ = ng.Close() }()
 	bes := backends()[:2]
 	var qs [2]storage.Queryable
 	for i, be := range bes {

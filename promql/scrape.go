@@ -433,7 +433,7 @@ func sampleLabels(b *labels.Builder, name string, m *dto.Metric, extra []string,
 		b.Set(extra[i], extra[i+1])
 	}
 	target.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
-	b.Set(labels.MetricName, name)
+	b.Set(model.MetricNameLabel, name)
 	return b.Labels()
 }
 

@@ -71,7 +71,12 @@ func serveBehindMetricsServer(t *testing.T, a *Autoscaler) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("metrics server stopped with %v", err)
+		}
+	})
 	addr := srv.(interface{ GetBindAddr() string })
 	var base string
 	err = wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
