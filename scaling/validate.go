@@ -135,16 +135,17 @@ func validateGroups(groups []Group, l Layout) field.ErrorList {
 	}
 	seen := make(map[string]bool, len(groups))
 	for i, g := range groups {
-		gp := groupPath(l, i)
+		// Built only for an error: most groups have none.
+		gp := func() *field.Path { return groupPath(l, i) }
 		switch {
 		case g.Name == "":
-			errs = append(errs, field.Required(gp.Child(nameField), "every group needs a name; name it, e.g. rack-a"))
+			errs = append(errs, field.Required(gp().Child(nameField), "every group needs a name; name it, e.g. rack-a"))
 		case seen[g.Name]:
-			errs = append(errs, field.Duplicate(gp.Child(nameField), g.Name))
+			errs = append(errs, field.Duplicate(gp().Child(nameField), g.Name))
 		}
 		seen[g.Name] = true
 		if g.Members != nil && *g.Members < 0 {
-			errs = append(errs, field.Invalid(gp.Child(membersField), *g.Members, "must be greater than or equal to 0"))
+			errs = append(errs, field.Invalid(gp().Child(membersField), *g.Members, "must be greater than or equal to 0"))
 		}
 	}
 	return errs
@@ -158,7 +159,8 @@ func warnings(replicas *int32, eff *Config, l Layout) []string {
 		return nil
 	}
 	r := *replicas
-	rp, cp := replicasPath(l).String(), configPath(l).String()
+	// Formatted with %s only when there is a warning to write.
+	rp, cp := replicasPath(l), configPath(l)
 	if eff.Pinned() && *eff.MinReplicas != r {
 		// W1 for pins (our extension): a pin always follows R (C1), so a pin
 		// that disagrees with R is about to be overwritten, whatever the

@@ -311,17 +311,18 @@ func validateScalingRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field
 			"must list at least one policy; remove policies to get the default ones"))
 	}
 	for i, pol := range r.Policies {
-		pp := p.Child("policies").Index(i)
+		// Built only for an error: most policies have none.
+		pp := func() *field.Path { return p.Child("policies").Index(i) }
 		switch pol.Type {
 		case autoscalingv2.PodsScalingPolicy, autoscalingv2.PercentScalingPolicy:
 		default:
-			errs = append(errs, field.NotSupported(pp.Child("type"), pol.Type, scalingPolicyTypes))
+			errs = append(errs, field.NotSupported(pp().Child("type"), pol.Type, scalingPolicyTypes))
 		}
 		if pol.Value <= 0 {
-			errs = append(errs, field.Invalid(pp.Child("value"), pol.Value, "must be greater than 0"))
+			errs = append(errs, field.Invalid(pp().Child("value"), pol.Value, "must be greater than 0"))
 		}
 		if pol.PeriodSeconds < 1 || pol.PeriodSeconds > maxPolicyPeriodSeconds {
-			errs = append(errs, field.Invalid(pp.Child("periodSeconds"), pol.PeriodSeconds,
+			errs = append(errs, field.Invalid(pp().Child("periodSeconds"), pol.PeriodSeconds,
 				fmt.Sprintf("must be between 1 and %d seconds", maxPolicyPeriodSeconds)))
 		}
 	}

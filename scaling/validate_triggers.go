@@ -43,35 +43,36 @@ func validateTriggers(ts []Trigger, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := make(map[string]bool, len(ts))
 	for i, t := range ts {
-		tp := p.Index(i)
+		// Built only for an error: most triggers have none.
+		tp := func() *field.Path { return p.Index(i) }
 		switch {
 		case t.Name == "":
-			errs = append(errs, field.Required(tp.Child("name"), "every trigger needs a name, used in events and metrics"))
+			errs = append(errs, field.Required(tp().Child("name"), "every trigger needs a name, used in events and metrics"))
 		case seen[t.Name]:
-			errs = append(errs, field.Duplicate(tp.Child("name"), t.Name))
+			errs = append(errs, field.Duplicate(tp().Child("name"), t.Name))
 		}
 		seen[t.Name] = true
 		switch t.Type {
 		case TargetValue, TargetAverageValue:
 		case "":
-			errs = append(errs, field.Required(tp.Child("type"), "must be Value or AverageValue"))
+			errs = append(errs, field.Required(tp().Child("type"), "must be Value or AverageValue"))
 		default:
-			errs = append(errs, field.NotSupported(tp.Child("type"), t.Type, triggerTypes))
+			errs = append(errs, field.NotSupported(tp().Child("type"), t.Type, triggerTypes))
 		}
 		if promqlSource(t.Source) {
 			if strings.TrimSpace(t.Query) == "" {
-				errs = append(errs, field.Required(tp.Child("query"),
+				errs = append(errs, field.Required(tp().Child("query"),
 					`must be a PromQL expression, e.g. sum(rate(http_requests_total{namespace="${namespace}"}[1m]))`))
 			} else if err := checkQuery(t.Query); err != nil {
-				errs = append(errs, field.Invalid(tp.Child("query"), t.Query, err.Error()))
+				errs = append(errs, field.Invalid(tp().Child("query"), t.Query, err.Error()))
 			}
 		}
 		if !(t.Threshold > 0) || math.IsInf(t.Threshold, 1) {
-			errs = append(errs, field.Invalid(tp.Child("threshold"), t.Threshold,
+			errs = append(errs, field.Invalid(tp().Child("threshold"), t.Threshold,
 				"must be a number greater than 0: the value one replica can take (AverageValue) or the target value (Value)"))
 		}
 		if a := t.ActivationThreshold; a != nil && (!(*a >= 0) || math.IsInf(*a, 1)) {
-			errs = append(errs, field.Invalid(tp.Child("activationThreshold"), *a,
+			errs = append(errs, field.Invalid(tp().Child("activationThreshold"), *a,
 				"must be a number greater than or equal to 0"))
 		}
 	}
@@ -214,18 +215,18 @@ func validateSchedule(s *Schedule, p *field.Path) field.ErrorList {
 	}
 	seen := make(map[string]bool, len(s.ScaleDownTimeout))
 	for i, e := range s.ScaleDownTimeout {
-		ep := p.Child("scaleDownTimeout").Index(i)
+		ep := func() *field.Path { return p.Child("scaleDownTimeout").Index(i) }
 		switch {
 		case !validClock(e.Time):
-			errs = append(errs, field.Invalid(ep.Child("time"), e.Time, clockMessage))
+			errs = append(errs, field.Invalid(ep().Child("time"), e.Time, clockMessage))
 		case seen[e.Time]:
 			// Two timeouts from the same minute on leave the one in force
 			// undefined.
-			errs = append(errs, field.Duplicate(ep.Child("time"), e.Time))
+			errs = append(errs, field.Duplicate(ep().Child("time"), e.Time))
 		}
 		seen[e.Time] = true
 		if e.Seconds < 0 {
-			errs = append(errs, field.Invalid(ep.Child("seconds"), e.Seconds, "must be greater than or equal to 0"))
+			errs = append(errs, field.Invalid(ep().Child("seconds"), e.Seconds, "must be greater than or equal to 0"))
 		}
 	}
 	return errs
