@@ -7,9 +7,13 @@
 //
 // Handlers work on unstructured objects through a [config.View]: they
 // translate the request into a [scaling.Workload], let package scaling
-// decide, and translate the answer back into a JSON patch (computed by
-// diffing the mutated object against the request's raw bytes, never
-// assembled by hand) or into one 422 Invalid that lists every field error.
+// decide, and translate the answer back into a JSON patch or into one 422
+// Invalid that lists every field error. The patch is defined as the
+// jsonpatch diff of the decoded object before and after View.WriteSpec;
+// for profiles with plain paths it is computed from the scaling.Workload
+// before and after defaulting instead (the few fields WriteSpec owns), which
+// TestDirectPatch and FuzzMutate hold to that diff, and anything unusual
+// still takes the diff (see patch.go).
 // Warnings (W1, W2) travel as admission warnings, which kubectl prints.
 //
 // It must not make scaling decisions of its own (that is package scaling)

@@ -187,6 +187,24 @@ func TestDirectPatch(t *testing.T) {
 			}
 		}
 	}
+	// Bounds and members present as null (replace, not add), and a config
+	// left in the unstructured object (a fractional quantity) or decoded
+	// from the bytes.
+	for _, raw := range []string{
+		`{"metadata":{"name":"n"},"spec":{"replicas":3,"scaleConfig":{"minReplicas":1,"maxReplicas":null,"metrics":[{"type":"Pods","pods":{"metric":{"name":"x"},"target":{"type":"AverageValue","averageValue":0.5}}}]},"racks":[{"name":"a","members":null},{"name":"b"}]}}`,
+		`{"metadata":{"name":"n"},"spec":{"replicas":3,"scaleConfig":{"minReplicas":1,"maxReplicas":null},"racks":[{"name":"a","members":2}]}}`,
+		`{"metadata":{"name":"n"},"spec":{"replicas":3,"scaleConfig":{"minReplicas":null},"racks":[]}}`,
+		`{"metadata":{"name":"n"},"spec":{"scaleConfig":{"minReplicas":2,"maxReplicas":4},"racks":[{"name":"a","members":1}]}}`,
+		`{"metadata":{"name":"n"},"spec":{"replicas":2,"scaleConfig":null}}`,
+	} {
+		req := request(views[rackedCluster], admissionv1.Create, "n", []byte(raw), nil)
+		if checkDirectPatch(t, views[rackedCluster], req) {
+			compared["raw"]++
+		}
+	}
+	if compared["raw"] < 3 {
+		t.Errorf("%d direct patches of raw objects compared, want at least 3", compared["raw"])
+	}
 	// Function's config targets a child, so fewer of its seeds need a patch.
 	for kind, least := range map[string]int{rackedCluster: 4, workerGroup: 4, function: 2} {
 		if compared[kind] < least {
