@@ -77,7 +77,7 @@ func validateConfig(c, eff *Config, l Layout) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateBounds(c, eff, l, p)...)
 	for i := range c.Metrics {
-		errs = append(errs, validateMetric(c.Metrics[i], p.Child("metrics").Index(i))...)
+		errs = append(errs, validateMetric(c.Metrics[i], func() *field.Path { return p.Child("metrics").Index(i) })...)
 	}
 	errs = append(errs, validateBehavior(c.Behavior, p.Child("behavior"))...)
 	errs = append(errs, validateTriggers(c.Triggers, p.Child("triggers"))...)

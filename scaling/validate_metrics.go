@@ -46,13 +46,17 @@ var (
 	utilizationOrAverage = []autoscalingv2.MetricTargetType{autoscalingv2.UtilizationMetricType, autoscalingv2.AverageValueMetricType}
 )
 
+// lazyPath builds a field path only when an error is reported: validation
+// runs on every admission review, and most values have none.
+type lazyPath func() *field.Path
+
 // validateMetric is V3: the checks the API server applies to one
 // autoscaling/v2 HPA metric, so a config that passes admission never yields
 // an HPA the API server refuses. It is stricter in one way, on purpose: the
 // target type must be one the HPA controller honours for the source and the
 // matching value must be set (the API server accepts, for example, a
 // Utilization target on a Pods metric, and the HPA then never scales).
-func validateMetric(m autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
+func validateMetric(m autoscalingv2.MetricSpec, p lazyPath) field.ErrorList {
 	var errs field.ErrorList
 	// In a fixed order, so that errors come out the same way every time; an
 	// array rather than a map keyed by type, because validation runs on
@@ -73,12 +77,12 @@ func validateMetric(m autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
 	known := want != nil
 	switch {
 	case m.Type == "":
-		errs = append(errs, field.Required(p.Child("type"),
+		errs = append(errs, field.Required(p().Child("type"),
 			"must name the metric's source: one of "+strings.Join(metricSourceTypes, ", ")))
 	case !known:
-		errs = append(errs, field.NotSupported(p.Child("type"), m.Type, metricSourceTypes))
+		errs = append(errs, field.NotSupported(p().Child("type"), m.Type, metricSourceTypes))
 	case !want.set:
-		errs = append(errs, field.Required(p.Child(want.field),
+		errs = append(errs, field.Required(p().Child(want.field),
 			fmt.Sprintf("must be set because type is %s; set %s or change type to the source you filled in", m.Type, want.field)))
 	}
 	present := 0
@@ -92,7 +96,7 @@ func validateMetric(m autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
 	if present > 1 || (known && present == 1 && !want.set) {
 		for i := range sources {
 			if s := &sources[i]; s.set && (!known || s != want) {
-				errs = append(errs, field.Forbidden(p.Child(s.field),
+				errs = append(errs, field.Forbidden(p().Child(s.field),
 					fmt.Sprintf("must not be set: a metric has exactly one source, the one its type names (%s)", typeOrNone(m.Type))))
 			}
 		}
@@ -101,31 +105,31 @@ func validateMetric(m autoscalingv2.MetricSpec, p *field.Path) field.ErrorList {
 		return errs
 	}
 
-	sp := p.Child(want.field)
+	sp := func() *field.Path { return p().Child(want.field) }
 	switch m.Type {
 	case autoscalingv2.ObjectMetricSourceType:
-		errs = append(errs, validateObjectReference(m.Object.DescribedObject, sp.Child("describedObject"))...)
-		errs = append(errs, validateMetricIdentifier(m.Object.Metric, sp.Child("metric"))...)
-		errs = append(errs, validateMetricTarget(m.Object.Target, want.targets, sp.Child("target"))...)
+		errs = append(errs, validateObjectReference(m.Object.DescribedObject, func() *field.Path { return sp().Child("describedObject") })...)
+		errs = append(errs, validateMetricIdentifier(m.Object.Metric, func() *field.Path { return sp().Child("metric") })...)
+		errs = append(errs, validateMetricTarget(m.Object.Target, want.targets, func() *field.Path { return sp().Child("target") })...)
 	case autoscalingv2.PodsMetricSourceType:
-		errs = append(errs, validateMetricIdentifier(m.Pods.Metric, sp.Child("metric"))...)
-		errs = append(errs, validateMetricTarget(m.Pods.Target, want.targets, sp.Child("target"))...)
+		errs = append(errs, validateMetricIdentifier(m.Pods.Metric, func() *field.Path { return sp().Child("metric") })...)
+		errs = append(errs, validateMetricTarget(m.Pods.Target, want.targets, func() *field.Path { return sp().Child("target") })...)
 	case autoscalingv2.ResourceMetricSourceType:
-		errs = append(errs, validateResourceName(string(m.Resource.Name), false, sp.Child("name"))...)
-		errs = append(errs, validateMetricTarget(m.Resource.Target, want.targets, sp.Child("target"))...)
+		errs = append(errs, validateResourceName(string(m.Resource.Name), false, func() *field.Path { return sp().Child("name") })...)
+		errs = append(errs, validateMetricTarget(m.Resource.Target, want.targets, func() *field.Path { return sp().Child("target") })...)
 	case autoscalingv2.ContainerResourceMetricSourceType:
-		errs = append(errs, validateResourceName(string(m.ContainerResource.Name), true, sp.Child("name"))...)
+		errs = append(errs, validateResourceName(string(m.ContainerResource.Name), true, func() *field.Path { return sp().Child("name") })...)
 		if m.ContainerResource.Container == "" {
-			errs = append(errs, field.Required(sp.Child("container"), "must name the container whose usage counts"))
+			errs = append(errs, field.Required(sp().Child("container"), "must name the container whose usage counts"))
 		} else {
 			for _, msg := range validation.IsDNS1123Label(m.ContainerResource.Container) {
-				errs = append(errs, field.Invalid(sp.Child("container"), m.ContainerResource.Container, msg))
+				errs = append(errs, field.Invalid(sp().Child("container"), m.ContainerResource.Container, msg))
 			}
 		}
-		errs = append(errs, validateMetricTarget(m.ContainerResource.Target, want.targets, sp.Child("target"))...)
+		errs = append(errs, validateMetricTarget(m.ContainerResource.Target, want.targets, func() *field.Path { return sp().Child("target") })...)
 	case autoscalingv2.ExternalMetricSourceType:
-		errs = append(errs, validateMetricIdentifier(m.External.Metric, sp.Child("metric"))...)
-		errs = append(errs, validateMetricTarget(m.External.Target, want.targets, sp.Child("target"))...)
+		errs = append(errs, validateMetricIdentifier(m.External.Metric, func() *field.Path { return sp().Child("metric") })...)
+		errs = append(errs, validateMetricTarget(m.External.Target, want.targets, func() *field.Path { return sp().Child("target") })...)
 	}
 	return errs
 }
@@ -140,13 +144,13 @@ func typeOrNone(t autoscalingv2.MetricSourceType) string {
 // validateResourceName accepts what the API server accepts for a resource
 // metric: cpu, memory and the other standard names, or a qualified extended
 // resource name such as example.com/gpu.
-func validateResourceName(name string, container bool, p *field.Path) field.ErrorList {
+func validateResourceName(name string, container bool, p lazyPath) field.ErrorList {
 	if name == "" {
-		return field.ErrorList{field.Required(p, "must name a resource, such as cpu or memory")}
+		return field.ErrorList{field.Required(p(), "must name a resource, such as cpu or memory")}
 	}
 	var errs field.ErrorList
 	for _, msg := range validation.IsQualifiedName(name) {
-		errs = append(errs, field.Invalid(p, name, msg))
+		errs = append(errs, field.Invalid(p(), name, msg))
 	}
 	if len(errs) > 0 || strings.Contains(name, "/") {
 		return errs
@@ -158,47 +162,47 @@ func validateResourceName(name string, container bool, p *field.Path) field.Erro
 		standard = standard || name == "storage"
 	}
 	if !standard {
-		return field.ErrorList{field.Invalid(p, name,
+		return field.ErrorList{field.Invalid(p(), name,
 			"must be a standard resource (cpu, memory, ephemeral-storage, hugepages-<size>) or a qualified name such as example.com/gpu")}
 	}
 	return nil
 }
 
-func validateObjectReference(ref autoscalingv2.CrossVersionObjectReference, p *field.Path) field.ErrorList {
+func validateObjectReference(ref autoscalingv2.CrossVersionObjectReference, p lazyPath) field.ErrorList {
 	var errs field.ErrorList
 	if ref.Kind == "" {
-		errs = append(errs, field.Required(p.Child("kind"), "must name the kind of the object the metric describes, e.g. Service"))
+		errs = append(errs, field.Required(p().Child("kind"), "must name the kind of the object the metric describes, e.g. Service"))
 	} else {
 		for _, msg := range content.IsPathSegmentName(ref.Kind) {
-			errs = append(errs, field.Invalid(p.Child("kind"), ref.Kind, msg))
+			errs = append(errs, field.Invalid(p().Child("kind"), ref.Kind, msg))
 		}
 	}
 	if ref.Name == "" {
-		errs = append(errs, field.Required(p.Child("name"), "must name the object the metric describes"))
+		errs = append(errs, field.Required(p().Child("name"), "must name the object the metric describes"))
 	} else {
 		for _, msg := range content.IsPathSegmentName(ref.Name) {
-			errs = append(errs, field.Invalid(p.Child("name"), ref.Name, msg))
+			errs = append(errs, field.Invalid(p().Child("name"), ref.Name, msg))
 		}
 	}
 	// An empty group is fine here: described objects are often core
 	// objects such as a Service (apiVersion v1).
 	if _, err := schema.ParseGroupVersion(ref.APIVersion); err != nil {
-		errs = append(errs, field.Invalid(p.Child("apiVersion"), ref.APIVersion, err.Error()+"; use group/version, e.g. networking.k8s.io/v1, or v1"))
+		errs = append(errs, field.Invalid(p().Child("apiVersion"), ref.APIVersion, err.Error()+"; use group/version, e.g. networking.k8s.io/v1, or v1"))
 	}
 	return errs
 }
 
-func validateMetricIdentifier(id autoscalingv2.MetricIdentifier, p *field.Path) field.ErrorList {
+func validateMetricIdentifier(id autoscalingv2.MetricIdentifier, p lazyPath) field.ErrorList {
 	var errs field.ErrorList
 	if id.Name == "" {
-		errs = append(errs, field.Required(p.Child("name"), "must name the metric"))
+		errs = append(errs, field.Required(p().Child("name"), "must name the metric"))
 	} else {
 		for _, msg := range content.IsPathSegmentName(id.Name) {
-			errs = append(errs, field.Invalid(p.Child("name"), id.Name, msg))
+			errs = append(errs, field.Invalid(p().Child("name"), id.Name, msg))
 		}
 	}
 	if id.Selector != nil {
-		sp := p.Child("selector")
+		sp := p().Child("selector")
 		selErrs := metav1validation.ValidateLabelSelector(id.Selector, metav1validation.LabelSelectorValidationOptions{}, sp)
 		if len(selErrs) == 0 {
 			// Belt and braces: what the metrics client will do with it.
@@ -213,7 +217,7 @@ func validateMetricIdentifier(id autoscalingv2.MetricIdentifier, p *field.Path) 
 
 // validateMetricTarget checks a target against the types allowed for its
 // source, and the one value field that type reads.
-func validateMetricTarget(t autoscalingv2.MetricTarget, allowed []autoscalingv2.MetricTargetType, p *field.Path) field.ErrorList {
+func validateMetricTarget(t autoscalingv2.MetricTarget, allowed []autoscalingv2.MetricTargetType, p lazyPath) field.ErrorList {
 	var errs field.ErrorList
 	ok := slices.Contains(allowed, t.Type)
 	// The names are only needed for a message.
@@ -226,18 +230,18 @@ func validateMetricTarget(t autoscalingv2.MetricTarget, allowed []autoscalingv2.
 	}
 	switch {
 	case t.Type == "":
-		errs = append(errs, field.Required(p.Child("type"), "must be one of "+strings.Join(names(), ", ")+" for this source"))
+		errs = append(errs, field.Required(p().Child("type"), "must be one of "+strings.Join(names(), ", ")+" for this source"))
 	case !ok:
-		errs = append(errs, field.NotSupported(p.Child("type"), t.Type, names()))
+		errs = append(errs, field.NotSupported(p().Child("type"), t.Type, names()))
 	}
 	if t.Value != nil && t.Value.Sign() != 1 {
-		errs = append(errs, field.Invalid(p.Child("value"), t.Value.String(), "must be greater than 0"))
+		errs = append(errs, field.Invalid(p().Child("value"), t.Value.String(), "must be greater than 0"))
 	}
 	if t.AverageValue != nil && t.AverageValue.Sign() != 1 {
-		errs = append(errs, field.Invalid(p.Child("averageValue"), t.AverageValue.String(), "must be greater than 0"))
+		errs = append(errs, field.Invalid(p().Child("averageValue"), t.AverageValue.String(), "must be greater than 0"))
 	}
 	if t.AverageUtilization != nil && *t.AverageUtilization < 1 {
-		errs = append(errs, field.Invalid(p.Child("averageUtilization"), *t.AverageUtilization, "must be greater than 0 (a percentage of the requests)"))
+		errs = append(errs, field.Invalid(p().Child("averageUtilization"), *t.AverageUtilization, "must be greater than 0 (a percentage of the requests)"))
 	}
 	if !ok {
 		return errs
@@ -257,12 +261,12 @@ func validateMetricTarget(t autoscalingv2.MetricTarget, allowed []autoscalingv2.
 	}
 	for _, v := range values {
 		if v.name == needed && !v.set {
-			errs = append(errs, field.Required(p.Child(needed), fmt.Sprintf("must be set because type is %s", t.Type)))
+			errs = append(errs, field.Required(p().Child(needed), fmt.Sprintf("must be set because type is %s", t.Type)))
 		}
 	}
 	for _, v := range values {
 		if v.name != needed && v.set {
-			errs = append(errs, field.Forbidden(p.Child(v.name),
+			errs = append(errs, field.Forbidden(p().Child(v.name),
 				fmt.Sprintf("must not be set when type is %s; remove it, or change type to the one it belongs to", t.Type)))
 		}
 	}
