@@ -224,7 +224,7 @@ func EngineOptions(timeout time.Duration, maxSamples int, lookback time.Duration
 		EnableDelayedNameRemoval: true,
 		UseStartTimestamps:       true,
 		LookbackDelta:            lookback,
-		Parser:                   parser.NewParser(parserOptions),
+		Parser:                   newExprCache(parser.NewParser(parserOptions)),
 	}
 }
 
