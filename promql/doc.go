@@ -23,8 +23,9 @@
 //     dropped; debug queries add names for the life of the process.
 //   - Evaluator (NewEvaluator, EvaluatorOptions) and Remote (NewRemote,
 //     RemoteOptions): the two implementations of Source, whose
-//     Eval(ctx, query, at, vars) returns one Result. The Evaluator parses a
-//     query once: its engine's parser also requests the query's names. Result.Kind tells a
+//     Eval(ctx, query, at, vars) returns one Result. The Evaluator's engine
+//     parses a query string once and evaluates copies of the tree, and
+//     its parser requests the query's names on the way. Result.Kind tells a
 //     value from no data (never 0), NaN and ±Inf; a query that is not one
 //     number fails with *ShapeError telling the user to aggregate; a query
 //     that is wrong fails with *QueryError. Expand substitutes ${namespace},
