@@ -79,8 +79,8 @@ func validateConfig(c, eff *Config, l Layout) field.ErrorList {
 	for i := range c.Metrics {
 		errs = append(errs, validateMetric(c.Metrics[i], func() *field.Path { return p.Child("metrics").Index(i) })...)
 	}
-	errs = append(errs, validateBehavior(c.Behavior, p.Child("behavior"))...)
-	errs = append(errs, validateTriggers(c.Triggers, p.Child("triggers"))...)
+	errs = append(errs, validateBehavior(c.Behavior, func() *field.Path { return p.Child("behavior") })...)
+	errs = append(errs, validateTriggers(c.Triggers, func() *field.Path { return p.Child("triggers") })...)
 	if len(c.Metrics) > 0 && len(c.Triggers) > 0 {
 		errs = append(errs, field.Forbidden(p.Child("triggers"),
 			"may not be set together with metrics: an HPA and scaleplane's autoscaler would fight over replicas; keep either metrics or triggers"))
@@ -89,8 +89,8 @@ func validateConfig(c, eff *Config, l Layout) field.ErrorList {
 		errs = append(errs, field.Invalid(p.Child("pollingIntervalSeconds"), *c.PollingIntervalSeconds,
 			"must be greater than 0; remove it to use the autoscaler's interval"))
 	}
-	errs = append(errs, validateIdle(c.Idle, *eff.MaxReplicas, p.Child("idle"))...)
-	errs = append(errs, validateSchedule(c.Schedule, p.Child("schedule"))...)
+	errs = append(errs, validateIdle(c.Idle, *eff.MaxReplicas, func() *field.Path { return p.Child("idle") })...)
+	errs = append(errs, validateSchedule(c.Schedule, func() *field.Path { return p.Child("schedule") })...)
 	return errs
 }
 

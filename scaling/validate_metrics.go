@@ -276,13 +276,13 @@ func validateMetricTarget(t autoscalingv2.MetricTarget, allowed []autoscalingv2.
 // validateBehavior is V4: the behavior limits the API server applies to an
 // HPA; the trigger autoscaler uses the same limits so one behavior means the
 // same under both.
-func validateBehavior(b *autoscalingv2.HorizontalPodAutoscalerBehavior, p *field.Path) field.ErrorList {
+func validateBehavior(b *autoscalingv2.HorizontalPodAutoscalerBehavior, p lazyPath) field.ErrorList {
 	if b == nil {
 		return nil
 	}
 	var errs field.ErrorList
-	errs = append(errs, validateScalingRules(b.ScaleUp, p.Child("scaleUp"))...)
-	errs = append(errs, validateScalingRules(b.ScaleDown, p.Child("scaleDown"))...)
+	errs = append(errs, validateScalingRules(b.ScaleUp, func() *field.Path { return p().Child("scaleUp") })...)
+	errs = append(errs, validateScalingRules(b.ScaleDown, func() *field.Path { return p().Child("scaleDown") })...)
 	return errs
 }
 
@@ -292,31 +292,31 @@ var selectPolicies = []string{
 
 var scalingPolicyTypes = []string{string(autoscalingv2.PercentScalingPolicy), string(autoscalingv2.PodsScalingPolicy)}
 
-func validateScalingRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field.ErrorList {
+func validateScalingRules(r *autoscalingv2.HPAScalingRules, p lazyPath) field.ErrorList {
 	if r == nil {
 		return nil
 	}
 	var errs field.ErrorList
 	if w := r.StabilizationWindowSeconds; w != nil && (*w < 0 || *w > maxStabilizationWindowSeconds) {
-		errs = append(errs, field.Invalid(p.Child("stabilizationWindowSeconds"), *w,
+		errs = append(errs, field.Invalid(p().Child("stabilizationWindowSeconds"), *w,
 			fmt.Sprintf("must be between 0 and %d seconds", maxStabilizationWindowSeconds)))
 	}
 	if s := r.SelectPolicy; s != nil {
 		switch *s {
 		case autoscalingv2.MaxChangePolicySelect, autoscalingv2.MinChangePolicySelect, autoscalingv2.DisabledPolicySelect:
 		default:
-			errs = append(errs, field.NotSupported(p.Child("selectPolicy"), *s, selectPolicies))
+			errs = append(errs, field.NotSupported(p().Child("selectPolicy"), *s, selectPolicies))
 		}
 	}
 	// An absent list takes the API server's default policies; an explicit
 	// empty one is what the API server refuses.
 	if r.Policies != nil && len(r.Policies) == 0 {
-		errs = append(errs, field.Required(p.Child("policies"),
+		errs = append(errs, field.Required(p().Child("policies"),
 			"must list at least one policy; remove policies to get the default ones"))
 	}
 	for i, pol := range r.Policies {
 		// Built only for an error: most policies have none.
-		pp := func() *field.Path { return p.Child("policies").Index(i) }
+		pp := func() *field.Path { return p().Child("policies").Index(i) }
 		switch pol.Type {
 		case autoscalingv2.PodsScalingPolicy, autoscalingv2.PercentScalingPolicy:
 		default:
@@ -331,7 +331,7 @@ func validateScalingRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field
 		}
 	}
 	if r.Tolerance != nil && r.Tolerance.Cmp(resource.Quantity{}) < 0 {
-		errs = append(errs, field.Invalid(p.Child("tolerance"), r.Tolerance.String(),
+		errs = append(errs, field.Invalid(p().Child("tolerance"), r.Tolerance.String(),
 			"must be greater than or equal to 0, e.g. 0.1 for a 10% dead band"))
 	}
 	return errs

@@ -39,12 +39,12 @@ func promqlSource(source string) bool {
 }
 
 // validateTriggers is V5.
-func validateTriggers(ts []Trigger, p *field.Path) field.ErrorList {
+func validateTriggers(ts []Trigger, p lazyPath) field.ErrorList {
 	var errs field.ErrorList
 	seen := make(map[string]bool, len(ts))
 	for i, t := range ts {
 		// Built only for an error: most triggers have none.
-		tp := func() *field.Path { return p.Index(i) }
+		tp := func() *field.Path { return p().Index(i) }
 		switch {
 		case t.Name == "":
 			errs = append(errs, field.Required(tp().Child("name"), "every trigger needs a name, used in events and metrics"))
@@ -181,41 +181,41 @@ func fillPlaceholders(q string) string {
 
 // validateIdle is V7 for scale-to-zero settings; maxReplicas is the
 // effective upper bound (M2 applied).
-func validateIdle(idle *Idle, maxReplicas int32, p *field.Path) field.ErrorList {
+func validateIdle(idle *Idle, maxReplicas int32, p lazyPath) field.ErrorList {
 	if idle == nil {
 		return nil
 	}
 	var errs field.ErrorList
 	if r := idle.ReplicasAtStart; r != nil && (*r < 1 || *r > maxReplicas) {
-		errs = append(errs, field.Invalid(p.Child("replicasAtStart"), *r, fmt.Sprintf(
+		errs = append(errs, field.Invalid(p().Child("replicasAtStart"), *r, fmt.Sprintf(
 			"must be between 1 and maxReplicas (%d): the count a workload wakes to from zero", maxReplicas)))
 	}
 	if s := idle.TimeoutSeconds; s != nil && *s < 0 {
-		errs = append(errs, field.Invalid(p.Child("timeoutSeconds"), *s, "must be greater than or equal to 0"))
+		errs = append(errs, field.Invalid(p().Child("timeoutSeconds"), *s, "must be greater than or equal to 0"))
 	}
 	return errs
 }
 
 // validateSchedule is V7 for time-of-day rules.
-func validateSchedule(s *Schedule, p *field.Path) field.ErrorList {
+func validateSchedule(s *Schedule, p lazyPath) field.ErrorList {
 	if s == nil {
 		return nil
 	}
 	var errs field.ErrorList
 	if s.TimeZone != "" {
 		if !knownZone(s.TimeZone) {
-			errs = append(errs, field.Invalid(p.Child("timeZone"), s.TimeZone,
+			errs = append(errs, field.Invalid(p().Child("timeZone"), s.TimeZone,
 				"must be an IANA time zone such as Europe/Paris; leave it empty for UTC"))
 		}
 	}
 	for i, t := range s.WakeUp {
 		if !validClock(t) {
-			errs = append(errs, field.Invalid(p.Child("wakeUp").Index(i), t, clockMessage))
+			errs = append(errs, field.Invalid(p().Child("wakeUp").Index(i), t, clockMessage))
 		}
 	}
 	seen := make(map[string]bool, len(s.ScaleDownTimeout))
 	for i, e := range s.ScaleDownTimeout {
-		ep := func() *field.Path { return p.Child("scaleDownTimeout").Index(i) }
+		ep := func() *field.Path { return p().Child("scaleDownTimeout").Index(i) }
 		switch {
 		case !validClock(e.Time):
 			errs = append(errs, field.Invalid(ep().Child("time"), e.Time, clockMessage))
