@@ -88,6 +88,9 @@ func TestDeployWithCertManager(t *testing.T) {
 			t.Fatalf("app.Run with the shipped Certificate and a by-URL webhook: got %v, want an error naming the missing IP address and the docs section", err)
 		}
 		t.Logf("app.Run before the by-URL overlay: %v", err)
+		if left := webhookConfigurationsLeft(t, cluster.Client); len(left) > 0 {
+			t.Errorf("a failed start left webhook configurations that fail closed: %v", left)
+		}
 	}()
 	overlay := writeOverlay(t, "by-url-overlay", "my-overlay", map[string]string{
 		"../config/certmanager": filepath.Join(framework.RepoRoot(), "config", "certmanager"),
@@ -133,7 +136,7 @@ func TestDeployWithCertManager(t *testing.T) {
 		// cert-manager mode the Rotator only mirrors the Secret.
 		var writers []string
 		for _, mf := range obj.GetManagedFields() {
-			if mf.FieldsV1 != nil && bytes.Contains(mf.FieldsV1.Raw, []byte(`"f:caBundle"`)) {
+			if mf.FieldsV1 != nil && bytes.Contains(mf.FieldsV1.GetRawBytes(), []byte(`"f:caBundle"`)) {
 				writers = append(writers, mf.Manager)
 			}
 		}
@@ -314,6 +317,9 @@ func TestCertManagerModeWithoutCRDs(t *testing.T) {
 	}
 	if !errors.Is(err, certs.ErrCertManagerNotInstalled) {
 		t.Errorf("Run error %q does not wrap certs.ErrCertManagerNotInstalled", err)
+	}
+	if left := webhookConfigurationsLeft(t, bare.Client); len(left) > 0 {
+		t.Errorf("a start refused for want of cert-manager wrote webhook configurations: %v", left)
 	}
 	for _, want := range []string{
 		"cert-manager is not installed",
@@ -555,4 +561,27 @@ func presented(t *testing.T, addr string, ca []byte) *x509.Certificate {
 // writes: the executable's name.
 func ownFieldManager() string {
 	return filepath.Base(os.Args[0])
+}
+
+// webhookConfigurationsLeft lists scaleplane's webhook configurations that
+// exist: after a failed start there must be none that it created.
+func webhookConfigurationsLeft(t *testing.T, c client.Client) []string {
+	t.Helper()
+	var left []string
+	ctx := context.Background()
+	wc := config.SampleConfiguration().Webhook
+	for _, obj := range []client.Object{&admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{}} {
+		name := wc.MutatingConfigurationName
+		if _, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok {
+			name = wc.ValidatingConfigurationName
+		}
+		err := c.Get(ctx, client.ObjectKey{Name: name}, obj)
+		switch {
+		case err == nil:
+			left = append(left, name)
+		case !apierrors.IsNotFound(err):
+			t.Fatalf("get %s: %v", name, err)
+		}
+	}
+	return left
 }

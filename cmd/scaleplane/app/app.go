@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync/atomic"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -197,7 +198,14 @@ func (a *App) checkKindsServed() error {
 	return errors.Join(errs...)
 }
 
-func (a *App) prepareWebhooks(ctx context.Context) error {
+func (a *App) prepareWebhooks(ctx context.Context) (err error) {
+	if a.opts.CertMode == CertCertManager {
+		// Before anything is written: without cert-manager nothing below
+		// can succeed, and the error says what to install.
+		if err := certs.CheckCertManager(a.direct); err != nil {
+			return fmt.Errorf("cert-manager mode: %w", err)
+		}
+	}
 	if a.opts.CertMode != CertFiles {
 		// Out of a cluster (dev) the namespace may not exist yet; in one, it
 		// does and scaleplane's role may not create namespaces at all.
@@ -207,7 +215,18 @@ func (a *App) prepareWebhooks(ctx context.Context) error {
 		}
 	}
 	if *a.opts.ManageWebhookConfigurations {
-		if err := a.ensureWebhookConfigurations(ctx); err != nil {
+		var created []client.Object
+		created, err = a.ensureWebhookConfigurations(ctx)
+		// Configurations this start created fail closed (failurePolicy
+		// Fail): left behind by a start that cannot serve them, they would
+		// refuse every write of the profiled kinds. Nothing half-applied
+		// stays.
+		defer func() {
+			if err != nil {
+				a.deleteCreated(created)
+			}
+		}()
+		if err != nil {
 			return err
 		}
 	}
@@ -229,21 +248,37 @@ func (a *App) prepareWebhooks(ctx context.Context) error {
 
 // ensureWebhookConfigurations creates scaleplane's webhook configurations
 // when they are missing and brings their rules in line with the profiles.
-func (a *App) ensureWebhookConfigurations(ctx context.Context) error {
+// It returns the configurations it created.
+func (a *App) ensureWebhookConfigurations(ctx context.Context) (created []client.Object, err error) {
 	wc := a.opts.Config.Webhook
 	mutating, validating := webhooks.Configurations(a.Views, wc, a.clientConfig)
 	for _, obj := range []client.Object{mutating, validating} {
-		if err := a.direct.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+		switch err := a.direct.Create(ctx, obj); {
+		case err == nil:
+			created = append(created, obj)
+		case !apierrors.IsAlreadyExists(err):
+			return created, fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 	if err := webhooks.SyncConfigurations(ctx, a.direct, a.Views, wc); err != nil {
-		return fmt.Errorf("sync webhook configurations: %w", err)
+		return created, fmt.Errorf("sync webhook configurations: %w", err)
 	}
 	if a.opts.WebhookURL != "" {
-		return a.pointWebhooksAtURL(ctx)
+		return created, a.pointWebhooksAtURL(ctx)
 	}
-	return nil
+	return created, nil
+}
+
+// deleteCreated removes webhook configurations a failed start created. It
+// runs after ctx may have ended, so it has a deadline of its own.
+func (a *App) deleteCreated(objs []client.Object) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, obj := range objs {
+		if err := a.direct.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			ctrl.Log.WithName("scaleplane").Error(err, "remove a webhook configuration left by a failed start; delete it by hand", "name", obj.GetName())
+		}
+	}
 }
 
 // pointWebhooksAtURL makes every webhook of the existing configurations call

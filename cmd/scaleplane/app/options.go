@@ -18,7 +18,7 @@ const (
 	// CertSelfSigned: scaleplane generates a CA and serving certificate into
 	// a Secret and injects the CA into its webhook configurations.
 	CertSelfSigned CertMode = CertMode(certs.ModeSelfSigned)
-	// CertCertManager: cert-manager issues the Secret (mounted into CertDir)
+	// CertCertManager: cert-manager issues the Secret (copied into CertDir)
 	// and its CA injector fills caBundle; scaleplane creates the Issuer and
 	// Certificate when they are missing.
 	CertCertManager CertMode = CertMode(certs.ModeCertManager)
