@@ -200,6 +200,9 @@ func (p *registeringParser) ParseExpr(input string) (parser.Expr, error) {
 		return expr, nil
 	}
 	p.registry.Add(metricNames(expr)...)
+	if len(input) > maxCachedQueryLen {
+		return expr, nil
+	}
 	p.mtx.Lock()
 	if p.known == nil || len(p.known) >= maxKnownQueries {
 		p.known = map[string]struct{}{}

@@ -7,9 +7,15 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
-// maxCachedExprs bounds exprCache; past it the cache starts again empty,
-// which only costs parses. A tree takes about a kilobyte.
-const maxCachedExprs = 50_000
+const (
+	// maxCachedExprs bounds exprCache; past it the cache starts again
+	// empty, which only costs parses. A trigger's tree takes about 700
+	// bytes.
+	maxCachedExprs = 50_000
+	// maxCachedQueryLen keeps long one-off queries (the debug endpoint
+	// accepts any) out of the caches; trigger queries are far shorter.
+	maxCachedQueryLen = 4 << 10
+)
 
 // exprCache is the engine's parser: it parses a query string once and
 // hands the engine a copy of the tree on later calls. The autoscaler
@@ -38,6 +44,9 @@ func (c *exprCache) ParseExpr(input string) (parser.Expr, error) {
 	e, err := c.Parser.ParseExpr(input)
 	if err != nil {
 		return nil, err
+	}
+	if len(input) > maxCachedQueryLen {
+		return e, nil
 	}
 	if kept, ok := cloneExpr(e); ok {
 		c.mtx.Lock()
