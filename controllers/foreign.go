@@ -30,33 +30,34 @@ import (
 // kind is watched only where the API server serves it.
 var ScaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
 
-// targetKey is how HPAs and ScaledObjects are matched with workloads:
-// "<group>/<Kind>/<name>". The version is left out because an autoscaler
-// naming any served version of a kind scales the same object.
-func targetKey(apiVersion, kind, name string) string {
+// TargetKey is how HPAs and ScaledObjects are matched with workloads:
+// "<group>/<Kind>/<name>", or "" when the reference names nothing. The
+// version is left out because an autoscaler naming any served version of a
+// kind scales the same object. The trigger autoscaler matches with it too.
+func TargetKey(apiVersion, kind, name string) string {
 	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
+	if err != nil || name == "" {
 		return ""
 	}
 	return gv.Group + "/" + kind + "/" + name
 }
 
-// indexHPATarget is the hpaTargetIndex function.
-func indexHPATarget(o client.Object) []string {
+// IndexHPATarget indexes an HPA by the TargetKey of its scaleTargetRef.
+func IndexHPATarget(o client.Object) []string {
 	h, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
 	if !ok {
 		return nil
 	}
 	ref := h.Spec.ScaleTargetRef
-	if k := targetKey(ref.APIVersion, ref.Kind, ref.Name); k != "" {
+	if k := TargetKey(ref.APIVersion, ref.Kind, ref.Name); k != "" {
 		return []string{k}
 	}
 	return nil
 }
 
-// scaledObjectTarget is a ScaledObject's spec.scaleTargetRef with KEDA's
+// ScaledObjectTarget is a ScaledObject's spec.scaleTargetRef with KEDA's
 // defaults (apps/v1 Deployment).
-func scaledObjectTarget(so *unstructured.Unstructured) (apiVersion, kind, name string) {
+func ScaledObjectTarget(so *unstructured.Unstructured) (apiVersion, kind, name string) {
 	ref, _, _ := unstructured.NestedStringMap(so.Object, "spec", "scaleTargetRef")
 	apiVersion, kind, name = ref["apiVersion"], ref["kind"], ref["name"]
 	if apiVersion == "" {
@@ -68,14 +69,14 @@ func scaledObjectTarget(so *unstructured.Unstructured) (apiVersion, kind, name s
 	return apiVersion, kind, name
 }
 
-// workloadTargets are the keys an autoscaler of u may target: u itself
+// WorkloadTargets are the keys an autoscaler of u may target: u itself
 // through /scale and, for kinds whose HPA scales a child, that child. An
 // autoscaler on either would fight the built-in HPA over the same count.
-func workloadTargets(v *config.View, u *unstructured.Unstructured) []string {
+func WorkloadTargets(v *config.View, u *unstructured.Unstructured) []string {
 	gvk := v.GVK()
 	keys := []string{gvk.Group + "/" + gvk.Kind + "/" + u.GetName()}
 	if ref := v.HPATargetRef(u); !v.Layout().TargetSelf {
-		if k := targetKey(ref.APIVersion, ref.Kind, ref.Name); k != "" && k != keys[0] {
+		if k := TargetKey(ref.APIVersion, ref.Kind, ref.Name); k != "" && k != keys[0] {
 			keys = append(keys, k)
 		}
 	}
@@ -86,7 +87,7 @@ func workloadTargets(v *config.View, u *unstructured.Unstructured) []string {
 // ScaledObjects that target u or its HPA target, sorted, as
 // "HorizontalPodAutoscaler/<ns>/<name>" and "ScaledObject/<ns>/<name>".
 func (r *Reconciler) foreignAutoscalers(ctx context.Context, u *unstructured.Unstructured) ([]string, error) {
-	keys := workloadTargets(r.view, u)
+	keys := WorkloadTargets(r.view, u)
 	var out []string
 	for _, k := range keys {
 		var list autoscalingv2.HorizontalPodAutoscalerList
@@ -107,7 +108,7 @@ func (r *Reconciler) foreignAutoscalers(ctx context.Context, u *unstructured.Uns
 		}
 		for i := range list.Items {
 			so := &list.Items[i]
-			if slices.Contains(keys, targetKey(scaledObjectTarget(so))) {
+			if slices.Contains(keys, TargetKey(ScaledObjectTarget(so))) {
 				out = append(out, "ScaledObject/"+so.GetNamespace()+"/"+so.GetName())
 			}
 		}
@@ -173,7 +174,7 @@ func (r *Reconciler) mapScaledObject(_ context.Context, o client.Object) []recon
 	if !ok {
 		return nil
 	}
-	if name, ok := r.workloadFor(scaledObjectTarget(so)); ok {
+	if name, ok := r.workloadFor(ScaledObjectTarget(so)); ok {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: so.GetNamespace(), Name: name}}}
 	}
 	return nil

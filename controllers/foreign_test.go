@@ -25,7 +25,7 @@ func TestWorkloadTargets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, workloadTargets(sampleView(t, tt.kind), tt.in)); diff != "" {
+			if diff := cmp.Diff(tt.want, WorkloadTargets(sampleView(t, tt.kind), tt.in)); diff != "" {
 				t.Errorf("targets (-want +got):\n%s", diff)
 			}
 		})
@@ -76,10 +76,11 @@ func TestIndexHPATarget(t *testing.T) {
 		{"version left out", hpaTargeting("samples.scaleplane.io/v2", "RackedCluster", "demo"), []string{"samples.scaleplane.io/RackedCluster/demo"}},
 		{"core group", hpaTargeting("v1", "ReplicationController", "rc"), []string{"/ReplicationController/rc"}},
 		{"unparsable apiVersion", hpaTargeting("a/b/c", "X", "x"), nil},
+		{"no target name", hpaTargeting("apps/v1", "Deployment", ""), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, indexHPATarget(tt.hpa)); diff != "" {
+			if diff := cmp.Diff(tt.want, IndexHPATarget(tt.hpa)); diff != "" {
 				t.Errorf("index (-want +got):\n%s", diff)
 			}
 		})
@@ -126,7 +127,7 @@ func TestScaledObjectTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, targetKey(scaledObjectTarget(tt.in))); diff != "" {
+			if diff := cmp.Diff(tt.want, TargetKey(ScaledObjectTarget(tt.in))); diff != "" {
 				t.Errorf("target (-want +got):\n%s", diff)
 			}
 		})

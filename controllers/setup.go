@@ -70,7 +70,7 @@ func Setup(mgr manager.Manager, views []*config.View, opts Options) error {
 		}
 		seen[v.GVK()] = true
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, indexHPATarget); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, IndexHPATarget); err != nil {
 		return fmt.Errorf("index HPAs by scale target: %w", err)
 	}
 	keda := newKEDAWatch(mgr.GetRESTMapper(), opts.KEDADiscoveryInterval)

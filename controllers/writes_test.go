@@ -31,7 +31,7 @@ func fakeReconciler(t *testing.T, kind string, funcs interceptor.Funcs, objs ...
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithIndex(&autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, indexHPATarget).
+		WithIndex(&autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, IndexHPATarget).
 		WithInterceptorFuncs(funcs).Build()
 	events := record.NewFakeRecorder(100)
 	v := sampleView(t, kind)

@@ -11,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/controllers"
 )
 
 // Foreign autoscalers, found the way the HPA controller's C5 finds them
@@ -24,60 +24,8 @@ import (
 // profile's HPA would scale). Beside one of them the trigger autoscaler
 // stands down: two autoscalers writing one count fight.
 
-// ScaledObjectGVK is KEDA's ScaledObject.
-var ScaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
-
-// hpaTargetIndex indexes HPAs by "<group>/<Kind>/<name>" of their target.
+// hpaTargetIndex indexes HPAs by controllers.TargetKey of their target.
 const hpaTargetIndex = "scaleplane.io/autoscaler-hpa-target"
-
-// targetKey is how autoscalers and workloads are matched. The version is
-// left out: an autoscaler naming any served version scales the same object.
-func targetKey(apiVersion, kind, name string) string {
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil || name == "" {
-		return ""
-	}
-	return gv.Group + "/" + kind + "/" + name
-}
-
-func indexHPATarget(o client.Object) []string {
-	h, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
-	if !ok {
-		return nil
-	}
-	ref := h.Spec.ScaleTargetRef
-	if k := targetKey(ref.APIVersion, ref.Kind, ref.Name); k != "" {
-		return []string{k}
-	}
-	return nil
-}
-
-// workloadTargets are the keys an autoscaler of u may target.
-func workloadTargets(v *config.View, u *unstructured.Unstructured) []string {
-	gvk := v.GVK()
-	keys := []string{gvk.Group + "/" + gvk.Kind + "/" + u.GetName()}
-	if !v.Layout().TargetSelf {
-		ref := v.HPATargetRef(u)
-		if k := targetKey(ref.APIVersion, ref.Kind, ref.Name); k != "" && k != keys[0] {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-// scaledObjectTarget is a ScaledObject's scaleTargetRef with KEDA's
-// defaults (apps/v1 Deployment).
-func scaledObjectTarget(so *unstructured.Unstructured) (apiVersion, kind, name string) {
-	ref, _, _ := unstructured.NestedStringMap(so.Object, "spec", "scaleTargetRef")
-	apiVersion, kind, name = ref["apiVersion"], ref["kind"], ref["name"]
-	if apiVersion == "" {
-		apiVersion = "apps/v1"
-	}
-	if kind == "" {
-		kind = "Deployment"
-	}
-	return apiVersion, kind, name
-}
 
 // foreignFinder lists foreign autoscalers from the manager's cache.
 type foreignFinder struct {
@@ -101,11 +49,11 @@ func (f *foreignFinder) kedaServed() (bool, error) {
 		return f.keda, nil
 	}
 	f.checked = f.now()
-	if _, err := f.mapper.RESTMapping(ScaledObjectGVK.GroupKind(), ScaledObjectGVK.Version); err != nil {
+	if _, err := f.mapper.RESTMapping(controllers.ScaledObjectGVK.GroupKind(), controllers.ScaledObjectGVK.Version); err != nil {
 		if meta.IsNoMatchError(err) {
 			return false, nil
 		}
-		return false, fmt.Errorf("look up %s: %w", ScaledObjectGVK, err)
+		return false, fmt.Errorf("look up %s: %w", controllers.ScaledObjectGVK, err)
 	}
 	f.keda = true
 	return true, nil
@@ -114,7 +62,7 @@ func (f *foreignFinder) kedaServed() (bool, error) {
 // find names the foreign autoscalers of u, sorted, as
 // "HorizontalPodAutoscaler/<ns>/<name>" and "ScaledObject/<ns>/<name>".
 func (f *foreignFinder) find(ctx context.Context, v *config.View, u *unstructured.Unstructured) ([]string, error) {
-	keys := workloadTargets(v, u)
+	keys := controllers.WorkloadTargets(v, u)
 	var out []string
 	for _, k := range keys {
 		var list autoscalingv2.HorizontalPodAutoscalerList
@@ -135,13 +83,13 @@ func (f *foreignFinder) find(ctx context.Context, v *config.View, u *unstructure
 	}
 	if served {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(ScaledObjectGVK.GroupVersion().WithKind(ScaledObjectGVK.Kind + "List"))
+		list.SetGroupVersionKind(controllers.ScaledObjectGVK.GroupVersion().WithKind(controllers.ScaledObjectGVK.Kind + "List"))
 		if err := f.cache.List(ctx, list, client.InNamespace(u.GetNamespace())); err != nil {
 			return nil, fmt.Errorf("list ScaledObjects: %w", err)
 		}
 		for i := range list.Items {
 			so := &list.Items[i]
-			if slices.Contains(keys, targetKey(scaledObjectTarget(so))) {
+			if slices.Contains(keys, controllers.TargetKey(controllers.ScaledObjectTarget(so))) {
 				out = append(out, "ScaledObject/"+so.GetNamespace()+"/"+so.GetName())
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/promql"
 )
 
@@ -30,7 +31,7 @@ const (
 // election), and every tick ends with a requeue after the polling
 // interval, so the work queue is the timer.
 func (a *Autoscaler) SetupWithManager(mgr manager.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, indexHPATarget); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, controllers.IndexHPATarget); err != nil {
 		return fmt.Errorf("index HPAs by scale target: %w", err)
 	}
 	a.env.Store(&env{
