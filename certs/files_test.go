@@ -3,6 +3,7 @@ package certs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,7 +71,12 @@ func TestWriteDirReloadsCertWatcher(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- cw.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("certificate watcher stopped with: %v", err)
+		}
+	})
 
 	second := mustApply(t, time.Now(), stepIssue, first, o)
 	if _, err := writeDir(dir, map[string][]byte{CertKey: second.serving.certPEM, KeyKey: second.serving.keyPEM}); err != nil {

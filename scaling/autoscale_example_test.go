@@ -38,7 +38,7 @@ func ExampleDecide() {
 			fmt.Println(err)
 			return
 		}
-		defer s.Close(ctx)
+		defer func() { _ = s.Close(ctx) }()
 		scalers[i] = s
 	}
 

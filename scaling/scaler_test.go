@@ -36,7 +36,11 @@ func TestQueryScaler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close(ctx)
+	t.Cleanup(func() {
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("close scaler: %v", err)
+		}
+	})
 	got, err := s.Sample(ctx, t0)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -182,7 +183,12 @@ func TestIssueInjectRenew(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- r.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("rotator stopped with: %v", err)
+		}
+	})
 	readFile := func() []byte {
 		b, _ := os.ReadFile(filepath.Join(o.CertDir, certs.CertKey))
 		return b

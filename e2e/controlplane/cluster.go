@@ -63,9 +63,11 @@ type Cluster struct {
 	// Dir holds the kubeconfig and logs.
 	Dir string
 
-	env     *envtest.Environment
-	kcm     *exec.Cmd
-	kcmDone chan error
+	env *envtest.Environment
+	kcm *exec.Cmd
+	// kcmDone is closed when kube-controller-manager has exited; its exit
+	// status after our SIGTERM says nothing a test could act on.
+	kcmDone chan struct{}
 	ownDir  bool
 }
 
@@ -207,10 +209,11 @@ func (c *Cluster) startControllerManager(out *os.File) error {
 		return fmt.Errorf("start kube-controller-manager: %w", err)
 	}
 	c.kcm = cmd
-	c.kcmDone = make(chan error, 1)
+	c.kcmDone = make(chan struct{})
 	go func() {
-		c.kcmDone <- cmd.Wait()
+		_ = cmd.Wait()
 		logFile.Close()
+		close(c.kcmDone)
 	}()
 	return nil
 }
