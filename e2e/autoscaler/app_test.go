@@ -24,6 +24,7 @@ import (
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
 // appNamespace is where the app keeps its lease and webhook Secret, and
@@ -164,12 +165,4 @@ func (e *env) explain(ctx context.Context, ns, name string) (autoscaler.Explanat
 	return out, nil
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return framework.FreePort(t) }

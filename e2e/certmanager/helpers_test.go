@@ -17,41 +17,22 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
-var rackedClusterGVK = schema.GroupVersionKind{Group: "samples.scaleplane.io", Version: "v1alpha1", Kind: "RackedCluster"}
-
-// rackedCluster builds a RackedCluster with replicas and one rack per
-// members value.
-func rackedCluster(ns, name string, replicas int64, members ...int64) *unstructured.Unstructured {
-	racks := make([]any, len(members))
-	for i, m := range members {
-		racks[i] = map[string]any{"name": string(rune('a' + i)), "members": m}
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{"replicas": replicas, "racks": racks},
-	}}
-	u.SetGroupVersionKind(rackedClusterGVK)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
-}
+var (
+	rackedClusterGVK = framework.RackedClusterGVK
+	rackedCluster    = framework.RackedCluster
+)
 
 // mutated reports whether the webhook fanned replicas out to every rack,
 // which the object as sent (racks 1, 2, 4 of 3 replicas) does not have.
 func mutated(u *unstructured.Unstructured, replicas int64) error {
-	racks, _, err := unstructured.NestedSlice(u.Object, "spec", "racks")
+	got, err := framework.RackMembers(u)
 	if err != nil {
-		return fmt.Errorf("read racks: %w", err)
-	}
-	var got []int64
-	for _, r := range racks {
-		m, _, _ := unstructured.NestedInt64(r.(map[string]any), "members")
-		got = append(got, m)
+		return err
 	}
 	for _, m := range got {
 		if m != replicas {
@@ -64,15 +45,7 @@ func mutated(u *unstructured.Unstructured, replicas int64) error {
 	return nil
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return framework.FreePort(t) }
 
 func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {
 	t.Helper()
