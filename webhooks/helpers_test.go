@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/config/configtest"
 )
 
 // obj is a JSON object literal for test objects.
@@ -137,28 +138,7 @@ func (b *objBuilder) raw() []byte {
 // replicas deep in the spec, zones named by zoneName with a size, status
 // zones as a map, and the scale config in an annotation. The e2e suite
 // installs a CRD of this shape (e2e/admission/testdata).
-func foreignProfile() config.Profile {
-	return config.Profile{
-		Group:       "data.example.org",
-		Version:     "v1beta1",
-		Kind:        zonedDatabase,
-		Resource:    "zoneddatabases",
-		Replicas:    ".spec.topology.replicasPerZone",
-		ScaleConfig: config.ScaleConfigLocation{Annotation: config.AnnotationScaleConfig},
-		Groups: &config.Groups{
-			Path:         ".spec.topology.zones",
-			NameField:    "zoneName",
-			MembersField: "size",
-			Status:       &config.GroupStatus{Path: ".status.zones", Style: config.GroupStatusMap, ReadyMembersField: "readyNodes"},
-		},
-		Status: config.Status{Replicas: ".status.readyPerZone", Selector: ".status.selector"},
-		Pods: config.Pods{
-			Labels:     map[string]string{"data.example.org/database": config.NamePlaceholder},
-			GroupLabel: "data.example.org/zone",
-		},
-		MaxReplicas: 50,
-	}
-}
+func foreignProfile() config.Profile { return configtest.ZonedDatabase() }
 
 // views are the views of the three samples and the foreign kind, by kind.
 func testViews(t testing.TB) map[string]*config.View {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/config/configtest"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
@@ -75,28 +76,7 @@ func allViews() ([]*config.View, error) {
 }
 
 // foreignProfile is the profile of testdata/crd's ZonedDatabase.
-func foreignProfile() config.Profile {
-	return config.Profile{
-		Group:       "data.example.org",
-		Version:     "v1beta1",
-		Kind:        "ZonedDatabase",
-		Resource:    "zoneddatabases",
-		Replicas:    ".spec.topology.replicasPerZone",
-		ScaleConfig: config.ScaleConfigLocation{Annotation: config.AnnotationScaleConfig},
-		Groups: &config.Groups{
-			Path:         ".spec.topology.zones",
-			NameField:    "zoneName",
-			MembersField: "size",
-			Status:       &config.GroupStatus{Path: ".status.zones", Style: config.GroupStatusMap, ReadyMembersField: "readyNodes"},
-		},
-		Status: config.Status{Replicas: ".status.readyPerZone", Selector: ".status.selector"},
-		Pods: config.Pods{
-			Labels:     map[string]string{"data.example.org/database": config.NamePlaceholder},
-			GroupLabel: "data.example.org/zone",
-		},
-		MaxReplicas: 50,
-	}
-}
+func foreignProfile() config.Profile { return configtest.ZonedDatabase() }
 
 // startWebhooks starts an in-process manager whose webhook server serves
 // scaleplane's handlers where the installed configurations point, and stops
