@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/scaleplane/scaleplane/e2e/framework"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -122,29 +123,7 @@ func TestSelfSignedAdmissionThroughCARotation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var ok, failed atomic.Int64
-	var lastErr atomic.Value
-	loopCtx, stopLoop := context.WithCancel(t.Context())
-	var loop sync.WaitGroup
-	loop.Go(func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-loopCtx.Done():
-				return
-			case <-tick.C:
-			}
-			if err := create(loopCtx); err != nil {
-				if loopCtx.Err() == nil {
-					failed.Add(1)
-					lastErr.Store(err)
-				}
-				continue
-			}
-			ok.Add(1)
-		}
-	})
+	load := framework.StartLoad(t.Context(), 20*time.Millisecond, create)
 
 	waitFor(t, "a certificate of a new CA presented by the server", func(ctx context.Context) (bool, error) {
 		s, err := getSecret(ctx, c, o)
@@ -164,15 +143,14 @@ func TestSelfSignedAdmissionThroughCARotation(t *testing.T) {
 		defer conn.Close()
 		return conn.ConnectionState().PeerCertificates[0].CheckSignatureFrom(now.ca.cert) == nil, nil
 	})
-	settled := ok.Load()
+	settled := load.OK()
 	waitFor(t, "admissions after the switch", func(context.Context) (bool, error) {
-		return ok.Load() >= settled+10, nil
+		return load.OK() >= settled+10, nil
 	})
-	stopLoop()
-	loop.Wait()
+	load.Stop()
 
-	if diff := cmp.Diff(int64(0), failed.Load()); diff != "" {
-		t.Errorf("failed admissions out of %d (last: %v) (-want +got):\n%s", ok.Load()+failed.Load(), lastErr.Load(), diff)
+	if diff := cmp.Diff(int64(0), load.Failed()); diff != "" {
+		t.Errorf("failed admissions out of %d (last: %v) (-want +got):\n%s", load.OK()+load.Failed(), load.LastErr(), diff)
 	}
-	t.Logf("%d admissions through a CA rotation", ok.Load())
+	t.Logf("%d admissions through a CA rotation", load.OK())
 }

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/scaleplane/scaleplane/certs"
+	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
 const mutatedLabel = "certs.scaleplane.io/mutated"
@@ -165,34 +166,11 @@ func TestAdmissionThroughRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var ok, failed atomic.Int64
-	var lastErr atomic.Value
-	loopCtx, stopLoop := context.WithCancel(t.Context())
-	var loop sync.WaitGroup
-	loop.Go(func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-loopCtx.Done():
-				return
-			case <-tick.C:
-			}
-			if err := create(loopCtx); err != nil {
-				if loopCtx.Err() != nil {
-					return
-				}
-				failed.Add(1)
-				lastErr.Store(err)
-				continue
-			}
-			ok.Add(1)
-		}
-	})
+	load := framework.StartLoad(t.Context(), 20*time.Millisecond, create)
 
 	// Admissions flow before the renewal too, so the measurement spans it.
 	_ = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return ok.Load()+failed.Load() >= 10, nil
+		return load.OK()+load.Failed() >= 10, nil
 	})
 	if err := Renew(t.Context(), c, ns.Name, certs.ServingCertificateName); err != nil {
 		t.Fatal(err)
@@ -209,15 +187,14 @@ func TestAdmissionThroughRenewal(t *testing.T) {
 	}
 	// Keep admitting after the switch until a few creates went through the
 	// renewed certificate's connections too.
-	settled := ok.Load()
+	settled := load.OK()
 	_ = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return ok.Load() >= settled+10, nil
+		return load.OK() >= settled+10, nil
 	})
-	stopLoop()
-	loop.Wait()
+	load.Stop()
 
-	if diff := cmp.Diff(int64(0), failed.Load()); diff != "" {
-		t.Errorf("failed admissions out of %d (last: %v) (-want +got):\n%s", ok.Load()+failed.Load(), lastErr.Load(), diff)
+	if diff := cmp.Diff(int64(0), load.Failed()); diff != "" {
+		t.Errorf("failed admissions out of %d (last: %v) (-want +got):\n%s", load.OK()+load.Failed(), load.LastErr(), diff)
 	}
 	renewed := &corev1.Secret{}
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns.Name, Name: o.SecretName}, renewed); err != nil {
@@ -226,5 +203,5 @@ func TestAdmissionThroughRenewal(t *testing.T) {
 	if !bytes.Equal(bundle, renewed.Data[certs.CAKey]) {
 		t.Errorf("renewal changed the CA; the serving renewal should keep caBundle")
 	}
-	t.Logf("%d admissions through renewal, serial %s -> %s", ok.Load(), before, after)
+	t.Logf("%d admissions through renewal, serial %s -> %s", load.OK(), before, after)
 }
