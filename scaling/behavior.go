@@ -244,60 +244,50 @@ func changeInPeriod(periodSeconds int32, events []ScaleEvent, now time.Time) int
 	return sum
 }
 
-// scaleUpLimit is the highest count the scale-up policies allow now. Each
-// policy measures from the count at the start of its period (current minus
-// what was added, plus what was removed, within the period); selectPolicy Max
-// takes the most permissive policy, Min the strictest, Disabled forbids.
+// scaleUpLimit is the highest count the scale-up policies allow now.
 func scaleUpLimit(current int32, up, down []ScaleEvent, r directionRules, now time.Time) int32 {
-	var result, proposed int32
-	pick := func(a, b int32) int32 { return max(a, b) }
-	switch r.selector {
-	case autoscalingv2.DisabledPolicySelect:
-		return current
-	case autoscalingv2.MinChangePolicySelect:
-		result = math.MaxInt32
-		pick = func(a, b int32) int32 { return min(a, b) }
-	default:
-		result = math.MinInt32
-	}
-	for _, p := range r.policies {
-		start := current - changeInPeriod(p.PeriodSeconds, up, now) + changeInPeriod(p.PeriodSeconds, down, now)
-		switch p.Type {
-		case autoscalingv2.PodsScalingPolicy:
-			proposed = start + p.Value
-		case autoscalingv2.PercentScalingPolicy:
-			// Rounded up so that a small percentage still allows one more.
-			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
-		}
-		result = pick(result, proposed)
-	}
-	return result
+	return policyLimit(current, up, down, r, now, true)
 }
 
-// scaleDownLimit is the lowest count the scale-down policies allow now; Max
-// takes the policy removing the most, Min the one removing the least.
+// scaleDownLimit is the lowest count the scale-down policies allow now.
 func scaleDownLimit(current int32, up, down []ScaleEvent, r directionRules, now time.Time) int32 {
-	var result, proposed int32
-	pick := func(a, b int32) int32 { return min(a, b) }
-	switch r.selector {
-	case autoscalingv2.DisabledPolicySelect:
+	return policyLimit(current, up, down, r, now, false)
+}
+
+// policyLimit is how far the policies of one direction let the count move
+// now. Each policy measures from the count at the start of its period
+// (current minus what was added, plus what was removed, within the period).
+// selectPolicy Max takes the policy allowing the biggest change (the highest
+// count up, the lowest down), Min the smallest, Disabled forbids any.
+func policyLimit(current int32, up, down []ScaleEvent, r directionRules, now time.Time, scaleUp bool) int32 {
+	if r.selector == autoscalingv2.DisabledPolicySelect {
 		return current
-	case autoscalingv2.MinChangePolicySelect:
+	}
+	highest := (r.selector != autoscalingv2.MinChangePolicySelect) == scaleUp
+	result := int32(math.MaxInt32)
+	if highest {
 		result = math.MinInt32
-		pick = func(a, b int32) int32 { return max(a, b) }
-	default:
-		result = math.MaxInt32
 	}
 	for _, p := range r.policies {
 		start := current - changeInPeriod(p.PeriodSeconds, up, now) + changeInPeriod(p.PeriodSeconds, down, now)
-		switch p.Type {
-		case autoscalingv2.PodsScalingPolicy:
+		var proposed int32
+		switch {
+		case p.Type == autoscalingv2.PodsScalingPolicy && scaleUp:
+			proposed = start + p.Value
+		case p.Type == autoscalingv2.PodsScalingPolicy:
 			proposed = start - p.Value
-		case autoscalingv2.PercentScalingPolicy:
+		case scaleUp:
+			// Rounded up so that a small percentage still allows one more.
+			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
+		default:
 			// Truncated (towards zero), as upstream.
 			proposed = int32(float64(start) * (1 - float64(p.Value)/100))
 		}
-		result = pick(result, proposed)
+		if highest {
+			result = max(result, proposed)
+		} else {
+			result = min(result, proposed)
+		}
 	}
 	return result
 }
