@@ -70,7 +70,7 @@ func ExampleValidate() {
 		},
 		Groups: []scaling.Group{{Name: "rack-a"}, {Name: "rack-a"}},
 	}
-	errs, warnings := scaling.Validate(w, nil, exampleLayout())
+	errs, warnings := scaling.Validate(w, exampleLayout())
 	for _, e := range errs {
 		fmt.Println(e)
 	}

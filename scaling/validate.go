@@ -8,19 +8,17 @@ import (
 
 // Validate applies the validating admission rules V1–V8 to w (the object
 // after mutation) and returns every problem at its exact field path, plus the
-// W1–W2 warnings as sentences for the admission response. old is the stored
-// object on UPDATE and nil on CREATE; no rule depends on it today. Ratcheting
-// (letting an UPDATE keep problems the stored object already had) is the
-// validating webhook's policy, which compares the scaling fields of old and
-// new as a whole; the parameter lets a rule of its own depend on old later
-// without every caller changing.
+// W1–W2 warnings as sentences for the admission response. No rule depends
+// on the stored object: ratcheting (letting an UPDATE keep problems the
+// stored object already had) is the validating webhook's policy, which
+// compares the scaling fields of old and new as a whole.
 //
 // A config whose bounds are missing (one stored before the webhook existed,
 // or an annotation the profile does not rewrite) is judged with the M2
 // defaults, so that Validate and the controllers agree on what it means.
 // V9 (strict JSON for an annotation) happens when the profile decodes the
 // annotation, with [DecodeConfigJSON].
-func Validate(w Workload, old *Workload, l Layout) (field.ErrorList, []string) {
+func Validate(w Workload, l Layout) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	errs = append(errs, validateReplicas(w.Replicas, l)...)
 	// The rules and the warnings read the same effective config.

@@ -30,7 +30,7 @@ func runValidateCases(t *testing.T, cases []validateCase) {
 			if tc.layout != nil {
 				l = *tc.layout
 			}
-			got, _ := scaling.Validate(tc.w, nil, l)
+			got, _ := scaling.Validate(tc.w, l)
 			if diff := cmp.Diff(tc.want, ctErrs(got), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Validate errors (-want +got):\n%s\nfull: %v", diff, got)
 			}
@@ -447,7 +447,7 @@ func TestValidateEverythingTogether(t *testing.T) {
 	w.Config.Triggers = []scaling.Trigger{ctTrigger("rps", "foo[5m]", 1)}
 	w.Config.Schedule.TimeZone = "Nowhere"
 	w.Groups[2].Name = "rack-a"
-	got, _ := scaling.Validate(w, nil, ctLayout())
+	got, _ := scaling.Validate(w, ctLayout())
 	want := []ctErr{
 		ctInvalid("spec.replicas", int32(-3)),
 		ctInvalid("spec.scaleConfig.minReplicas", int32(20)),
@@ -487,7 +487,7 @@ func TestValidateMessages(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, _ := scaling.Validate(tc.w, nil, ctLayout())
+			errs, _ := scaling.Validate(tc.w, ctLayout())
 			msg := errs.ToAggregate()
 			if msg == nil {
 				t.Fatalf("Validate returned no error, want one containing %q", tc.want)
@@ -531,7 +531,7 @@ func TestValidateWarnings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, got := scaling.Validate(tc.w, nil, tc.layout)
+			errs, got := scaling.Validate(tc.w, tc.layout)
 			if len(errs) != 0 {
 				t.Fatalf("Validate errors: %v", errs)
 			}
@@ -550,10 +550,10 @@ func BenchmarkValidate(b *testing.B) {
 	// One op validates both variants of the full config, since V6 forbids
 	// metrics and triggers in one object.
 	for b.Loop() {
-		if errs, _ := scaling.Validate(w, &w, l); len(errs) != 0 {
+		if errs, _ := scaling.Validate(w, l); len(errs) != 0 {
 			b.Fatal(errs)
 		}
-		if errs, _ := scaling.Validate(trig, &trig, l); len(errs) != 0 {
+		if errs, _ := scaling.Validate(trig, l); len(errs) != 0 {
 			b.Fatal(errs)
 		}
 	}

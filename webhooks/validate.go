@@ -52,14 +52,11 @@ func (h *validator) handle(req admission.Request) admission.Response {
 	cur, readErrs := obj.read(h.view)
 	// The stored object serves only to ratchet, which can only take errors
 	// away: it is decoded only for a request that has some.
-	verrs, warns := scaling.Validate(cur, nil, l)
+	verrs, warns := scaling.Validate(cur, l)
 	if len(readErrs)+len(verrs) == 0 {
 		return admission.Allowed("").WithWarnings(warns...)
 	}
 	old := readOld(h.view, h.dec, req)
-	if old != nil {
-		verrs, warns = scaling.Validate(cur, old, l)
-	}
 	errs := append(readErrs, verrs...)
 	if len(errs) == 0 {
 		return admission.Allowed("").WithWarnings(warns...)
