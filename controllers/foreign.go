@@ -84,14 +84,23 @@ func WorkloadTargets(v *config.View, u *unstructured.Unstructured) []string {
 }
 
 // foreignAutoscalers names the HPAs not controlled by u and the KEDA
-// ScaledObjects that target u or its HPA target, sorted, as
-// "HorizontalPodAutoscaler/<ns>/<name>" and "ScaledObject/<ns>/<name>".
+// ScaledObjects that target u or its HPA target.
 func (r *Reconciler) foreignAutoscalers(ctx context.Context, u *unstructured.Unstructured) ([]string, error) {
-	keys := WorkloadTargets(r.view, u)
+	return ForeignAutoscalers(ctx, r.cache, hpaTargetIndex, WorkloadTargets(r.view, u), u, r.keda.served())
+}
+
+// ForeignAutoscalers names, sorted, the autoscalers other than u's own that
+// target one of keys (WorkloadTargets of u), as
+// "HorizontalPodAutoscaler/<ns>/<name>" and "ScaledObject/<ns>/<name>": HPAs
+// not controlled by u, found through the field index named index (built
+// with IndexHPATarget), and, when keda is true (the API server serves
+// ScaledObjectGVK), KEDA ScaledObjects. The HPA controller (C5) and the
+// trigger autoscaler both stand down beside one.
+func ForeignAutoscalers(ctx context.Context, r client.Reader, index string, keys []string, u *unstructured.Unstructured, keda bool) ([]string, error) {
 	var out []string
 	for _, k := range keys {
 		var list autoscalingv2.HorizontalPodAutoscalerList
-		if err := r.cache.List(ctx, &list, client.InNamespace(u.GetNamespace()), client.MatchingFields{hpaTargetIndex: k}); err != nil {
+		if err := r.List(ctx, &list, client.InNamespace(u.GetNamespace()), client.MatchingFields{index: k}); err != nil {
 			return nil, fmt.Errorf("list HPAs targeting %s: %w", k, err)
 		}
 		for i := range list.Items {
@@ -100,10 +109,10 @@ func (r *Reconciler) foreignAutoscalers(ctx context.Context, u *unstructured.Uns
 			}
 		}
 	}
-	if r.keda.served() {
+	if keda {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(ScaledObjectGVK.GroupVersion().WithKind(ScaledObjectGVK.Kind + "List"))
-		if err := r.cache.List(ctx, list, client.InNamespace(u.GetNamespace())); err != nil {
+		if err := r.List(ctx, list, client.InNamespace(u.GetNamespace())); err != nil {
 			return nil, fmt.Errorf("list ScaledObjects: %w", err)
 		}
 		for i := range list.Items {

@@ -3,13 +3,10 @@ package autoscaler
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,41 +56,14 @@ func (f *foreignFinder) kedaServed() (bool, error) {
 	return true, nil
 }
 
-// find names the foreign autoscalers of u, sorted, as
-// "HorizontalPodAutoscaler/<ns>/<name>" and "ScaledObject/<ns>/<name>".
+// find names the foreign autoscalers of u (controllers.ForeignAutoscalers,
+// over this package's own HPA index). Ours (C4) never exists for a config
+// with triggers; one left from a config that had metrics is being deleted by
+// C4 and, being controlled by u, is not counted.
 func (f *foreignFinder) find(ctx context.Context, v *config.View, u *unstructured.Unstructured) ([]string, error) {
-	keys := controllers.WorkloadTargets(v, u)
-	var out []string
-	for _, k := range keys {
-		var list autoscalingv2.HorizontalPodAutoscalerList
-		if err := f.cache.List(ctx, &list, client.InNamespace(u.GetNamespace()), client.MatchingFields{hpaTargetIndex: k}); err != nil {
-			return nil, fmt.Errorf("list HPAs targeting %s: %w", k, err)
-		}
-		for i := range list.Items {
-			// Ours (C4) never exists for a config with triggers; one left
-			// from a config that had metrics is being deleted by C4.
-			if h := &list.Items[i]; !metav1.IsControlledBy(h, u) {
-				out = append(out, "HorizontalPodAutoscaler/"+h.Namespace+"/"+h.Name)
-			}
-		}
-	}
 	served, err := f.kedaServed()
 	if err != nil {
 		return nil, err
 	}
-	if served {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(controllers.ScaledObjectGVK.GroupVersion().WithKind(controllers.ScaledObjectGVK.Kind + "List"))
-		if err := f.cache.List(ctx, list, client.InNamespace(u.GetNamespace())); err != nil {
-			return nil, fmt.Errorf("list ScaledObjects: %w", err)
-		}
-		for i := range list.Items {
-			so := &list.Items[i]
-			if slices.Contains(keys, controllers.TargetKey(controllers.ScaledObjectTarget(so))) {
-				out = append(out, "ScaledObject/"+so.GetNamespace()+"/"+so.GetName())
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return controllers.ForeignAutoscalers(ctx, f.cache, hpaTargetIndex, controllers.WorkloadTargets(v, u), u, served)
 }
