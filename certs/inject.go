@@ -68,39 +68,50 @@ func InjectCABundle(ctx context.Context, c client.Client, bundle []byte, mutatin
 
 func inject(ctx context.Context, c client.Client, in injection, mutating, validating []string) ([]string, error) {
 	var missing []string
-	for _, name := range mutating {
-		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		found, err := patchBundle(ctx, c, "MutatingWebhookConfiguration", name, cfg, in, func() bool {
-			changed := false
-			for i := range cfg.Webhooks {
-				changed = setBundle(&cfg.Webhooks[i].ClientConfig, in.bundle) || changed
-			}
-			return changed
-		})
-		if err != nil {
-			return missing, err
-		}
-		if !found {
-			missing = append(missing, "MutatingWebhookConfiguration/"+name)
-		}
+	kinds := []struct {
+		kind  string
+		names []string
+		obj   func() client.Object
+	}{
+		{"MutatingWebhookConfiguration", mutating, func() client.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} }},
+		{"ValidatingWebhookConfiguration", validating, func() client.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} }},
 	}
-	for _, name := range validating {
-		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		found, err := patchBundle(ctx, c, "ValidatingWebhookConfiguration", name, cfg, in, func() bool {
-			changed := false
-			for i := range cfg.Webhooks {
-				changed = setBundle(&cfg.Webhooks[i].ClientConfig, in.bundle) || changed
+	for _, k := range kinds {
+		for _, name := range k.names {
+			cfg := k.obj()
+			found, err := patchBundle(ctx, c, k.kind, name, cfg, in, func() bool {
+				changed := false
+				for _, cc := range clientConfigs(cfg) {
+					changed = setBundle(cc, in.bundle) || changed
+				}
+				return changed
+			})
+			if err != nil {
+				return missing, err
 			}
-			return changed
-		})
-		if err != nil {
-			return missing, err
-		}
-		if !found {
-			missing = append(missing, "ValidatingWebhookConfiguration/"+name)
+			if !found {
+				missing = append(missing, k.kind+"/"+name)
+			}
 		}
 	}
 	return missing, nil
+}
+
+// clientConfigs are the clientConfigs of every webhook of a mutating or
+// validating webhook configuration.
+func clientConfigs(cfg client.Object) []*admissionregistrationv1.WebhookClientConfig {
+	var out []*admissionregistrationv1.WebhookClientConfig
+	switch o := cfg.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			out = append(out, &o.Webhooks[i].ClientConfig)
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			out = append(out, &o.Webhooks[i].ClientConfig)
+		}
+	}
+	return out
 }
 
 func setBundle(cc *admissionregistrationv1.WebhookClientConfig, bundle []byte) bool {
