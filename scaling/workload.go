@@ -59,4 +59,8 @@ type Layout struct {
 	// HasDefaultMetrics is true when the profile supplies metrics for configs
 	// that give none (C4).
 	HasDefaultMetrics bool
+	// ClusterScoped is true for a cluster-scoped kind. No HPA can scale one:
+	// an HPA is namespaced and reads its target's /scale in its own
+	// namespace (KEDA's ScaledObject likewise), so C4 never wants one.
+	ClusterScoped bool
 }

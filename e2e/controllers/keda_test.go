@@ -1,18 +1,13 @@
 package controllers_test
 
 import (
-	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/scaleplane/scaleplane/controllers"
-	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
 // installScaledObjectCRD serves keda.sh/v1alpha1 ScaledObject with a
@@ -35,22 +30,7 @@ func installScaledObjectCRD(t *testing.T) {
 			}},
 		},
 	}
-	ctx := context.Background()
-	if err := cluster.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		got := &apiextensionsv1.CustomResourceDefinition{}
-		if err := cluster.Client.Get(ctx, types.NamespacedName{Name: crd.Name}, got); err != nil {
-			return false, err.Error()
-		}
-		for _, c := range got.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("CRD %s not established: %v", crd.Name, got.Status.Conditions)
-	})
+	installCRD(t, crd)
 }
 
 // C5 with KEDA installed after the controllers started: the ScaledObject

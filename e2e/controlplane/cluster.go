@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -27,8 +26,9 @@ type Options struct {
 	// objects to install. With neither, the sample CRDs in config/crd/bases.
 	CRDPaths []string
 	CRDs     []*apiextensionsv1.CustomResourceDefinition
-	// HPAController starts kube-controller-manager with only the
-	// horizontalpodautoscaling controller, syncing every second.
+	// HPAController starts kube-controller-manager with the
+	// horizontalpodautoscaling controller, syncing every second, and the
+	// garbage collector (ControllerManagerControllers).
 	HPAController bool
 	// MutatingWebhooks and ValidatingWebhooks are installed with their
 	// clientConfig pointed at a local serving address over TLS signed by a CA
@@ -63,12 +63,9 @@ type Cluster struct {
 	// Dir holds the kubeconfig and logs.
 	Dir string
 
-	env *envtest.Environment
-	kcm *exec.Cmd
-	// kcmDone is closed when kube-controller-manager has exited; its exit
-	// status after our SIGTERM says nothing a test could act on.
-	kcmDone chan struct{}
-	ownDir  bool
+	env    *envtest.Environment
+	kcm    *Process
+	ownDir bool
 }
 
 // Start brings up etcd and kube-apiserver (and kube-controller-manager when
@@ -174,47 +171,41 @@ func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// ControllerManagerControllers are the controllers kube-controller-manager
+// runs: the HPA controller, and the garbage collector, so that deleting a
+// workload deletes the HPA it owns (and anything else with an owner
+// reference to it) as in a cluster.
+var ControllerManagerControllers = []string{"horizontalpodautoscaling", "garbagecollector"}
+
 func (c *Cluster) startControllerManager(out *os.File) error {
-	logPath := filepath.Join(c.Dir, "kube-controller-manager.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return fmt.Errorf("create controller-manager log: %w", err)
-	}
-	cmd := exec.Command(Binary(ControllerManagerBinary),
-		"--kubeconfig="+c.Kubeconfig,
-		"--authentication-kubeconfig="+c.Kubeconfig,
-		"--authorization-kubeconfig="+c.Kubeconfig,
-		"--controllers=horizontalpodautoscaling",
-		"--leader-elect=false",
-		"--bind-address=127.0.0.1",
-		"--secure-port=0",
-		// A short sync period lets tests observe the real HPA controller
-		// acting within seconds.
-		"--horizontal-pod-autoscaler-sync-period=1s",
-		"--v=2",
-	)
 	if out == nil && os.Getenv("SCALEPLANE_E2E_VERBOSE") != "" {
 		out = os.Stderr
 	}
+	opts := ProcessOptions{
+		Path: Binary(ControllerManagerBinary),
+		Args: []string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--authentication-kubeconfig=" + c.Kubeconfig,
+			"--authorization-kubeconfig=" + c.Kubeconfig,
+			"--controllers=" + strings.Join(ControllerManagerControllers, ","),
+			"--leader-elect=false",
+			"--bind-address=127.0.0.1",
+			"--secure-port=0",
+			// A short sync period lets tests observe the real HPA controller
+			// acting within seconds.
+			"--horizontal-pod-autoscaler-sync-period=1s",
+			"--v=2",
+		},
+		LogPath: filepath.Join(c.Dir, "kube-controller-manager.log"),
+	}
 	if out != nil {
-		cmd.Stdout, cmd.Stderr = out, out
-	} else {
-		cmd.Stdout, cmd.Stderr = logFile, logFile
+		opts.Out = out
 	}
-	// The controller manager must not outlive the test binary or demo that
-	// started it, even when that process is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start kube-controller-manager: %w", err)
+	p, err := StartProcess(ControllerManagerBinary, opts)
+	if err != nil {
+		return err
 	}
-	c.kcm = cmd
-	c.kcmDone = make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(c.kcmDone)
-	}()
+	c.kcm = p
 	return nil
 }
 
@@ -222,14 +213,8 @@ func (c *Cluster) startControllerManager(out *os.File) error {
 // unless the caller gave one.
 func (c *Cluster) Stop() error {
 	var errs []error
-	if c.kcm != nil && c.kcm.Process != nil {
-		_ = c.kcm.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.kcmDone:
-		case <-time.After(10 * time.Second):
-			_ = c.kcm.Process.Kill()
-			<-c.kcmDone
-		}
+	if c.kcm != nil {
+		c.kcm.Stop(10 * time.Second)
 		c.kcm = nil
 	}
 	if c.env != nil {
@@ -249,8 +234,10 @@ func (c *Cluster) Stop() error {
 // ControllerManagerLog returns what kube-controller-manager has logged, for
 // failure messages.
 func (c *Cluster) ControllerManagerLog() string {
-	data, _ := os.ReadFile(filepath.Join(c.Dir, "kube-controller-manager.log"))
-	return string(data)
+	if c.kcm == nil {
+		return ""
+	}
+	return c.kcm.Log(0)
 }
 
 // Kubectl runs the real kubectl against the cluster and returns its standard
