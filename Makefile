@@ -14,7 +14,7 @@ CERTMANAGER := $(BIN)/cert-manager
 TEST_TIMEOUT ?= 40m
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: all build demo test unit e2e lint bench verify tools clean help
+.PHONY: all build demo test unit e2e lint bench verify generate tools clean help
 
 all: build
 
@@ -36,7 +36,7 @@ test: tools ## run every test: unit, fuzz seeds, e2e against the real control pl
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 unit: ## unit tests only (no control plane)
-	$(GO) test -count=1 ./scaling/... ./config/... ./webhooks/... ./controllers/... ./promql/... ./certs/... ./cmd/...
+	$(GO) test -count=1 ./scaling/... ./config/... ./webhooks/... ./controllers/... ./promql/... ./certs/... ./externalscaler/... ./cmd/...
 
 e2e: tools ## e2e tests only
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
@@ -44,7 +44,7 @@ e2e: tools ## e2e tests only
 lint: ## gofmt, go vet, and golangci-lint when it installs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@for m in hack/tools/controlplane hack/tools/certmanager; do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in hack/tools/controlplane hack/tools/certmanager hack/tools/protogen; do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@if [ ! -x bin/tools/golangci-lint ]; then \
 	  echo "==> installing golangci-lint $(GOLANGCI_VERSION) into bin/tools"; \
 	  GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION) \
@@ -56,7 +56,11 @@ bench: tools ## benchmarks (ns/op, allocs/op, custom figures) and the 1000-workl
 	$(GO) test -run '^$$' -bench . -benchmem ./scaling/... ./config/... ./webhooks/... ./promql/... ./controllers/...
 	SCALEPLANE_SCALE_TEST=1 $(GO) test -count=1 -timeout 20m -run 'Scale' -v ./e2e/controllers/ | grep -E '^(=== RUN|--- |\s+.*(scale|reconciled|peak|p50|p99))' || true
 
-verify: ## regenerate generated files (golden files, go.sum) and fail on a diff
+generate: ## regenerate the KEDA external scaler's gRPC stubs (externalscaler/pb) from its .proto, without protoc
+	cd hack/tools/protogen && $(GO) run . -out $(CURDIR)/externalscaler/pb \
+	  -M 'externalscaler.proto=github.com/scaleplane/scaleplane/externalscaler/pb;pb' $(CURDIR)/externalscaler/pb/externalscaler.proto
+
+verify: generate ## regenerate generated files (golden files, gRPC stubs, go.sum) and fail on a diff
 	UPDATE_GOLDEN=1 $(GO) test -count=1 -run 'Golden' ./...
 	$(GO) mod tidy
 	@git diff --exit-code -- . ':(exclude)bin' || { echo "generated files are out of date: commit the diff above"; exit 1; }

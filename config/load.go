@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"reflect"
@@ -194,6 +195,14 @@ func (c *Configuration) validate() field.ErrorList {
 		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, field.Invalid(ap.Child("prometheusURL"), s, `must be an absolute http or https URL, e.g. "http://prometheus.monitoring:9090"`))
 		}
+	}
+
+	if a := c.Autoscaler.ExternalScaler.BindAddress; a != "" {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			errs = append(errs, field.Invalid(ap.Child("externalScaler", "bindAddress"), a, `must be host:port or :port, e.g. ":9090" (or left out to turn the external scaler off)`))
+		}
+	} else if c.Autoscaler.ExternalScaler.CertDir != "" {
+		errs = append(errs, field.Invalid(ap.Child("externalScaler", "certDir"), c.Autoscaler.ExternalScaler.CertDir, "is only used with bindAddress: set externalScaler.bindAddress too"))
 	}
 
 	mp := field.NewPath("metrics")

@@ -34,6 +34,7 @@ webhook:
 autoscaler:
   pollingIntervalSeconds: 30
   prometheusURL: http://prometheus.monitoring:9090
+  externalScaler: {bindAddress: ":9090", certDir: /etc/scaleplane/external-scaler-certs}
 metrics:
   scrapeIntervalSeconds: 10
   retentionSeconds: 3600
@@ -125,7 +126,8 @@ func TestParseComplete(t *testing.T) {
 		}},
 		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/managed": "true"}},
 	}
-	want.Autoscaler = Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090"}
+	want.Autoscaler = Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090",
+		ExternalScaler: ExternalScaler{BindAddress: ":9090", CertDir: "/etc/scaleplane/external-scaler-certs"}}
 	want.Metrics = Metrics{ScrapeIntervalSeconds: 10, RetentionSeconds: 3600, MaxSeries: 5000}
 	if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
@@ -282,6 +284,18 @@ metrics:
 			"FieldValueInvalid metrics.retentionSeconds",
 			"FieldValueInvalid metrics.maxSeries",
 		},
+	}, {
+		name: "external scaler address",
+		yaml: header + `autoscaler:
+  externalScaler: {bindAddress: "9090"}
+`,
+		want: []string{"FieldValueInvalid autoscaler.externalScaler.bindAddress"},
+	}, {
+		name: "external scaler certificates without an address",
+		yaml: header + `autoscaler:
+  externalScaler: {certDir: /certs}
+`,
+		want: []string{"FieldValueInvalid autoscaler.externalScaler.certDir"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

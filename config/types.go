@@ -47,6 +47,20 @@ type Autoscaler struct {
 	PollingIntervalSeconds int32 `json:"pollingIntervalSeconds,omitempty"`
 	// PrometheusURL, when set, makes "prometheus" the default trigger source.
 	PrometheusURL string `json:"prometheusURL,omitempty"`
+	// ExternalScaler serves KEDA's external scaler protocol from the same
+	// triggers and metrics (docs/autoscaling.md).
+	ExternalScaler ExternalScaler `json:"externalScaler,omitempty"`
+}
+
+// ExternalScaler configures the KEDA external scaler (gRPC) server. It runs
+// on the elected leader, where the embedded store is.
+type ExternalScaler struct {
+	// BindAddress is where it listens, e.g. ":9090"; empty turns it off.
+	BindAddress string `json:"bindAddress,omitempty"`
+	// CertDir holds tls.crt and tls.key (reloaded when they change) for a
+	// ScaledObject with enableTLS; empty serves plaintext gRPC, KEDA's
+	// default for external scalers.
+	CertDir string `json:"certDir,omitempty"`
 }
 
 // Metrics configures scraping and the embedded store.
