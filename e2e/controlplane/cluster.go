@@ -30,6 +30,10 @@ type Options struct {
 	// horizontalpodautoscaling controller, syncing every second, and the
 	// garbage collector (ControllerManagerControllers).
 	HPAController bool
+	// Aggregator configures kube-apiserver's front proxy (request-header
+	// authentication and a proxy client certificate) so that APIServices
+	// such as KEDA's external.metrics.k8s.io are served through it.
+	Aggregator bool
 	// MutatingWebhooks and ValidatingWebhooks are installed with their
 	// clientConfig pointed at a local serving address over TLS signed by a CA
 	// the framework makes (see Cluster.WebhookHost, WebhookPort, WebhookCertDir).
@@ -125,6 +129,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		ControlPlaneStartTimeout: 90 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	if opts.Aggregator {
+		if err := c.configureFrontProxy(); err != nil {
+			return nil, err
+		}
+	}
 	// kubectl and kube-controller-manager are told where etcd's data is not
 	// at all; envtest keeps that in its own temporary folders and removes them.
 	if c.Config, err = c.env.Start(); err != nil {
@@ -157,6 +166,34 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 	return c, nil
+}
+
+// configureFrontProxy makes a front-proxy CA and client certificate and
+// passes them to kube-apiserver, as kubeadm does: the aggregator presents
+// the client certificate to an extension API server, which trusts the
+// X-Remote-User headers because kube-apiserver publishes the CA in
+// kube-system/extension-apiserver-authentication.
+func (c *Cluster) configureFrontProxy() error {
+	dir := filepath.Join(c.Dir, "front-proxy")
+	ca, err := NewCA("front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	if err := ca.WriteKeyPair(dir, "front-proxy-client", nil, nil); err != nil {
+		return fmt.Errorf("front-proxy certificates: %w", err)
+	}
+	if c.env.ControlPlane.APIServer == nil {
+		c.env.ControlPlane.APIServer = &envtest.APIServer{}
+	}
+	args := c.env.ControlPlane.APIServer.Configure()
+	args.Set("requestheader-client-ca-file", filepath.Join(dir, "ca.crt"))
+	args.Set("requestheader-allowed-names", "front-proxy-client")
+	args.Set("requestheader-username-headers", "X-Remote-User")
+	args.Set("requestheader-group-headers", "X-Remote-Group")
+	args.Set("requestheader-extra-headers-prefix", "X-Remote-Extra-")
+	args.Set("proxy-client-cert-file", filepath.Join(dir, "tls.crt"))
+	args.Set("proxy-client-key-file", filepath.Join(dir, "tls.key"))
+	return nil
 }
 
 // AddUser returns a rest.Config for a user in the given groups, for tests
