@@ -12,7 +12,9 @@ import (
 
 // installScaledObjectCRD serves keda.sh/v1alpha1 ScaledObject with a
 // schema that keeps every field: enough to be a foreign autoscaler to
-// scaleplane, without running KEDA.
+// scaleplane, without running KEDA. The real KEDA is e2e/keda; this stand-in
+// stays for what that package does not cover quickly: the kind appearing
+// after scaleplane's controllers started.
 func installScaledObjectCRD(t *testing.T) {
 	t.Helper()
 	yes := true
@@ -34,8 +36,10 @@ func installScaledObjectCRD(t *testing.T) {
 }
 
 // C5 with KEDA installed after the controllers started: the ScaledObject
-// kind is discovered, a ScaledObject on the workload removes our HPA with a
-// Warning naming it, and removing it brings our HPA back.
+// kind is discovered (KEDADiscoveryInterval), a ScaledObject on the workload
+// removes our HPA with a Warning naming it, and removing it brings our HPA
+// back. The same with the real KEDA operator, its HPA scaling the workload
+// and its pause annotations: e2e/keda.
 func TestKEDAScaledObjectIsForeign(t *testing.T) {
 	startManager(t, controllers.Options{KEDADiscoveryInterval: 200 * time.Millisecond})
 	ns := cluster.Namespace(t)
