@@ -47,10 +47,11 @@ type Options struct {
 	// Views are the profiled kinds: the pods of a ScaledObject's target of
 	// one of these kinds are found by the profile's pod labels.
 	Views []*config.View
-	// OnQuery is told every expanded query on the embedded store
-	// (promql.Store.RequestQuery), so that the store keeps the series it
-	// selects; an error makes the trigger invalid.
-	OnQuery func(query string) error
+	// Request tells the embedded store which queries a trigger reads, so
+	// that it keeps the series they select, and with no queries that the
+	// trigger is gone (promql.Registry.SetOwner of the store's registry);
+	// an error makes the trigger invalid.
+	Request func(owner string, queries ...string) error
 	// SampleTimeout bounds one evaluation. Default 10 s.
 	SampleTimeout time.Duration
 	// StreamInterval is how often StreamIsActive re-evaluates. Default 5 s.
@@ -95,6 +96,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	triggers map[triggerKey]*trigger
+	built    uint64
 
 	// quit ends the streams when Serve stops: they would otherwise last
 	// until KEDA hangs up.
@@ -134,8 +136,20 @@ type trigger struct {
 	spec   spec
 	scaler scaling.Scaler
 	// scrape is what the scraper reads for it; nil for a remote source.
-	scrape   *promql.Workload
+	scrape *promql.Workload
+	// owner names its queries in the store's registry; "" when it
+	// requested none.
+	owner    string
 	lastUsed time.Time
+}
+
+// release closes the scaler and withdraws the trigger's queries from the
+// store, so a forgotten trigger's series are no longer kept.
+func (s *Server) release(t *trigger) {
+	_ = t.scaler.Close(context.Background())
+	if t.owner != "" && s.opts.Request != nil {
+		_ = s.opts.Request(t.owner)
+	}
 }
 
 // resolve finds or builds the trigger ref names. Errors are gRPC statuses
@@ -154,7 +168,17 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 	}
 	s.mu.Unlock()
 
-	t, err := s.build(ctx, ref)
+	s.mu.Lock()
+	s.expireLocked(now)
+	full := len(s.triggers) >= s.opts.MaxTriggers
+	s.built++
+	owner := fmt.Sprintf("keda/%s/%s/%d", ref.GetNamespace(), ref.GetName(), s.built)
+	s.mu.Unlock()
+	if full {
+		return nil, status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
+	}
+
+	t, err := s.build(ctx, ref, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -163,21 +187,16 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 	defer s.mu.Unlock()
 	if old, ok := s.triggers[key]; ok {
 		// Built twice by concurrent first calls: keep the first.
-		_ = t.scaler.Close(ctx)
+		s.release(t)
 		old.lastUsed = now
 		return old, nil
-	}
-	s.expireLocked(now)
-	if len(s.triggers) >= s.opts.MaxTriggers {
-		_ = t.scaler.Close(ctx)
-		return nil, status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
 	}
 	s.triggers[key] = t
 	return t, nil
 }
 
 // build reads the metadata and the ScaledObject and builds the scaler.
-func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger, error) {
+func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner string) (*trigger, error) {
 	what := fmt.Sprintf("ScaledObject %s/%s", ref.GetNamespace(), ref.GetName())
 	sp, errs := parseMetadata(ref.GetScalerMetadata(), s.opts.DefaultSource)
 	if len(errs) > 0 {
@@ -229,13 +248,14 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger, 
 	if err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", what, err)
 	}
-	if t.scrape != nil && s.opts.OnQuery != nil {
+	if t.scrape != nil && s.opts.Request != nil {
 		all := map[string]string{"namespace": ref.GetNamespace(), "name": name}
 		maps.Copy(all, vars)
-		if err := s.opts.OnQuery(scaling.ExpandPlaceholders(sp.trigger.Query, all)); err != nil {
+		if err := s.opts.Request(owner, scaling.ExpandPlaceholders(sp.trigger.Query, all)); err != nil {
 			_ = sc.Close(ctx)
 			return nil, status.Errorf(codes.InvalidArgument, "%s: metadata.%s: %v", what, MetadataQuery, err)
 		}
+		t.owner = owner
 	}
 	t.scaler = sc
 	return t, nil
@@ -245,7 +265,7 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger, 
 func (s *Server) expireLocked(now time.Time) {
 	for k, t := range s.triggers {
 		if now.Sub(t.lastUsed) > s.opts.Idle {
-			_ = t.scaler.Close(context.Background())
+			s.release(t)
 			delete(s.triggers, k)
 		}
 	}
@@ -435,7 +455,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, creds credentials.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, t := range s.triggers {
-		_ = t.scaler.Close(context.Background())
+		s.release(t)
 		delete(s.triggers, k)
 	}
 	return nil

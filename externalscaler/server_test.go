@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,16 +79,31 @@ func (s *values) set(q string, v float64) {
 }
 
 type fixture struct {
-	srv     *Server
-	client  pb.ExternalScalerClient
-	values  *values
-	queries []string
-	now     time.Time
+	srv    *Server
+	client pb.ExternalScalerClient
+	values *values
+	now    time.Time
+
+	mu sync.Mutex
+	// queries are the store's requests by owner.
+	queries map[string][]string
+}
+
+// requested lists every query the store is asked to keep.
+func (f *fixture) requested() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, qs := range f.queries {
+		out = append(out, qs...)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func newFixture(t *testing.T, mut func(*Options)) *fixture {
 	t.Helper()
-	f := &fixture{values: &values{v: map[string]float64{}}, now: time.Unix(1_800_000_000, 0)}
+	f := &fixture{values: &values{v: map[string]float64{}}, now: time.Unix(1_800_000_000, 0), queries: map[string][]string{}}
 	views := []*config.View{}
 	for _, p := range config.SampleProfiles() {
 		v, err := config.NewView(p)
@@ -109,8 +125,17 @@ func newFixture(t *testing.T, mut func(*Options)) *fixture {
 			"shop/web":    scaledObject("shop", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"),
 			"shop/deploy": scaledObject("shop", "deploy", "apps/v1", "Deployment", "api"),
 		},
-		Views:          views,
-		OnQuery:        func(q string) error { f.queries = append(f.queries, q); return nil },
+		Views: views,
+		Request: func(owner string, qs ...string) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(qs) == 0 {
+				delete(f.queries, owner)
+			} else {
+				f.queries[owner] = qs
+			}
+			return nil
+		},
 		StreamInterval: 10 * time.Millisecond,
 		Now:            func() time.Time { return f.now },
 	}
@@ -178,7 +203,7 @@ func TestIssue14Item4Answers(t *testing.T) {
 	if diff := cmp.Diff(want, spec, protocmp.Transform()); diff != "" {
 		t.Errorf("GetMetricSpec (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{expanded}, f.queries); diff != "" {
+	if diff := cmp.Diff([]string{expanded}, f.requested()); diff != "" {
 		t.Errorf("queries handed to the store (-want +got):\n%s", diff)
 	}
 
@@ -276,9 +301,15 @@ func TestIssue14Item4PodSelectorIdleAndLimit(t *testing.T) {
 	if _, err := f.client.GetMetricSpec(ctx, ref("deploy", md("vector(3)"))); code(err) != codes.ResourceExhausted {
 		t.Errorf("third trigger with MaxTriggers 2: %v, want ResourceExhausted", err)
 	}
+	if got := f.requested(); len(got) != 2 {
+		t.Errorf("queries kept by the store: %q, want the two triggers'", got)
+	}
 	f.now = f.now.Add(2 * time.Minute)
 	if got := f.srv.ScrapeWorkloads(); len(got) != 0 {
 		t.Errorf("after Idle: %d workloads to scrape, want 0", len(got))
+	}
+	if got := f.requested(); len(got) != 0 {
+		t.Errorf("after Idle the store still keeps %q", got)
 	}
 	if _, err := f.client.GetMetricSpec(ctx, ref("deploy", md("vector(3)"))); err != nil {
 		t.Errorf("after the others expired: %v", err)

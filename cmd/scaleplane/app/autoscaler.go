@@ -71,7 +71,7 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 			DefaultSource:  defaultSource,
 			Reader:         mgr.GetCache(),
 			Views:          views,
-			OnQuery:        store.RequestQuery,
+			Request:        store.Registry().SetOwner,
 			StreamInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
 			Log:            mgr.GetLogger().WithName("external-scaler"),
 		})
