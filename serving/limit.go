@@ -101,33 +101,44 @@ func (l *limiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // read reads r's body into memory, reserving what it allocates from the
-// server's buffer budget; reserved is what the caller releases.
+// server's buffer budget; reserved is what the caller releases. The buffer
+// grows by doubling up to MaxBodyBytes, so a body of the largest size
+// needs exactly MaxBodyBytes of the budget.
 func (l *limiter) read(w http.ResponseWriter, r *http.Request) (buf []byte, reserved int64, err error) {
 	src := http.MaxBytesReader(w, r.Body, l.maxBody)
-	// One more byte than declared (or allowed) lets the read see EOF, or
-	// the limit, without growing the buffer.
-	size := min(int64(firstBuffer), l.maxBody+1)
+	// One more byte than declared lets the read see EOF without growing.
+	size := min(int64(firstBuffer), l.maxBody)
 	if r.ContentLength >= 0 {
 		size = min(size, r.ContentLength+1)
 	}
+	var probe [1]byte
 	for {
-		if len(buf) == cap(buf) {
-			grow := size
-			if cap(buf) > 0 {
-				grow = min(int64(cap(buf)), l.maxBody+1-int64(cap(buf)))
-				grow = max(grow, 512)
+		dst := buf[len(buf):cap(buf)]
+		if len(dst) == 0 {
+			if int64(cap(buf)) >= l.maxBody {
+				// Full at the limit: only EOF may follow, and a byte
+				// more is MaxBytesReader's error (it returns none of it).
+				dst = probe[:]
+			} else {
+				grow := size
+				if cap(buf) > 0 {
+					grow = min(int64(cap(buf)), l.maxBody-int64(cap(buf)))
+				}
+				if l.buffered.Add(grow) > l.maxBuffered {
+					l.buffered.Add(-grow)
+					return nil, reserved, errBuffersFull
+				}
+				reserved += grow
+				nb := make([]byte, len(buf), int64(cap(buf))+grow)
+				copy(nb, buf)
+				buf = nb
+				dst = buf[len(buf):cap(buf)]
 			}
-			if l.buffered.Add(grow) > l.maxBuffered {
-				l.buffered.Add(-grow)
-				return nil, reserved, errBuffersFull
-			}
-			reserved += grow
-			nb := make([]byte, len(buf), int64(cap(buf))+grow)
-			copy(nb, buf)
-			buf = nb
 		}
-		n, err := src.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
+		n, err := src.Read(dst)
+		if len(dst) > 0 && &dst[0] != &probe[0] {
+			buf = buf[:len(buf)+n]
+		}
 		switch {
 		case errors.Is(err, io.EOF):
 			return buf, reserved, nil
