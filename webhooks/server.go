@@ -121,7 +121,9 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
-	srv, err := serving.NewServer("webhook", s.WebhookMux(), s.opts.Limits)
+	// The mux the embedded server registers on; its WebhookMux is nil
+	// until the first Register.
+	srv, err := serving.NewServer("webhook", s.opts.WebhookMux, s.opts.Limits)
 	if err != nil {
 		return err
 	}
