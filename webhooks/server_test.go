@@ -326,3 +326,30 @@ func newTestManagerWith(t *testing.T, srv webhook.Server) manager.Manager {
 	}
 	return mgr
 }
+
+// TestIssue10Item6SilentTLSClient: a client that connects and never sends
+// its TLS ClientHello is disconnected after the header timeout, which
+// bounds the handshake too.
+func TestIssue10Item6SilentTLSClient(t *testing.T) {
+	l := testLimits()
+	l.ReadHeaderTimeout = 500 * time.Millisecond
+	srv := startServer(t, l)
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	closed := make(chan error, 1)
+	go func() {
+		_, err := conn.Read(make([]byte, 1))
+		closed <- err
+	}()
+	select {
+	case err := <-closed:
+		if err == nil {
+			t.Error("the server sent bytes to a client that sent none")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a silent client is still connected after 20 s (header timeout 500 ms)")
+	}
+}
