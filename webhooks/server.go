@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/serving"
 )
 
@@ -209,10 +210,9 @@ func (s reviewServer) Register(path string, hook http.Handler) {
 type reviewHandler struct{ wh *admission.Webhook }
 
 // MaxReviewBytes bounds a review's body when no server limit read it
-// first: the largest AdmissionReview the API server sends (an object and
-// its old version of at most 3 MiB each, and 1 MiB for the rest), the bound
-// controller-runtime chose too.
-const MaxReviewBytes = 7 << 20
+// first: the largest AdmissionReview the API server sends, the webhook
+// server's default limit too (config.MaxAdmissionReviewBytes says why).
+const MaxReviewBytes = config.MaxAdmissionReviewBytes
 
 var (
 	reviewV1      = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
