@@ -144,6 +144,7 @@ func (c *Configuration) Default() {
 	if m.MaxSeries == 0 {
 		m.MaxSeries = DefaultMaxSeries
 	}
+	c.Servers.Default()
 	for i := range c.Profiles {
 		c.Profiles[i].Default()
 	}
@@ -185,6 +186,7 @@ func (c *Configuration) validate() field.ErrorList {
 		}
 	}
 	errs = append(errs, validateWebhook(&c.Webhook, field.NewPath("webhook"))...)
+	errs = append(errs, validateServers(&c.Servers, c.Webhook.TimeoutSeconds, field.NewPath("servers"))...)
 
 	ap := field.NewPath("autoscaler")
 	if c.Autoscaler.PollingIntervalSeconds < 1 {

@@ -155,6 +155,7 @@ func TestDefault(t *testing.T) {
 		},
 		Autoscaler: Autoscaler{PollingIntervalSeconds: 15},
 		Metrics:    Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000},
+		Servers:    DefaultServers(),
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Default (-want +got):\n%s", diff)

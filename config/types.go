@@ -17,6 +17,8 @@ type Configuration struct {
 	Autoscaler Autoscaler `json:"autoscaler,omitempty"`
 	// Metrics configures the pod scraper and the embedded metrics store.
 	Metrics Metrics `json:"metrics,omitempty"`
+	// Servers bounds the webhook, metrics and probe servers (servers.go).
+	Servers Servers `json:"servers,omitempty"`
 }
 
 // Webhook configures admission.

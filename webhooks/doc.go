@@ -33,6 +33,13 @@
 // Webhook entries are named "<resource>.<version>.<group>", and
 // "scale.<resource>.<version>.<group>" for /scale.
 //
+// The HTTP side is this package's too (server.go): Setup serves every hook
+// with a strict AdmissionReview transport that answers what is not an API
+// server's review with an HTTP error (400 without request.uid, 405, 413,
+// 415) instead of controller-runtime's allowed answer, and NewServer is a
+// webhook server bounded by package serving (timeouts, body and in-flight
+// limits, HTTP/2 off unless asked for).
+//
 // Decisions where the contract is silent, for docs and reviewers:
 //
 //   - An object whose scaling fields cannot be read is allowed by the

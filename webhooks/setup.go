@@ -27,6 +27,9 @@ func Setup(mgr manager.Manager, views []*config.View) error {
 	if srv == nil {
 		return fmt.Errorf("set up webhooks: the manager has no webhook server; give it one in manager.Options.WebhookServer")
 	}
+	// A request that is not an API server's AdmissionReview gets an HTTP
+	// error, not an answer (server.go).
+	srv = strictReviews(srv)
 	seen := make(map[schema.GroupVersionResource]bool, len(views))
 	for _, v := range views {
 		gvr := v.GVR()

@@ -21,9 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/config"
@@ -46,6 +44,7 @@ type App struct {
 	direct  client.Client
 	rotator *certs.Rotator
 	synced  atomic.Bool
+	servers *servers
 }
 
 // New builds the manager and registers everything on it. Nothing talks to
@@ -62,18 +61,13 @@ func New(opts Options) (*App, error) {
 	a := &App{Views: views, opts: opts}
 	scheme := certs.NewScheme()
 
-	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr}
-	if !opts.Dev {
-		// Metrics and debug endpoints answer only callers the API server
-		// authenticates and authorizes (a TokenReview and a
-		// SubjectAccessReview per request), as kubebuilder projects do.
-		metricsOpts.SecureServing = true
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
 	mopts := ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        opts.ProbeAddr,
+		Scheme: scheme,
+		// scaleplane serves metrics and probes itself, within the limits
+		// of Config.Servers (servers.go); controller-runtime's servers
+		// cannot be bounded.
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.Namespace,
@@ -83,14 +77,19 @@ func New(opts Options) (*App, error) {
 		// controller reads off the API server.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
-	wc := opts.Config.Webhook
 	if !opts.NoWebhookServer {
-		mopts.WebhookServer = webhook.NewServer(webhook.Options{Host: wc.Host, Port: wc.Port, CertDir: wc.CertDir})
+		if mopts.WebhookServer, err = newWebhookServer(opts.Config); err != nil {
+			return nil, err
+		}
 	}
-	mgr, err := ctrl.NewManager(opts.RestConfig, mopts)
+	crm, err := ctrl.NewManager(opts.RestConfig, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("build manager: %w", err)
 	}
+	// Every package below registers its health checks and metrics-server
+	// handlers on scaleplane's own servers through it.
+	a.servers = newServers()
+	mgr := servedManager{Manager: crm, s: a.servers}
 	a.Manager = mgr
 	if a.direct, err = client.New(opts.RestConfig, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()}); err != nil {
 		return nil, fmt.Errorf("build client: %w", err)
@@ -165,13 +164,21 @@ func (a *App) cachesSynced(*http.Request) error {
 	return nil
 }
 
-// Run prepares what the webhook server needs before it may start (its
-// namespace, the webhook configurations, the serving certificate) and then
-// runs the manager until ctx ends.
+// Run binds the metrics and probe servers, prepares what the webhook
+// server needs before it may start (its namespace, the webhook
+// configurations, the serving certificate) and then runs the manager until
+// ctx ends.
 func (a *App) Run(ctx context.Context) error {
 	if err := a.checkKindsServed(); err != nil {
 		return err
 	}
+	// Bound before anything is written, so that a port in use fails the
+	// start while nothing needs undoing.
+	closeServers, err := a.serve()
+	if err != nil {
+		return err
+	}
+	defer closeServers()
 	if !a.opts.NoWebhookServer {
 		if err := a.prepareWebhooks(ctx); err != nil {
 			return err

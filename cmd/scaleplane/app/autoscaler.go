@@ -22,9 +22,9 @@ import (
 // /debug/promql/eval, /debug/store, /debug/autoscaler/... and /activity/....
 //
 // The endpoints are added with AddMetricsServerExtraHandler, which works
-// until the manager starts; the metrics server wraps every extra handler
-// with its FilterProvider (authentication and authorization outside dev),
-// exactly as it wraps /metrics.
+// until Run; the metrics server (servers.go) serves them behind the same
+// limits and, outside dev, the same authentication and authorization as
+// /metrics.
 func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) error {
 	cfg := opts.Config
 	store := promql.NewStore(promql.Options{
@@ -74,10 +74,9 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 
 	debug, err := promql.NewDebugHandler(store, eval, scraper, promql.DebugOptions{
 		Dev: opts.Dev,
-		// Outside dev the metrics server's FilterProvider wraps every
-		// extra handler (New sets it whenever Dev is false); filtering
-		// here again would cost a second TokenReview and
-		// SubjectAccessReview per request.
+		// Outside dev the metrics server authenticates and authorizes
+		// every request (servers.go); filtering here again would cost a
+		// second TokenReview and SubjectAccessReview per request.
 		Filter: filteredByMetricsServer,
 		Log:    mgr.GetLogger().WithName("debug"),
 	})

@@ -32,7 +32,8 @@ const (
 // says what to change.
 type Options struct {
 	// Config is the component configuration (profiles, webhook, autoscaler,
-	// metrics). Required; already defaulted and validated.
+	// metrics, and the servers' limits: timeouts, requests in flight, body
+	// sizes, HTTP/2). Required; already defaulted and validated.
 	Config *config.Configuration
 	// RestConfig reaches the API server. Required.
 	RestConfig *rest.Config
