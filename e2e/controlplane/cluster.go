@@ -247,9 +247,9 @@ func (c *Cluster) Processes() ([]Process, error) {
 		return nil, fmt.Errorf("list control-plane processes: %w", err)
 	}
 	if c.kcm != nil && c.kcm.Process != nil {
-		p, err := ReadProcess(c.kcm.Process.Pid)
+		p, err := readStarted(c.kcm.Process.Pid, c.kcm.Path, 10*time.Second)
 		if err != nil {
-			return nil, fmt.Errorf("read kube-controller-manager process: %w", err)
+			return nil, err
 		}
 		procs = append(procs, p)
 	}

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Process identifies one process beyond its pid, which the kernel hands out
@@ -63,6 +65,22 @@ func ReadProcess(pid int) (Process, error) {
 	p := Process{PID: pid, StartTime: st.startTime, BootID: boot, Cmdline: splitCmdline(cmdline)}
 	if len(p.Cmdline) > 0 {
 		p.Name = filepath.Base(p.Cmdline[0])
+	}
+	return p, nil
+}
+
+// readStarted reads the identity of a process just started with argv0 as
+// its first argument. For a moment after execve the kernel shows an empty
+// command line; a record taken then would never match the process again.
+func readStarted(pid int, argv0 string, timeout time.Duration) (Process, error) {
+	var p Process
+	var err error
+	poll := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		p, err = ReadProcess(pid)
+		return err == nil && len(p.Cmdline) > 0 && p.Cmdline[0] == argv0, nil
+	})
+	if poll != nil {
+		return Process{}, fmt.Errorf("read process %d (%s): %w", pid, argv0, errors.Join(err, poll))
 	}
 	return p, nil
 }

@@ -83,7 +83,7 @@ func TestIssue10Item7KillOnlyTheRecordedProcess(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	rec, err := ReadProcess(cmd.Process.Pid)
+	rec, err := readStarted(cmd.Process.Pid, "sleep", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
