@@ -105,7 +105,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	c = &Cluster{Dir: opts.Dir, launch: newLauncher()}
 	if c.Dir == "" {
-		if c.Dir, err = os.MkdirTemp("", "scaleplane-e2e-"); err != nil {
+		removeDeadTempDirs(os.TempDir())
+		if c.Dir, err = os.MkdirTemp("", tempPattern); err != nil {
 			c.launch.close()
 			return nil, fmt.Errorf("create data folder: %w", err)
 		}
@@ -117,6 +118,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
+	if c.ownDir {
+		if err := writeOwner(c.Dir); err != nil {
+			return nil, fmt.Errorf("record the data folder's owner: %w", err)
+		}
+	}
 	if c.shims, err = writeShims(c.Dir, BinaryDir(), os.Getpid()); err != nil {
 		return nil, err
 	}

@@ -158,10 +158,6 @@ func TestIssue10Item7KillNineLeavesNoControlPlane(t *testing.T) {
 	p := startDevIn(t, bin, env)
 	lines := p.waitFor(t, "Press Ctrl-C", 3*time.Minute)
 	procs := controlPlaneProcesses(t, p)
-	dataDir := dataFolderOf(t, lines)
-	if !strings.HasPrefix(dataDir, env.tmp) {
-		t.Fatalf("data folder %s is not in TMPDIR %s", dataDir, env.tmp)
-	}
 
 	killed := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -174,6 +170,10 @@ func TestIssue10Item7KillNineLeavesNoControlPlane(t *testing.T) {
 	})
 	t.Logf("kill -9 -> etcd, kube-apiserver and kube-controller-manager gone in %s", time.Since(killed).Round(100*time.Microsecond))
 	// What only the next start can remove: a kill runs no code of dev's.
+	dataDir := dataFolderOf(t, lines)
+	if !strings.HasPrefix(dataDir, env.tmp) {
+		t.Fatalf("data folder %s is not in TMPDIR %s", dataDir, env.tmp)
+	}
 	if _, err := os.Stat(filepath.Join(dataDir, "apiserver")); err != nil {
 		t.Fatalf("the killed run's credentials are not where the test expects them: %v", err)
 	}
