@@ -180,7 +180,38 @@ func (f *dataFolder) take(self controlplane.Process, log func(string)) error {
 		return fmt.Errorf("data folder %s: undo what a killed scaleplane dev left: %w", f.path, err)
 	}
 	f.state.CreatedFolder = st.CreatedFolder
+	if !st.Keep {
+		// A run without --keep was to leave nothing behind; killed, it
+		// could not. Its data is not this run's to start from.
+		if err := removeEntries(f.path); err != nil {
+			return err
+		}
+		log(fmt.Sprintf("removed what killed scaleplane dev (pid %d) left in %s", st.Owner.PID, f.path))
+		return nil
+	}
 	f.previous = &st
+	return nil
+}
+
+// removeEntries removes what dev made in a data folder, the state file
+// last, so that a kill halfway leaves a folder still recognisably dev's.
+func removeEntries(dir string) error {
+	var errs []error
+	for _, name := range folderEntries() {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clean data folder %s: %w", dir, err)
+	}
+	// Temporary files of a state write that a kill interrupted.
+	partial, _ := filepath.Glob(filepath.Join(dir, "."+devStateFile+".tmp-*"))
+	for _, name := range append(partial, filepath.Join(dir, devStateFile)) {
+		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("clean data folder %s: %w", dir, err)
+		}
+	}
 	return nil
 }
 
@@ -271,21 +302,8 @@ func (f *dataFolder) close() error {
 		f.state.Owner, f.state.Processes, f.state.Kubeconfig = nil, nil, nil
 		return f.save()
 	}
-	var errs []error
-	for _, name := range folderEntries() {
-		if err := os.RemoveAll(filepath.Join(f.path, name)); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("clean data folder %s: %w", f.path, err)
-	}
-	// Temporary files of a state write that a kill interrupted.
-	partial, _ := filepath.Glob(filepath.Join(f.path, "."+devStateFile+".tmp-*"))
-	for _, name := range append(partial, filepath.Join(f.path, devStateFile)) {
-		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("clean data folder %s: %w", f.path, err)
-		}
+	if err := removeEntries(f.path); err != nil {
+		return err
 	}
 	if !f.state.CreatedFolder {
 		return nil

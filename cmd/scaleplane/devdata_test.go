@@ -63,6 +63,8 @@ func TestIssue10Item6DataFolder(t *testing.T) {
 		// wantCreated and wantLeft (whether the folder exists after a
 		// normal exit) when it is taken.
 		wantCreated, wantLeft, wantPrevious bool
+		// afterOpen checks the folder once it is taken.
+		afterOpen func(t *testing.T, path string)
 	}{
 		{name: "missing", setup: func(_ *testing.T, root string) string { return filepath.Join(root, "new") }, wantCreated: true},
 		{name: "missing parent", setup: func(_ *testing.T, root string) string { return filepath.Join(root, "no", "new") }, wantErr: "create data folder"},
@@ -113,6 +115,20 @@ func TestIssue10Item6DataFolder(t *testing.T) {
 			writeState(t, dir, devState{CreatedFolder: false, Keep: true, Owner: &dead})
 			return dir
 		}, wantCreated: false, wantLeft: true, wantPrevious: true},
+		{name: "dev's, left by a killed run without --keep", setup: func(t *testing.T, root string) string {
+			dir := filepath.Join(root, "killed")
+			if err := os.MkdirAll(filepath.Join(dir, "etcd"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, "etcd", "member"), "old data", 0o600)
+			writeState(t, dir, devState{CreatedFolder: true, Owner: &dead, Webhooks: &webhookRecord{URL: "https://127.0.0.1:1"}})
+			return dir
+		}, wantCreated: true, afterOpen: func(t *testing.T, path string) {
+			// That run was to leave nothing; its data is not reused.
+			if _, err := os.Stat(filepath.Join(path, "etcd")); !os.IsNotExist(err) {
+				t.Errorf("the killed run's etcd data is still there: %v", err)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +153,9 @@ func TestIssue10Item6DataFolder(t *testing.T) {
 			}
 			if (f.previous != nil) != tt.wantPrevious {
 				t.Errorf("previous = %+v, want one: %v", f.previous, tt.wantPrevious)
+			}
+			if tt.afterOpen != nil {
+				tt.afterOpen(t, path)
 			}
 			st, ok, err := readState(path)
 			if err != nil || !ok || st.Owner == nil || !st.Owner.Same(me) {
