@@ -375,7 +375,7 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after the rename
+	defer func() { _ = os.Remove(tmp) }() // a no-op after the rename
 	err = errors.Join(func() error { _, err := f.Write(data); return err }(), f.Chmod(perm), f.Sync())
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -101,6 +101,9 @@ func readUserKubeconfig(path string, self controlplane.Process) (*userKubeconfig
 	info, err := os.Stat(k.target)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		if _, err := os.Lstat(k.target); err == nil {
+			return nil, fmt.Errorf("kubeconfig %s is a symbolic link to a missing file; fix the link or pass another --kubeconfig", path)
+		}
 		if _, err := os.Stat(filepath.Dir(k.target)); err != nil {
 			return nil, fmt.Errorf("kubeconfig %s: its folder does not exist; create it or pass another --kubeconfig: %w", path, err)
 		}
@@ -410,7 +413,7 @@ func (k *userKubeconfig) write(data []byte) error {
 		return fmt.Errorf("write kubeconfig %s: %w", k.path, err)
 	}
 	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after the rename
+	defer func() { _ = os.Remove(tmp) }() // a no-op after the rename
 	err = errors.Join(func() error { _, err := f.Write(data); return err }(), f.Chmod(k.mode))
 	if err == nil && k.uid >= 0 && (k.uid != os.Getuid() || k.gid != os.Getgid()) {
 		err = f.Chown(k.uid, k.gid)
@@ -448,6 +451,6 @@ func withKubeconfigLock(path string, f func() error) error {
 		return fmt.Errorf("lock kubeconfig %s: %s is held (by kubectl writing the file, or left by one that crashed: then remove it): %w", path, lock, err)
 	}
 	file.Close()
-	defer os.Remove(lock)
+	defer func() { _ = os.Remove(lock) }()
 	return f()
 }

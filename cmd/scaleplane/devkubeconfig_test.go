@@ -252,6 +252,15 @@ func TestIssue10Item6KubeconfigRefused(t *testing.T) {
 			t.Errorf("readUserKubeconfig of a folder = %v", err)
 		}
 	})
+	t.Run("dangling link", func(t *testing.T) {
+		link := filepath.Join(t.TempDir(), "config")
+		if err := os.Symlink("/nonexistent/config", link); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readUserKubeconfig(link, self(t)); err == nil || !strings.Contains(err.Error(), "symbolic link to a missing file") {
+			t.Errorf("readUserKubeconfig of a dangling link = %v", err)
+		}
+	})
 	t.Run("missing folder", func(t *testing.T) {
 		if _, err := readUserKubeconfig(filepath.Join(t.TempDir(), "nope", "config"), self(t)); err == nil || !strings.Contains(err.Error(), "folder does not exist") {
 			t.Errorf("readUserKubeconfig in a missing folder = %v", err)

@@ -110,7 +110,7 @@ func (p Process) Kill(timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("open pidfd of %s: %w", p, err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	q, err := ReadProcess(p.PID)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -131,7 +131,7 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after the rename
+	defer func() { _ = os.Remove(tmp) }() // a no-op after the rename
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
