@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -28,10 +30,10 @@ const ReadyLine = "scaleplane dev: ready"
 func devMain(args []string) int {
 	fs := flag.NewFlagSet("scaleplane dev", flag.ContinueOnError)
 	var (
-		kubeconfig = fs.String("kubeconfig", "./scaleplane-dev.kubeconfig", "where to write the kubeconfig of the embedded cluster")
-		keep       = fs.Bool("keep", false, "keep the data folder (etcd data, logs, kubeconfig) after exit")
+		kubeconfig = fs.String("kubeconfig", "./scaleplane-dev.kubeconfig", "kubeconfig to add the embedded cluster to: a new file is written and removed at exit; to an existing one a scaleplane-dev cluster, user and context are added (and made current) and removed at exit")
+		keep       = fs.Bool("keep", false, "keep the data folder (etcd data, logs, kubeconfig) after exit; a later start with --data-dir reuses it")
 		configPath = fs.String("config", "", "component configuration; default: the three sample profiles")
-		dataDir    = fs.String("data-dir", "", "data folder; default a new temporary folder")
+		dataDir    = fs.String("data-dir", "", "data folder: a new or empty folder, or one a previous dev made; default a new temporary folder")
 	)
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(fs)
@@ -42,7 +44,9 @@ func devMain(args []string) int {
 		return 2
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	ctx, cancel := signalContext()
+	// A closed terminal (SIGHUP) stops dev as Ctrl-C does, so it cleans
+	// up; a kill it cannot catch is undone by the next start.
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer cancel()
 	if err := dev(ctx, devOptions{kubeconfig: *kubeconfig, keep: *keep, configPath: *configPath, dataDir: *dataDir}); err != nil {
 		fmt.Fprintf(os.Stderr, "scaleplane dev: %v\n", err)
@@ -56,10 +60,18 @@ type devOptions struct {
 	keep                            bool
 }
 
+func devLog(msg string) { fmt.Println("scaleplane dev: " + msg) }
+
 // dev runs a control plane and scaleplane until ctx ends, then stops both
 // and removes what it made. Every exit path, including a failure halfway
-// through start-up, goes through the deferred stops: no etcd,
-// kube-apiserver or kube-controller-manager outlives it.
+// through start-up, goes through the deferred stops; a kill that skips
+// them (kill -9, OOM) takes the control plane with it through the
+// parent-death signal (see package controlplane), and the next start
+// undoes the rest from the state file in the data folder.
+//
+// It never deletes or overwrites what the user made: a non-empty data
+// folder it did not make is refused, and a kubeconfig the user has gets
+// entries added and removed again, never replaced.
 func dev(ctx context.Context, o devOptions) (err error) {
 	cfg := config.SampleConfiguration()
 	if o.configPath != "" {
@@ -67,29 +79,38 @@ func dev(ctx context.Context, o devOptions) (err error) {
 			return err
 		}
 	}
-	dir := o.dataDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "scaleplane-dev-"); err != nil {
-			return fmt.Errorf("create data folder: %w", err)
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create data folder: %w", err)
+	self, err := controlplane.Self()
+	if err != nil {
+		return fmt.Errorf("read own process: %w", err)
+	}
+	// Before this run adds anything: what killed runs left in their
+	// temporary folders (and in kubeconfig files) goes first. A failure
+	// here is reported and does not stop this run.
+	if err := cleanCrashedRuns(os.TempDir(), devLog); err != nil {
+		devLog(fmt.Sprintf("could not clean up after a killed run: %v", err))
+	}
+	folder, err := openDataFolder(o.dataDir, o.keep, self, devLog)
+	if err != nil {
+		return err
 	}
 	defer func() {
-		if o.keep {
-			fmt.Printf("scaleplane dev: data kept in %s\n", dir)
-			return
+		if closeErr := folder.close(); closeErr != nil {
+			err = errors.Join(err, closeErr)
+		} else if o.keep {
+			devLog("data kept in " + folder.path)
 		}
-		_ = os.RemoveAll(dir)
-		_ = os.Remove(o.kubeconfig)
 	}()
+	kc, err := readUserKubeconfig(o.kubeconfig, self)
+	if err != nil {
+		return err
+	}
 
 	crds, err := config.SampleCRDs()
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	cp, err := controlplane.Start(ctx, controlplane.Options{CRDs: crds, HPAController: true, Dir: dir})
+	cp, err := controlplane.Start(ctx, controlplane.Options{CRDs: crds, HPAController: true, Dir: folder.path})
 	if err != nil {
 		return err
 	}
@@ -99,12 +120,26 @@ func dev(ctx context.Context, o devOptions) (err error) {
 		}
 	}()
 	cpTime := time.Since(start)
-	data, err := os.ReadFile(cp.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("read kubeconfig: %w", err)
+	if folder.state.Processes, err = cp.Processes(); err != nil {
+		return err
 	}
-	if err := os.WriteFile(o.kubeconfig, data, 0o600); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
+	edit := kc.edit()
+	folder.state.Kubeconfig = &edit
+	if err := folder.save(); err != nil {
+		return err
+	}
+	if err := kc.add(cp.Kubeconfig, self); err != nil {
+		return err
+	}
+	defer func() {
+		if rmErr := kc.remove(self, edit); rmErr != nil {
+			err = errors.Join(err, rmErr)
+		}
+	}()
+	if folder.previous != nil {
+		if err := removeStaleWebhooks(ctx, cp.Client, folder.previous.Webhooks); err != nil {
+			return err
+		}
 	}
 
 	ports, err := freePorts(3)
@@ -113,14 +148,21 @@ func dev(ctx context.Context, o devOptions) (err error) {
 	}
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = ports[0]
-	cfg.Webhook.CertDir = filepath.Join(dir, "certs")
+	cfg.Webhook.CertDir = filepath.Join(folder.path, devCertsFolder)
+	webhookURL := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
 	probeAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
+	// Recorded before scaleplane creates them, so a kill at any point
+	// leaves none unrecorded.
+	folder.state.Webhooks = &webhookRecord{URL: webhookURL, Mutating: cfg.Webhook.MutatingConfigurationName, Validating: cfg.Webhook.ValidatingConfigurationName}
+	if err := folder.save(); err != nil {
+		return err
+	}
 	a, err := app.New(app.Options{
 		Config:      cfg,
 		RestConfig:  cp.Config,
 		CertMode:    app.CertSelfSigned,
-		WebhookURL:  "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		WebhookURL:  webhookURL,
 		WebhookIPs:  []string{"127.0.0.1"},
 		MetricsAddr: metricsAddr,
 		ProbeAddr:   probeAddr,
@@ -142,10 +184,10 @@ func dev(ctx context.Context, o devOptions) (err error) {
 	if err := waitReady(ctx, "http://"+probeAddr+"/readyz", appDone); err != nil {
 		return err
 	}
-	printReady(o.kubeconfig, cpTime, time.Since(start), metricsAddr)
+	printReady(readyInfo{kubeconfig: kc, edit: edit, dataDir: folder.path, keep: o.keep, cpTime: cpTime, total: time.Since(start), metricsAddr: metricsAddr})
 	select {
 	case <-ctx.Done():
-		fmt.Println("scaleplane dev: stopping")
+		devLog("stopping")
 		return nil
 	case err := <-appDone:
 		appDone <- err // for the deferred wait
@@ -178,10 +220,18 @@ func waitReady(ctx context.Context, url string, appDone chan error) error {
 	return nil
 }
 
-func printReady(kubeconfig string, cpTime, total time.Duration, metricsAddr string) {
-	abs, _ := filepath.Abs(kubeconfig)
+type readyInfo struct {
+	kubeconfig    *userKubeconfig
+	edit          kubeconfigEdit
+	dataDir       string
+	keep          bool
+	cpTime, total time.Duration
+	metricsAddr   string
+}
+
+func printReady(r readyInfo) {
 	bin, _ := filepath.Abs(controlplane.BinaryDir())
-	fmt.Printf("%s (control plane %s, total %s)\n", ReadyLine, cpTime.Round(time.Millisecond), total.Round(time.Millisecond))
+	fmt.Printf("%s (control plane %s, total %s)\n", ReadyLine, r.cpTime.Round(time.Millisecond), r.total.Round(time.Millisecond))
 	fmt.Printf(`
 In another terminal, from the repository root:
   $ export KUBECONFIG=%s PATH=%s:$PATH
@@ -195,8 +245,22 @@ In another terminal, from the repository root:
   $ kubectl get rcl,fn,wg
   $ kubectl apply -f config/samples/invalid-rackedcluster.yaml   # refused: every field path is named
 Debug endpoints: http://%s/debug/store
-Press Ctrl-C to stop; everything is removed (keep it with --keep).
-`, abs, bin, metricsAddr)
+`, r.kubeconfig.path, bin, r.metricsAddr)
+	if r.edit.CreatedFile {
+		fmt.Printf("Kubeconfig: %s, written for this run and removed at exit.\n", r.kubeconfig.path)
+	} else {
+		prev := "no context"
+		if r.edit.PreviousContext != "" {
+			prev = r.edit.PreviousContext
+		}
+		fmt.Printf("Kubeconfig: %s is yours: cluster, user and context %s were added to it and the context made current; at exit they are removed and %s is current again.\n", r.kubeconfig.path, devKubeconfigName, prev)
+	}
+	if r.keep {
+		fmt.Printf("Data folder: %s (etcd data, credentials, logs), kept at exit (--keep).\n", r.dataDir)
+	} else {
+		fmt.Printf("Data folder: %s (etcd data, credentials, logs), removed at exit (keep it with --keep).\n", r.dataDir)
+	}
+	fmt.Println("Press Ctrl-C to stop.")
 }
 
 // freePorts asks the kernel for n free loopback ports.

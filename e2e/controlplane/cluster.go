@@ -35,8 +35,9 @@ type Options struct {
 	// the framework makes (see Cluster.WebhookHost, WebhookPort, WebhookCertDir).
 	MutatingWebhooks   []*admissionv1.MutatingWebhookConfiguration
 	ValidatingWebhooks []*admissionv1.ValidatingWebhookConfiguration
-	// Dir keeps the data folder (kubeconfig, logs); empty means a new
-	// temporary folder removed by Stop.
+	// Dir is the data folder: etcd's data, the API server's certificates,
+	// the admin kubeconfig, logs (see DirEntries). Stop leaves a folder the
+	// caller gave; empty means a new temporary folder that Stop removes.
 	Dir string
 	// Out receives kube-controller-manager's output; nil discards it unless
 	// SCALEPLANE_E2E_VERBOSE is set.
@@ -69,6 +70,26 @@ type Cluster struct {
 	// status after our SIGTERM says nothing a test could act on.
 	kcmDone chan struct{}
 	ownDir  bool
+	// launch starts every process of the cluster (see launcher).
+	launch *launcher
+	// shims are the links envtest starts etcd and kube-apiserver through.
+	shims map[string]string
+}
+
+// Names of what a cluster creates in its data folder; DirEntries lists them
+// for a caller that must remove exactly what was made there.
+const (
+	etcdFolder           = "etcd"
+	apiServerFolder      = "apiserver"
+	webhookServingFolder = "webhook-serving"
+	kubeconfigFile       = "kubeconfig"
+	controllerManagerLog = "kube-controller-manager.log"
+)
+
+// DirEntries are the names Start creates in its data folder. The folder
+// also holds whatever the caller puts there.
+func DirEntries() []string {
+	return []string{shimFolder, etcdFolder, apiServerFolder, webhookServingFolder, kubeconfigFile, controllerManagerLog}
 }
 
 // Start brings up etcd and kube-apiserver (and kube-controller-manager when
@@ -82,9 +103,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := CheckBinaries(need...); err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: opts.Dir}
+	c = &Cluster{Dir: opts.Dir, launch: newLauncher()}
 	if c.Dir == "" {
-		if c.Dir, err = os.MkdirTemp("", "scaleplane-e2e-"); err != nil {
+		removeDeadTempDirs(os.TempDir())
+		if c.Dir, err = os.MkdirTemp("", tempPattern); err != nil {
+			c.launch.close()
 			return nil, fmt.Errorf("create data folder: %w", err)
 		}
 		c.ownDir = true
@@ -95,6 +118,26 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
+	if c.ownDir {
+		if err := writeOwner(c.Dir); err != nil {
+			return nil, fmt.Errorf("record the data folder's owner: %w", err)
+		}
+	}
+	if c.shims, err = writeShims(c.Dir, BinaryDir(), os.Getpid()); err != nil {
+		return nil, err
+	}
+	// The API server's certificates and its client CA (the key that signs
+	// admin credentials) are made fresh for every start, in the data folder
+	// rather than a temporary folder of envtest's own: a caller that
+	// removes the data folder removes every credential. envtest reuses a
+	// serving certificate it finds there without the CA that signed it.
+	certDir := filepath.Join(c.Dir, apiServerFolder)
+	if err := os.RemoveAll(certDir); err != nil {
+		return nil, fmt.Errorf("remove old API server certificates: %w", err)
+	}
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create API server certificate folder: %w", err)
+	}
 
 	crdPaths := opts.CRDPaths
 	if len(crdPaths) == 0 && len(opts.CRDs) == 0 {
@@ -107,14 +150,14 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := apiextensionsv1.AddToScheme(c.Scheme); err != nil {
 		return nil, fmt.Errorf("build scheme: %w", err)
 	}
-	c.env = &envtest.Environment{}
-	if opts.Dir != "" {
-		// A data folder the caller keeps (scaleplane dev --keep) holds etcd's
-		// data too, so the cluster can be inspected after exit.
-		c.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(c.Dir, "etcd")}
-	}
-	*c.env = envtest.Environment{
-		ControlPlane:          c.env.ControlPlane,
+	c.env = &envtest.Environment{
+		ControlPlane: envtest.ControlPlane{
+			// A data folder the caller keeps (scaleplane dev --keep) holds
+			// etcd's data too, so the cluster can be inspected after exit
+			// and started again on the same data.
+			Etcd:      &envtest.Etcd{Path: c.shims[EtcdBinary], DataDir: filepath.Join(c.Dir, etcdFolder)},
+			APIServer: &envtest.APIServer{Path: c.shims[APIServerBinary], CertDir: certDir},
+		},
 		BinaryAssetsDirectory: BinaryDir(),
 		CRDDirectoryPaths:     crdPaths,
 		CRDs:                  opts.CRDs,
@@ -128,10 +171,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		ControlPlaneStartTimeout: 90 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
-	// kubectl and kube-controller-manager are told where etcd's data is not
-	// at all; envtest keeps that in its own temporary folders and removes them.
-	if c.Config, err = c.env.Start(); err != nil {
+	c.launch.run(func() { c.Config, err = c.env.Start() })
+	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	if err := c.moveWebhookCerts(); err != nil {
+		return nil, err
 	}
 	c.Config.QPS, c.Config.Burst = 1000, 2000
 	c.WebhookHost = c.env.WebhookInstallOptions.LocalServingHost
@@ -150,16 +195,71 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("write admin kubeconfig: %w", err)
 	}
-	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	c.Kubeconfig = filepath.Join(c.Dir, kubeconfigFile)
 	if err := os.WriteFile(c.Kubeconfig, kubeconfig, 0o600); err != nil {
 		return nil, fmt.Errorf("write admin kubeconfig: %w", err)
 	}
 	if opts.HPAController {
-		if err := c.startControllerManager(opts.Out); err != nil {
+		c.launch.run(func() { err = c.startControllerManager(opts.Out) })
+		if err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// moveWebhookCerts moves the webhook serving key pair envtest always makes
+// in a temporary folder of its own into the data folder, so that nothing
+// with a key outlives the data folder. (Until it is moved, during Start, a
+// killed process leaves that folder behind.)
+func (c *Cluster) moveWebhookCerts() error {
+	opts := &c.env.WebhookInstallOptions
+	from, to := opts.LocalServingCertDir, filepath.Join(c.Dir, webhookServingFolder)
+	if from == "" || from == to {
+		return nil
+	}
+	if err := os.RemoveAll(to); err != nil {
+		return fmt.Errorf("remove old webhook serving certificates: %w", err)
+	}
+	if err := os.Mkdir(to, 0o700); err != nil {
+		return fmt.Errorf("create webhook serving certificate folder: %w", err)
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		data, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			return fmt.Errorf("move webhook serving certificates: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(to, name), data, 0o600); err != nil {
+			return fmt.Errorf("move webhook serving certificates: %w", err)
+		}
+	}
+	if err := os.RemoveAll(from); err != nil {
+		return fmt.Errorf("remove envtest's webhook serving certificates: %w", err)
+	}
+	opts.LocalServingCertDir = to
+	return nil
+}
+
+// Processes are the identities of the running control-plane programs
+// (etcd, kube-apiserver and, when started, kube-controller-manager), for a
+// caller that records them to clean up after a crash.
+func (c *Cluster) Processes() ([]Process, error) {
+	var argv0s []string
+	for _, link := range c.shims {
+		argv0s = append(argv0s, link)
+	}
+	procs, err := children(os.Getpid(), argv0s...)
+	if err != nil {
+		return nil, fmt.Errorf("list control-plane processes: %w", err)
+	}
+	if c.kcm != nil && c.kcm.Process != nil {
+		p, err := readStarted(c.kcm.Process.Pid, c.kcm.Path, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, p)
+	}
+	return procs, nil
 }
 
 // AddUser returns a rest.Config for a user in the given groups, for tests
@@ -175,7 +275,7 @@ func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
 }
 
 func (c *Cluster) startControllerManager(out *os.File) error {
-	logPath := filepath.Join(c.Dir, "kube-controller-manager.log")
+	logPath := filepath.Join(c.Dir, controllerManagerLog)
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("create controller-manager log: %w", err)
@@ -202,7 +302,8 @@ func (c *Cluster) startControllerManager(out *os.File) error {
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 	}
 	// The controller manager must not outlive the test binary or demo that
-	// started it, even when that process is killed.
+	// started it, even when that process is killed. Started on the
+	// launcher's thread, as the shims are (see launcher).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
@@ -238,6 +339,10 @@ func (c *Cluster) Stop() error {
 		}
 		c.env = nil
 	}
+	if c.launch != nil {
+		c.launch.close()
+		c.launch = nil
+	}
 	if c.ownDir && c.Dir != "" {
 		if err := os.RemoveAll(c.Dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove data folder: %w", err))
@@ -249,7 +354,7 @@ func (c *Cluster) Stop() error {
 // ControllerManagerLog returns what kube-controller-manager has logged, for
 // failure messages.
 func (c *Cluster) ControllerManagerLog() string {
-	data, _ := os.ReadFile(filepath.Join(c.Dir, "kube-controller-manager.log"))
+	data, _ := os.ReadFile(filepath.Join(c.Dir, controllerManagerLog))
 	return string(data)
 }
 

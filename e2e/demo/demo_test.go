@@ -44,10 +44,27 @@ type devProcess struct {
 	children map[int]string
 }
 
+// devEnv is where a dev process runs: its working folder (where the
+// default kubeconfig goes) and TMPDIR (where its temporary data folder goes,
+// and where it looks for the folders of killed runs). Empty means the
+// repository root and the test process's TMPDIR.
+type devEnv struct{ cwd, tmp string }
+
 func startDev(t *testing.T, bin string, args ...string) *devProcess {
+	t.Helper()
+	return startDevIn(t, bin, devEnv{}, args...)
+}
+
+func startDevIn(t *testing.T, bin string, env devEnv, args ...string) *devProcess {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"dev"}, args...)...)
 	cmd.Dir = framework.RepoRoot()
+	if env.cwd != "" {
+		cmd.Dir = env.cwd
+	}
+	if env.tmp != "" {
+		cmd.Env = append(os.Environ(), "TMPDIR="+env.tmp)
+	}
 	// An io.Pipe (not StdoutPipe) lets Wait run at once, so the test learns
 	// of an exit as soon as it happens.
 	stdout, pw := io.Pipe()
