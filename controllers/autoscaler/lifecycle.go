@@ -16,11 +16,12 @@ import (
 // A workload's memory from first sight to deletion, and the rules that keep
 // a worker from ever wedging on it.
 //
-// Locks, and the order they may be taken in. No path holds two of them at
-// once: each is taken, used on memory only and released before the next
-// is taken, so no order between them can deadlock, and none is held across
-// a call that may block (a scaler's Sample or Close, the API server, the
-// RESTMapper, an HTTP response, the wake channel):
+// Locks, in the order they may be taken. Today no path holds two of them
+// at once: each is taken, used on memory only and released before the
+// next, so nothing can wait on itself or in a cycle, and none is held
+// across a call that may block (a scaler's Sample or Close, the API server,
+// the RESTMapper, an HTTP response, the wake channel, the Prometheus
+// vectors' own locks). A path that ever needs two takes them top to bottom:
 //
 //   - liveAutoscalers.mu (metrics.go): the set of running autoscalers; the
 //     metrics collector copies it and releases it before reading any loop.
@@ -55,8 +56,10 @@ import (
 // to release its connection, and one whose Close ignores its context is
 // abandoned rather than holding the worker. Deleting twice finds nothing
 // the second time. Memory created for a name by someone other than the
-// reconciler (activity, a dependency signal) always comes with a queued
-// tick of that name, whose reconcile either keeps it or forgets it.
+// reconciler (activity, a dependency signal) comes with a queued tick of
+// that name, whose reconcile either keeps it or forgets it; only when the
+// wake channel is full or nobody drains it (a replica that is not the
+// leader) does it wait for the name's next event.
 
 // DefaultCloseTimeout bounds closing one workload's scalers.
 const DefaultCloseTimeout = 5 * time.Second
