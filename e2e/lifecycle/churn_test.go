@@ -61,6 +61,7 @@ const goroutineTolerance = 20
 // memory or in its metrics, and a new workload still scales on its
 // trigger.
 func TestIssue10Item4Churn(t *testing.T) {
+	began := time.Now()
 	n := churnWorkloads(t)
 	ns := cluster.Namespace(t)
 	port := exporter(t)
@@ -148,8 +149,9 @@ func TestIssue10Item4Churn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("churn: %d workloads (%d deleted after a tick of theirs wrote /scale) created, scaled and deleted in %s with %d at a time; "+
-		"goroutines %d before, %d after (tolerance %d); stuck workers %d; a new workload scaled to %d after it",
-		n, afterTick.Load(), churned.Round(time.Millisecond), churnConcurrency, baseline, after, goroutineTolerance, stuck, autoscaledTo)
+		"goroutines %d before, %d after (tolerance %d); stuck workers %d; a new workload scaled to %d after it; %s in all",
+		n, afterTick.Load(), churned.Round(time.Millisecond), churnConcurrency, baseline, after, goroutineTolerance, stuck, autoscaledTo,
+		time.Since(began).Round(time.Millisecond))
 }
 
 // churnOne is one workload's lifecycle. Every workload is created and
