@@ -1,7 +1,6 @@
 package autoscaler
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -38,8 +37,13 @@ type Options struct {
 	// expanded) whose source is "promql" when its scaler is built, so the
 	// embedded store requests the metric names before the first scrape.
 	OnTriggerQuery func(query string) error
-	// SampleTimeout bounds one trigger's sample. Default 10 s.
+	// SampleTimeout bounds one trigger's sample, also when the scaler
+	// ignores its context. Default 10 s.
 	SampleTimeout time.Duration
+	// CloseTimeout bounds closing a workload's scalers (deletion, changed
+	// triggers), also when a scaler ignores its context. Default
+	// DefaultCloseTimeout.
+	CloseTimeout time.Duration
 	// Tolerance and DownscaleStabilization are the process-wide HPA knobs
 	// (scaling.DecideInput); nil means the HPA's defaults.
 	Tolerance              *float64
@@ -69,6 +73,9 @@ func (o *Options) defaults() {
 	}
 	if o.SampleTimeout <= 0 {
 		o.SampleTimeout = 10 * time.Second
+	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = DefaultCloseTimeout
 	}
 	if o.HistoryLength <= 0 {
 		o.HistoryLength = DefaultHistoryLength
@@ -178,6 +185,9 @@ type kindLoop struct {
 	// wake enqueues a workload now (activity, dependencies); consumed by a
 	// source.Channel of the kind's controller.
 	wake chan event.GenericEvent
+
+	// running is the reconciles in flight (the worker gauges).
+	running inflight
 }
 
 func newKindLoop(a *Autoscaler, v *config.View) *kindLoop {
@@ -198,46 +208,6 @@ func (k *kindLoop) newObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(k.view.GVK())
 	return u
-}
-
-// lookup returns a workload's memory, nil when never seen.
-func (k *kindLoop) lookup(ns, name string) *workload {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	return k.workloads[types.NamespacedName{Namespace: ns, Name: name}]
-}
-
-// get returns a workload's memory, creating it.
-func (k *kindLoop) get(nn types.NamespacedName) *workload {
-	k.mu.RLock()
-	st := k.workloads[nn]
-	k.mu.RUnlock()
-	if st != nil {
-		return st
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if st = k.workloads[nn]; st == nil {
-		st = newWorkload(nn, k.a.opts.HistoryLength)
-		k.workloads[nn] = st
-	}
-	return st
-}
-
-// forget drops a deleted workload's memory, closes its scalers and removes
-// its metrics.
-func (k *kindLoop) forget(ctx context.Context, nn types.NamespacedName) {
-	k.mu.Lock()
-	st := k.workloads[nn]
-	delete(k.workloads, nn)
-	k.mu.Unlock()
-	if st == nil {
-		return
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.closeScalers(ctx)
-	k.deleteMetrics(st)
 }
 
 // enqueue asks for a tick of st now. At most one wake-up per workload is

@@ -38,21 +38,27 @@ type foreignFinder struct {
 
 // kedaServed says whether ScaledObjects are served, asking the RESTMapper
 // at most once per interval, so that installing KEDA later is noticed
-// without a restart and without a discovery call per tick.
+// without a restart and without a discovery call per tick. The lock is not
+// held while the mapper asks the API server: the other workers meanwhile
+// use the previous answer instead of queueing behind a slow discovery.
 func (f *foreignFinder) kedaServed() (bool, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.keda || (!f.checked.IsZero() && f.now().Sub(f.checked) < f.interval) {
-		return f.keda, nil
+		keda := f.keda
+		f.mu.Unlock()
+		return keda, nil
 	}
 	f.checked = f.now()
+	f.mu.Unlock()
 	if _, err := f.mapper.RESTMapping(controllers.ScaledObjectGVK.GroupKind(), controllers.ScaledObjectGVK.Version); err != nil {
 		if meta.IsNoMatchError(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("look up %s: %w", controllers.ScaledObjectGVK, err)
 	}
+	f.mu.Lock()
 	f.keda = true
+	f.mu.Unlock()
 	return true, nil
 }
 

@@ -36,7 +36,7 @@ func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling
 	if st.scalersFrom.matches(cfg.Triggers, k.a.opts.DefaultSource) && len(st.scalers) == len(cfg.Triggers) {
 		return
 	}
-	st.closeScalers(ctx)
+	k.closeScalers(ctx, st)
 	st.scalersFrom = newScalersKey(cfg.Triggers, k.a.opts.DefaultSource)
 	scrape := false
 	vars := k.scalerVars()
@@ -65,19 +65,6 @@ func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling
 	st.mu.Unlock()
 }
 
-// closeScalers releases the workload's scalers.
-func (st *workload) closeScalers(ctx context.Context) {
-	for _, b := range st.scalers {
-		if b.scaler != nil {
-			_ = b.scaler.Close(ctx)
-		}
-	}
-	st.scalers, st.scalersFrom = nil, nil
-	st.mu.Lock()
-	st.scrape = false
-	st.mu.Unlock()
-}
-
 // sample reads every trigger at the same now, as Decide expects.
 func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []scaling.TriggerResult {
 	out := make([]scaling.TriggerResult, len(st.scalers))
@@ -87,9 +74,7 @@ func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []sc
 			out[i].Err = b.err
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, k.a.opts.SampleTimeout)
-		out[i].Sample, out[i].Err = b.scaler.Sample(sctx, now)
-		cancel()
+		out[i].Sample, out[i].Err = k.sampleBounded(ctx, b.scaler, now)
 	}
 	return out
 }

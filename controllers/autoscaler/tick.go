@@ -31,6 +31,7 @@ const (
 // Reconcile is one workload's tick: get it, decide whether it is ours and
 // whether a tick is due, sample, decide, write.
 func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	defer k.running.end(k.running.begin(k.a.opts.Now()))
 	e := k.a.env.Load()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("kind", k.kind, "namespace", req.Namespace, "name", req.Name))
 	u := k.newObject()
@@ -59,7 +60,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 		return reconcile.Result{}, nil
 	}
 	if ok, why := manages(w, k.view.Layout(), k.defaultMetrics); !ok {
-		st.closeScalers(ctx)
+		k.closeScalers(ctx, st)
 		k.deleteMetrics(st)
 		st.publish(StateNotManaged, why, 0, nil)
 		return reconcile.Result{}, nil
@@ -187,9 +188,11 @@ func (k *kindLoop) dependencies(ctx context.Context, e *env, ns string, names []
 // wakes them at once when this workload is waking.
 func (k *kindLoop) signalDependencies(ns string, d scaling.Decision) {
 	for _, name := range d.SignalDependencies {
-		dep := k.get(types.NamespacedName{Namespace: ns, Name: name})
+		dep, created := k.getOrCreate(types.NamespacedName{Namespace: ns, Name: name})
 		dep.recordActivity(d.Time)
-		if d.Action == scaling.ActionWakeUp || d.Action == scaling.ActionWait {
+		// A memory created here is for a name no reconcile has seen, maybe
+		// one that does not exist: its tick keeps it or forgets it.
+		if created || d.Action == scaling.ActionWakeUp || d.Action == scaling.ActionWait {
 			k.enqueue(dep)
 		}
 	}
