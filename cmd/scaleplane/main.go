@@ -125,6 +125,12 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read kubeconfig %s: %w", kubeconfig, err)
 		}
+		// As ctrl.GetConfig does in a pod and with $KUBECONFIG: no
+		// client-side rate limit (API Priority and Fairness applies), rather
+		// than client-go's default of 5 requests/s for the whole manager.
+		if cfg.QPS == 0 {
+			cfg.QPS = -1
+		}
 		return cfg, nil
 	}
 	cfg, err := ctrl.GetConfig()

@@ -42,6 +42,10 @@ type Options struct {
 	// Out receives kube-controller-manager's output; nil discards it unless
 	// SCALEPLANE_E2E_VERBOSE is set.
 	Out *os.File
+	// APIServerFlags are extra kube-apiserver flags, name (without dashes)
+	// to value, set over envtest's defaults: for tests that need a feature
+	// of the real API server envtest leaves off (an egress selector, say).
+	APIServerFlags map[string]string
 }
 
 // Cluster is a running control plane.
@@ -170,6 +174,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		},
 		ControlPlaneStartTimeout: 90 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	for name, value := range opts.APIServerFlags {
+		c.env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	c.launch.run(func() { c.Config, err = c.env.Start() })
 	if err != nil {

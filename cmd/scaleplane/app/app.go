@@ -101,7 +101,10 @@ func New(opts Options) (*App, error) {
 	if err := mgr.AddReadyzCheck("informers", a.cachesSynced); err != nil {
 		return nil, fmt.Errorf("add readiness check: %w", err)
 	}
-	if err := mgr.Add(manager.RunnableFunc(a.waitForCaches)); err != nil {
+	// Every replica serves webhooks, so every replica must turn Ready: a
+	// plain RunnableFunc would wait for the leader lease, and a replica that
+	// is not the leader would never be an endpoint of the webhook Service.
+	if err := mgr.Add(everyReplica(a.waitForCaches)); err != nil {
 		return nil, fmt.Errorf("add cache watcher: %w", err)
 	}
 
@@ -148,6 +151,14 @@ func (a *App) certsOptions() certs.Options {
 	}
 	return o
 }
+
+// everyReplica is a runnable that runs on every replica, leader or not.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 func (a *App) waitForCaches(ctx context.Context) error {
 	if a.Manager.GetCache().WaitForCacheSync(ctx) {
