@@ -43,7 +43,11 @@ type ServerLimits struct {
 	// handler stopped by its deadline can still answer.
 	WriteTimeoutSeconds int32 `json:"writeTimeoutSeconds,omitempty"`
 	// IdleTimeoutSeconds closes a kept-alive connection that sends nothing
-	// for this long.
+	// for this long. The webhook server's default is longer than the API
+	// server's own idle-connection timeout (90 s, Go's transport default),
+	// so that the client always closes an idle connection first: a server
+	// that closes it just as the API server writes a review on it fails
+	// that call, and kube-apiserver does not retry admission calls.
 	IdleTimeoutSeconds int32 `json:"idleTimeoutSeconds,omitempty"`
 	// MaxInFlight is how many requests are handled at once; more are
 	// answered 429 with Retry-After at once (the API server's webhook client
@@ -79,7 +83,7 @@ func DefaultServers() Servers {
 	return Servers{
 		Webhook: ServerLimits{
 			ReadHeaderTimeoutSeconds: 10, ReadTimeoutSeconds: 15, HandlerTimeoutSeconds: 30, WriteTimeoutSeconds: 35,
-			IdleTimeoutSeconds: 90, MaxInFlight: 32, MaxRequestBodyBytes: MaxAdmissionReviewBytes, MaxBufferedBytes: 64 << 20,
+			IdleTimeoutSeconds: 120, MaxInFlight: 32, MaxRequestBodyBytes: MaxAdmissionReviewBytes, MaxBufferedBytes: 64 << 20,
 		},
 		Metrics: ServerLimits{
 			ReadHeaderTimeoutSeconds: 10, ReadTimeoutSeconds: 15, HandlerTimeoutSeconds: 30, WriteTimeoutSeconds: 35,
