@@ -20,8 +20,8 @@ import (
 // needs it. Profile paths lie under .spec (checked when the profile is
 // loaded) and the config annotation under .metadata.annotations, and
 // admission reads no status: so only the spec fields a view's paths start
-// with, and name, namespace, generation and annotations of metadata, are
-// decoded into u. Everything else (managedFields, status, the rest of the
+// with, and name, namespace, generation and (for a config in an
+// annotation) annotations of metadata, are decoded into u. Everything else (managedFields, status, the rest of the
 // spec) is skipped over and never built into maps. Objects written with
 // kubectl apply carry large managedFields and workloads large pod
 // templates; not decoding them is most of what makes a review cheap.
@@ -50,16 +50,30 @@ type decoder struct {
 	typ  reflect.Type
 }
 
-// metaFields are the metadata fields a view reads.
+// metaCore are the metadata fields every view reads.
+type metaCore struct {
+	Name       *string `json:"name"`
+	Namespace  *string `json:"namespace"`
+	Generation *int64  `json:"generation"`
+}
+
+// metaFields adds the annotations, for a view whose config is in one.
+// Other views leave them undecoded: objects written with kubectl apply
+// carry their whole spec again in an annotation.
 type metaFields struct {
-	Name        *string                `json:"name"`
-	Namespace   *string                `json:"namespace"`
-	Generation  *int64                 `json:"generation"`
+	metaCore
 	Annotations map[string]interface{} `json:"annotations"`
 }
 
+// metadata is what the decoded metadata turns into for the view.
+type metadata interface{ object() map[string]interface{} }
+
 func newDecoder(l scaling.Layout) *decoder {
 	d := &decoder{keys: specKeys(l)}
+	meta := reflect.TypeFor[*metaCore]()
+	if l.ConfigInAnnotation {
+		meta = reflect.TypeFor[*metaFields]()
+	}
 	specFields := make([]reflect.StructField, len(d.keys))
 	for i, k := range d.keys {
 		specFields[i] = reflect.StructField{
@@ -70,7 +84,7 @@ func newDecoder(l scaling.Layout) *decoder {
 	}
 	d.typ = reflect.StructOf([]reflect.StructField{
 		{Name: "Spec", Type: reflect.PointerTo(reflect.StructOf(specFields)), Tag: `json:"spec"`},
-		{Name: "Metadata", Type: reflect.TypeFor[*metaFields](), Tag: `json:"metadata"`},
+		{Name: "Metadata", Type: meta, Tag: `json:"metadata"`},
 	})
 	return d
 }
@@ -135,8 +149,8 @@ func (d *decoder) decode(raw []byte) (*object, error) {
 		}
 		o.u.Object["spec"] = m
 	}
-	if md := top.Elem().Field(1).Interface().(*metaFields); md != nil {
-		o.u.Object["metadata"] = md.object()
+	if md := top.Elem().Field(1); !md.IsNil() {
+		o.u.Object["metadata"] = md.Interface().(metadata).object()
 	}
 	return o, nil
 }
@@ -172,6 +186,14 @@ func (d *decoder) decodeLoosely(data []byte) (*object, error) {
 
 // object returns the metadata fields as unstructured values.
 func (f *metaFields) object() map[string]interface{} {
+	m := f.metaCore.object()
+	if f.Annotations != nil {
+		m["annotations"] = f.Annotations
+	}
+	return m
+}
+
+func (f *metaCore) object() map[string]interface{} {
 	m := make(map[string]interface{}, 4)
 	if f.Name != nil {
 		m["name"] = *f.Name
@@ -181,9 +203,6 @@ func (f *metaFields) object() map[string]interface{} {
 	}
 	if f.Generation != nil {
 		m["generation"] = *f.Generation
-	}
-	if f.Annotations != nil {
-		m["annotations"] = f.Annotations
 	}
 	return m
 }
