@@ -52,8 +52,9 @@ lint: ## gofmt, go vet, and golangci-lint when it installs
 	fi
 	@if [ -x bin/tools/golangci-lint ]; then bin/tools/golangci-lint run ./...; fi
 
-bench: tools ## benchmarks (ns/op, allocs/op, custom figures) and the 1000-workload controller scale test
+bench: tools ## benchmarks (ns/op, allocs/op, custom figures), create latency against no-op webhooks, and the 1000-workload controller scale test
 	$(GO) test -run '^$$' -bench . -benchmem ./scaling/... ./config/... ./webhooks/... ./promql/... ./controllers/...
+	$(GO) test -count=1 -timeout 20m -run '^$$' -bench CreateLatency -benchtime 300x ./e2e/admission/
 	SCALEPLANE_SCALE_TEST=1 $(GO) test -count=1 -timeout 20m -run 'Scale' -v ./e2e/controllers/ | grep -E '^(=== RUN|--- |\s+.*(scale|reconciled|peak|p50|p99))' || true
 
 verify: ## regenerate generated files (golden files, go.sum) and fail on a diff

@@ -10,32 +10,41 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// This file converts the scale config found at a spec path from its
-// unstructured form straight into a scaling.Config. A JSON round trip would
-// do the same job at several times the cost on every admission request; the
-// API machinery's converter is close in cost but reports type errors without
-// a path. Decoding follows encoding/json's rules (json tags, null leaves a
-// field unset, integral floats fill integer fields) except that field names
-// match case-sensitively, as in the API server.
+// This file is the one decoder of the scale config, wherever it is read:
+// validation, defaulting and the controllers all go through View.Read, and
+// an annotation's text through DecodeConfigJSON. The bytes of a config are
+// decoded once by sigs.k8s.io/json into unstructured form, as the API
+// server decodes a custom resource (case-sensitive, integers kept as int64,
+// the last of duplicate keys wins); the walker below turns that form into a
+// scaling.Config. It follows encoding/json's rules (json tags, null leaves
+// a field unset, integral floats fill integer fields, as the API server's
+// schema validation accepts them) and reports every type error at its path,
+// all of them at once, which a typed json.Unmarshal cannot (it stops at the
+// first, without the path). FuzzIssue10Item3DecodeDifferential holds it to
+// sigs.k8s.io/json's strict decoding of the same bytes.
 
-// decodeConfig decodes the scale config m found at root. Unknown fields are
-// ignored: at a spec path the CRD's structural schema has already pruned
-// what it does not know, and a schema that preserves unknown fields is the
-// CRD author's choice, not an error of the user's. ints, when not nil,
-// supplies the *int32 fields.
-func decodeConfig(m map[string]interface{}, root *field.Path, ints *int32Pool) (*scaling.Config, field.ErrorList) {
+// decodeConfig decodes the scale config m found at root. strict makes
+// unknown fields errors, as V9 wants for a config in an annotation; at a
+// spec path they are ignored, because the CRD's structural schema has
+// already pruned what it does not know, and a schema that preserves unknown
+// fields is the CRD author's choice, not an error of the user's. ints, when
+// not nil, supplies the *int32 fields.
+func decodeConfig(m map[string]interface{}, root *field.Path, strict bool, ints *int32Pool) (*scaling.Config, field.ErrorList) {
 	if ints == nil {
 		ints = &int32Pool{}
 	}
 	cfg := &scaling.Config{}
-	d := decoder{root: root, ints: ints, stack: make([]pathElem, 0, 16)}
+	d := decoder{root: root, strict: strict, ints: ints, stack: make([]pathElem, 0, 16)}
 	d.object(m, reflect.ValueOf(cfg).Elem())
 	if len(d.errs) > 0 {
 		return nil, d.errs
@@ -44,9 +53,10 @@ func decodeConfig(m map[string]interface{}, root *field.Path, ints *int32Pool) (
 }
 
 type decoder struct {
-	root *field.Path
-	errs field.ErrorList
-	ints *int32Pool
+	root   *field.Path
+	strict bool
+	errs   field.ErrorList
+	ints   *int32Pool
 	// stack is the path to the value being decoded. It turns into a
 	// field.Path only when an error is reported, so a config without errors
 	// costs no path allocations.
@@ -243,6 +253,8 @@ func (d *decoder) quantity(v interface{}, dst reflect.Value) {
 	var str string
 	switch n := v.(type) {
 	case string:
+		// Quantity.UnmarshalJSON trims the same way: this is the
+		// quantity's syntax, not JSON's whitespace.
 		str = strings.TrimSpace(n)
 	case float64:
 		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
@@ -313,15 +325,33 @@ func (d *decoder) unmarshaler(v interface{}, dst reflect.Value) {
 }
 
 // object decodes m into the struct dst, walking the struct's fields in
-// declaration order so that results and errors are deterministic.
+// declaration order so that results and errors are deterministic. In
+// strict mode every key that names no field is reported, sorted.
 func (d *decoder) object(m map[string]interface{}, dst reflect.Value) {
-	for _, f := range structInfoOf(dst.Type()).fields {
+	info := structInfoOf(dst.Type())
+	for _, f := range info.fields {
 		v, ok := m[f.name]
 		if !ok {
 			continue
 		}
 		d.push(pathElem{name: f.name})
 		d.value(v, dst.FieldByIndex(f.index))
+		d.pop()
+	}
+	if !d.strict {
+		return
+	}
+	var unknown []string
+	for k := range m {
+		if _, ok := info.names[k]; !ok {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		d.push(pathElem{name: k})
+		d.errs = append(d.errs, field.Invalid(d.path(), k,
+			fmt.Sprintf("unknown field %q; remove it or correct its spelling (field names are case-sensitive)", k)))
 		d.pop()
 	}
 }
@@ -365,6 +395,8 @@ type jsonField struct {
 // every value.
 type structInfo struct {
 	fields []jsonField
+	// names holds the fields' names, for strict mode's unknown fields.
+	names map[string]struct{}
 	// unmarshaler: the type has its own JSON form (metav1.Time, IntOrString
 	// and the like; Quantity has a fast path of its own).
 	unmarshaler bool
@@ -379,6 +411,10 @@ func structInfoOf(t reflect.Type) *structInfo {
 	info := &structInfo{
 		fields:      structFields(t),
 		unmarshaler: reflect.PointerTo(t).Implements(unmarshalerType),
+	}
+	info.names = make(map[string]struct{}, len(info.fields))
+	for _, f := range info.fields {
+		info.names[f.name] = struct{}{}
 	}
 	structCache.Store(t, info)
 	return info
@@ -421,4 +457,91 @@ func asFloat64(v interface{}) (float64, bool) {
 	}
 	i, ok := asInt64(v)
 	return float64(i), ok
+}
+
+// DecodeConfigJSON decodes a scale config held as JSON text, as in an
+// annotation, by the one decoder every config goes through, strictly (V9):
+// field names are case-sensitive, unknown fields are errors, and of a key
+// given twice the last wins, as in any object the API server decodes. Every
+// problem is reported at its path under path (the annotation), all of them
+// together. JSON's whitespace (space, tab, line feed, carriage return) is
+// the only space allowed around the config; text that is empty or only
+// that whitespace, and null, mean no config: (nil, nil).
+func DecodeConfigJSON(data []byte, path *field.Path) (*scaling.Config, field.ErrorList) {
+	return decodeConfigJSON(data, path, nil)
+}
+
+func decodeConfigJSON(data []byte, path *field.Path, ints *int32Pool) (*scaling.Config, field.ErrorList) {
+	m, err := parseConfigJSON(data, path)
+	if err != nil {
+		return nil, field.ErrorList{err}
+	}
+	if m == nil {
+		return nil, nil
+	}
+	return decodeConfig(m, path, true, ints)
+}
+
+// parseConfigJSON decodes the JSON text of a config into the unstructured
+// form that reading (decodeConfig) and writing (View.WriteSpec) both work
+// on, so that a config that could be read can always be written back. It
+// is nil for no config.
+func parseConfigJSON(data []byte, path *field.Path) (map[string]interface{}, *field.Error) {
+	if onlyJSONSpace(data) {
+		return nil, nil
+	}
+	var v interface{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &v); err != nil {
+		return nil, jsonError(data, err, path)
+	}
+	switch t := v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]interface{}:
+		return t, nil
+	}
+	return nil, field.Invalid(path, excerpt(data),
+		`must be a JSON object such as {"minReplicas":1,"maxReplicas":5}; remove the annotation for no scale config`)
+}
+
+// onlyJSONSpace reports whether data holds nothing but JSON whitespace.
+func onlyJSONSpace(data []byte) bool {
+	for _, c := range data {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonError turns a decoding error into one that says where and what to
+// change.
+func jsonError(data []byte, err error, path *field.Path) *field.Error {
+	ok, off := kjson.SyntaxErrorOffset(err)
+	if !ok {
+		// A number beyond float64, nesting beyond the decoder's limit.
+		return field.Invalid(path, excerpt(data), fmt.Sprintf("cannot be decoded: %v; fix the value", err))
+	}
+	// The offset is just past the character the scanner refused.
+	if at := int(off) - 1; at >= 0 && at < len(data) {
+		if r, _ := utf8.DecodeRune(data[at:]); r != utf8.RuneError && unicode.IsSpace(r) {
+			return field.Invalid(path, excerpt(data), fmt.Sprintf(
+				"is not valid JSON: it holds %U at byte %d, a space JSON does not allow; only spaces, tabs, line feeds and carriage returns may surround or separate JSON values, so remove it",
+				r, at))
+		}
+	}
+	return field.Invalid(path, excerpt(data), fmt.Sprintf("is not valid JSON (%v, at byte %d); fix the syntax", err, off))
+}
+
+// excerpt keeps bad values short in API responses.
+func excerpt(b []byte) string {
+	limit := 64
+	if len(b) <= limit {
+		return string(b)
+	}
+	// Cut on a rune boundary so the response stays valid UTF-8.
+	for limit > 0 && !utf8.RuneStart(b[limit]) {
+		limit--
+	}
+	return string(b[:limit]) + "..."
 }

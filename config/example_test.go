@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/scaleplane/scaleplane/config"
 )
@@ -78,4 +79,17 @@ func ExampleView_Read_errors() {
 	// Output:
 	// spec.replicas: Invalid value: "two": must be an integer, not a string
 	// spec.scaleConfig.minReplicas: Invalid value: 1.5: must be an integer, not a number
+}
+
+// A scale config held in an annotation is decoded strictly (V9), with
+// every problem at its path.
+func ExampleDecodeConfigJSON() {
+	path := field.NewPath("metadata", "annotations").Key("scaleplane.io/scale-config")
+	_, errs := config.DecodeConfigJSON([]byte(`{"minReplicas":"1","maxReplica":5}`), path)
+	for _, err := range errs {
+		fmt.Println(err)
+	}
+	// Output:
+	// metadata.annotations[scaleplane.io/scale-config].minReplicas: Invalid value: "1": must be an integer, not a string
+	// metadata.annotations[scaleplane.io/scale-config].maxReplica: Invalid value: "maxReplica": unknown field "maxReplica"; remove it or correct its spelling (field names are case-sensitive)
 }

@@ -37,7 +37,7 @@ func FuzzDecodeConfig(f *testing.F) {
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil || m == nil {
 			return
 		}
-		got, errs := decodeConfig(m, field.NewPath("spec", "scaleConfig"), nil)
+		got, errs := decodeConfig(m, field.NewPath("spec", "scaleConfig"), false, nil)
 		if len(errs) > 0 {
 			// Also spares the reference decoder quantities it would take
 			// minutes over.

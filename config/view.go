@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -205,7 +206,7 @@ func (v *View) readSpecConfig(r *reader) *scaling.Config {
 		r.add(field.Invalid(v.layout.ConfigPath, raw, fmt.Sprintf("must be an object, not %s", typeName(raw))))
 		return nil
 	}
-	cfg, errs := decodeConfig(m, v.layout.ConfigPath, &r.ints)
+	cfg, errs := decodeConfig(m, v.layout.ConfigPath, false, &r.ints)
 	for _, err := range errs {
 		r.add(err)
 	}
@@ -222,89 +223,14 @@ func (v *View) readAnnotationConfig(r *reader) *scaling.Config {
 		r.add(field.Invalid(v.layout.ConfigPath, raw, fmt.Sprintf("must be a string holding a JSON scale config, not %s", typeName(raw))))
 		return nil
 	}
+	// V9: strict, by the decoder writeAnnotationConfig parses it with too.
 	// An emptied annotation (kubectl annotate key=) means no config, as if
 	// the user had removed it.
-	if strings.TrimSpace(s) == "" {
-		return nil
-	}
-	if bad := hugeExponent(s); bad != "" {
-		r.add(field.Invalid(v.layout.ConfigPath, bad, fmt.Sprintf("holds a number with a decimal exponent beyond e-%d..e%d; write the value without it", maxQuantityExponent, maxQuantityExponent)))
-		return nil
-	}
-	// V9: strict, by the same decoder as every other JSON scale config.
-	cfg, errs := scaling.DecodeConfigJSON([]byte(s), v.layout.ConfigPath)
+	cfg, errs := decodeConfigJSON([]byte(s), v.layout.ConfigPath, &r.ints)
 	for _, err := range errs {
 		r.add(err)
 	}
 	return cfg
-}
-
-// hugeExponent returns the first number or string in the JSON text s whose
-// decimal exponent is out of bounds, or "". Decoding such a quantity takes
-// resource.ParseQuantity minutes (see maxQuantityExponent), and an
-// annotation is written by users, so it is refused before decoding. Invalid
-// JSON is left for the real decoder to report.
-func hugeExponent(s string) string {
-	if !mayHaveHugeExponent(s) {
-		return ""
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var doc interface{}
-	if dec.Decode(&doc) != nil {
-		return ""
-	}
-	var walk func(interface{}) string
-	walk = func(x interface{}) string {
-		switch t := x.(type) {
-		case map[string]interface{}:
-			for _, e := range t {
-				if bad := walk(e); bad != "" {
-					return bad
-				}
-			}
-		case []interface{}:
-			for _, e := range t {
-				if bad := walk(e); bad != "" {
-					return bad
-				}
-			}
-		case json.Number:
-			if !exponentOK(string(t)) {
-				return string(t)
-			}
-		case string:
-			if !exponentOK(strings.TrimSpace(t)) {
-				return t
-			}
-		}
-		return ""
-	}
-	return walk(doc)
-}
-
-// mayHaveHugeExponent is hugeExponent's cheap first look: a digit or dot,
-// then e or E, an optional sign and at least four digits. Configs almost
-// never match, which spares them a second decode.
-func mayHaveHugeExponent(s string) bool {
-	isDigit := func(c byte) bool { return c >= '0' && c <= '9' }
-	for i := 1; i < len(s); i++ {
-		if (s[i] != 'e' && s[i] != 'E') || !(isDigit(s[i-1]) || s[i-1] == '.') {
-			continue
-		}
-		j := i + 1
-		if j < len(s) && (s[j] == '-' || s[j] == '+') {
-			j++
-		}
-		k := j
-		for k < len(s) && isDigit(s[k]) {
-			k++
-		}
-		if k-j >= 4 {
-			return true
-		}
-	}
-	return false
 }
 
 func (v *View) readGroups(r *reader) []scaling.Group {
@@ -515,22 +441,13 @@ func setBounds(m map[string]interface{}, c *scaling.Config) bool {
 		if b.val == nil {
 			continue
 		}
-		if old, ok := jsonInt(m[b.key]); ok && old == int64(*b.val) {
+		if old, ok := asInt64(m[b.key]); ok && old == int64(*b.val) {
 			continue
 		}
 		m[b.key] = int64(*b.val)
 		changed = true
 	}
 	return changed
-}
-
-// jsonInt is asInt64 that also reads the json.Number of a decoded annotation.
-func jsonInt(v interface{}) (int64, bool) {
-	if n, ok := v.(json.Number); ok {
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return asInt64(v)
 }
 
 func (v *View) writeAnnotationConfig(obj map[string]interface{}, c *scaling.Config) error {
@@ -545,16 +462,15 @@ func (v *View) writeAnnotationConfig(obj map[string]interface{}, c *scaling.Conf
 		if !ok {
 			return fmt.Errorf("%s is %s, not a string", v.layout.ConfigPath, typeName(raw))
 		}
-		if strings.TrimSpace(s) != "" {
-			// UseNumber keeps the user's other numbers exactly as written.
-			dec := json.NewDecoder(strings.NewReader(s))
-			dec.UseNumber()
-			if err := dec.Decode(&m); err != nil {
-				return fmt.Errorf("%s is not a JSON object: %w", v.layout.ConfigPath, err)
-			}
-			if m == nil { // the annotation held null
-				m = map[string]interface{}{}
-			}
+		// The representation Read decoded, by the same decoder: what could
+		// be read can be written back, so defaulting never fails on what
+		// validation accepted (issue 10 item 5).
+		parsed, ferr := parseConfigJSON([]byte(s), v.layout.ConfigPath)
+		if ferr != nil {
+			return errors.New(ferr.Error())
+		}
+		if parsed != nil {
+			m = parsed
 		}
 	}
 	if !setBounds(m, c) && found {

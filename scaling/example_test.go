@@ -82,15 +82,6 @@ func ExampleValidate() {
 	// 0 warnings
 }
 
-// A scale config held in an annotation is decoded strictly (V9).
-func ExampleDecodeConfigJSON() {
-	path := field.NewPath("metadata", "annotations").Key("scaleplane.io/scale-config")
-	_, errs := scaling.DecodeConfigJSON([]byte(`{"minReplicas":1,"maxReplica":5}`), path)
-	fmt.Println(errs.ToAggregate())
-	// Output:
-	// metadata.annotations[scaleplane.io/scale-config]: Invalid value: "maxReplica": unknown field "maxReplica"; remove it or correct its spelling (field names are case-sensitive)
-}
-
 // After kubectl scale wrote 5 through /scale, the controller fans it out
 // (C1) in one write.
 func ExampleFanOut() {

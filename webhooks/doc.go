@@ -6,7 +6,10 @@
 // with the profiles.
 //
 // Handlers work on unstructured objects through a [config.View]: they
-// translate the request into a [scaling.Workload], let package scaling
+// decode the request's object as the API machinery does (sigs.k8s.io/json,
+// only the fields a view reads), read it with [config.View.Read], the one
+// decoder of the scale config that the controllers use too, so validation
+// and defaulting never disagree on what a config says; let package scaling
 // decide, and translate the answer back into a JSON patch or into one 422
 // Invalid that lists every field error. The patch is defined as the
 // jsonpatch diff of the decoded object before and after View.WriteSpec;

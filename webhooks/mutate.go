@@ -92,9 +92,6 @@ func patchResponse(ops []jsonpatch.JsonPatchOperation) admission.Response {
 // would give, without walking managedFields twice more. FuzzMutate applies
 // each patch to the whole object to prove it.
 func (h *mutator) diffPatch(obj *object, want scaling.Workload) admission.Response {
-	if err := obj.materialize(); err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("decode %s %q: %w", h.kind, obj.u.GetName(), err))
-	}
 	original, err := json.Marshal(obj.u.Object)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode %s %q: %w", h.kind, obj.u.GetName(), err))

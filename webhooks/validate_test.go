@@ -182,7 +182,7 @@ func TestValidate(t *testing.T) {
 		req: func() admission.Request {
 			return create(views[zonedDatabase], makeObj(zonedDatabase, "zdb").replicas(2).annotate(annotationKey, `{"minReplicas":2,"maxReplicas":2,"maxReplica":4}`))
 		},
-		want: []cause{{invalidValue, annotationCfg}},
+		want: []cause{{invalidValue, annotationCfg + ".maxReplica"}},
 	}, {
 		name: "a field of the wrong type",
 		kind: rackedCluster,

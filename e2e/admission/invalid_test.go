@@ -108,9 +108,13 @@ func TestInvalidObjects(t *testing.T) {
 		{"negative members", manifest{kind: "RackedCluster", spec: obj{"racks": racks("a", 1, "b", -1)}}, []string{"spec.racks[1].members"}},
 		{"rack without a name", manifest{kind: "RackedCluster", spec: obj{"racks": list{obj{"members": 1}}}}, []string{"spec.racks[0].name"}},
 		// The foreign kind: V1, V8 at its own paths, V9 in its annotation.
-		{"foreign: unknown field in the annotation config", zdb(obj{"topology": obj{"replicasPerZone": 2}}, `{"minReplicas":2,"maxReplicas":2,"maxReplica":4}`), []string{ann}},
+		{"foreign: unknown field in the annotation config", zdb(obj{"topology": obj{"replicasPerZone": 2}}, `{"minReplicas":2,"maxReplicas":2,"maxReplica":4}`), []string{ann + ".maxReplica"}},
 		{"foreign: annotation that is not JSON", zdb(nil, `{"minReplicas": 2`), []string{ann}},
-		{"foreign: annotation with a string count", zdb(nil, `{"minReplicas":"two"}`), []string{ann}},
+		{"foreign: annotation with a string count", zdb(nil, `{"minReplicas":"two"}`), []string{ann + ".minReplicas"}},
+		// Issue 10 item 5: validation used to trim this space and the
+		// mutating webhook then answered 500 (M2 rewrites the annotation).
+		{"foreign: annotation after a no-break space", zdb(obj{"topology": obj{"replicasPerZone": 3}}, "\u00a0{\"minReplicas\":2}"), []string{ann}},
+		{"foreign: annotation before a form feed", zdb(obj{"topology": obj{"replicasPerZone": 3}}, "{\"minReplicas\":2}\f"), []string{ann}},
 		{"foreign: annotation min above max", zdb(nil, `{"minReplicas":4,"maxReplicas":2}`), []string{ann + ".minReplicas"}},
 		{"foreign: annotation bad behavior", zdb(nil, `{"minReplicas":1,"maxReplicas":3,"behavior":{"scaleUp":{"selectPolicy":"Fastest"}}}`), []string{ann + ".behavior.scaleUp.selectPolicy"}},
 		{"foreign: duplicate zones", zdb(obj{"topology": obj{"zones": zones("eu-1", 1, "eu-1", 1)}}, ""), []string{"spec.topology.zones[1].zoneName"}},

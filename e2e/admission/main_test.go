@@ -48,18 +48,26 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)
 	}
-	mutating, validating := webhooks.Configurations(views, webhookConfig,
-		// The framework points every Service path at its local webhook
-		// server; the Service itself is never looked up.
-		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
-	code := framework.Run(m, framework.Options{
+	// The framework points every Service path at its local webhook server;
+	// the Service itself is never looked up.
+	service := webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443)
+	mutating, validating := webhooks.Configurations(views, webhookConfig, service)
+	opts := framework.Options{
 		CRDPaths: []string{
 			filepath.Join(framework.RepoRoot(), "config", "crd", "bases"),
 			filepath.Join("testdata", "crd"),
 		},
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
-	}, &cluster)
+	}
+	// The latency benchmark's controls: no-op webhooks of the same shape,
+	// served by the same webhook server, in namespaces of their own.
+	for _, side := range noopSides {
+		m, v := noopConfigurations(side, service)
+		opts.MutatingWebhooks = append(opts.MutatingWebhooks, m)
+		opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, v)
+	}
+	code := framework.Run(m, opts, &cluster)
 	os.Exit(code)
 }
 
@@ -83,7 +91,14 @@ func foreignProfile() config.Profile { return configtest.ZonedDatabase() }
 // it when the test ends: a manager left running holds connections that keep
 // kube-apiserver from stopping in time. Top-level tests run one at a time,
 // so the fixed serving port is never shared.
-func startWebhooks(t *testing.T) {
+func startWebhooks(t testing.TB) {
+	t.Helper()
+	startWebhooksWith(t, nil)
+}
+
+// startWebhooksWith is startWebhooks with more handlers on the same
+// webhook server, registered by extra before it starts.
+func startWebhooksWith(t testing.TB, extra func(*framework.Manager)) {
 	t.Helper()
 	m, err := cluster.NewManager(framework.ManagerOptions{})
 	if err != nil {
@@ -91,6 +106,9 @@ func startWebhooks(t *testing.T) {
 	}
 	if err := webhooks.Setup(m, views); err != nil {
 		t.Fatalf("set up webhooks: %v", err)
+	}
+	if extra != nil {
+		extra(m)
 	}
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatalf("start the webhook manager: %v", err)
