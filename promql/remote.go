@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -39,8 +38,11 @@ type RemoteOptions struct {
 	ServerName string
 	// Headers are sent with every query, e.g. X-Scope-OrgID for Mimir.
 	Headers map[string]string
-	// Timeout bounds one query, on the server and the client. Default 10 s.
-	Timeout time.Duration
+	// Limits are checked before a query is sent, so a trigger cannot make
+	// the server do what the embedded engine would refuse (length, depth,
+	// points per series); Limits.Timeout bounds one query, on the server
+	// and the client. Zero fields take the defaults of Limits.
+	Limits Limits
 	// RoundTripper replaces the transport built from the fields above.
 	RoundTripper http.RoundTripper
 }
@@ -49,8 +51,11 @@ type RemoteOptions struct {
 // through its HTTP query API. It implements Source with the same result
 // rules as the embedded Evaluator.
 type Remote struct {
-	api     v1.API
-	timeout time.Duration
+	api    v1.API
+	limits Limits
+	// checked remembers Limits.Check's answers: a trigger's query comes
+	// back every tick.
+	checked checkCache
 }
 
 // NewRemote validates opts and returns a client. Credentials in files are
@@ -60,9 +65,7 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("remote source URL %q: use an absolute http(s) URL such as http://prometheus.monitoring:9090", opts.URL)
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Second
-	}
+	opts.Limits = opts.Limits.WithDefaults()
 	rt := opts.RoundTripper
 	if rt == nil {
 		cfg := config.HTTPClientConfig{
@@ -94,11 +97,15 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote source %s: %w", opts.URL, err)
 	}
-	return &Remote{api: v1.NewAPI(c), timeout: opts.Timeout}, nil
+	return &Remote{api: v1.NewAPI(c), limits: opts.Limits}, nil
 }
 
-// Eval implements Source.
+// Eval implements Source. A query over the Limits is refused without being
+// sent.
 func (r *Remote) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
+	if err := r.checked.answer(query, r.limits.Check); err != nil {
+		return Result{}, err
+	}
 	expanded, err := Expand(query, vars)
 	if err != nil {
 		return Result{}, err
@@ -106,9 +113,9 @@ func (r *Remote) Eval(ctx context.Context, query string, at time.Time, vars map[
 	if at.IsZero() {
 		at = time.Now()
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
-	v, _, err := r.api.Query(ctx, expanded, at, v1.WithTimeout(r.timeout))
+	v, _, err := r.api.Query(ctx, expanded, at, v1.WithTimeout(r.limits.Timeout))
 	if err != nil {
 		var apiErr *v1.Error
 		if errors.As(err, &apiErr) && apiErr.Type == v1.ErrBadData {
@@ -151,30 +158,4 @@ func metricLabels(m model.Metric) labels.Labels {
 	}
 	b.Sort()
 	return b.Labels()
-}
-
-// Sources picks the Source of a trigger: a named one when the trigger names
-// it, otherwise Default (the embedded evaluator, or a global remote).
-type Sources struct {
-	Default Source
-	Named   map[string]Source
-}
-
-// Get returns the source called name, or Default for "".
-func (s Sources) Get(name string) (Source, error) {
-	if name == "" {
-		if s.Default == nil {
-			return nil, errors.New("no default metrics source configured")
-		}
-		return s.Default, nil
-	}
-	if src, ok := s.Named[name]; ok {
-		return src, nil
-	}
-	known := make([]string, 0, len(s.Named))
-	for n := range s.Named {
-		known = append(known, n)
-	}
-	sort.Strings(known)
-	return nil, fmt.Errorf("unknown metrics source %q; configured sources: %s", name, strings.Join(known, ", "))
 }

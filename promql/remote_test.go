@@ -11,8 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -138,26 +138,32 @@ func TestNewRemoteRejectsBadURL(t *testing.T) {
 	}
 }
 
-func TestSources(t *testing.T) {
-	def, other := &Evaluator{}, &Remote{timeout: time.Second}
-	s := Sources{Default: def, Named: map[string]Source{"thanos": other}}
-	tests := []struct {
-		name    string
-		want    Source
-		wantErr string
-	}{
-		{name: "", want: def},
-		{name: "thanos", want: other},
-		{name: "mimir", wantErr: `unknown metrics source "mimir"; configured sources: thanos`},
+// TestV10RemoteNotSent: a query over the limits is refused by Remote
+// without reaching the server, so a trigger cannot make a shared
+// Prometheus do what the embedded engine refuses.
+func TestV10RemoteNotSent(t *testing.T) {
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"scalar","result":[1732100300,"1"]}}`)
+	}))
+	defer srv.Close()
+	r, err := NewRemote(RemoteOptions{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		got, err := s.Get(tc.name)
-		gotErr := ""
-		if err != nil {
-			gotErr = err.Error()
+	for name, q := range hostileQueries {
+		_, err := r.Eval(context.Background(), q, evalAt, nil)
+		var le *LimitError
+		if !errors.As(err, &le) {
+			t.Errorf("%s: error = %v, want a *LimitError", name, err)
 		}
-		if got != tc.want || gotErr != tc.wantErr {
-			t.Errorf("Get(%q) = %v, %q; want %v, %q", tc.name, got, gotErr, tc.want, tc.wantErr)
-		}
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the server was asked %d queries over the limits, want 0", n)
+	}
+	if _, err := r.Eval(context.Background(), `scalar(x)`, evalAt, nil); err != nil || asked.Load() != 1 {
+		t.Errorf("a query within the limits: error %v after %d requests, want it sent once", err, asked.Load())
 	}
 }

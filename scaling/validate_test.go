@@ -361,6 +361,31 @@ func TestValidateTriggers(t *testing.T) {
 	})
 }
 
+// TestV10QueryCost: a trigger query over the cost bounds is refused at
+// admission at its field path, with the bound in the message (issue 10
+// items 1 and 2: these were admitted, and the first one's evaluation ran
+// the process out of memory).
+func TestV10QueryCost(t *testing.T) {
+	const t0 = "spec.scaleConfig.triggers[0].query"
+	q := func(query string) scaling.Workload { return ctWithTriggers(ctTrigger("rps", query, 1)) }
+	long := strings.Repeat("a + ", 30_000) + "a"
+	deep := strings.Repeat("(", 101) + "1" + strings.Repeat(")", 101)
+	runValidateCases(t, []validateCase{
+		{name: "V10 subquery over 10 years at 1ms", w: q(`max_over_time(sum(rate(x[5m]))[10y:1ms])`),
+			want: []ctErr{ctInvalid(t0, `max_over_time(sum(rate(x[5m]))[10y:1ms])`)}},
+		{name: "V10 subquery over a year at the default step", w: q(`max_over_time(up[1y:])`),
+			want: []ctErr{ctInvalid(t0, `max_over_time(up[1y:])`)}},
+		{name: "V10 120 KB query", w: q(long), want: []ctErr{ctInvalid(t0, long)}},
+		{name: "V10 nesting deeper than 100", w: q(deep), want: []ctErr{ctInvalid(t0, deep)}},
+		{name: "V10 valid subquery", w: q(`max_over_time(sum(rate(x[1m]))[10m:30s])`)},
+	})
+	got, _ := scaling.Validate(q(`max_over_time(sum(rate(x[5m]))[10y:1ms])`), ctLayout())
+	want := "points per series, over the limit of 11000"
+	if len(got) != 1 || !strings.Contains(got[0].Detail, want) {
+		t.Errorf("Validate = %v, want one error saying %q", got, want)
+	}
+}
+
 func TestValidateMetricsAndTriggers(t *testing.T) {
 	runValidateCases(t, []validateCase{
 		{name: "V6 metrics and triggers together", w: ctWithConfig(func(c *scaling.Config) {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/scaleplane/scaleplane/promql"
 )
 
 var triggerTypes = []string{string(TargetAverageValue), string(TargetValue)}
@@ -135,14 +137,24 @@ func (c *queryCache) put(q string, a queryAnswer) {
 	c.results[q] = a
 }
 
-// parseQuery parses q. Placeholders are replaced by a same-length
-// identifier so that the parser's line:column positions point into the
-// query the user wrote.
+// parseQuery checks q within the default query limits (V10, which also
+// parses it, placeholders filled in), then that it yields a number.
 func parseQuery(q string) error {
-	expr, err := promqlParser.ParseExpr(fillPlaceholders(q))
-	if err != nil {
+	if err := promql.Limits.Check(promql.Limits{}, q); err != nil {
+		var le *promql.LimitError
+		if errors.As(err, &le) {
+			return err
+		}
+		var qe *promql.QueryError
+		if errors.As(err, &qe) {
+			err = qe.Err
+		}
 		// The parser's message starts with line:column of the first
 		// problem.
+		return fmt.Errorf("must be valid PromQL: %s", err.Error())
+	}
+	expr, err := promqlParser.ParseExpr(promql.FillPlaceholders(q))
+	if err != nil {
 		return fmt.Errorf("must be valid PromQL: %s", err.Error())
 	}
 	switch expr.Type() {
@@ -153,30 +165,6 @@ func parseQuery(q string) error {
 	default:
 		return fmt.Errorf("must yield an instant vector or a scalar, not a %s; compute a number, e.g. sum(rate(requests_total[1m]))", expr.Type())
 	}
-}
-
-// fillPlaceholders replaces every ${...} in q with as many x characters:
-// valid as a metric name, a label value and a regular expression alike.
-func fillPlaceholders(q string) string {
-	if !strings.Contains(q, "${") {
-		return q
-	}
-	b := []byte(q)
-	for i := 0; i+1 < len(b); i++ {
-		if b[i] != '$' || b[i+1] != '{' {
-			continue
-		}
-		end := strings.IndexByte(q[i+2:], '}')
-		if end < 0 {
-			break
-		}
-		end += i + 2
-		for j := i; j <= end; j++ {
-			b[j] = 'x'
-		}
-		i = end
-	}
-	return string(b)
 }
 
 // validateIdle is V7 for scale-to-zero settings; maxReplicas is the

@@ -40,6 +40,10 @@ type Options struct {
 	OnTriggerQuery func(query string) error
 	// SampleTimeout bounds one trigger's sample. Default 10 s.
 	SampleTimeout time.Duration
+	// TickTimeout bounds the samples of all triggers of one workload in
+	// one tick, so a workload with many slow triggers holds a worker for
+	// one budget, not one timeout per trigger. Default 15 s.
+	TickTimeout time.Duration
 	// Tolerance and DownscaleStabilization are the process-wide HPA knobs
 	// (scaling.DecideInput); nil means the HPA's defaults.
 	Tolerance              *float64
@@ -69,6 +73,9 @@ func (o *Options) defaults() {
 	}
 	if o.SampleTimeout <= 0 {
 		o.SampleTimeout = 10 * time.Second
+	}
+	if o.TickTimeout <= 0 {
+		o.TickTimeout = 15 * time.Second
 	}
 	if o.HistoryLength <= 0 {
 		o.HistoryLength = DefaultHistoryLength

@@ -78,16 +78,25 @@ func (st *workload) closeScalers(ctx context.Context) {
 	st.mu.Unlock()
 }
 
-// sample reads every trigger at the same now, as Decide expects.
+// sample reads every trigger at the same now, as Decide expects. All
+// samples of the tick share Options.TickTimeout (V10): once it is spent,
+// the triggers not read yet have no value on this tick, which keeps the
+// count as any invalid trigger does.
 func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []scaling.TriggerResult {
 	out := make([]scaling.TriggerResult, len(st.scalers))
+	tick, cancelTick := context.WithTimeout(ctx, k.a.opts.TickTimeout)
+	defer cancelTick()
 	for i, b := range st.scalers {
 		out[i].Name = b.name
-		if b.err != nil {
+		switch {
+		case b.err != nil:
 			out[i].Err = b.err
 			continue
+		case tick.Err() != nil && ctx.Err() == nil:
+			out[i].Err = fmt.Errorf("not read: the tick's %v for all triggers was spent on the triggers before it; make them faster or raise autoscaler.queries.tickTimeoutSeconds", k.a.opts.TickTimeout)
+			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, k.a.opts.SampleTimeout)
+		sctx, cancel := context.WithTimeout(tick, k.a.opts.SampleTimeout)
 		out[i].Sample, out[i].Err = b.scaler.Sample(sctx, now)
 		cancel()
 	}

@@ -209,3 +209,46 @@ func benchmarkTick(b *testing.B, n int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/workload")
 }
+
+// blockingScaler reads nothing until its context ends, like a remote
+// server that never answers.
+type blockingScaler struct{}
+
+func (blockingScaler) Metric() scaling.ScalerMetric { return scaling.ScalerMetric{} }
+func (blockingScaler) Sample(ctx context.Context, _ time.Time) (scaling.Sample, error) {
+	<-ctx.Done()
+	return scaling.Sample{}, ctx.Err()
+}
+func (blockingScaler) Close(context.Context) error { return nil }
+
+// TestV10TickTimeout: the triggers of one workload share one budget per
+// tick. With three triggers that never answer and a per-sample timeout of
+// an hour, the tick ends when the budget is spent: the first trigger fails
+// with the deadline, the others are not read, and the count is kept.
+func TestV10TickTimeout(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	scaling.RegisterScaler("blocking", func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) { return blockingScaler{}, nil })
+	a, err := New(Options{Views: sampleViews(t), Now: func() time.Time { return now }, SampleTimeout: time.Hour, TickTimeout: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := a.byResource["rackedclusters"]
+	c := &scaling.Config{MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(5))}
+	for _, name := range []string{"a", "b", "c"} {
+		c.Triggers = append(c.Triggers, scaling.Trigger{Name: name, Type: scaling.TargetAverageValue, Threshold: 1, Source: "blocking"})
+	}
+	st := newWorkload(types.NamespacedName{Namespace: "shop", Name: "cart"}, 0)
+	d := k.decide(context.Background(), nil, st, scaling.Workload{Replicas: ptr(int32(2)), Config: c}, now, time.Time{})
+	var got []string
+	for _, tr := range d.Triggers {
+		got = append(got, tr.Problem)
+	}
+	notRead := "not read: the tick's 10ms for all triggers was spent on the triggers before it; make them faster or raise autoscaler.queries.tickTimeoutSeconds"
+	want := []string{"context deadline exceeded", notRead, notRead}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trigger errors (-want +got):\n%s", diff)
+	}
+	if d.Desired != 2 {
+		t.Errorf("desired = %d, want the current 2 kept", d.Desired)
+	}
+}

@@ -31,11 +31,12 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 		Retention: seconds(cfg.Metrics.RetentionSeconds),
 		MaxSeries: cfg.Metrics.MaxSeries,
 	})
-	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{})
+	limits := queryLimits(cfg)
+	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits})
 	defaultSource := scaling.SourcePromQL
 	var remote promql.Source
 	if url := cfg.Autoscaler.PrometheusURL; url != "" {
-		r, err := promql.NewRemote(promql.RemoteOptions{URL: url})
+		r, err := promql.NewRemote(promql.RemoteOptions{URL: url, Limits: limits})
 		if err != nil {
 			return fmt.Errorf("autoscaler.prometheusURL: %w", err)
 		}
@@ -48,6 +49,8 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 	as, err := autoscaler.New(autoscaler.Options{
 		Views:           views,
 		PollingInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
+		SampleTimeout:   limits.Timeout,
+		TickTimeout:     seconds(cfg.Autoscaler.Queries.TickTimeoutSeconds),
 		DefaultSource:   defaultSource,
 		OnTriggerQuery:  store.RequestQuery,
 		// Several managers in one process (tests) need distinct names.
@@ -80,6 +83,7 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 		// SubjectAccessReview per request.
 		Filter: filteredByMetricsServer,
 		Log:    mgr.GetLogger().WithName("debug"),
+		Limits: limits,
 	})
 	if err != nil {
 		return fmt.Errorf("debug endpoints: %w", err)
@@ -96,6 +100,21 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 		}
 	}
 	return nil
+}
+
+// queryLimits are the bounds of trigger queries (V10) the configuration
+// sets; a range selector's points are counted at the scrape interval.
+func queryLimits(cfg *config.Configuration) promql.Limits {
+	q := cfg.Autoscaler.Queries
+	return promql.Limits{
+		MaxQueryLength:     q.MaxLength,
+		MaxDepth:           q.MaxDepth,
+		MaxPointsPerSeries: q.MaxPointsPerSeries,
+		MaxRegexSize:       q.MaxRegexSize,
+		MaxSamples:         q.MaxSamples,
+		Timeout:            seconds(q.TimeoutSeconds),
+		ScrapeInterval:     seconds(cfg.Metrics.ScrapeIntervalSeconds),
+	}.WithDefaults()
 }
 
 // filteredByMetricsServer is the identity filter: the handler it is given
