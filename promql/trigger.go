@@ -50,9 +50,9 @@ func NewTriggerChecker(l Limits) *TriggerChecker {
 func (c *TriggerChecker) Limits() Limits { return c.limits }
 
 // Check returns nil for a query a trigger may use, or an error whose
-// message says what to change: a *LimitError, or a *QueryError for an
-// unknown placeholder, a query that does not parse or one that does not
-// yield a number.
+// message says what to change, for an admission response: a *LimitError
+// for a bound, or a plain error for an unknown placeholder, a query that
+// does not parse or one that does not yield a number.
 func (c *TriggerChecker) Check(query string) error {
 	return c.cache.answer(query, c.check)
 }
@@ -64,21 +64,27 @@ func (c *TriggerChecker) check(query string) error {
 	if _, err := Expand(query, sampleVars); err != nil {
 		var qe *QueryError
 		if errors.As(err, &qe) {
-			qe.Query = query
+			return qe.Err
 		}
 		return err
 	}
 	expr, err := c.limits.check(query)
-	if err != nil {
+	var qe *QueryError
+	switch {
+	case errors.As(err, &qe):
+		// The parser's message starts with line:column of the first
+		// problem, in the query as written.
+		return fmt.Errorf("must be valid PromQL: %w", qe.Err)
+	case err != nil:
 		return err
 	}
 	switch expr.Type() {
 	case parser.ValueTypeScalar, parser.ValueTypeVector:
 		return nil
 	case parser.ValueTypeMatrix:
-		return &QueryError{Query: query, Start: -1, End: -1, Err: errors.New("must yield an instant vector or a scalar, not a range vector; wrap it in a function such as rate(...) or avg_over_time(...)")}
+		return errors.New("must yield an instant vector or a scalar, not a range vector; wrap it in a function such as rate(...) or avg_over_time(...)")
 	default:
-		return &QueryError{Query: query, Start: -1, End: -1, Err: fmt.Errorf("must yield an instant vector or a scalar, not a %s; compute a number, e.g. sum(rate(requests_total[1m]))", expr.Type())}
+		return fmt.Errorf("must yield an instant vector or a scalar, not a %s; compute a number, e.g. sum(rate(requests_total[1m]))", expr.Type())
 	}
 }
 

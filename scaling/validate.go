@@ -6,9 +6,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Validate applies the validating admission rules V1–V8 to w (the object
-// after mutation) and returns every problem at its exact field path, plus the
-// W1–W2 warnings as sentences for the admission response. No rule depends
+// Validate applies the validating admission rules V1–V8, V10 and V11 to w
+// (the object after mutation) and returns every problem at its exact field
+// path, plus the W1–W2 warnings as sentences for the admission response.
+// sources are the trigger sources the autoscaler can build: a trigger is
+// checked against the one it names (V11), which checks what only it reads
+// (V10 for queries); nil or empty sources refuse every trigger. No rule depends
 // on the stored object: ratcheting (letting an UPDATE keep problems the
 // stored object already had) is the validating webhook's policy, which
 // compares the scaling fields of old and new as a whole.
@@ -18,13 +21,13 @@ import (
 // defaults, so that Validate and the controllers agree on what it means.
 // V9 (strict JSON for an annotation) happens when the profile decodes the
 // annotation, with [DecodeConfigJSON].
-func Validate(w Workload, l Layout) (field.ErrorList, []string) {
+func Validate(w Workload, l Layout, sources *Sources) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	errs = append(errs, validateReplicas(w.Replicas, l)...)
 	// The rules and the warnings read the same effective config.
 	eff := effectiveConfig(w)
 	if w.Config != nil {
-		errs = append(errs, validateConfig(w.Config, eff, l)...)
+		errs = append(errs, validateConfig(w.Config, eff, l, sources)...)
 	}
 	errs = append(errs, validateGroups(w.Groups, l)...)
 	return errs, warnings(w.Replicas, eff, l)
@@ -70,7 +73,7 @@ func validateReplicas(r *int32, l Layout) field.ErrorList {
 }
 
 // validateConfig is V2–V7 for a present config c; eff is c with M2 applied.
-func validateConfig(c, eff *Config, l Layout) field.ErrorList {
+func validateConfig(c, eff *Config, l Layout, sources *Sources) field.ErrorList {
 	p := configPath(l)
 	var errs field.ErrorList
 	errs = append(errs, validateBounds(c, eff, l, p)...)
@@ -78,7 +81,7 @@ func validateConfig(c, eff *Config, l Layout) field.ErrorList {
 		errs = append(errs, validateMetric(c.Metrics[i], func() *field.Path { return p.Child("metrics").Index(i) })...)
 	}
 	errs = append(errs, validateBehavior(c.Behavior, func() *field.Path { return p.Child("behavior") })...)
-	errs = append(errs, validateTriggers(c.Triggers, func() *field.Path { return p.Child("triggers") })...)
+	errs = append(errs, validateTriggers(c.Triggers, func() *field.Path { return p.Child("triggers") }, sources)...)
 	if len(c.Metrics) > 0 && len(c.Triggers) > 0 {
 		errs = append(errs, field.Forbidden(p.Child("triggers"),
 			"may not be set together with metrics: an HPA and scaleplane's autoscaler would fight over replicas; keep either metrics or triggers"))

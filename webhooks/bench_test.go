@@ -109,7 +109,7 @@ func BenchmarkMutate(b *testing.B) {
 // included) and refused with a 422 for "invalid".
 func BenchmarkValidate(b *testing.B) {
 	view := testViews(b)[rackedCluster]
-	h := NewValidator(view)
+	h := NewValidator(view, testSources())
 	old := benchObjects()["metrics"]
 	for name, o := range benchObjects() {
 		b.Run(name, func(b *testing.B) {

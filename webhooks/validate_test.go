@@ -275,7 +275,7 @@ func TestValidate(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := NewValidator(views[tc.kind]).Handle(context.Background(), tc.req())
+			resp := NewValidator(views[tc.kind], testSources()).Handle(context.Background(), tc.req())
 			if len(resp.Patches) > 0 || resp.PatchType != nil {
 				t.Errorf("a validating response carries a patch: %+v", resp.Patches)
 			}

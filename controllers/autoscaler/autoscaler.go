@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -30,10 +31,10 @@ type Options struct {
 	// PollingInterval is the tick period of workloads whose config sets no
 	// pollingIntervalSeconds. Default 15 s (config.Autoscaler).
 	PollingInterval time.Duration
-	// DefaultSource is the scaler source of triggers that name none.
-	// Default "promql" (the embedded store); "prometheus" when a remote
-	// server is configured as the default.
-	DefaultSource string
+	// Sources build the triggers' scalers; triggers naming none use
+	// Sources.Default(). Required: give the webhook the same value
+	// (NewSources builds the usual ones).
+	Sources *scaling.Sources
 	// OnTriggerQuery is called with every trigger query (placeholders
 	// expanded) whose source is "promql" when its scaler is built, so the
 	// embedded store requests the metric names before the first scrape.
@@ -67,9 +68,6 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.PollingInterval <= 0 {
 		o.PollingInterval = time.Duration(config.DefaultPollingIntervalSeconds) * time.Second
-	}
-	if o.DefaultSource == "" {
-		o.DefaultSource = scaling.SourcePromQL
 	}
 	if o.SampleTimeout <= 0 {
 		o.SampleTimeout = 10 * time.Second
@@ -118,6 +116,9 @@ type env struct {
 // New validates opts and builds the autoscaler; nothing runs until the
 // manager starts.
 func New(opts Options) (*Autoscaler, error) {
+	if opts.Sources == nil {
+		return nil, errors.New("new autoscaler: Options.Sources is required; build them with NewSources and give the webhook the same value")
+	}
 	opts.defaults()
 	a := &Autoscaler{opts: opts, byResource: map[string]*kindLoop{}}
 	seen := map[schema.GroupVersionKind]bool{}

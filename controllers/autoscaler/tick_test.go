@@ -40,8 +40,8 @@ func fillStore(t testing.TB, s *promql.Store, ns string, names []string, rps, qu
 func newStoreAutoscaler(t testing.TB, now time.Time) (*Autoscaler, *promql.Store) {
 	t.Helper()
 	store := promql.NewStore(promql.Options{Now: func() time.Time { return now }})
-	RegisterSources(promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }}), nil)
-	a, err := New(Options{Views: sampleViews(t), Now: func() time.Time { return now }, OnTriggerQuery: store.RequestQuery})
+	sources := testSources(t, promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }}))
+	a, err := New(Options{Views: sampleViews(t), Sources: sources, Now: func() time.Time { return now }, OnTriggerQuery: store.RequestQuery})
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
@@ -110,11 +110,13 @@ func TestDecideSamplesTheStore(t *testing.T) {
 func TestScalersRebuiltOnlyWhenTriggersChange(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	built := 0
-	scaling.RegisterScaler("counting", func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) {
+	a, _ := newStoreAutoscaler(t, now)
+	if err := a.opts.Sources.Register("counting", scaling.Source{New: func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) {
 		built++
 		return constScaler{}, nil
-	})
-	a, _ := newStoreAutoscaler(t, now)
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	k := a.byResource["rackedclusters"]
 	st := newWorkload(types.NamespacedName{Namespace: "shop", Name: "cart"}, 0)
 	c := &scaling.Config{MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(5)),
@@ -227,8 +229,7 @@ func (blockingScaler) Close(context.Context) error { return nil }
 // with the deadline, the others are not read, and the count is kept.
 func TestV10TickTimeout(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	scaling.RegisterScaler("blocking", func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) { return blockingScaler{}, nil })
-	a, err := New(Options{Views: sampleViews(t), Now: func() time.Time { return now }, SampleTimeout: time.Hour, TickTimeout: 10 * time.Millisecond})
+	a, err := New(Options{Views: sampleViews(t), Sources: testSources(t, nil), Now: func() time.Time { return now }, SampleTimeout: time.Hour, TickTimeout: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,18 +14,20 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// setupAutoscaler wires the trigger autoscaler and its metrics pipeline
-// into mgr: the embedded store (Config.Metrics), the PromQL evaluator, the
-// remote source when Config.Autoscaler.PrometheusURL is set, the scraper
-// (a leader-only Runnable fed by the autoscaler's Discoverer), the
-// autoscaler's controllers, and the endpoints on the metrics server:
-// /debug/promql/eval, /debug/store, /debug/autoscaler/... and /activity/....
-//
-// The endpoints are added with AddMetricsServerExtraHandler, which works
-// until the manager starts; the metrics server wraps every extra handler
-// with its FilterProvider (authentication and authorization outside dev),
-// exactly as it wraps /metrics.
-func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) error {
+// triggerPipeline is what both the validating webhook and the autoscaler
+// need of the metrics pipeline: the embedded store and its evaluator, and
+// the trigger sources over them.
+type triggerPipeline struct {
+	store   *promql.Store
+	eval    *promql.Evaluator
+	sources *scaling.Sources
+}
+
+// newTriggerPipeline builds the embedded store (Config.Metrics), the PromQL
+// evaluator, the remote source when Config.Autoscaler.PrometheusURL is set,
+// and this App's trigger sources over them ("cron", "promql", and
+// "prometheus", then the default), all held to the configured query limits.
+func newTriggerPipeline(opts Options) (*triggerPipeline, error) {
 	cfg := opts.Config
 	store := promql.NewStore(promql.Options{
 		Retention: seconds(cfg.Metrics.RetentionSeconds),
@@ -33,25 +35,41 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 	})
 	limits := queryLimits(cfg)
 	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits})
-	defaultSource := scaling.SourcePromQL
 	var remote promql.Source
 	if url := cfg.Autoscaler.PrometheusURL; url != "" {
 		r, err := promql.NewRemote(promql.RemoteOptions{URL: url, Limits: limits})
 		if err != nil {
-			return fmt.Errorf("autoscaler.prometheusURL: %w", err)
+			return nil, fmt.Errorf("autoscaler.prometheusURL: %w", err)
 		}
-		remote, defaultSource = r, scaling.SourcePrometheus
+		remote = r
 	}
-	// Trigger sources are registered process-wide (package scaling's
-	// registry), which is what lets library users add their own.
-	autoscaler.RegisterSources(eval, remote)
+	sources, err := autoscaler.NewSources(eval, remote, limits)
+	if err != nil {
+		return nil, err
+	}
+	return &triggerPipeline{store: store, eval: eval, sources: sources}, nil
+}
 
+// setupAutoscaler wires the trigger autoscaler and its metrics pipeline
+// into mgr: the scraper (a leader-only Runnable fed by the autoscaler's
+// Discoverer), the autoscaler's controllers over pipe's sources, and the
+// endpoints on the metrics server: /debug/promql/eval, /debug/store,
+// /debug/autoscaler/... and /activity/....
+//
+// The endpoints are added with AddMetricsServerExtraHandler, which works
+// until the manager starts; the metrics server wraps every extra handler
+// with its FilterProvider (authentication and authorization outside dev),
+// exactly as it wraps /metrics.
+func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View, pipe *triggerPipeline) error {
+	cfg := opts.Config
+	store, eval := pipe.store, pipe.eval
+	limits := eval.Limits()
 	as, err := autoscaler.New(autoscaler.Options{
 		Views:           views,
+		Sources:         pipe.sources,
 		PollingInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
 		SampleTimeout:   limits.Timeout,
 		TickTimeout:     seconds(cfg.Autoscaler.Queries.TickTimeoutSeconds),
-		DefaultSource:   defaultSource,
 		OnTriggerQuery:  store.RequestQuery,
 		// Several managers in one process (tests) need distinct names.
 		SkipNameValidation: opts.SkipControllerNameValidation,
