@@ -3,6 +3,7 @@ package scaling
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -27,7 +28,7 @@ func Validate(w Workload, l Layout, sources *Sources) (field.ErrorList, []string
 	// The rules and the warnings read the same effective config.
 	eff := effectiveConfig(w)
 	if w.Config != nil {
-		errs = append(errs, validateConfig(w.Config, eff, l, sources)...)
+		errs = append(errs, validateConfig(w.Config, eff, l, w.Name, sources)...)
 	}
 	errs = append(errs, validateGroups(w.Groups, l)...)
 	return errs, warnings(w.Replicas, eff, l)
@@ -73,7 +74,7 @@ func validateReplicas(r *int32, l Layout) field.ErrorList {
 }
 
 // validateConfig is V2–V7 for a present config c; eff is c with M2 applied.
-func validateConfig(c, eff *Config, l Layout, sources *Sources) field.ErrorList {
+func validateConfig(c, eff *Config, l Layout, name string, sources *Sources) field.ErrorList {
 	p := configPath(l)
 	var errs field.ErrorList
 	errs = append(errs, validateBounds(c, eff, l, p)...)
@@ -92,6 +93,32 @@ func validateConfig(c, eff *Config, l Layout, sources *Sources) field.ErrorList 
 	}
 	errs = append(errs, validateIdle(c.Idle, *eff.MaxReplicas, func() *field.Path { return p.Child("idle") })...)
 	errs = append(errs, validateSchedule(c.Schedule, func() *field.Path { return p.Child("schedule") })...)
+	errs = append(errs, validateDependsOn(c.DependsOn, name, func() *field.Path { return p.Child("dependsOn") })...)
+	return errs
+}
+
+// validateDependsOn is V11 for dependencies: each names another workload of
+// the kind, which the autoscaler looks up by name, so it must be an object
+// name (a DNS-1123 subdomain), once, and not the workload itself.
+func validateDependsOn(deps []string, self string, p lazyPath) field.ErrorList {
+	var errs field.ErrorList
+	seen := make(map[string]bool, len(deps))
+	for i, d := range deps {
+		dp := func() *field.Path { return p().Index(i) }
+		switch {
+		case d == "":
+			errs = append(errs, field.Required(dp(), "must name a workload of the same kind in the same namespace; remove the empty entry"))
+		case seen[d]:
+			errs = append(errs, field.Duplicate(dp(), d))
+		case self != "" && d == self:
+			errs = append(errs, field.Invalid(dp(), d, "a workload cannot depend on itself: it would wait for itself to be awake before waking; remove it"))
+		default:
+			for _, msg := range validation.IsDNS1123Subdomain(d) {
+				errs = append(errs, field.Invalid(dp(), d, "must be the name of a workload of the same kind in the same namespace: "+msg))
+			}
+		}
+		seen[d] = true
+	}
 	return errs
 }
 
@@ -124,7 +151,8 @@ func validateBounds(c, eff *Config, l Layout, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateGroups is V8.
+// validateGroups is V8, and V11 for group names that end up in a label
+// selector.
 func validateGroups(groups []Group, l Layout) field.ErrorList {
 	var errs field.ErrorList
 	nameField, membersField := l.GroupNameField, l.GroupMembersField
@@ -145,6 +173,12 @@ func validateGroups(groups []Group, l Layout) field.ErrorList {
 			errs = append(errs, field.Duplicate(gp().Child(nameField), g.Name))
 		}
 		seen[g.Name] = true
+		if l.GroupNamesInSelector && g.Name != "" {
+			for _, msg := range validation.IsValidLabelValue(g.Name) {
+				errs = append(errs, field.Invalid(gp().Child(nameField), g.Name,
+					msg+"; group names are label values of the pods' selector (the profile's pods.groupLabel), so rename the group"))
+			}
+		}
 		if g.Members != nil && *g.Members < 0 {
 			errs = append(errs, field.Invalid(gp().Child(membersField), *g.Members, "must be greater than or equal to 0"))
 		}

@@ -342,6 +342,104 @@ func TestValidateTriggers(t *testing.T) {
 	})
 }
 
+// TestV11References: what a config names must exist where it is used, or
+// the object is refused at the field (issue 10 item 4: each of these was
+// admitted, then broken at run time).
+func TestV11References(t *testing.T) {
+	const t0 = "spec.scaleConfig.triggers[0]"
+	cron := func(typ scaling.TargetType, md map[string]string) scaling.Trigger {
+		return scaling.Trigger{Name: "office", Type: typ, Source: scaling.SourceCron, Threshold: 1, Metadata: md}
+	}
+	window := map[string]string{"start": "08:00", "end": "19:00"}
+	withSource := func(tr scaling.Trigger, source string) scaling.Trigger { tr.Source = source; return tr }
+	withQuery := func(tr scaling.Trigger, q string) scaling.Trigger { tr.Query = q; return tr }
+	deps := func(name string, d ...string) scaling.Workload {
+		w := ctWithConfig(func(c *scaling.Config) { c.DependsOn = d })
+		w.Name = name
+		return w
+	}
+	selectorLayout := ctLayout()
+	selectorLayout.GroupNamesInSelector = true
+	racks := func(names ...string) scaling.Workload {
+		w := scaling.Workload{Replicas: ctI32(2)}
+		for _, n := range names {
+			w.Groups = append(w.Groups, scaling.Group{Name: n, Members: ctI32(2)})
+		}
+		return w
+	}
+	long := strings.Repeat("r", 64)
+	onlyCron := scaling.NewSources()
+	if err := onlyCron.Register(scaling.SourceCron, scaling.CronSource()); err != nil {
+		t.Fatal(err)
+	}
+	runValidateCases(t, []validateCase{
+		// Sources and the types they support.
+		{name: "V11 unknown trigger source", w: ctWithTriggers(withSource(ctTrigger("rps", "sum(up)", 1), "kafka")),
+			want: []ctErr{ctNotSupported(t0+".source", "kafka")}},
+		{name: "V11 valid cron trigger", w: ctWithTriggers(cron(scaling.TargetAverageValue, map[string]string{"start": "08:00", "end": "19:00", "timezone": "Europe/Paris", "days": "Mon-Fri", "desiredReplicas": "3"}))},
+		{name: "V11 cron trigger of type Value", w: ctWithTriggers(cron(scaling.TargetValue, window)),
+			want: []ctErr{ctNotSupported(t0+".type", "Value")}},
+		{name: "V11 cron trigger without a window", w: ctWithTriggers(cron(scaling.TargetAverageValue, nil)),
+			want: []ctErr{ctRequired(t0 + ".metadata")}},
+		{name: "V11 cron trigger with a query", w: ctWithTriggers(withQuery(cron(scaling.TargetAverageValue, window), "sum(up)")),
+			want: []ctErr{ctForbidden(t0 + ".query")}},
+		{name: "V11 cron metadata it cannot read", w: ctWithTriggers(cron(scaling.TargetAverageValue, map[string]string{
+			"start": "8am", "end": "08:00", "timeZone": "Europe/Paris", "days": "Mon-Fry", "desiredReplicas": "-1"})),
+			want: []ctErr{
+				ctInvalid(t0+".metadata[days]", "Mon-Fry"),
+				ctInvalid(t0+".metadata[desiredReplicas]", "-1"),
+				ctInvalid(t0+".metadata[start]", "8am"),
+				ctNotSupported(t0+".metadata[timeZone]", "timeZone"),
+			}},
+		{name: "V11 cron window that is empty", w: ctWithTriggers(cron(scaling.TargetAverageValue, map[string]string{"start": "08:00", "end": "08:00", "timezone": "Mars/Olympus"})),
+			want: []ctErr{ctInvalid(t0+".metadata[end]", "08:00"), ctInvalid(t0+".metadata[timezone]", "Mars/Olympus")}},
+		{name: "V11 cron window without its end", w: ctWithTriggers(cron(scaling.TargetAverageValue, map[string]string{"start": "08:00"})),
+			want: []ctErr{ctRequired(t0 + ".metadata[end]")}},
+		// Group names in a selector.
+		{name: "V11 group name with a slash in a selector", layout: &selectorLayout, w: racks("rack/a", "rack-b"),
+			want: []ctErr{ctInvalid("spec.racks[0].name", "rack/a")}},
+		{name: "V11 group name starting with a dash in a selector", layout: &selectorLayout, w: racks("-a"),
+			want: []ctErr{ctInvalid("spec.racks[0].name", "-a")}},
+		{name: "V11 group name of 64 characters in a selector", layout: &selectorLayout, w: racks(long),
+			want: []ctErr{ctInvalid("spec.racks[0].name", long)}},
+		{name: "V11 valid group names in a selector", layout: &selectorLayout, w: racks("rack-a", "Rack_B.2")},
+		{name: "V11 group names outside any selector are not label values", w: racks("rack/a")},
+		// dependsOn.
+		{name: "V11 valid dependsOn", w: deps("app", "db", "cache.v2")},
+		{name: "V11 empty dependsOn entry", w: deps("app", "db", ""),
+			want: []ctErr{ctRequired("spec.scaleConfig.dependsOn[1]")}},
+		{name: "V11 duplicate dependsOn entry", w: deps("app", "db", "db"),
+			want: []ctErr{ctDuplicate("spec.scaleConfig.dependsOn[1]", "db")}},
+		{name: "V11 workload depends on itself", w: deps("app", "app"),
+			want: []ctErr{ctInvalid("spec.scaleConfig.dependsOn[0]", "app")}},
+		{name: "V11 dependsOn not an object name", w: deps("app", "Not_A_Name", "db/x"),
+			want: []ctErr{ctInvalid("spec.scaleConfig.dependsOn[0]", "Not_A_Name"), ctInvalid("spec.scaleConfig.dependsOn[1]", "db/x")}},
+		{name: "V11 self-reference unknown without a name", w: deps("", "app")},
+	})
+
+	// Without sources (no trigger autoscaler), or without the default one,
+	// a trigger cannot be admitted.
+	for name, tc := range map[string]struct {
+		sources *scaling.Sources
+		want    []ctErr
+		message string
+	}{
+		"V11 no trigger autoscaler":       {nil, []ctErr{ctForbidden(t0)}, "this scaleplane has no trigger autoscaler"},
+		"V11 no trigger sources":          {scaling.NewSources(), []ctErr{ctForbidden(t0)}, "remove triggers"},
+		"V11 default source not provided": {onlyCron, []ctErr{ctRequired(t0 + ".source")}, `no default trigger source ("promql" is not registered); name one of: cron`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, _ := scaling.Validate(ctWithTriggers(ctTrigger("rps", "sum(up)", 1)), ctLayout(), tc.sources)
+			if diff := cmp.Diff(tc.want, ctErrs(got)); diff != "" {
+				t.Fatalf("Validate errors (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(got[0].Detail, tc.message) {
+				t.Errorf("message %q does not say %q", got[0].Detail, tc.message)
+			}
+		})
+	}
+}
+
 func TestValidateMetricsAndTriggers(t *testing.T) {
 	runValidateCases(t, []validateCase{
 		{name: "V6 metrics and triggers together", w: ctWithConfig(func(c *scaling.Config) {
