@@ -147,8 +147,10 @@ type Evaluator struct {
 	now       func() time.Time
 	limits    Limits
 	// checked remembers Limits.Check's answers for written queries: a
-	// trigger's query comes back every tick.
+	// trigger's query comes back every tick. check is limits.Check, bound
+	// once rather than on every Eval.
 	checked checkCache
+	check   func(string) error
 }
 
 // NewEvaluator returns an evaluator over q. When q is a *Store, every query
@@ -159,7 +161,7 @@ func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
 		opts.Now = time.Now
 	}
 	l := opts.Limits.WithDefaults()
-	e := &Evaluator{queryable: q, now: opts.Now, limits: l}
+	e := &Evaluator{queryable: q, now: opts.Now, limits: l, check: l.Check}
 	engineOpts := EngineOptions(l.Timeout, l.MaxSamples, opts.LookbackDelta, opts.Registerer)
 	// The engine's parser holds every query to the limits, whichever way
 	// it reached the engine (Eval, or Engine() directly).
@@ -255,7 +257,7 @@ func (e *Evaluator) Engine() *prom.Engine { return e.engine }
 // Limits first, then its placeholders are replaced and the engine's parser
 // checks the result again before anything is evaluated.
 func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
-	if err := e.checked.answer(query, e.limits.Check); err != nil {
+	if err := e.checked.answer(query, e.check); err != nil {
 		return Result{}, err
 	}
 	expanded, err := Expand(query, vars)

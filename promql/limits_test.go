@@ -249,3 +249,35 @@ func BenchmarkCheckQuery(b *testing.B) {
 		})
 	}
 }
+
+// FuzzLimitsCheck: Check never panics, whatever it is sent, and what it
+// accepts the Evaluator's engine accepts too (admission never lets through
+// a query the evaluation would refuse for its cost, and the other way
+// round), with placeholders filled as admission fills them.
+func FuzzLimitsCheck(f *testing.F) {
+	for _, q := range []string{
+		`sum(rate(http_requests_total{namespace="${namespace}"}[5m]))`,
+		`max_over_time(up[10y:1ms])`, `max_over_time(up[1y:])`, `rate(x[1d])`,
+		`max_over_time(max_over_time(up[1h:1s])[1d:1m])`, `max_over_time(up[1h:1s - 1s])`,
+		`max_over_time(up[1h:step()])`, `x[1m:][1m:]`, `up{a=~".{1000}.{1000}"}`, `-(-(-1))`,
+		`up @ 1e300`, `up offset -1h`, "up # comment ${x}\n+ 1", `label_replace(up, "a", "$1", "b", "(.*)")`,
+		`((((`, `{__name__=~"a|b"}`, "`raw ${name}`", `1 + `,
+	} {
+		f.Add(q)
+	}
+	l := Limits{}.WithDefaults()
+	engine := &exprCache{Parser: checkParser, limits: &l}
+	f.Fuzz(func(t *testing.T, q string) {
+		err := l.Check(q)
+		var le *LimitError
+		if errors.As(err, &le) && (le.Bound == "" || le.Value <= le.Limit) {
+			t.Fatalf("Check(%q) = %v: a limit error within its limit", q, err)
+		}
+		if err != nil {
+			return
+		}
+		if _, err := engine.parse(FillPlaceholders(q)); err != nil {
+			t.Fatalf("Check(%q) accepted what the engine's parser refuses: %v", q, err)
+		}
+	})
+}

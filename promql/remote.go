@@ -56,6 +56,7 @@ type Remote struct {
 	// checked remembers Limits.Check's answers: a trigger's query comes
 	// back every tick.
 	checked checkCache
+	check   func(string) error
 }
 
 // NewRemote validates opts and returns a client. Credentials in files are
@@ -97,13 +98,13 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote source %s: %w", opts.URL, err)
 	}
-	return &Remote{api: v1.NewAPI(c), limits: opts.Limits}, nil
+	return &Remote{api: v1.NewAPI(c), limits: opts.Limits, check: opts.Limits.Check}, nil
 }
 
 // Eval implements Source. A query over the Limits is refused without being
 // sent.
 func (r *Remote) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
-	if err := r.checked.answer(query, r.limits.Check); err != nil {
+	if err := r.checked.answer(query, r.check); err != nil {
 		return Result{}, err
 	}
 	expanded, err := Expand(query, vars)
