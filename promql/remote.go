@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -94,7 +95,7 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 			return nil, fmt.Errorf("remote source %s: %w", opts.URL, err)
 		}
 	}
-	c, err := api.NewClient(api.Config{Address: strings.TrimSuffix(opts.URL, "/"), RoundTripper: rt})
+	c, err := api.NewClient(api.Config{Address: strings.TrimSuffix(opts.URL, "/"), RoundTripper: limitedBodies{rt}})
 	if err != nil {
 		return nil, fmt.Errorf("remote source %s: %w", opts.URL, err)
 	}
@@ -116,7 +117,12 @@ func (r *Remote) Eval(ctx context.Context, query string, at time.Time, vars map[
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
-	v, _, err := r.api.Query(ctx, expanded, at, v1.WithTimeout(r.limits.Timeout))
+	// A trigger needs one number: asking for a few series more than one
+	// is enough to tell the user how many came back, and keeps a query
+	// that selects everything from costing the server (and us) its
+	// serialization. Servers without the parameter ignore it; the body
+	// bound then still holds.
+	v, _, err := r.api.Query(ctx, expanded, at, v1.WithTimeout(r.limits.Timeout), v1.WithLimit(remoteSeriesLimit))
 	if err != nil {
 		var apiErr *v1.Error
 		if errors.As(err, &apiErr) && apiErr.Type == v1.ErrBadData {
@@ -150,6 +156,46 @@ func (r *Remote) Eval(ctx context.Context, query string, at time.Time, vars map[
 		return Result{}, &ShapeError{Type: "string"}
 	}
 	return Result{}, fmt.Errorf("remote query %q: unexpected result type %T", expanded, v)
+}
+
+// remoteSeriesLimit is the limit parameter of every query: one series is
+// the answer, up to three are named in a ShapeError.
+const remoteSeriesLimit = 4
+
+// maxRemoteBody bounds a server's answer: four series with their labels
+// fit in a few kilobytes, and the client reads the whole body into memory
+// before decoding it.
+const maxRemoteBody = 1 << 20
+
+// limitedBodies bounds the body of every response.
+type limitedBodies struct{ rt http.RoundTripper }
+
+func (l limitedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxRemoteBody}
+	return resp, nil
+}
+
+// limitedBody fails a read past its bound instead of truncating, so a
+// too-long answer is an error, never a wrong number.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("remote answer is over %d bytes; a trigger query must return one number, aggregate it", maxRemoteBody)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 func metricLabels(m model.Metric) labels.Labels {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -165,5 +166,41 @@ func TestV10RemoteNotSent(t *testing.T) {
 	}
 	if _, err := r.Eval(context.Background(), `scalar(x)`, evalAt, nil); err != nil || asked.Load() != 1 {
 		t.Errorf("a query within the limits: error %v after %d requests, want it sent once", err, asked.Load())
+	}
+}
+
+// TestRemoteBoundsWhatComesBack: every query asks the server for at most a
+// few series, and an answer over the body bound is an error (never a
+// truncated number), so a query selecting everything on a shared server
+// costs neither side its size.
+func TestRemoteBoundsWhatComesBack(t *testing.T) {
+	var limits []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Errorf("parse form: %v", err)
+		}
+		limits = append(limits, r.Form.Get("limit"))
+		w.Header().Set("Content-Type", "application/json")
+		// A server that ignores the limit and answers 2 MB.
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[`)
+		for i := range 20_000 {
+			if i > 0 {
+				fmt.Fprint(w, ",")
+			}
+			fmt.Fprintf(w, `{"metric":{"pod":"pod-%05d-%s"},"value":[1732100300,"1"]}`, i, strings.Repeat("x", 40))
+		}
+		fmt.Fprint(w, `]}}`)
+	}))
+	defer srv.Close()
+	r, err := NewRemote(RemoteOptions{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Eval(context.Background(), `{__name__=~".+"}`, evalAt, nil)
+	if err == nil || !strings.Contains(err.Error(), "remote answer is over 1048576 bytes") {
+		t.Errorf("error = %v, want the body bound", err)
+	}
+	if diff := cmp.Diff([]string{"4"}, limits); diff != "" {
+		t.Errorf("limit parameters sent (-want +got):\n%s", diff)
 	}
 }
