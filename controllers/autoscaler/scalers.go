@@ -196,7 +196,22 @@ func QuerySource(src promql.Source, checker *promql.TriggerChecker) scaling.Sour
 			}
 			return errs
 		},
-		New: scaling.QueryScaler(MetricSource(src)),
+		New: checkedQueryScaler(scaling.QueryScaler(MetricSource(src)), checker),
+	}
+}
+
+// checkedQueryScaler builds a query scaler only for a query admission would
+// accept: an object stored before a bound existed (or while the webhook was
+// bypassed) gets a scaler error, reported as an invalid trigger on every
+// tick, and its query is never parsed, requested or sent.
+func checkedQueryScaler(build scaling.ScalerConstructor, checker *promql.TriggerChecker) scaling.ScalerConstructor {
+	return func(ctx context.Context, cfg scaling.ScalerConfig) (scaling.Scaler, error) {
+		if q := cfg.Trigger.Query; strings.TrimSpace(q) != "" {
+			if err := checker.Check(q); err != nil {
+				return nil, fmt.Errorf("query: %w", err)
+			}
+		}
+		return build(ctx, cfg)
 	}
 }
 

@@ -1,11 +1,13 @@
 package autoscaler
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
@@ -171,5 +173,24 @@ func TestV11PlaceholdersAreWhatTheAutoscalerFills(t *testing.T) {
 	got := slices.Sorted(maps.Keys(vars))
 	if diff := cmp.Diff(slices.Sorted(slices.Values(promql.TriggerPlaceholders)), got); diff != "" {
 		t.Errorf("placeholders filled (-allowed +filled):\n%s", diff)
+	}
+}
+
+// TestV10StoredQueryOverTheLimitsIsNeverRun: a trigger stored before its
+// query was refused (an upgrade, a bypassed webhook) gets no scaler: it is
+// an invalid trigger with the bound in its problem, the count is kept, and
+// its query is neither requested from the store nor evaluated.
+func TestV10StoredQueryOverTheLimitsIsNeverRun(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a, store := newStoreAutoscaler(t, now)
+	k := a.byResource["rackedclusters"]
+	c := cfg(1, 5).trigger("rps", 4).query(`max_over_time(sum(rate(hostile_total[5m]))[10y:1ms])`).obj()
+	st := newWorkload(types.NamespacedName{Namespace: "shop", Name: "cart"}, 0)
+	d := k.decide(context.Background(), nil, st, scaling.Workload{Replicas: ptr(int32(2)), Config: c}, now, time.Time{})
+	if d.Desired != 2 || len(d.Triggers) != 1 || !strings.Contains(d.Triggers[0].Problem, "315360000001 points per series, over the limit of 11000") {
+		t.Errorf("decision %+v, want the count kept and the bound named", d.Triggers)
+	}
+	if store.Registry().Has("hostile_total") {
+		t.Error("the query over the limits was requested from the store")
 	}
 }
