@@ -190,6 +190,9 @@ func QuerySource(src promql.Source, checker *promql.TriggerChecker) scaling.Sour
 			} else if err := checker.Check(t.Query); err != nil {
 				errs = append(errs, field.Invalid(p.Child("query"), t.Query, err.Error()))
 			}
+			if len(t.Metadata) == 0 {
+				return errs
+			}
 			for _, key := range slices.Sorted(maps.Keys(t.Metadata)) {
 				errs = append(errs, field.Forbidden(p.Child("metadata").Key(key),
 					"a query trigger reads no metadata; the server it is sent to is scaleplane's configuration (autoscaler.prometheusURL); remove metadata"))
