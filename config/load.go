@@ -34,6 +34,21 @@ const (
 	DefaultScrapeIntervalSeconds       = int32(5)
 	DefaultRetentionSeconds            = int32(1800)
 	DefaultMaxSeries                   = 100000
+
+	// Query bounds (V10); package promql has the same defaults
+	// (promql.Default*), which a test of cmd/scaleplane/app holds equal.
+	DefaultQueryMaxLength          = 4096
+	DefaultQueryMaxDepth           = 100
+	DefaultQueryMaxPointsPerSeries = int64(11000)
+	DefaultQueryMaxRegexSize       = 10000
+	DefaultQueryMaxSamples         = 1000000
+	DefaultQueryTimeoutSeconds     = int32(10)
+	DefaultQueryTickTimeoutSeconds = int32(15)
+
+	// Upper bounds of the query limits: past them a single query costs
+	// more than a webhook call may take.
+	maxQueryMaxLength = 64 << 10
+	maxQueryMaxDepth  = 1000
 )
 
 // Load reads the configuration file at path (YAML or JSON) and returns it
@@ -134,6 +149,7 @@ func (c *Configuration) Default() {
 	if c.Autoscaler.PollingIntervalSeconds == 0 {
 		c.Autoscaler.PollingIntervalSeconds = DefaultPollingIntervalSeconds
 	}
+	c.Autoscaler.Queries.Default()
 	m := &c.Metrics
 	if m.ScrapeIntervalSeconds == 0 {
 		m.ScrapeIntervalSeconds = DefaultScrapeIntervalSeconds
@@ -198,6 +214,8 @@ func (c *Configuration) validate() field.ErrorList {
 		}
 	}
 
+	errs = append(errs, c.Autoscaler.Queries.validate(ap.Child("queries"))...)
+
 	mp := field.NewPath("metrics")
 	if c.Metrics.ScrapeIntervalSeconds < 1 {
 		errs = append(errs, field.Invalid(mp.Child("scrapeIntervalSeconds"), c.Metrics.ScrapeIntervalSeconds, "must be at least 1 (or left out for the default, 5)"))
@@ -208,6 +226,54 @@ func (c *Configuration) validate() field.ErrorList {
 	if c.Metrics.MaxSeries < 1 {
 		errs = append(errs, field.Invalid(mp.Child("maxSeries"), c.Metrics.MaxSeries, "must be at least 1 (or left out for the default, 100000)"))
 	}
+	return errs
+}
+
+// Default fills every query bound left out with its default.
+func (q *Queries) Default() {
+	if q.MaxLength == 0 {
+		q.MaxLength = DefaultQueryMaxLength
+	}
+	if q.MaxDepth == 0 {
+		q.MaxDepth = DefaultQueryMaxDepth
+	}
+	if q.MaxPointsPerSeries == 0 {
+		q.MaxPointsPerSeries = DefaultQueryMaxPointsPerSeries
+	}
+	if q.MaxRegexSize == 0 {
+		q.MaxRegexSize = DefaultQueryMaxRegexSize
+	}
+	if q.MaxSamples == 0 {
+		q.MaxSamples = DefaultQueryMaxSamples
+	}
+	if q.TimeoutSeconds == 0 {
+		q.TimeoutSeconds = DefaultQueryTimeoutSeconds
+	}
+	if q.TickTimeoutSeconds == 0 {
+		q.TickTimeoutSeconds = DefaultQueryTickTimeoutSeconds
+	}
+}
+
+func (q *Queries) validate(fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	atLeast1 := func(name string, v int64, def any) {
+		if v < 1 {
+			errs = append(errs, field.Invalid(fp.Child(name), v, fmt.Sprintf("must be at least 1 (or left out for the default, %v)", def)))
+		}
+	}
+	if q.MaxLength > maxQueryMaxLength {
+		errs = append(errs, field.Invalid(fp.Child("maxLength"), q.MaxLength, fmt.Sprintf("must be at most %d bytes: parsing a longer query costs more than an admission request may take", maxQueryMaxLength)))
+	}
+	atLeast1("maxLength", int64(q.MaxLength), DefaultQueryMaxLength)
+	if q.MaxDepth > maxQueryMaxDepth {
+		errs = append(errs, field.Invalid(fp.Child("maxDepth"), q.MaxDepth, fmt.Sprintf("must be at most %d: parsing costs length times depth", maxQueryMaxDepth)))
+	}
+	atLeast1("maxDepth", int64(q.MaxDepth), DefaultQueryMaxDepth)
+	atLeast1("maxPointsPerSeries", q.MaxPointsPerSeries, DefaultQueryMaxPointsPerSeries)
+	atLeast1("maxRegexSize", int64(q.MaxRegexSize), DefaultQueryMaxRegexSize)
+	atLeast1("maxSamples", int64(q.MaxSamples), DefaultQueryMaxSamples)
+	atLeast1("timeoutSeconds", int64(q.TimeoutSeconds), DefaultQueryTimeoutSeconds)
+	atLeast1("tickTimeoutSeconds", int64(q.TickTimeoutSeconds), DefaultQueryTickTimeoutSeconds)
 	return errs
 }
 

@@ -34,6 +34,7 @@ webhook:
 autoscaler:
   pollingIntervalSeconds: 30
   prometheusURL: http://prometheus.monitoring:9090
+  queries: {maxLength: 2048, maxPointsPerSeries: 20000, tickTimeoutSeconds: 20}
 metrics:
   scrapeIntervalSeconds: 10
   retentionSeconds: 3600
@@ -125,7 +126,9 @@ func TestParseComplete(t *testing.T) {
 		}},
 		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/managed": "true"}},
 	}
-	want.Autoscaler = Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090"}
+	want.Autoscaler = Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090", Queries: Queries{
+		MaxLength: 2048, MaxDepth: 100, MaxPointsPerSeries: 20000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 20,
+	}}
 	want.Metrics = Metrics{ScrapeIntervalSeconds: 10, RetentionSeconds: 3600, MaxSeries: 5000}
 	if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
@@ -153,9 +156,11 @@ func TestDefault(t *testing.T) {
 			MutatingConfigurationName:   "scaleplane-mutating-webhook-configuration",
 			ValidatingConfigurationName: "scaleplane-validating-webhook-configuration",
 		},
-		Autoscaler: Autoscaler{PollingIntervalSeconds: 15},
-		Metrics:    Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000},
-		Servers:    DefaultServers(),
+		Autoscaler: Autoscaler{PollingIntervalSeconds: 15, Queries: Queries{
+			MaxLength: 4096, MaxDepth: 100, MaxPointsPerSeries: 11000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 15,
+		}},
+		Metrics: Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000},
+		Servers: DefaultServers(),
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Default (-want +got):\n%s", diff)
@@ -267,6 +272,14 @@ func TestParseErrors(t *testing.T) {
 autoscaler:
   pollingIntervalSeconds: -1
   prometheusURL: prometheus:9090
+  queries:
+    maxLength: 100000
+    maxDepth: -1
+    maxPointsPerSeries: -1
+    maxRegexSize: -1
+    maxSamples: -1
+    timeoutSeconds: -1
+    tickTimeoutSeconds: -1
 metrics:
   scrapeIntervalSeconds: -5
   retentionSeconds: -1
@@ -279,6 +292,13 @@ metrics:
 			"FieldValueInvalid webhook.objectSelector.matchExpressions[0].operator",
 			"FieldValueInvalid autoscaler.pollingIntervalSeconds",
 			"FieldValueInvalid autoscaler.prometheusURL",
+			"FieldValueInvalid autoscaler.queries.maxLength",
+			"FieldValueInvalid autoscaler.queries.maxDepth",
+			"FieldValueInvalid autoscaler.queries.maxPointsPerSeries",
+			"FieldValueInvalid autoscaler.queries.maxRegexSize",
+			"FieldValueInvalid autoscaler.queries.maxSamples",
+			"FieldValueInvalid autoscaler.queries.timeoutSeconds",
+			"FieldValueInvalid autoscaler.queries.tickTimeoutSeconds",
 			"FieldValueInvalid metrics.scrapeIntervalSeconds",
 			"FieldValueInvalid metrics.retentionSeconds",
 			"FieldValueInvalid metrics.maxSeries",

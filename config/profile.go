@@ -364,7 +364,7 @@ func validateMetrics(metrics []autoscalingv2.MetricSpec, fp *field.Path) field.E
 	probe := field.NewPath("defaults")
 	lo, hi := int32(1), int32(2)
 	w := scaling.Workload{Config: &scaling.Config{MinReplicas: &lo, MaxReplicas: &hi, Metrics: metrics}}
-	found, _ := scaling.Validate(w, scaling.Layout{ConfigPath: probe, MaxReplicas: hi, TargetSelf: true})
+	found, _ := scaling.Validate(w, scaling.Layout{ConfigPath: probe, MaxReplicas: hi, TargetSelf: true}, nil)
 	prefix := probe.Child("metrics").String()
 	var errs field.ErrorList
 	for _, e := range found {

@@ -49,6 +49,34 @@ type Autoscaler struct {
 	PollingIntervalSeconds int32 `json:"pollingIntervalSeconds,omitempty"`
 	// PrometheusURL, when set, makes "prometheus" the default trigger source.
 	PrometheusURL string `json:"prometheusURL,omitempty"`
+	// Queries bound what trigger queries may cost.
+	Queries Queries `json:"queries,omitempty"`
+}
+
+// Queries bound what one trigger query may cost (V10). Admission refuses a
+// query over the static bounds (length, depth, points per series, regular
+// expressions), every evaluation checks them again, the debug endpoint
+// applies them to what it is sent, and the remote source never sends a
+// query over them. Defaults and their reasons are in docs/profiles.md.
+type Queries struct {
+	// MaxLength of a query as written, in bytes. Default 4096.
+	MaxLength int `json:"maxLength,omitempty"`
+	// MaxDepth of nesting: each open parenthesis, bracket or brace and
+	// each operator in a chain counts one. Default 100.
+	MaxDepth int `json:"maxDepth,omitempty"`
+	// MaxPointsPerSeries of every range selector and subquery. Default
+	// 11000, Prometheus' own bound for range queries.
+	MaxPointsPerSeries int64 `json:"maxPointsPerSeries,omitempty"`
+	// MaxRegexSize is the instructions all regular expressions of a query
+	// may compile to together. Default 10000.
+	MaxRegexSize int `json:"maxRegexSize,omitempty"`
+	// MaxSamples one evaluation may hold in memory. Default 1000000.
+	MaxSamples int `json:"maxSamples,omitempty"`
+	// TimeoutSeconds bounds one evaluation. Default 10.
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+	// TickTimeoutSeconds bounds the evaluations of all triggers of one
+	// workload in one autoscaler tick. Default 15.
+	TickTimeoutSeconds int32 `json:"tickTimeoutSeconds,omitempty"`
 }
 
 // Metrics configures scraping and the embedded store.

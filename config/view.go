@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -82,6 +83,11 @@ func newView(p Profile) *View {
 		TargetSelf:         p.HPATarget.Self(),
 		MaxReplicas:        p.MaxReplicas,
 		HasDefaultMetrics:  len(p.DefaultMetrics) > 0,
+		// The /scale selector (PodSelector) and the pods' own labels hold
+		// group names as label values.
+		GroupNamesInSelector: p.Pods.GroupLabel != "" || slices.ContainsFunc(slices.Collect(maps.Values(p.Pods.Labels)), func(v string) bool {
+			return strings.Contains(v, GroupPlaceholder)
+		}),
 	}
 	if v.config != nil {
 		v.layout.ConfigPath = fieldPath(v.config)
@@ -132,7 +138,7 @@ func (v *View) Layout() scaling.Layout { return v.layout }
 // iteration.
 func (v *View) Read(u *unstructured.Unstructured) (scaling.Workload, field.ErrorList) {
 	r := reader{obj: u.Object}
-	w := scaling.Workload{Generation: u.GetGeneration()}
+	w := scaling.Workload{Name: u.GetName(), Generation: u.GetGeneration()}
 	w.Replicas = r.int32At(v.replicas)
 	if v.config != nil {
 		w.Config = v.readSpecConfig(&r)

@@ -54,7 +54,7 @@ func TestLayout(t *testing.T) {
 		want: scaling.Layout{
 			ReplicasPath: field.NewPath("spec", "replicas"), ConfigPath: field.NewPath("spec", "scaleConfig"),
 			GroupsPath: field.NewPath("spec", "racks"), GroupNameField: "name", GroupMembersField: "members",
-			TargetSelf: true, MaxReplicas: 1000,
+			TargetSelf: true, MaxReplicas: 1000, GroupNamesInSelector: true,
 		},
 	}, {
 		profile: sample("Function"),
@@ -80,7 +80,24 @@ func TestLayout(t *testing.T) {
 			ConfigPath:         field.NewPath("metadata", "annotations").Key("scaleplane.io/scale-config"),
 			ConfigInAnnotation: true,
 			GroupsPath:         field.NewPath("spec", "zones"), GroupNameField: "zone", GroupMembersField: "size",
-			MaxReplicas: 7, HasDefaultMetrics: true,
+			MaxReplicas: 7, HasDefaultMetrics: true, GroupNamesInSelector: true,
+		},
+	}, {
+		// V11: ${group} in a pod label puts group names in the selector too.
+		profile: func() Profile {
+			p := foreignProfile()
+			p.Kind = "GroupInLabel"
+			p.Pods.GroupLabel = ""
+			p.Status.Selector = ""
+			p.Pods.Labels = map[string]string{"app": "${name}", "zone": "db-${group}"}
+			return p
+		}(),
+		want: scaling.Layout{
+			ReplicasPath:       field.NewPath("spec", "size", "perZone"),
+			ConfigPath:         field.NewPath("metadata", "annotations").Key("scaleplane.io/scale-config"),
+			ConfigInAnnotation: true,
+			GroupsPath:         field.NewPath("spec", "zones"), GroupNameField: "zone", GroupMembersField: "size",
+			MaxReplicas: 1000, GroupNamesInSelector: true,
 		},
 	}}
 	for _, tt := range tests {
@@ -403,6 +420,10 @@ func TestRead(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatalf("Read errors: %v", errs)
 			}
+			if got.Name != tt.in.GetName() {
+				t.Errorf("Read name = %q, want %q", got.Name, tt.in.GetName())
+			}
+			got.Name = ""
 			if diff := cmp.Diff(tt.want, got, cmpOpts...); diff != "" {
 				t.Errorf("Read (-want +got):\n%s", diff)
 			}

@@ -19,4 +19,7 @@ const (
 	// ReasonInvalidWorkload is the Warning reason when a workload's fields
 	// cannot be read as its profile says.
 	ReasonInvalidWorkload = "InvalidWorkload"
+	// ReasonInvalidSelector is the Warning reason when the /scale selector
+	// cannot be built (a group name that is not a label value).
+	ReasonInvalidSelector = "InvalidSelector"
 )

@@ -22,7 +22,7 @@ import (
 )
 
 // warnReasons are the Warnings remembered by warnOnce.
-var warnReasons = []string{config.ReasonForeignAutoscaler, ReasonHPANameTaken, ReasonInvalidWorkload, config.ReasonWriteFailed}
+var warnReasons = []string{config.ReasonForeignAutoscaler, ReasonHPANameTaken, ReasonInvalidWorkload, ReasonInvalidSelector, config.ReasonWriteFailed}
 
 // Reconciler reconciles the workloads of one profiled kind.
 type Reconciler struct {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,9 +27,14 @@ func (r *Reconciler) updateStatus(ctx context.Context, u *unstructured.Unstructu
 	}
 	plan, err := planStatus(r.view, u, w)
 	if err != nil {
-		// A profile without pod labels has no selector to offer; C2 still
-		// applies, so only log.
-		ctrl.LoggerFrom(ctx).V(1).Info("no /scale selector", "reason", err.Error())
+		// The selector keeps its old value (C2 still applies): say why on
+		// the workload, since an HPA reading /scale counts pods by it.
+		// Admission refuses what causes this (V11); an object stored
+		// before that, or a profile changed since, still gets here.
+		ctrl.LoggerFrom(ctx).Info("no /scale selector", "reason", err.Error())
+		r.warnOnce(u, ReasonInvalidSelector, fmt.Sprintf("no /scale selector for %s %s/%s: %v; rename the group, or fix the profile's pods labels", r.kind, u.GetNamespace(), u.GetName(), err))
+	} else {
+		r.unwarn(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, ReasonInvalidSelector)
 	}
 	if !plan.changed {
 		return nil

@@ -29,8 +29,7 @@
 //     value from no data (never 0), NaN and ±Inf; a query that is not one
 //     number fails with *ShapeError telling the user to aggregate; a query
 //     that is wrong fails with *QueryError. Expand substitutes ${namespace},
-//     ${name} and other placeholders with escaping. Sources picks a Source
-//     per trigger or globally.
+//     ${name} and other placeholders with escaping.
 //   - Scraper (NewScraper, ScraperOptions): a controller-runtime manager
 //     Runnable scraping every Target from a Discoverer each Interval, with
 //     bounded concurrency, a per-scrape timeout and a body size limit,

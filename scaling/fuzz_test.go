@@ -54,7 +54,7 @@ func FuzzDecodeDefaultValidate(f *testing.F) {
 		}
 		old := scaling.Default(nil, scaling.Workload{Replicas: &oldReplicas, Config: c.DeepCopy()}, l)
 
-		scaling.Validate(cur, l)
+		scaling.Validate(cur, l, ctSources())
 		for _, o := range []*scaling.Workload{nil, &old} {
 			before := cur.Config.DeepCopy()
 			once := scaling.Default(o, cur, l)
@@ -65,7 +65,7 @@ func FuzzDecodeDefaultValidate(f *testing.F) {
 			if diff := cmp.Diff(once, twice); diff != "" {
 				t.Fatalf("Default is not idempotent (-once +twice):\n%s", diff)
 			}
-			scaling.Validate(once, l)
+			scaling.Validate(once, l, ctSources())
 
 			fanned, write := scaling.FanOut(once)
 			if _, again := scaling.FanOut(fanned); again {

@@ -116,7 +116,7 @@ func BenchmarkMutate(b *testing.B) {
 // included) and refused with a 422 for "invalid".
 func BenchmarkValidate(b *testing.B) {
 	view := testViews(b)[rackedCluster]
-	h := NewValidator(view)
+	h := NewValidator(view, testSources())
 	old := benchObjects()["metrics"]
 	for name, o := range benchObjects() {
 		b.Run(name, func(b *testing.B) {
@@ -142,7 +142,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 	}{
 		{"noop", noop, create(view, needs)},
 		{"mutate", NewMutator(view), create(view, needs)},
-		{"validate", NewValidator(view), create(view, o)},
+		{"validate", NewValidator(view, testSources()), create(view, o)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body, err := json.Marshal(admissionv1.AdmissionReview{

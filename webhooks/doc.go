@@ -1,6 +1,6 @@
 // Package webhooks owns scaleplane's admission for profiled workload kinds:
 // a mutating and a validating webhook on each kind's main resource (contract
-// rules M1–M6, V1–V9, W1–W2) and a validating webhook on its /scale
+// rules M1–M6, V1–V11, W1–W2) and a validating webhook on its /scale
 // subresource (S1), plus the webhook configurations that route requests to
 // them and a start-up sync that keeps those configurations' rules in line
 // with the profiles.

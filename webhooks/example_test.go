@@ -30,7 +30,10 @@ func Example() {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
-	if err := webhooks.Setup(mgr, views); err != nil {
+	// This process runs no trigger autoscaler, so it refuses triggers (no
+	// Sources). A process that runs one gives the webhooks the same Sources
+	// as its autoscaler, as cmd/scaleplane/app does.
+	if err := webhooks.Setup(mgr, views, webhooks.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}

@@ -256,7 +256,7 @@ func FuzzValidate(f *testing.F) {
 	views := testViews(f)
 	f.Fuzz(func(t *testing.T, k uint8, object, old []byte) {
 		view, req := fuzzRequest(views, k, object, old)
-		resp := NewValidator(view).Handle(context.Background(), req)
+		resp := NewValidator(view, testSources()).Handle(context.Background(), req)
 		if len(resp.Patches) > 0 || resp.PatchType != nil {
 			t.Fatalf("validation patched: %+v", resp.Patches)
 		}

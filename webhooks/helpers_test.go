@@ -3,6 +3,7 @@ package webhooks
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -13,7 +14,21 @@ import (
 
 	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/config/configtest"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/promql"
+	"github.com/scaleplane/scaleplane/scaling"
 )
+
+// testSources are the trigger sources of scaleplane's autoscaler (cron and
+// promql over an embedded store) with the default query limits, built once:
+// the validating handler admits triggers against them.
+var testSources = sync.OnceValue(func() *scaling.Sources {
+	s, err := autoscaler.NewSources(promql.NewEvaluator(promql.NewStore(promql.Options{}), promql.EvaluatorOptions{}), nil, promql.Limits{})
+	if err != nil {
+		panic(err)
+	}
+	return s
+})
 
 // obj is a JSON object literal for test objects.
 type obj = map[string]interface{}

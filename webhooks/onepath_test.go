@@ -68,7 +68,7 @@ type admissionPair struct{ mutator, validator admission.Handler }
 // 422 at the annotation, and the mutating webhook leaves it alone.
 func TestIssue10Item5UnicodeSpaceAnnotation(t *testing.T) {
 	view := testViews(t)[zonedDatabase]
-	pair := &admissionPair{mutator: NewMutator(view), validator: NewValidator(view)}
+	pair := &admissionPair{mutator: NewMutator(view), validator: NewValidator(view, testSources())}
 	for name, space := range unicodeSpaces {
 		for _, where := range []string{"leading", "trailing"} {
 			t.Run(name+" "+where, func(t *testing.T) {

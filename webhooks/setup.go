@@ -11,7 +11,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/scaling"
 )
+
+// Options configures the webhooks of Setup.
+type Options struct {
+	// Sources are the trigger sources of the autoscaler that reads the
+	// triggers these webhooks admit: a trigger is accepted only when its
+	// source is registered, supports its type and accepts what it reads
+	// (V11), and its query is within the query limits (V10). Give the
+	// autoscaler the same value. Nil refuses every trigger, which is right
+	// for a process that runs no trigger autoscaler.
+	Sources *scaling.Sources
+}
 
 // Setup registers the mutating, validating and /scale handlers of every
 // view on mgr's webhook server, at the paths MutatePath, ValidatePath and
@@ -22,7 +34,7 @@ import (
 // list.
 //
 // Two views of one resource are an error: their paths would collide.
-func Setup(mgr manager.Manager, views []*config.View) error {
+func Setup(mgr manager.Manager, views []*config.View, opts Options) error {
 	srv := mgr.GetWebhookServer()
 	if srv == nil {
 		return fmt.Errorf("set up webhooks: the manager has no webhook server; give it one in manager.Options.WebhookServer")
@@ -42,7 +54,7 @@ func Setup(mgr manager.Manager, views []*config.View) error {
 	for _, v := range views {
 		gvr := v.GVR()
 		srv.Register(MutatePath(gvr), &webhook.Admission{Handler: NewMutator(v)})
-		srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: NewValidator(v)})
+		srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: NewValidator(v, opts.Sources)})
 		srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: NewScaleValidator(v, mgr.GetClient(), mgr.GetAPIReader())})
 
 		u := &unstructured.Unstructured{}

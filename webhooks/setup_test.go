@@ -42,7 +42,7 @@ func TestSetup(t *testing.T) {
 	views := testViews(t)
 	all := []*config.View{views[rackedCluster], views[function], views[workerGroup], views[zonedDatabase]}
 	mgr := newTestManager(t)
-	if err := Setup(mgr, all); err != nil {
+	if err := Setup(mgr, all, Options{Sources: testSources()}); err != nil {
 		t.Fatal(err)
 	}
 	mux := mgr.GetWebhookServer().WebhookMux()
@@ -102,7 +102,7 @@ func TestSetup(t *testing.T) {
 
 func TestSetupRejectsDuplicates(t *testing.T) {
 	views := testViews(t)
-	err := Setup(newTestManager(t), []*config.View{views[function], views[rackedCluster], views[function]})
+	err := Setup(newTestManager(t), []*config.View{views[function], views[rackedCluster], views[function]}, Options{})
 	if diff := cmp.Diff("set up webhooks: two profiles name samples.scaleplane.io/v1alpha1, Resource=functions; keep one", errString(err)); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}

@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -29,10 +30,10 @@ type Options struct {
 	// PollingInterval is the tick period of workloads whose config sets no
 	// pollingIntervalSeconds. Default 15 s (config.Autoscaler).
 	PollingInterval time.Duration
-	// DefaultSource is the scaler source of triggers that name none.
-	// Default "promql" (the embedded store); "prometheus" when a remote
-	// server is configured as the default.
-	DefaultSource string
+	// Sources build the triggers' scalers; triggers naming none use
+	// Sources.Default(). Required: give the webhook the same value
+	// (NewSources builds the usual ones).
+	Sources *scaling.Sources
 	// OnTriggerQuery is called with every trigger query (placeholders
 	// expanded) whose source is "promql" when its scaler is built, so the
 	// embedded store requests the metric names before the first scrape.
@@ -44,6 +45,10 @@ type Options struct {
 	// triggers), also when a scaler ignores its context. Default
 	// DefaultCloseTimeout.
 	CloseTimeout time.Duration
+	// TickTimeout bounds the samples of all triggers of one workload in
+	// one tick, so a workload with many slow triggers holds a worker for
+	// one budget, not one timeout per trigger. Default 15 s.
+	TickTimeout time.Duration
 	// Tolerance and DownscaleStabilization are the process-wide HPA knobs
 	// (scaling.DecideInput); nil means the HPA's defaults.
 	Tolerance              *float64
@@ -68,14 +73,14 @@ func (o *Options) defaults() {
 	if o.PollingInterval <= 0 {
 		o.PollingInterval = time.Duration(config.DefaultPollingIntervalSeconds) * time.Second
 	}
-	if o.DefaultSource == "" {
-		o.DefaultSource = scaling.SourcePromQL
-	}
 	if o.SampleTimeout <= 0 {
 		o.SampleTimeout = 10 * time.Second
 	}
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = DefaultCloseTimeout
+	}
+	if o.TickTimeout <= 0 {
+		o.TickTimeout = 15 * time.Second
 	}
 	if o.HistoryLength <= 0 {
 		o.HistoryLength = DefaultHistoryLength
@@ -118,6 +123,9 @@ type env struct {
 // New validates opts and builds the autoscaler; nothing runs until the
 // manager starts.
 func New(opts Options) (*Autoscaler, error) {
+	if opts.Sources == nil {
+		return nil, errors.New("new autoscaler: Options.Sources is required; build them with NewSources and give the webhook the same value")
+	}
 	opts.defaults()
 	a := &Autoscaler{opts: opts, byResource: map[string]*kindLoop{}}
 	seen := map[schema.GroupVersionKind]bool{}

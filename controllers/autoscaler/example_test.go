@@ -20,8 +20,16 @@ func Example() {
 		return
 	}
 	store := promql.NewStore(promql.Options{})
-	autoscaler.RegisterSources(promql.NewEvaluator(store, promql.EvaluatorOptions{}), nil)
-	a, err := autoscaler.New(autoscaler.Options{Views: views, OnTriggerQuery: store.RequestQuery})
+	// One set of trigger sources per component, given to the webhook too
+	// (webhooks.Options.Sources), so that admission accepts exactly the
+	// triggers the autoscaler can read.
+	limits := promql.Limits{}
+	sources, err := autoscaler.NewSources(promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits}), nil, limits)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	a, err := autoscaler.New(autoscaler.Options{Views: views, Sources: sources, OnTriggerQuery: store.RequestQuery})
 	if err != nil {
 		fmt.Println(err)
 		return

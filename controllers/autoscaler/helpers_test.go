@@ -1,11 +1,13 @@
 package autoscaler
 
 import (
+	"context"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -35,6 +37,26 @@ func viewOf(t testing.TB, kind string) *config.View {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// testSources are the trigger sources of this package's tests: those of
+// NewSources (cron, and promql over embedded when it is not nil) and the
+// test scalers "fixed" and "blocking".
+func testSources(t testing.TB, embedded promql.Source) *scaling.Sources {
+	t.Helper()
+	s, err := NewSources(embedded, nil, promql.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ctor := range map[string]scaling.ScalerConstructor{
+		"fixed":    func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) { return fixedScaler{}, nil },
+		"blocking": func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) { return blockingScaler{}, nil },
+	} {
+		if err := s.Register(name, scaling.Source{New: ctor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
 
 // cfg builds scale configs: cfg(0, 10).trigger("rps", 20).idle(1, 60).obj().
 type cfgBuilder struct{ c scaling.Config }

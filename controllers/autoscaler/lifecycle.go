@@ -161,8 +161,8 @@ func closeAll(ctx context.Context, scalers []builtScaler, timeout time.Duration)
 // ignores its context cannot hold the caller past the timeout. f keeps
 // running in its goroutine until it returns by itself; its result is then
 // dropped.
-func bounded[T any](ctx context.Context, timeout time.Duration, f func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func bounded[T any](parent context.Context, timeout time.Duration, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	type result struct {
 		v   T
@@ -183,7 +183,9 @@ func bounded[T any](ctx context.Context, timeout time.Duration, f func(context.C
 		default:
 		}
 		var zero T
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// Only this call's own deadline is "no answer within timeout"; a
+		// parent that ended (the tick's budget, shutdown) says so itself.
+		if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return zero, fmt.Errorf("no answer within %s: %w", timeout, ctx.Err())
 		}
 		return zero, fmt.Errorf("stopped waiting: %w", ctx.Err())

@@ -126,13 +126,15 @@ type probe struct {
 	sampling      chan struct{}
 	releaseSample chan struct{}
 	releaseClose  chan struct{}
+	// sources are the test's trigger sources, the probe's among them.
+	sources *scaling.Sources
 }
 
 // newProbe registers a probe under a source name of its own.
 func newProbe(t *testing.T) *probe {
 	t.Helper()
-	p := &probe{source: "probe-" + t.Name(), value: 50, closeCtxErr: make(chan error, 100)}
-	registerTestSource(p.source, func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) {
+	p := &probe{source: "probe-" + t.Name(), value: 50, closeCtxErr: make(chan error, 100), sources: testSources(t, nil)}
+	registerTestSource(t, p.sources, p.source, func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) {
 		p.built.Add(1)
 		return probeScaler{p}, nil
 	})
@@ -148,8 +150,11 @@ func (p *probe) holdSamples() (release func()) {
 
 // registerTestSource is the one place the lifecycle tests register a
 // trigger source.
-func registerTestSource(source string, ctor scaling.ScalerConstructor) {
-	scaling.RegisterScaler(source, ctor)
+func registerTestSource(t testing.TB, sources *scaling.Sources, source string, ctor scaling.ScalerConstructor) {
+	t.Helper()
+	if err := sources.Register(source, scaling.Source{New: ctor}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type probeScaler struct{ p *probe }
@@ -204,7 +209,7 @@ func newRig(t *testing.T) *rig {
 	r := &rig{t: t, w: newWorld(), p: newProbe(t), ns: strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))}
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	r.clock.Store(&now)
-	a, err := New(Options{Views: sampleViews(t), Now: func() time.Time { return *r.clock.Load() }})
+	a, err := New(Options{Views: sampleViews(t), Sources: r.p.sources, Now: func() time.Time { return *r.clock.Load() }})
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}

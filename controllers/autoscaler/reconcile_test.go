@@ -31,10 +31,6 @@ func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason,
 // fixedValue is the value the "fixed" test source reports.
 var fixedValue float64
 
-func init() {
-	scaling.RegisterScaler("fixed", func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) { return fixedScaler{}, nil })
-}
-
 type fixedScaler struct{}
 
 func (fixedScaler) Metric() scaling.ScalerMetric { return scaling.ScalerMetric{} }

@@ -15,7 +15,9 @@ import (
 
 	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/config/configtest"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -104,7 +106,14 @@ func startWebhooksWith(t testing.TB, extra func(*framework.Manager)) {
 	if err != nil {
 		t.Fatalf("build the webhook manager: %v", err)
 	}
-	if err := webhooks.Setup(m, views); err != nil {
+	// The trigger sources of scaleplane's autoscaler, as cmd/scaleplane/app
+	// builds them: triggers are admitted against them (V10, V11).
+	limits := promql.Limits{}
+	sources, err := autoscaler.NewSources(promql.NewEvaluator(promql.NewStore(promql.Options{}), promql.EvaluatorOptions{Limits: limits}), nil, limits)
+	if err != nil {
+		t.Fatalf("build trigger sources: %v", err)
+	}
+	if err := webhooks.Setup(m, views, webhooks.Options{Sources: sources}); err != nil {
 		t.Fatalf("set up webhooks: %v", err)
 	}
 	if extra != nil {

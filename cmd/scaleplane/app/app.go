@@ -26,6 +26,7 @@ import (
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/scaling"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -39,6 +40,10 @@ type App struct {
 	Manager manager.Manager
 	// Views are the compiled profiles.
 	Views []*config.View
+	// Sources are the trigger sources of this App's autoscaler, which its
+	// validating webhook admits triggers against; callers may register
+	// their own before Run. Every App has its own.
+	Sources *scaling.Sources
 
 	opts    Options
 	direct  client.Client
@@ -108,6 +113,11 @@ func New(opts Options) (*App, error) {
 		return nil, fmt.Errorf("add cache watcher: %w", err)
 	}
 
+	pipe, err := newTriggerPipeline(opts)
+	if err != nil {
+		return nil, fmt.Errorf("set up autoscaler: %w", err)
+	}
+	a.Sources = pipe.sources
 	if !opts.NoWebhookServer {
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, fmt.Errorf("add webhook readiness check: %w", err)
@@ -120,14 +130,14 @@ func New(opts Options) (*App, error) {
 				return nil, err
 			}
 		}
-		if err := webhooks.Setup(mgr, views); err != nil {
+		if err := webhooks.Setup(mgr, views, webhooks.Options{Sources: pipe.sources}); err != nil {
 			return nil, fmt.Errorf("set up webhooks: %w", err)
 		}
 	}
 	if err := controllers.Setup(mgr, views, controllers.Options{SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
 		return nil, fmt.Errorf("set up controllers: %w", err)
 	}
-	if err := setupAutoscaler(mgr, opts, views); err != nil {
+	if err := setupAutoscaler(mgr, opts, views, pipe); err != nil {
 		return nil, fmt.Errorf("set up autoscaler: %w", err)
 	}
 	return a, nil

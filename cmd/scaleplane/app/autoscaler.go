@@ -14,41 +14,62 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// setupAutoscaler wires the trigger autoscaler and its metrics pipeline
-// into mgr: the embedded store (Config.Metrics), the PromQL evaluator, the
-// remote source when Config.Autoscaler.PrometheusURL is set, the scraper
-// (a leader-only Runnable fed by the autoscaler's Discoverer), the
-// autoscaler's controllers, and the endpoints on the metrics server:
-// /debug/promql/eval, /debug/store, /debug/autoscaler/... and /activity/....
-//
-// The endpoints are added with AddMetricsServerExtraHandler, which works
-// until Run; the metrics server (servers.go) serves them behind the same
-// limits and, outside dev, the same authentication and authorization as
-// /metrics.
-func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) error {
+// triggerPipeline is what both the validating webhook and the autoscaler
+// need of the metrics pipeline: the embedded store and its evaluator, and
+// the trigger sources over them.
+type triggerPipeline struct {
+	store   *promql.Store
+	eval    *promql.Evaluator
+	sources *scaling.Sources
+}
+
+// newTriggerPipeline builds the embedded store (Config.Metrics), the PromQL
+// evaluator, the remote source when Config.Autoscaler.PrometheusURL is set,
+// and this App's trigger sources over them ("cron", "promql", and
+// "prometheus", then the default), all held to the configured query limits.
+func newTriggerPipeline(opts Options) (*triggerPipeline, error) {
 	cfg := opts.Config
 	store := promql.NewStore(promql.Options{
 		Retention: seconds(cfg.Metrics.RetentionSeconds),
 		MaxSeries: cfg.Metrics.MaxSeries,
 	})
-	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{})
-	defaultSource := scaling.SourcePromQL
+	limits := queryLimits(cfg)
+	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits})
 	var remote promql.Source
 	if url := cfg.Autoscaler.PrometheusURL; url != "" {
-		r, err := promql.NewRemote(promql.RemoteOptions{URL: url})
+		r, err := promql.NewRemote(promql.RemoteOptions{URL: url, Limits: limits})
 		if err != nil {
-			return fmt.Errorf("autoscaler.prometheusURL: %w", err)
+			return nil, fmt.Errorf("autoscaler.prometheusURL: %w", err)
 		}
-		remote, defaultSource = r, scaling.SourcePrometheus
+		remote = r
 	}
-	// Trigger sources are registered process-wide (package scaling's
-	// registry), which is what lets library users add their own.
-	autoscaler.RegisterSources(eval, remote)
+	sources, err := autoscaler.NewSources(eval, remote, limits)
+	if err != nil {
+		return nil, err
+	}
+	return &triggerPipeline{store: store, eval: eval, sources: sources}, nil
+}
 
+// setupAutoscaler wires the trigger autoscaler and its metrics pipeline
+// into mgr: the scraper (a leader-only Runnable fed by the autoscaler's
+// Discoverer), the autoscaler's controllers over pipe's sources, and the
+// endpoints on the metrics server: /debug/promql/eval, /debug/store,
+// /debug/autoscaler/... and /activity/....
+//
+// The endpoints are added with AddMetricsServerExtraHandler, which works
+// until Run; the metrics server (servers.go) serves them behind the same
+// limits and, outside dev, the same authentication and authorization as
+// /metrics.
+func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View, pipe *triggerPipeline) error {
+	cfg := opts.Config
+	store, eval := pipe.store, pipe.eval
+	limits := eval.Limits()
 	as, err := autoscaler.New(autoscaler.Options{
 		Views:           views,
+		Sources:         pipe.sources,
 		PollingInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
-		DefaultSource:   defaultSource,
+		SampleTimeout:   limits.Timeout,
+		TickTimeout:     seconds(cfg.Autoscaler.Queries.TickTimeoutSeconds),
 		OnTriggerQuery:  store.RequestQuery,
 		// Several managers in one process (tests) need distinct names.
 		SkipNameValidation: opts.SkipControllerNameValidation,
@@ -79,6 +100,7 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 		// second TokenReview and SubjectAccessReview per request.
 		Filter: filteredByMetricsServer,
 		Log:    mgr.GetLogger().WithName("debug"),
+		Limits: limits,
 	})
 	if err != nil {
 		return fmt.Errorf("debug endpoints: %w", err)
@@ -95,6 +117,21 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 		}
 	}
 	return nil
+}
+
+// queryLimits are the bounds of trigger queries (V10) the configuration
+// sets; a range selector's points are counted at the scrape interval.
+func queryLimits(cfg *config.Configuration) promql.Limits {
+	q := cfg.Autoscaler.Queries
+	return promql.Limits{
+		MaxQueryLength:     q.MaxLength,
+		MaxDepth:           q.MaxDepth,
+		MaxPointsPerSeries: q.MaxPointsPerSeries,
+		MaxRegexSize:       q.MaxRegexSize,
+		MaxSamples:         q.MaxSamples,
+		Timeout:            seconds(q.TimeoutSeconds),
+		ScrapeInterval:     seconds(cfg.Metrics.ScrapeIntervalSeconds),
+	}.WithDefaults()
 }
 
 // filteredByMetricsServer is the identity filter: the handler it is given
