@@ -1,4 +1,4 @@
-package config
+package v1alpha2
 
 import (
 	"errors"
@@ -8,143 +8,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// completeYAML sets every field of the configuration file: the three sample
-// profiles written out in full, a foreign kind, and every component setting.
-const completeYAML = `
-apiVersion: config.scaleplane.io/v1alpha1
-kind: Configuration
-webhook:
-  port: 9444
-  host: 0.0.0.0
-  certDir: /etc/scaleplane/certs
-  mutatingConfigurationName: sp-mutating
-  validatingConfigurationName: sp-validating
-  timeoutSeconds: 5
-  namespaceSelector:
-    matchExpressions:
-    - {key: scaleplane.io/ignore, operator: DoesNotExist}
-  objectSelector:
-    matchLabels: {scaleplane.io/managed: "true"}
-autoscaler:
-  pollingIntervalSeconds: 30
-  prometheusURL: http://prometheus.monitoring:9090
-  queries: {maxLength: 2048, maxPointsPerSeries: 20000, tickTimeoutSeconds: 20}
-metrics:
-  scrapeIntervalSeconds: 10
-  retentionSeconds: 3600
-  maxSeries: 5000
-profiles:
-- group: samples.scaleplane.io
-  version: v1alpha1
-  kind: RackedCluster
-  resource: rackedclusters
-  replicas: .spec.replicas
-  scaleConfig: {path: .spec.scaleConfig}
-  groups:
-    path: .spec.racks
-    nameField: name
-    membersField: members
-    status: {path: .status.racks, style: List, nameField: name, readyMembersField: readyMembers}
-  status: {replicas: .status.replicas, selector: .status.selector}
-  pods:
-    labels: {samples.scaleplane.io/cluster: "${name}"}
-    groupLabel: samples.scaleplane.io/rack
-  maxReplicas: 1000
-- group: samples.scaleplane.io
-  version: v1alpha1
-  kind: Function
-  resource: functions
-  scaleConfig: {path: .spec.scaleConfig}
-  status: {replicas: .status.replicas, selector: .status.podSelector}
-  pods:
-    labels: {samples.scaleplane.io/function: "${name}"}
-  hpaTarget: {apiVersion: apps/v1, kind: Deployment, name: "${name}"}
-  defaultMetrics:
-  - type: Resource
-    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
-- group: samples.scaleplane.io
-  version: v1alpha1
-  kind: WorkerGroup
-  resource: workergroups
-  scaleConfig: {path: .spec.scalePolicy}
-  status: {replicas: .status.replicas, selector: .status.hpaPodSelector}
-  pods:
-    labels:
-      samples.scaleplane.io/workergroup: "${name}"
-      samples.scaleplane.io/role: leader
-- group: db.example.com
-  version: v2
-  kind: Store
-  resource: stores
-  replicas: .spec.size.perZone
-  scaleConfig: {annotation: scaleplane.io/scale-config}
-  groups:
-    path: .spec.zones
-    nameField: zone
-    membersField: size
-    status:
-      path: .status.zones
-      style: Map
-      readyMembersField: ready
-      observedGenerationField: observedGeneration
-  status: {replicas: .status.readyPerZone, selector: .status.scaleSelector}
-  pods:
-    labels: {app.kubernetes.io/instance: "${name}"}
-    groupLabel: db.example.com/zone
-  hpaTarget: {apiVersion: apps/v1, kind: StatefulSet, name: "${name}-store"}
-  maxReplicas: 50
-  defaultMetrics:
-  - type: Resource
-    resource:
-      name: cpu
-      target: {type: Utilization, averageUtilization: 80}
-`
-
-func TestParseComplete(t *testing.T) {
-	got, err := Parse([]byte(completeYAML))
-	if err != nil {
-		t.Fatalf("Parse: %v", err)
-	}
-	foreign := foreignProfile()
-	foreign.MaxReplicas = 50
-	foreign.DefaultMetrics = []autoscalingv2.MetricSpec{cpuMetric(80)}
-	foreign.Default()
-	want := SampleConfiguration()
-	want.Profiles = append(want.Profiles, foreign)
-	want.Webhook = Webhook{
-		Port: 9444, Host: "0.0.0.0", CertDir: "/etc/scaleplane/certs",
-		MutatingConfigurationName: "sp-mutating", ValidatingConfigurationName: "sp-validating",
-		TimeoutSeconds: 5,
-		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "scaleplane.io/ignore", Operator: metav1.LabelSelectorOpDoesNotExist},
-		}},
-		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/managed": "true"}},
-	}
-	want.Autoscaler = Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090", Queries: Queries{
-		MaxLength: 2048, MaxDepth: 100, MaxPointsPerSeries: 20000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 20,
-	}}
-	want.Metrics = Metrics{ScrapeIntervalSeconds: 10, RetentionSeconds: 3600, MaxSeries: 5000}
-	if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
-		t.Errorf("Parse (-want +got):\n%s", diff)
-	}
-	views, err := got.Views()
-	if err != nil {
-		t.Fatalf("Views: %v", err)
-	}
-	var kinds []string
-	for _, v := range views {
-		kinds = append(kinds, v.GVK().Kind)
-	}
-	if diff := cmp.Diff([]string{"RackedCluster", "Function", "WorkerGroup", "Store"}, kinds); diff != "" {
-		t.Errorf("Views kinds (-want +got):\n%s", diff)
-	}
-}
+// completeFile sets every field of the configuration file; package
+// profile's TestParseComplete checks what it parses to.
+const completeFile = "testdata/complete.v1alpha2.yaml"
 
 func TestDefault(t *testing.T) {
 	c := &Configuration{TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind}}
@@ -165,41 +36,22 @@ func TestDefault(t *testing.T) {
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Default (-want +got):\n%s", diff)
 	}
-	again := SampleConfiguration()
+	once, _, err := Load(completeFile)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	again, _, err := Load(completeFile)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
 	again.Default()
-	if diff := cmp.Diff(SampleConfiguration(), again); diff != "" {
+	if diff := cmp.Diff(once, again); diff != "" {
 		t.Errorf("defaulting twice changed the configuration (-once +twice):\n%s", diff)
 	}
 }
 
-func TestSampleConfiguration(t *testing.T) {
-	c := SampleConfiguration()
-	if err := c.Validate(); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	if _, err := c.Views(); err != nil {
-		t.Fatalf("Views: %v", err)
-	}
-	// The file the manifests ship must say the same as the Go samples.
-	const file = "manager/scaleplane-config.yaml"
-	loaded, err := Load(file)
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	if diff := cmp.Diff(c.Profiles, loaded.Profiles, cmpOpts...); diff != "" {
-		t.Errorf("%s profiles (-SampleConfiguration +file):\n%s", file, diff)
-	}
-}
-
 func TestParseErrors(t *testing.T) {
-	const header = "apiVersion: config.scaleplane.io/v1alpha1\nkind: Configuration\n"
-	const racked = `
-- group: samples.scaleplane.io
-  version: v1alpha1
-  kind: RackedCluster
-  resource: rackedclusters
-  scaleConfig: {path: .spec.scaleConfig}
-`
+	const header = "apiVersion: config.scaleplane.io/v1alpha2\nkind: Configuration\n"
 	tests := []struct {
 		name string
 		yaml string
@@ -209,8 +61,12 @@ func TestParseErrors(t *testing.T) {
 		wantMsg string
 	}{{
 		name:    "unknown field",
-		yaml:    header + "profiles:\n- kind: X\n  replica: .spec.replicas\n",
+		yaml:    header + "profiles:\n- target: {kind: X}\n  replica: .spec.replicas\n",
 		wantMsg: `unknown field "profiles[0].replica"`,
+	}, {
+		name:    "a v1alpha1 field in a v1alpha2 file",
+		yaml:    header + "profiles:\n- kind: X\n",
+		wantMsg: `unknown field "profiles[0].kind"`,
 	}, {
 		name:    "unknown top-level field",
 		yaml:    header + "webhooks: {}\n",
@@ -223,44 +79,6 @@ func TestParseErrors(t *testing.T) {
 		name: "wrong file type",
 		yaml: "apiVersion: v1\nkind: ConfigMap\n",
 		want: []string{"FieldValueInvalid apiVersion", "FieldValueInvalid kind"},
-	}, {
-		name: "scale config location",
-		yaml: header + "profiles:" + racked + `
-- group: samples.scaleplane.io
-  version: v1alpha1
-  kind: Function
-  resource: functions
-  scaleConfig: {}
-- group: samples.scaleplane.io
-  version: v1alpha1
-  kind: WorkerGroup
-  resource: workergroups
-  scaleConfig: {path: .spec.scalePolicy, annotation: scaleplane.io/scale-config}
-`,
-		want: []string{"FieldValueRequired profiles[1].scaleConfig", "FieldValueInvalid profiles[2].scaleConfig"},
-	}, {
-		name: "duplicate kind and resource",
-		yaml: header + "profiles:" + racked + racked,
-		want: []string{"FieldValueDuplicate profiles[1].kind", "FieldValueDuplicate profiles[1].resource"},
-	}, {
-		name: "bad paths and style",
-		yaml: header + `profiles:
-- group: samples.scaleplane.io
-  version: v1alpha1
-  kind: RackedCluster
-  resource: rackedclusters
-  replicas: spec.replicas
-  scaleConfig: {path: .spec.scaleConfig}
-  groups:
-    path: .spec.racks
-    status: {path: .status.racks, style: Dict}
-  maxReplicas: -3
-`,
-		want: []string{
-			"FieldValueInvalid profiles[0].replicas",
-			"FieldValueNotSupported profiles[0].groups.status.style",
-			"FieldValueInvalid profiles[0].maxReplicas",
-		},
 	}, {
 		name: "component settings",
 		yaml: header + `webhook:
@@ -306,7 +124,7 @@ metrics:
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.yaml))
+			_, _, err := Parse([]byte(tt.yaml))
 			if err == nil {
 				t.Fatal("Parse succeeded, want an error")
 			}
@@ -341,26 +159,35 @@ func fieldErrors(t *testing.T, err error) field.ErrorList {
 	return out
 }
 
+// errorStrings renders field errors compactly for comparison: type and
+// path, the parts a user acts on.
+func errorStrings(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, string(e.Type)+" "+e.Field)
+	}
+	return out
+}
+
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(good, []byte(completeYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Load(good)
+	c, warnings, err := Load(completeFile)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	if got := len(c.Profiles); got != 4 {
 		t.Errorf("Load: %d profiles, want 4", got)
 	}
+	if len(warnings) > 0 {
+		t.Errorf("Load of a v1alpha2 file warned: %q", warnings)
+	}
 
 	// JSON is YAML too.
 	js := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(js, []byte(`{"apiVersion":"config.scaleplane.io/v1alpha1","kind":"Configuration","profiles":[]}`), 0o600); err != nil {
+	if err := os.WriteFile(js, []byte(`{"apiVersion":"config.scaleplane.io/v1alpha2","kind":"Configuration","profiles":[]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(js); err != nil {
+	if _, _, err := Load(js); err != nil {
 		t.Errorf("Load JSON: %v", err)
 	}
 
@@ -368,63 +195,13 @@ func TestLoad(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("apiVersion: x\nkind: Configuration\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Load(bad)
+	_, _, err = Load(bad)
 	if err == nil || !strings.HasPrefix(err.Error(), "configuration "+bad+": apiVersion: Invalid value") {
 		t.Errorf("Load error = %v, want it to name the file and the field", err)
 	}
 
-	_, err = Load(filepath.Join(dir, "missing.yaml"))
+	_, _, err = Load(filepath.Join(dir, "missing.yaml"))
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load of a missing file = %v, want an error wrapping os.ErrNotExist", err)
-	}
-}
-
-func TestViewsReportsEveryBadProfile(t *testing.T) {
-	c := SampleConfiguration()
-	c.Profiles[0].Replicas = "replicas"
-	c.Profiles[2].ScaleConfig = ScaleConfigLocation{}
-	_, err := c.Views()
-	if err == nil {
-		t.Fatal("Views succeeded, want an error")
-	}
-	for _, want := range []string{"profiles[0]: profile RackedCluster.samples.scaleplane.io/v1alpha1: replicas:", "profiles[2]: profile WorkerGroup.samples.scaleplane.io/v1alpha1: scaleConfig: Required value"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Views error %q does not contain %q", err, want)
-		}
-	}
-}
-
-// TestDocsExamples keeps docs/profiles.md honest: every complete
-// configuration in it parses, and the sample profiles it shows are
-// SampleProfiles.
-func TestDocsExamples(t *testing.T) {
-	data, err := os.ReadFile("../docs/profiles.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var samples []Profile
-	configs := 0
-	for i, block := range strings.Split(string(data), "```yaml\n")[1:] {
-		block, _, _ = strings.Cut(block, "```")
-		switch {
-		case strings.HasPrefix(block, "apiVersion: "+APIVersion):
-			configs++
-			if _, err := Parse([]byte(block)); err != nil {
-				t.Errorf("yaml block %d: %v", i, err)
-			}
-		case strings.HasPrefix(block, "- group: "+SampleGroup):
-			c, err := Parse([]byte("apiVersion: " + APIVersion + "\nkind: Configuration\nprofiles:\n" + block))
-			if err != nil {
-				t.Errorf("yaml block %d: %v", i, err)
-				continue
-			}
-			samples = append(samples, c.Profiles...)
-		}
-	}
-	if configs < 1 {
-		t.Errorf("found %d complete configurations, want at least 1", configs)
-	}
-	if diff := cmp.Diff(SampleConfiguration().Profiles, samples, cmpOpts...); diff != "" {
-		t.Errorf("sample profiles in the docs (-SampleProfiles +docs):\n%s", diff)
 	}
 }
