@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // The Service config/webhook/service.yaml defines.
@@ -37,16 +37,16 @@ func TestManifests(t *testing.T) {
 		t.Fatalf("read %s: %v; regenerate it with UPDATE_GOLDEN=1", manifestsPath, err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s is not what Configurations makes of config.SampleProfiles(); regenerate it with UPDATE_GOLDEN=1 go test ./webhooks -run TestManifests (-want +got):\n%s", manifestsPath, diff)
+		t.Errorf("%s is not what Configurations makes of profile.Samples(); regenerate it with UPDATE_GOLDEN=1 go test ./webhooks -run TestManifests (-want +got):\n%s", manifestsPath, diff)
 	}
 }
 
 func renderManifests(t *testing.T) []byte {
 	t.Helper()
-	m, v := Configurations(sampleViews(t), config.SampleConfiguration().Webhook,
+	m, v := Configurations(sampleViews(t), profile.SampleConfiguration().Webhook,
 		ServiceClientConfig(serviceNamespace, serviceName, servicePort))
 	var buf bytes.Buffer
-	buf.WriteString("# Generated from config.SampleProfiles() by webhooks.Configurations; do not edit.\n" +
+	buf.WriteString("# Generated from profile.Samples() by webhooks.Configurations; do not edit.\n" +
 		"# Regenerate with: UPDATE_GOLDEN=1 go test ./webhooks -run TestManifests\n")
 	for i, obj := range []interface{}{m, v} {
 		data, err := yaml.Marshal(obj)
@@ -61,11 +61,11 @@ func renderManifests(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-func sampleViews(t testing.TB) []*config.View {
+func sampleViews(t testing.TB) []*profile.Compiled {
 	t.Helper()
-	var views []*config.View
-	for _, p := range config.SampleProfiles() {
-		v, err := config.NewView(p)
+	var views []*profile.Compiled
+	for _, p := range profile.Samples() {
+		v, err := profile.Compile(p)
 		if err != nil {
 			t.Fatal(err)
 		}

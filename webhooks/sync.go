@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // SyncConfigurations brings the two webhook configurations named in wc in
@@ -35,7 +36,7 @@ import (
 // mutating one must keep at least one entry to copy a clientConfig from
 // when it gains one; the validating one likewise. Writes are updates with
 // optimistic concurrency, retried on conflict, and happen only on a change.
-func SyncConfigurations(ctx context.Context, c client.Client, views []*config.View, wc config.Webhook) error {
+func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook) error {
 	wantM, wantV := Configurations(views, wc, pathOnly)
 	errM := syncConfiguration(ctx, c, &admissionregistrationv1.MutatingWebhookConfiguration{}, "MutatingWebhookConfiguration", wantM.Name,
 		func(obj client.Object) (bool, error) {
@@ -175,9 +176,9 @@ type ConfigurationSync struct {
 	// configurations. NewConfigurationSync builds one.
 	Client client.Client
 	// Views are the profiles the configurations are made to match.
-	Views []*config.View
+	Views []*profile.Compiled
 	// Webhook names the configurations.
-	Webhook config.Webhook
+	Webhook configv1alpha2.Webhook
 	// Timeout bounds the retries; when it passes, Start returns the last
 	// error and the manager stops, so a misconfigured installation is seen
 	// at once rather than serving with stale rules. Default 2 minutes.
@@ -191,7 +192,7 @@ var (
 
 // NewConfigurationSync returns a ConfigurationSync using a live client
 // built from mgr's config; add it with mgr.Add.
-func NewConfigurationSync(mgr manager.Manager, views []*config.View, wc config.Webhook) (*ConfigurationSync, error) {
+func NewConfigurationSync(mgr manager.Manager, views []*profile.Compiled, wc configv1alpha2.Webhook) (*ConfigurationSync, error) {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return nil, fmt.Errorf("build the webhook configuration client: %w", err)

@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -52,15 +52,15 @@ func TestKustomizeManifests(t *testing.T) {
 	if diff := cmp.Diff([]string{"Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}, kinds); diff != "" {
 		t.Fatalf("kinds (-want +got):\n%s", diff)
 	}
-	var sampleViews []*config.View
-	for _, p := range config.SampleProfiles() {
-		v, err := config.NewView(p)
+	var sampleViews []*profile.Compiled
+	for _, p := range profile.Samples() {
+		v, err := profile.Compile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sampleViews = append(sampleViews, v)
 	}
-	wantM, wantV := webhooks.Configurations(sampleViews, config.SampleConfiguration().Webhook,
+	wantM, wantV := webhooks.Configurations(sampleViews, profile.SampleConfiguration().Webhook,
 		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	if diff := cmp.Diff(wantM, gotM); diff != "" {
 		t.Errorf("mutating configuration (-want +got):\n%s", diff)

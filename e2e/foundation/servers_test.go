@@ -31,8 +31,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -134,7 +134,7 @@ func TestIssue10Item6BinaryServers(t *testing.T) {
 	managerCfg.QPS, managerCfg.Burst = 200, 400
 
 	webhookPort, metricsPort, probePort := freePort(t), freePort(t), freePort(t)
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = webhookPort
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")

@@ -8,8 +8,9 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -60,7 +61,7 @@ func newTriggerPipeline(opts Options) (*triggerPipeline, error) {
 // until Run; the metrics server (servers.go) serves them behind the same
 // limits and, outside dev, the same authentication and authorization as
 // /metrics.
-func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View, pipe *triggerPipeline) error {
+func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compiled, pipe *triggerPipeline) error {
 	cfg := opts.Config
 	store, eval := pipe.store, pipe.eval
 	limits := eval.Limits()
@@ -121,7 +122,7 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View, pi
 
 // queryLimits are the bounds of trigger queries (V10) the configuration
 // sets; a range selector's points are counted at the scrape interval.
-func queryLimits(cfg *config.Configuration) promql.Limits {
+func queryLimits(cfg *configv1alpha2.Configuration) promql.Limits {
 	q := cfg.Autoscaler.Queries
 	return promql.Limits{
 		MaxQueryLength:     q.MaxLength,
