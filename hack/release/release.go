@@ -1,0 +1,10 @@
+package main
+
+import (
+	"context"
+	"errors"
+)
+
+func releaseMain(ctx context.Context, args []string) error {
+	return errors.New("not yet")
+}
