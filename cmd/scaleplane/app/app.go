@@ -69,6 +69,9 @@ func New(opts Options) (*App, error) {
 		// SubjectAccessReview per request), as kubebuilder projects do.
 		metricsOpts.SecureServing = true
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// controller-runtime watches these files and reloads them.
+		metricsOpts.CertDir = opts.MetricsCertDir
+		metricsOpts.CertName, metricsOpts.KeyName = opts.MetricsCertName, opts.MetricsKeyName
 	}
 	mopts := ctrl.Options{
 		Scheme:                        scheme,
@@ -169,6 +172,9 @@ func (a *App) cachesSynced(*http.Request) error {
 // namespace, the webhook configurations, the serving certificate) and then
 // runs the manager until ctx ends.
 func (a *App) Run(ctx context.Context) error {
+	if err := a.preflight(); err != nil {
+		return err
+	}
 	if err := a.checkKindsServed(); err != nil {
 		return err
 	}
