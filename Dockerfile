@@ -16,7 +16,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 GOOS=linux GOFLAGS= go build -trimpath -buildvcs=false \
+RUN CGO_ENABLED=0 GOOS=linux GOFLAGS= go build -trimpath -buildvcs=false -tags nodev \
     -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
     -o /out/scaleplane ./cmd/scaleplane
 

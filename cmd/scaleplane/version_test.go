@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +89,7 @@ func TestIssue11VersionStampedBuild(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	bin := filepath.Join(t.TempDir(), "scaleplane")
-	build := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-o", bin,
+	build := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-tags", "nodev", "-o", bin,
 		"-ldflags", "-X main.version=v9.8.7 -X main.commit=0123456789abcdef0123456789abcdef01234567", ".")
 	// The release build's environment (hack/release/image.BuildBinary), so
 	// both share the build cache.
@@ -107,5 +108,11 @@ func TestIssue11VersionStampedBuild(t *testing.T) {
 	want := VersionInfo{Version: "v9.8.7", Commit: "0123456789abcdef0123456789abcdef01234567", GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("scaleplane version of a stamped build (-want +got):\n%s", diff)
+	}
+	// The release build has no dev mode, and says how to get one.
+	out, err = exec.Command(bin, "dev").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !bytes.Contains(out, []byte("go run ./cmd/scaleplane dev")) {
+		t.Errorf("scaleplane dev in a -tags nodev build: %v %s; want exit 2 saying how to run dev mode", err, out)
 	}
 }

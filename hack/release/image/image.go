@@ -182,6 +182,9 @@ func GoBuildFlags(version, commit string) []string {
 		// VCS stamping would record whether the tree is dirty and when,
 		// which the release stamps below already say.
 		"-buildvcs=false",
+		// Without `scaleplane dev`, whose embedded control plane (envtest)
+		// cannot even initialise on a read-only root file system.
+		"-tags", "nodev",
 		"-ldflags", fmt.Sprintf("-s -w -X main.version=%s -X main.commit=%s", version, commit),
 	}
 }

@@ -349,7 +349,7 @@ func TestIssue11Item2DockerfileEquivalent(t *testing.T) {
 			build = r
 		}
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-buildvcs=false", `-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}`, Package} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "-buildvcs=false", "-tags nodev", `-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}`, Package} {
 		if !strings.Contains(build, want) {
 			t.Errorf("Dockerfile go build %q lacks %q (image.GoBuildFlags)", build, want)
 		}

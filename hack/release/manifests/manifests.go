@@ -47,7 +47,11 @@ const (
 
 // Kustomize builds the kustomization in dir as `kubectl kustomize` does.
 func Kustomize(dir string) ([]*unstructured.Unstructured, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	opts := krusty.MakeDefaultOptions()
+	// kubectl kustomize's order: namespaces and CRDs before what lives in
+	// them, so the output applies in one pass.
+	opts.Reorder = krusty.ReorderOptionLegacy
+	k := krusty.MakeKustomizer(opts)
 	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize %s: %w", dir, err)
