@@ -66,6 +66,7 @@ bench: tools ## benchmarks (ns/op, allocs/op, custom figures) and the 1000-workl
 
 verify: ## regenerate generated files (golden files, go.sum) and fail on a diff
 	UPDATE_GOLDEN=1 $(GO) test -count=1 -run 'Golden' ./...
+	UPDATE_GOLDEN=1 $(GO) -C hack/release test -count=1 -run 'Golden' ./manifests
 	$(GO) mod tidy
 	$(GO) -C hack/release mod tidy
 	@git diff --exit-code -- . ':(exclude)bin' || { echo "generated files are out of date: commit the diff above"; exit 1; }
