@@ -15,7 +15,9 @@ TEST_TIMEOUT ?= 40m
 GOLANGCI_VERSION ?= v2.15.0
 # Release tooling (go-containerregistry, Helm's Go library) is a Go module of
 # its own, so its dependencies stay out of the product's go.mod.
-RELEASE := $(GO) -C hack/release run .
+# Built with the release binary's flags (CGO_ENABLED=0, -trimpath) so that
+# the packages both use are compiled once.
+RELEASE := CGO_ENABLED=0 $(GO) -C hack/release run -trimpath .
 IMAGE_LAYOUT ?= $(CURDIR)/bin/image
 DIST ?= $(CURDIR)/dist
 # Where `make push` and the manifests of `make release` point.
