@@ -13,8 +13,17 @@ endif
 CERTMANAGER := $(BIN)/cert-manager
 TEST_TIMEOUT ?= 40m
 GOLANGCI_VERSION ?= v2.15.0
+# Release tooling (go-containerregistry, Helm's Go library) is a Go module of
+# its own, so its dependencies stay out of the product's go.mod.
+# Built with the release binary's flags (CGO_ENABLED=0, -trimpath) so that
+# the packages both use are compiled once.
+RELEASE := CGO_ENABLED=0 $(GO) -C hack/release run -trimpath .
+IMAGE_LAYOUT ?= $(CURDIR)/bin/image
+DIST ?= $(CURDIR)/dist
+# Where `make push` and the manifests of `make release` point.
+IMAGE ?= ghcr.io/scaleplane/scaleplane
 
-.PHONY: all build demo test unit e2e lint bench verify tools clean help
+.PHONY: all build demo test unit e2e lint bench verify tools clean help image push release
 
 all: build
 
@@ -32,8 +41,9 @@ build: ## build bin/scaleplane
 demo: $(CONTROLPLANE) ## run scaleplane on an embedded local control plane (Ctrl-C stops and cleans up)
 	$(GO) run ./cmd/scaleplane dev
 
-test: tools ## run every test: unit, fuzz seeds, e2e against the real control plane
+test: tools ## run every test: unit, fuzz seeds, e2e against the real control plane, the release tooling's (image, chart, image run as its pod)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) -C hack/release test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 unit: ## unit tests only (no control plane)
 	$(GO) test -count=1 ./scaling/... ./config/... ./webhooks/... ./controllers/... ./promql/... ./certs/... ./cmd/...
@@ -44,7 +54,7 @@ e2e: tools ## e2e tests only
 lint: ## gofmt, go vet, and golangci-lint when it installs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@for m in hack/tools/controlplane hack/tools/certmanager; do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in hack/tools/controlplane hack/tools/certmanager hack/release; do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@if [ ! -x bin/tools/golangci-lint ]; then \
 	  echo "==> installing golangci-lint $(GOLANGCI_VERSION) into bin/tools"; \
 	  GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION) \
@@ -59,8 +69,19 @@ bench: tools ## benchmarks (ns/op, allocs/op, custom figures), create latency ag
 
 verify: ## regenerate generated files (golden files, go.sum) and fail on a diff
 	UPDATE_GOLDEN=1 $(GO) test -count=1 -run 'Golden' ./...
+	UPDATE_GOLDEN=1 $(GO) -C hack/release test -count=1 -run 'Golden' ./manifests
 	$(GO) mod tidy
+	$(GO) -C hack/release mod tidy
 	@git diff --exit-code -- . ':(exclude)bin' || { echo "generated files are out of date: commit the diff above"; exit 1; }
 
-clean: ## remove built programs
-	rm -rf bin
+image: ## build the OCI image layout bin/image (linux/amd64 + linux/arm64) without a container engine; prints the index digest
+	$(RELEASE) image -root $(CURDIR) -out $(IMAGE_LAYOUT)
+
+push: ## push bin/image to IMAGE=registry/repo (tag = version; credentials from your docker config)
+	$(RELEASE) push -layout $(IMAGE_LAYOUT) -image $(IMAGE)
+
+release: ## write dist/install.yaml (config/default, image pinned by bin/image's digest) and dist/scaleplane-<version>.tgz (the Helm chart)
+	$(RELEASE) release -root $(CURDIR) -layout $(IMAGE_LAYOUT) -image $(IMAGE) -dist $(DIST)
+
+clean: ## remove built programs and release output
+	rm -rf bin dist

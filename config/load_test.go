@@ -181,7 +181,7 @@ func TestSampleConfiguration(t *testing.T) {
 		t.Fatalf("Views: %v", err)
 	}
 	// The file the manifests ship must say the same as the Go samples.
-	const file = "manager/scaleplane-config.yaml"
+	const file = "samples/deploy/scaleplane-config.yaml"
 	loaded, err := Load(file)
 	if err != nil {
 		t.Fatalf("Load: %v", err)

@@ -190,6 +190,9 @@ func (a *App) cachesSynced(*http.Request) error {
 // configurations, the serving certificate) and then runs the manager until
 // ctx ends.
 func (a *App) Run(ctx context.Context) error {
+	if err := a.preflight(); err != nil {
+		return err
+	}
 	if err := a.checkKindsServed(); err != nil {
 		return err
 	}

@@ -68,6 +68,14 @@ type Options struct {
 	// Default :8443, served over TLS behind Kubernetes authentication and
 	// authorization; the debug endpoints share it.
 	MetricsAddr string
+	// MetricsCertDir holds the metrics server's certificate and key
+	// (MetricsCertName, MetricsKeyName; default tls.crt and tls.key),
+	// reloaded when they change: a Secret mounted from cert-manager, so
+	// Prometheus can verify the server. Empty: a self-signed certificate
+	// made at start.
+	MetricsCertDir  string
+	MetricsCertName string
+	MetricsKeyName  string
 	// ProbeAddr serves /healthz and /readyz. Default :8081. "0" disables.
 	ProbeAddr string
 	// LeaderElection makes only one replica run controllers and the
@@ -106,6 +114,12 @@ func (o Options) withDefaults() Options {
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = ":8443"
 	}
+	if o.MetricsCertName == "" {
+		o.MetricsCertName = "tls.crt"
+	}
+	if o.MetricsKeyName == "" {
+		o.MetricsKeyName = "tls.key"
+	}
 	if o.ProbeAddr == "" {
 		o.ProbeAddr = ":8081"
 	}
@@ -122,6 +136,9 @@ func (o Options) validate() error {
 	}
 	if o.RestConfig == nil {
 		errs = append(errs, errors.New("a connection to the API server is required (--kubeconfig or in-cluster)"))
+	}
+	if o.MetricsCertDir != "" && o.Dev {
+		errs = append(errs, errors.New("a metrics certificate (--metrics-cert-path) is for the HTTPS metrics server; dev mode serves metrics over plain HTTP"))
 	}
 	switch o.CertMode {
 	case CertSelfSigned, CertCertManager, CertFiles:

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -55,6 +57,9 @@ type servers struct {
 	healthz healthz.Handler
 	readyz  healthz.Handler
 	extra   map[string]http.Handler
+	// metricsCert reloads the metrics server's certificate from
+	// Options.MetricsCertDir when one is given; serve runs it.
+	metricsCert *certwatcher.CertWatcher
 }
 
 func newServers() *servers {
@@ -149,6 +154,12 @@ func (a *App) serve() (closeAll func(), err error) {
 			return nil, fmt.Errorf("add the %s server: %w", s.Name, err)
 		}
 	}
+	if cw := a.servers.metricsCert; cw != nil {
+		if err := a.Manager.Add(cw); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("add the metrics certificate watcher: %w", err)
+		}
+	}
 	return closeAll, nil
 }
 
@@ -175,7 +186,18 @@ func (s *servers) build(opts Options, httpClient *http.Client, log logr.Logger) 
 			return err
 		}
 		var tc *tls.Config
-		if secure {
+		switch {
+		case secure && name == "metrics" && opts.MetricsCertDir != "":
+			// A certificate the user provides (--metrics-cert-path), reloaded
+			// when it is renewed, as controller-runtime's metrics server does.
+			cw, err := certwatcher.New(filepath.Join(opts.MetricsCertDir, opts.MetricsCertName), filepath.Join(opts.MetricsCertDir, opts.MetricsKeyName))
+			if err != nil {
+				return fmt.Errorf("%s server certificate: %w", name, err)
+			}
+			s.metricsCert = cw
+			tc = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cw.GetCertificate}
+			serving.NextProtos(l.HTTP2)(tc)
+		case secure:
 			if tc, err = serving.SelfSignedTLS(); err != nil {
 				return fmt.Errorf("%s server: %w", name, err)
 			}
