@@ -329,6 +329,7 @@ func isJSON(contentType string) bool {
 // carrying the same code and message, as controller-runtime's
 // admission.Errored would, so that whoever reads it sees why.
 func refuseReview(w http.ResponseWriter, status int, msg string) {
+	refusedReviews.WithLabelValues(strconv.Itoa(status)).Inc()
 	resp := admission.Errored(int32(status), errors.New(msg))
 	writeReview(w, status, reviewV1, &resp.AdmissionResponse)
 }

@@ -11,11 +11,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -120,6 +122,7 @@ func TestIssue10Item6ReviewTransport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			refusedBefore := testutil.ToFloat64(refusedReviews.WithLabelValues(strconv.Itoa(tt.want)))
 			method := tt.method
 			if method == "" {
 				method = http.MethodPost
@@ -144,6 +147,10 @@ func TestIssue10Item6ReviewTransport(t *testing.T) {
 			if tt.want != http.StatusOK {
 				if out.Response.Allowed || out.Response.Result == nil || out.Response.Result.Code != int32(tt.want) {
 					t.Errorf("refusal %+v, want allowed=false with code %d", out.Response, tt.want)
+				}
+				// Counted, so that an operator sees who sends them.
+				if got := testutil.ToFloat64(refusedReviews.WithLabelValues(strconv.Itoa(tt.want))) - refusedBefore; got != 1 {
+					t.Errorf("scaleplane_admission_requests_refused_total{code=%q} grew by %v, want 1", strconv.Itoa(tt.want), got)
 				}
 				return
 			}
