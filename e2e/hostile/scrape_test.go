@@ -350,23 +350,30 @@ func (s *suite) scrapeLabelInputs(t *testing.T) {
 		fmt.Fprintf(&labels, "l%d=\"v\",", i)
 	}
 	labels.WriteString("} 1\n")
+	// Three targets, each serving 8 series with label values of 1 MiB (8
+	// MiB, within the body limit) that change every scrape: new series
+	// every time, 24 MiB of labels per scrape interval.
 	var churn atomic.Int64
+	churning := func(w http.ResponseWriter, _ *http.Request) {
+		n := churn.Add(1)
+		bw := bufio.NewWriter(w)
+		for i := range 8 {
+			fmt.Fprintf(bw, "%s{big=\"%d-%d-%s\"} 1\n", metricLabels, n, i, strings.Repeat("v", 1<<20))
+		}
+		_ = bw.Flush()
+	}
+	const churned = 36 // 288 MiB of label values, over the memory limit
 	s.runTargets(t, []target{
 		{name: "5,000 labels on one series", handler: exposition(labels.String()), want: up()},
-		{name: "label values of 1 MB, new ones every scrape", anyHealth: true, handler: func(w http.ResponseWriter, _ *http.Request) {
-			n := churn.Add(1)
-			bw := bufio.NewWriter(w)
-			for i := range 8 {
-				fmt.Fprintf(bw, "%s{big=\"%d-%d-%s\"} 1\n", metricLabels, n, i, strings.Repeat("v", 1<<20))
-			}
-			_ = bw.Flush()
-		}, want: survives()},
+		{name: "label values of 1 MiB, new ones every scrape (1 of 3)", anyHealth: true, handler: churning, want: survives()},
+		{name: "label values of 1 MiB, new ones every scrape (2 of 3)", anyHealth: true, handler: churning, want: survives()},
+		{name: "label values of 1 MiB, new ones every scrape (3 of 3)", anyHealth: true, handler: churning, want: survives()},
 	}, func(t *testing.T, st promql.StoreSummary) bool {
-		// Long enough for the churn to have made 200 MB of labels, were
-		// they all kept.
-		return churn.Load() >= 25
+		// Long enough for the churn to have served more label data than
+		// the memory limit, were it all kept.
+		return churn.Load() >= churned
 	})
-	t.Logf("%d scrapes of the churning target", churn.Load())
+	t.Logf("%d scrapes of the churning targets", churn.Load())
 }
 
 // scrapeSeriesInputs: a million series, of a name no trigger requests
