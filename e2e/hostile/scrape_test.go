@@ -88,16 +88,12 @@ func problemOf(lastError string) string {
 	return "other: " + lastError
 }
 
-// scrapeSetup is the exporter and the workload whose pods are scraped.
+// scrapeSetup is the exporter serving every target, and the count of the
+// targets' pods.
 type scrapeSetup struct {
-	exporter *httptest.Server
-	port     string
-	mux      *http.ServeMux
-	pods     int
-}
-
-var scrapeState struct {
-	setup *scrapeSetup
+	port string
+	mux  *http.ServeMux
+	pods int
 }
 
 // scraped returns the exporter every target is served by, and makes the
@@ -105,17 +101,15 @@ var scrapeState struct {
 // that its pods are scraped. It is made once for every scrape group.
 func (s *suite) scraped(t *testing.T) *scrapeSetup {
 	t.Helper()
-	if scrapeState.setup != nil {
-		return scrapeState.setup
+	if s.scrape != nil {
+		return s.scrape
 	}
 	mux := http.NewServeMux()
-	srv := httptest.NewUnstartedServer(mux)
-	// A target that never answers holds its connection until the scraper
-	// gives up; Close must not wait for it.
-	srv.Config.WriteTimeout = time.Minute
-	srv.Start()
+	srv := httptest.NewServer(mux)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	// The whole suite's cleanup: targets live through every group.
+	// The whole suite's cleanup: targets live through every group. Closing
+	// the connections first ends the handlers that wait for the scraper to
+	// give up, which Close waits for.
 	s.top.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
@@ -128,8 +122,8 @@ func (s *suite) scraped(t *testing.T) *scrapeSetup {
 	if err := cluster.Client.Create(context.Background(), wl); err != nil {
 		t.Fatalf("create the scraped workload: %v", err)
 	}
-	scrapeState.setup = &scrapeSetup{exporter: srv, port: port, mux: mux}
-	return scrapeState.setup
+	s.scrape = &scrapeSetup{port: port, mux: mux}
+	return s.scrape
 }
 
 // runTargets serves each target, creates its pod, waits until the scraper

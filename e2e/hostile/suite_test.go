@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"sort"
@@ -68,7 +69,9 @@ func TestIssue10Item8HostileInputs(t *testing.T) {
 			break
 		}
 	}
-	if s.bin.alive() == nil {
+	// The metrics must count at least what every group saw; a run of some
+	// groups only (-run with a subtest pattern) has no such floor.
+	if s.bin.alive() == nil && !strings.Contains(flag.Lookup("test.run").Value.String(), "/") {
 		s.metricsReport(t)
 	}
 	s.summary(t, time.Since(began))
@@ -94,6 +97,8 @@ type suite struct {
 	invariants []invariant
 	// tooMany counts the 429s floods got, by server.
 	tooMany map[string]int
+	// scrape serves the scrape targets, once the first scrape group runs.
+	scrape *scrapeSetup
 }
 
 // outcome is one input's result.
@@ -277,7 +282,7 @@ func (s *suite) summary(t *testing.T, took time.Duration) {
 		"outcomes not matched: %d%s",
 		s.bin.pid, mib(memoryLimit), goMemLimit, took.Round(time.Second), b.String(),
 		mib(mem.Peak), mib(hwm), mem.Failcnt, mem.OOMKills, restarts, groups.String(), len(mismatched), bulleted(mismatched))
-	if total.inputs < minInputs {
+	if total.inputs < minInputs && restarts == 0 && !strings.Contains(flag.Lookup("test.run").Value.String(), "/") {
 		t.Errorf("%d inputs tried, want at least %d (issue 10 item 8)", total.inputs, minInputs)
 	}
 	if restarts != 0 {
