@@ -22,7 +22,12 @@ import (
 // list.
 //
 // Two views of one resource are an error: their paths would collide.
-func Setup(mgr manager.Manager, views []*config.View) error {
+// Options add what only some callers need (WithReviewHook).
+func Setup(mgr manager.Manager, views []*config.View, opts ...Option) error {
+	var o setupOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	srv := mgr.GetWebhookServer()
 	if srv == nil {
 		return fmt.Errorf("set up webhooks: the manager has no webhook server; give it one in manager.Options.WebhookServer")
@@ -41,9 +46,9 @@ func Setup(mgr manager.Manager, views []*config.View) error {
 	log := ctrl.Log.WithName("webhooks")
 	for _, v := range views {
 		gvr := v.GVR()
-		srv.Register(MutatePath(gvr), &webhook.Admission{Handler: NewMutator(v)})
-		srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: NewValidator(v)})
-		srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: NewScaleValidator(v, mgr.GetClient(), mgr.GetAPIReader())})
+		srv.Register(MutatePath(gvr), &webhook.Admission{Handler: hooked(roleMutate, NewMutator(v), o.onReview)})
+		srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: hooked(roleValidate, NewValidator(v), o.onReview)})
+		srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: hooked(roleScale, NewScaleValidator(v, mgr.GetClient(), mgr.GetAPIReader()), o.onReview)})
 
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(v.GVK())

@@ -117,7 +117,7 @@ func New(opts Options) (*App, error) {
 				return nil, err
 			}
 		}
-		if err := webhooks.Setup(mgr, views); err != nil {
+		if err := webhooks.Setup(mgr, views, webhooks.WithReviewHook(opts.OnAdmission)); err != nil {
 			return nil, fmt.Errorf("set up webhooks: %w", err)
 		}
 	}
