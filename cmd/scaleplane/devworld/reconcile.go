@@ -20,6 +20,10 @@ import (
 	"github.com/scaleplane/scaleplane/promql"
 )
 
+// readyTogether is how close to its due time a pod is made ready with the
+// others of its reconcile.
+const readyTogether = 250 * time.Millisecond
+
 // reconciler is one kind's operator and kubelet.
 type reconciler struct {
 	w    *World
@@ -123,8 +127,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if !podReady(pod) {
 			s := r.w.server(client.ObjectKeyFromObject(pod))
+			// Pods started together get ready together: a pod due within
+			// readyTogether of now is ready now, so groups do not report
+			// a member at a time.
 			due := s.started.Add(r.w.opts.StartupDelay)
-			if now.Before(due) {
+			if now.Add(readyTogether).Before(due) {
 				if wait := due.Sub(now); next == 0 || wait < next {
 					next = wait
 				}
