@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -195,7 +194,7 @@ func dev(ctx context.Context, o devOptions) (err error) {
 	}
 	// The sample pods: dev plays the sample kinds' operators and the
 	// kubelet. Only here; the in-cluster path never builds a World.
-	world, err := devworld.New(devworld.Options{RestConfig: cp.Config, Kinds: sampleKinds(cfg), Notify: term.pods})
+	world, err := devworld.New(devworld.Options{RestConfig: cp.Config, Kinds: devworld.SampleKinds(cfg.Profiles), Notify: term.pods})
 	if err != nil {
 		return err
 	}
@@ -353,30 +352,6 @@ This terminal prints each step as it happens. Debug endpoints: http://%s/debug/s
 	}
 	fmt.Fprintf(out, "Logs: %s (-v prints them here too).\n", r.logPath)
 	fmt.Fprintln(out, "Press Ctrl-C to stop.")
-}
-
-// sampleKinds are the profiles dev plays the operator of: the sample
-// kinds, as cfg profiles them (their pod labels).
-func sampleKinds(cfg *config.Configuration) []devworld.Kind {
-	shapes := map[string]devworld.Shape{
-		"RackedCluster": devworld.ShapeRacks,
-		"Function":      devworld.ShapeDeployment,
-		"WorkerGroup":   devworld.ShapeLeaders,
-	}
-	var out []devworld.Kind
-	for _, p := range cfg.Profiles {
-		shape, ok := shapes[p.Kind]
-		if !ok || p.Group != config.SampleGroup {
-			continue
-		}
-		out = append(out, devworld.Kind{
-			GVK:        schema.GroupVersionKind{Group: p.Group, Version: p.Version, Kind: p.Kind},
-			Shape:      shape,
-			Labels:     p.Pods.Labels,
-			GroupLabel: p.Pods.GroupLabel,
-		})
-	}
-	return out
 }
 
 // devLogger sends controller-runtime's (and client-go's) logs to

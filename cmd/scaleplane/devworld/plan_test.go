@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/scaleplane/scaleplane/config"
 )
 
 var (
@@ -164,5 +166,26 @@ func TestIssue15Item1OnlyLoopbackAPIServer(t *testing.T) {
 		if err := loopbackServer(host); (err == nil) != ok {
 			t.Errorf("loopbackServer(%q) = %v, want ok=%v", host, err, ok)
 		}
+	}
+}
+
+// TestIssue15Item1SampleKinds: dev plays the sample kinds' operators, with
+// their profiles' pod labels, and no other kind's.
+func TestIssue15Item1SampleKinds(t *testing.T) {
+	profiles := append(config.SampleProfiles(), config.Profile{Group: "example.com", Version: "v1", Kind: "RackedCluster"})
+	got := map[string]Shape{}
+	for _, k := range SampleKinds(profiles) {
+		got[k.GVK.String()] = k.Shape
+		if len(k.Labels) == 0 {
+			t.Errorf("%s: no pod labels", k.GVK)
+		}
+	}
+	want := map[string]Shape{
+		"samples.scaleplane.io/v1alpha1, Kind=RackedCluster": ShapeRacks,
+		"samples.scaleplane.io/v1alpha1, Kind=Function":      ShapeDeployment,
+		"samples.scaleplane.io/v1alpha1, Kind=WorkerGroup":   ShapeLeaders,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("kinds (-want +got):\n%s", diff)
 	}
 }

@@ -90,7 +90,7 @@ func newPodHandler() http.Handler {
 	reg.MustRegister(requests, latency)
 
 	mux := http.NewServeMux()
-	mux.Handle("GET "+MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET "+MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	var inFlight atomic.Int64
 	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := inFlight.Add(1)

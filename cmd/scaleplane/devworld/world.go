@@ -29,6 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/scaleplane/scaleplane/config"
 )
 
 // Defaults of Options.
@@ -48,6 +50,27 @@ type Kind struct {
 	// GroupLabel is the profile's pods.groupLabel: the label holding a
 	// pod's group name.
 	GroupLabel string
+}
+
+// SampleKinds are the kinds dev plays the operator of among profiles: the
+// sample kinds (RackedCluster, Function, WorkerGroup), with the pod labels
+// their profiles give.
+func SampleKinds(profiles []config.Profile) []Kind {
+	shapes := map[string]Shape{"RackedCluster": ShapeRacks, "Function": ShapeDeployment, "WorkerGroup": ShapeLeaders}
+	var out []Kind
+	for _, p := range profiles {
+		shape, ok := shapes[p.Kind]
+		if !ok || p.Group != config.SampleGroup {
+			continue
+		}
+		out = append(out, Kind{
+			GVK:        schema.GroupVersionKind{Group: p.Group, Version: p.Version, Kind: p.Kind},
+			Shape:      shape,
+			Labels:     p.Pods.Labels,
+			GroupLabel: p.Pods.GroupLabel,
+		})
+	}
+	return out
 }
 
 // Options configures a World. RestConfig and Kinds are required; every
