@@ -119,6 +119,8 @@ func dev(ctx context.Context, o devOptions) (err error) {
 		return err
 	}
 	term := newTerminal(os.Stdout, time.Now())
+	// Last: what is queued is printed after everything else has stopped.
+	defer term.stop()
 
 	crds, err := config.SampleCRDs()
 	if err != nil {

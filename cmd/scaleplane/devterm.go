@@ -29,7 +29,6 @@ import (
 // dev's sample pods.
 type terminal struct {
 	mu  sync.Mutex
-	out io.Writer
 	now func() time.Time
 	// since: events older than this (a reused data folder's) are not news.
 	since time.Time
@@ -37,14 +36,33 @@ type terminal struct {
 	// pending (at most maxPendingLines) so they do not split the banner.
 	started bool
 	pending []string
+	// lines go to out through a writer goroutine: a line is printed from
+	// an admission review or a reconcile, which must never wait for a
+	// terminal that does not read (Ctrl-S, a full pipe). Past
+	// maxQueuedLines waiting, lines are dropped and counted.
+	lines   chan string
 	dropped int
+	done    chan struct{}
 }
 
-// maxPendingLines bounds what waits for the banner.
-const maxPendingLines = 200
+const (
+	// maxPendingLines bounds what waits for the banner.
+	maxPendingLines = 200
+	// maxQueuedLines bounds what waits for the terminal.
+	maxQueuedLines = 1024
+)
 
+// newTerminal starts the terminal's writer; stop ends it.
 func newTerminal(out io.Writer, since time.Time) *terminal {
-	return &terminal{out: out, now: time.Now, since: since}
+	lines := make(chan string, maxQueuedLines)
+	t := &terminal{now: time.Now, since: since, lines: lines, done: make(chan struct{})}
+	go func() {
+		defer close(t.done)
+		for l := range lines {
+			_, _ = io.WriteString(out, l)
+		}
+	}()
+	return t
 }
 
 // start prints what waited for the banner, and every line from now on.
@@ -52,13 +70,48 @@ func (t *terminal) start() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.started = true
+	more := t.dropped
+	t.dropped = 0
 	for _, l := range t.pending {
-		fmt.Fprint(t.out, l)
+		t.enqueue(l)
 	}
-	if t.dropped > 0 {
-		fmt.Fprintf(t.out, "(%d more lines while starting; see the log)\n", t.dropped)
+	if more > 0 {
+		t.enqueue(fmt.Sprintf("(%d more lines while starting; see the log)\n", more))
 	}
 	t.pending = nil
+}
+
+// stop prints what is queued and ends the writer; later lines are
+// dropped.
+func (t *terminal) stop() {
+	t.mu.Lock()
+	if t.lines != nil {
+		close(t.lines)
+		t.lines = nil
+	}
+	t.mu.Unlock()
+	<-t.done
+}
+
+// enqueue hands l to the writer without waiting; t.mu is held.
+func (t *terminal) enqueue(l string) {
+	if t.lines == nil {
+		return
+	}
+	if t.dropped > 0 && t.started {
+		select {
+		case t.lines <- fmt.Sprintf("(%d lines dropped: the terminal was not reading)\n", t.dropped):
+			t.dropped = 0
+		default:
+			t.dropped++
+			return
+		}
+	}
+	select {
+	case t.lines <- l:
+	default:
+		t.dropped++
+	}
 }
 
 // line prints "15:04:05  tag       object  text".
@@ -68,7 +121,7 @@ func (t *terminal) line(at time.Time, tag, object, text string) {
 	defer t.mu.Unlock()
 	switch {
 	case t.started:
-		fmt.Fprint(t.out, l)
+		t.enqueue(l)
 	case len(t.pending) < maxPendingLines:
 		t.pending = append(t.pending, l)
 	default:

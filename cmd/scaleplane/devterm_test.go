@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -34,7 +35,9 @@ func testTerminal() (*terminal, *bytes.Buffer) {
 	return t, &out
 }
 
-func lines(b *bytes.Buffer) []string {
+// lines stops the terminal (printing what is queued) and returns its lines.
+func lines(t *terminal, b *bytes.Buffer) []string {
+	t.stop()
 	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }
 
@@ -83,7 +86,7 @@ func TestIssue15Item4TerminalLines(t *testing.T) {
 		`12:00:05  fan-out   RackedCluster default/web  spec.racks[*].members a=1 -> 4 (x2)`,
 		`12:00:05  warning   RackedCluster default/web  invalid triggers keep the count: rps: no data`,
 	}
-	if diff := cmp.Diff(want, lines(out)); diff != "" {
+	if diff := cmp.Diff(want, lines(term, out)); diff != "" {
 		t.Errorf("terminal (-want +got):\n%s", diff)
 	}
 }
@@ -95,12 +98,15 @@ func TestIssue15Item4LinesWaitForBanner(t *testing.T) {
 	for i := range maxPendingLines + 3 {
 		term.line(termNow, "pods", "x", strings.Repeat("y", i%3))
 	}
-	if out.Len() != 0 {
-		t.Fatalf("printed before the banner:\n%s", out)
+	term.mu.Lock()
+	queued := len(term.lines)
+	term.mu.Unlock()
+	if queued != 0 {
+		t.Fatalf("%d lines queued before the banner", queued)
 	}
 	out.WriteString("banner\n")
 	term.start()
-	got := lines(out)
+	got := lines(term, out)
 	if len(got) != 1+maxPendingLines+1 || got[0] != "banner" || got[len(got)-1] != "(3 more lines while starting; see the log)" {
 		t.Errorf("after the banner: %d lines, first %q, last %q", len(got), got[0], got[len(got)-1])
 	}
@@ -117,4 +123,36 @@ func TestIssue15Item4EventCountAndTime(t *testing.T) {
 	if diff := cmp.Diff([]any{int32(3), true, int32(4), true, int32(1), true}, got); diff != "" {
 		t.Errorf("count and time (-want +got):\n%s", diff)
 	}
+}
+
+// TestIssue15Item4TerminalNeverBlocks: a terminal that does not read never
+// holds up the line's caller (an admission review, a reconcile): past the
+// queue's bound lines are dropped, and the count is printed once it reads
+// again.
+func TestIssue15Item4TerminalNeverBlocks(t *testing.T) {
+	pr, pw := io.Pipe()
+	term := newTerminal(pw, termNow)
+	term.start()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range maxQueuedLines + 50 {
+			term.line(termNow, "pods", "x", "y")
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("line blocked on a terminal that does not read")
+	}
+	term.mu.Lock()
+	dropped := term.dropped
+	term.mu.Unlock()
+	if dropped < 49 {
+		t.Errorf("dropped %d lines, want at least 49 of %d past a queue of %d", dropped, maxQueuedLines+50, maxQueuedLines)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	term.line(termNow, "pods", "x", "after")
+	term.stop()
+	_ = pw.Close()
 }
