@@ -119,7 +119,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := r.w.opts.Now()
 	var next time.Duration
 	readyBy := map[string]int{}
-	ready := 0
+	ready, becameReady := 0, 0
 	for _, pp := range p.Pods {
 		pod := existing[pp.Name]
 		if pod == nil {
@@ -142,6 +142,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				errs = append(errs, fmt.Errorf("mark pod %s/%s ready: %w", pod.Namespace, pod.Name, err))
 				continue
 			}
+			becameReady++
 		}
 		ready++
 		readyBy[pp.Group]++
@@ -149,7 +150,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.writeStatus(ctx, u, deploy, groups, readyBy, len(existing), ready); err != nil {
 		errs = append(errs, err)
 	}
-	r.w.report(key, started, stopped, podState{pods: len(existing), ready: ready, wanted: p.Wanted, problems: strings.Join(problems, "; ")})
+	r.w.report(key, started, stopped, becameReady, podState{pods: len(existing), ready: ready, wanted: p.Wanted, problems: strings.Join(problems, "; ")})
 	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -242,7 +243,7 @@ func (r *reconciler) deleteAll(ctx context.Context, key workloadKey, uid types.U
 		errs = append(errs, r.deleteDeployment(ctx, key, uid))
 	}
 	if len(pods) > 0 {
-		r.w.report(key, 0, len(pods), podState{})
+		r.w.report(key, 0, len(pods), 0, podState{})
 	}
 	return errors.Join(errs...)
 }

@@ -313,9 +313,9 @@ func (w *World) ownedServers(owner types.UID) []types.NamespacedName {
 }
 
 // report tells Notify what a reconcile of workload key changed: pods
-// started and stopped, all pods ready, pods left out. A state already
-// reported is not reported again.
-func (w *World) report(key workloadKey, started, stopped int, st podState) {
+// started and stopped, all pods ready (once the last ones became ready),
+// pods left out (once per change).
+func (w *World) report(key workloadKey, started, stopped, becameReady int, st podState) {
 	w.mu.Lock()
 	last := w.reported[key]
 	if st == (podState{}) {
@@ -334,7 +334,7 @@ func (w *World) report(key workloadKey, started, stopped int, st podState) {
 	if stopped > 0 {
 		msgs = append(msgs, fmt.Sprintf("stopped %d pod(s), %d left", stopped, st.pods))
 	}
-	if st.pods > 0 && st.ready == st.pods && (last.ready != st.ready || last.pods != st.pods) {
+	if becameReady > 0 && st.ready == st.pods {
 		msgs = append(msgs, fmt.Sprintf("%d/%d pods ready", st.ready, st.pods))
 	}
 	if st.problems != "" && st.problems != last.problems {
