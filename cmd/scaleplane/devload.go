@@ -441,16 +441,20 @@ func (l *loader) run(ctx context.Context, d time.Duration, out io.Writer, tty bo
 			l.send(reqCtx, url)
 		}()
 	}
-	// Pods first, so the first requests have somewhere to go.
-	l.refresh(ctx)
 	followDone := make(chan struct{})
-	go func() {
-		defer close(followDone)
-		l.follow(ctx)
-	}()
-
+	if l.w != nil {
+		// Pods first, so the first requests have somewhere to go.
+		l.refresh(ctx)
+		go func() {
+			defer close(followDone)
+			l.follow(ctx)
+		}()
+		fmt.Fprintf(out, "sending %g requests/s to the ready pods of %s %s for %s\n", l.rps, l.w.view.GVK().Kind, l.w.nn, d)
+	} else {
+		// Fixed targets (the benchmark).
+		close(followDone)
+	}
 	start := l.now()
-	fmt.Fprintf(out, "sending %g requests/s to the ready pods of %s %s for %s\n", l.rps, l.w.view.GVK().Kind, l.w.nn, d)
 	pace := time.NewTicker(10 * time.Millisecond)
 	defer pace.Stop()
 	every := 5 * time.Second
@@ -477,6 +481,10 @@ func (l *loader) run(ctx context.Context, d time.Duration, out io.Writer, tty bo
 				fmt.Fprintln(out, line)
 			}
 		}
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// What fell due in the last tick of the duration.
+		done = l.step(d, done)
 	}
 	// Answers still on their way count; after a grace, they are cut.
 	waited := make(chan struct{})

@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -161,5 +163,35 @@ func TestIssue15Item2RunSendsAndCounts(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]int{"good": 50, "bad": 50}, hits); diff != "" {
 		t.Errorf("requests per server (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkIssue15LoadAccuracy runs `dev load`'s loop for 3 s at several
+// rates against three loopback servers and reports how close it comes:
+// due/asked (the pacing), sent/s, and answered/sent. Run with
+// -benchtime=1x; the figures are in the report, not asserted.
+func BenchmarkIssue15LoadAccuracy(b *testing.B) {
+	var servers []string
+	for range 3 {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }))
+		defer s.Close()
+		servers = append(servers, s.URL+"/")
+	}
+	for _, rps := range []float64{35, 200, 1000} {
+		b.Run(fmt.Sprintf("rps=%g", rps), func(b *testing.B) {
+			for range b.N {
+				l := newLoader(rps, nil, nil, "")
+				l.targets.Store(&servers)
+				start := time.Now()
+				if err := l.run(context.Background(), 3*time.Second, io.Discard, false); err != nil {
+					b.Fatal(err)
+				}
+				secs := time.Since(start).Seconds()
+				due := float64(l.sent.Load() + l.noPod.Load())
+				b.ReportMetric(due/(rps*3), "due/asked")
+				b.ReportMetric(float64(l.sent.Load())/secs, "sent/s")
+				b.ReportMetric(float64(l.ok.Load())/max(float64(l.sent.Load()), 1), "answered/sent")
+			}
+		})
 	}
 }
