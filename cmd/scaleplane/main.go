@@ -52,6 +52,7 @@ func usage() {
 Usage:
   scaleplane [flags]                      run the webhooks, controllers and autoscaler
   scaleplane dev [flags]                  run everything on an embedded local control plane
+  scaleplane dev load NS/NAME [flags]     send requests to a dev workload's sample pods
   scaleplane explain NS/RESOURCE/NAME     print the autoscaler's last decisions for a workload
   scaleplane version [-o json]            print the version, commit and Go version
 

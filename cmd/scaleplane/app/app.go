@@ -130,7 +130,7 @@ func New(opts Options) (*App, error) {
 				return nil, err
 			}
 		}
-		if err := webhooks.Setup(mgr, views, webhooks.Options{Sources: pipe.sources}); err != nil {
+		if err := webhooks.Setup(mgr, views, webhooks.Options{Sources: pipe.sources, OnReview: opts.OnAdmission}); err != nil {
 			return nil, fmt.Errorf("set up webhooks: %w", err)
 		}
 	}

@@ -3,12 +3,14 @@ package app
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/webhooks"
 )
 
 // CertMode says how the webhook's serving certificate is obtained.
@@ -85,6 +87,14 @@ type Options struct {
 	// Dev opens the debug endpoints without authentication and serves
 	// metrics over plain HTTP. Only `scaleplane dev` sets it.
 	Dev bool
+	// OnAdmission, when set, is told about every admission review the
+	// webhooks answer (see webhooks.Options.OnReview). Only `scaleplane dev`
+	// sets it, to print refusals as they happen.
+	OnAdmission webhooks.ReviewHook
+	// OnMetricsRequest, when set, is told about every request the metrics
+	// server answered, with its status. Only `scaleplane dev` sets it, to
+	// print activity signals (POST /activity/...) as they arrive.
+	OnMetricsRequest func(r *http.Request, status int)
 	// SkipControllerNameValidation lets several managers run in one process
 	// (tests that start the app more than once); controller-runtime refuses
 	// duplicate controller names otherwise.

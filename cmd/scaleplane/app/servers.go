@@ -220,6 +220,9 @@ func (s *servers) build(opts Options, httpClient *http.Client, log logr.Logger) 
 			}
 			h = auth(h)
 		}
+		if opts.OnMetricsRequest != nil {
+			h = observed(h, opts.OnMetricsRequest)
+		}
 		if err := add("metrics", opts.MetricsAddr, h, limits(cfg.Metrics, cfg.EnableHTTP2), !opts.Dev); err != nil {
 			return srvs, err
 		}
@@ -232,3 +235,35 @@ func (s *servers) build(opts Options, httpClient *http.Client, log logr.Logger) 
 	}
 	return srvs, nil
 }
+
+// observed calls observe after h answered each request, with the status it
+// wrote (200 when it wrote none).
+func observed(h http.Handler, observe func(*http.Request, int)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		observe(r, sw.status)
+	})
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's own writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
