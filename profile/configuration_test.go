@@ -89,8 +89,9 @@ func TestSampleConfiguration(t *testing.T) {
 	if diff := cmp.Diff(SampleConfiguration(), again); diff != "" {
 		t.Errorf("defaulting twice changed the configuration (-once +twice):\n%s", diff)
 	}
-	// The file the manifests ship must say the same as the Go samples.
-	const file = "../config/manager/scaleplane-config.yaml"
+	// The file the sample deployment ships must say the same as the Go
+	// samples.
+	const file = "../config/samples/deploy/scaleplane-config.yaml"
 	loaded, warnings, err := configv1alpha2.Load(file)
 	if err != nil {
 		t.Fatalf("Load: %v", err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -76,6 +77,11 @@ type ScraperOptions struct {
 	Now func() time.Time
 	// Log receives one line per target state change. Default: discard.
 	Log logr.Logger
+	// Registerer receives the scraper's and the store's metrics (scrapes,
+	// failures, duration, targets by health, store series, samples and
+	// bytes; see metrics.go). Nil publishes none. Scrapers sharing a
+	// registerer share the series.
+	Registerer prometheus.Registerer
 }
 
 // Health is the state of one target after its latest scrape.
@@ -108,6 +114,7 @@ type Scraper struct {
 	mtx          sync.Mutex
 	targets      map[string]*targetState
 	discoveryErr error
+	metrics      *scraperMetrics
 }
 
 type targetState struct {
@@ -148,7 +155,11 @@ func NewScraper(opts ScraperOptions) (*Scraper, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	return &Scraper{opts: opts, targets: map[string]*targetState{}}, nil
+	m, err := newScraperMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("new scraper: %w", err)
+	}
+	return &Scraper{opts: opts, targets: map[string]*targetState{}, metrics: m}, nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the
@@ -217,6 +228,7 @@ func (s *Scraper) Cycle(ctx context.Context) {
 	}
 	wg.Wait()
 	s.opts.Store.Trim()
+	s.metrics.observeCycle(s.Health(), s.opts.Store.Usage())
 }
 
 // DiscoveryError is the error of the latest discovery, nil when it worked.
@@ -241,6 +253,7 @@ func (s *Scraper) Health() []TargetHealth {
 func (s *Scraper) scrapeTarget(ctx context.Context, st *targetState) {
 	start := s.opts.Now()
 	n, err := s.scrape(ctx, st, start)
+	s.metrics.observeScrape(s.opts.Now().Sub(start).Seconds(), err)
 	h := TargetHealth{
 		URL:                 st.target.URL,
 		Labels:              st.health.Labels,

@@ -176,7 +176,7 @@ func validateGroups(groups []Group, l Layout) field.ErrorList {
 		if l.GroupNamesInSelector && g.Name != "" {
 			for _, msg := range validation.IsValidLabelValue(g.Name) {
 				errs = append(errs, field.Invalid(gp().Child(nameField), g.Name,
-					msg+"; group names are label values of the pods' selector (the profile's pods.groupLabel), so rename the group"))
+					msg+"; group names are label values of the pods' selector (the profile's pods.memberGroupLabel), so rename the group"))
 			}
 		}
 		if g.Members != nil && *g.Members < 0 {

@@ -233,3 +233,35 @@ func TestSyncConfigurationsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestIssue11SyncFillsShippedEmptyConfigurations: the release manifest and
+// the chart ship both configurations without entries (config/webhook); at
+// start-up the binary fills them from its profiles with its own Service,
+// exactly as Configurations makes them, and a second sync changes nothing.
+func TestIssue11SyncFillsShippedEmptyConfigurations(t *testing.T) {
+	views := sampleViews(t)
+	wc := configv1alpha2.Webhook{TimeoutSeconds: 7}
+	emptyM, emptyV := Configurations(nil, wc, urlConfig)
+	c := fakeClient(t, emptyM, emptyV)
+	service := ServiceClientConfig(serviceNamespace, serviceName, servicePort)
+	for range 2 {
+		if err := SyncConfigurationsWith(context.Background(), c, views, wc, service); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+	}
+	wantM, wantV := Configurations(views, wc, service)
+	gotM := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	gotV := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: wantM.Name}, gotM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: wantV.Name}, gotV); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantM.Webhooks, gotM.Webhooks); diff != "" {
+		t.Errorf("mutating entries (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantV.Webhooks, gotV.Webhooks); diff != "" {
+		t.Errorf("validating entries (-want +got):\n%s", diff)
+	}
+}

@@ -201,8 +201,9 @@ func (s reviewServer) Register(path string, hook http.Handler) {
 //   - 413 for a body over MaxReviewBytes (or the server's limit), refused
 //     from its Content-Length before it is read;
 //   - 400 for a body that is not JSON, an apiVersion and kind other than
-//     admission.k8s.io/v1 or v1beta1 AdmissionReview, no request, or a
-//     request without a uid (the API server matches answers by it).
+//     admission.k8s.io/v1 or v1beta1 AdmissionReview, no request, a
+//     request without a uid (the API server matches answers by it), or a
+//     request for a resource other than the one the path judges.
 //
 // The body is decoded once, straight into the review (controller-runtime
 // scans it once more for its type), from the bytes serving.Limit already
@@ -258,12 +259,50 @@ func (h reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuseReview(w, http.StatusBadRequest, "the AdmissionReview has no request.uid; the API server matches the answer by it")
 		return
 	}
+	if msg := h.misrouted(review.Request); msg != "" {
+		refuseReview(w, http.StatusBadRequest, msg)
+		return
+	}
 	ctx := r.Context()
 	if h.wh.WithContextFunc != nil {
 		ctx = h.wh.WithContextFunc(ctx, r)
 	}
 	resp := h.wh.Handle(ctx, req)
 	writeReview(w, http.StatusOK, gvk, &resp.AdmissionResponse)
+}
+
+// misrouted says why a review is not one this handler judges, or "" when
+// it is: each handler Setup registers reads objects through one profile's
+// view, and judging another resource's object by it (a misconfigured
+// webhook configuration, or a client that is not the API server) would
+// answer for the wrong kind, patches included. The resource is compared by
+// group and name: the API server converts an object to the version the
+// webhook's rule names before it sends it, whatever version was written.
+func (h reviewHandler) misrouted(req *admissionv1.AdmissionRequest) string {
+	var gvr schema.GroupVersionResource
+	sub := ""
+	switch v := h.wh.Handler.(type) {
+	case *mutator:
+		gvr = v.view.GVR()
+	case *validator:
+		gvr = v.view.GVR()
+	case *scaleValidator:
+		gvr, sub = v.view.GVR(), "scale"
+	default:
+		return ""
+	}
+	got := req.Resource
+	if got.Group == gvr.Group && got.Resource == gvr.Resource && req.SubResource == sub {
+		return ""
+	}
+	want, of := gvr.GroupResource().String(), schema.GroupResource{Group: got.Group, Resource: got.Resource}.String()
+	if sub != "" {
+		want += "/" + sub
+	}
+	if req.SubResource != "" {
+		of += "/" + req.SubResource
+	}
+	return fmt.Sprintf("the review is of %q, but this webhook judges %q: point the webhook configuration's rules for %q at its own path", of, want, of)
 }
 
 // reviewBody is the body serving.Limit read, or the body read here within
@@ -290,6 +329,7 @@ func isJSON(contentType string) bool {
 // carrying the same code and message, as controller-runtime's
 // admission.Errored would, so that whoever reads it sees why.
 func refuseReview(w http.ResponseWriter, status int, msg string) {
+	refusedReviews.WithLabelValues(strconv.Itoa(status)).Inc()
 	resp := admission.Errored(int32(status), errors.New(msg))
 	writeReview(w, status, reviewV1, &resp.AdmissionResponse)
 }

@@ -11,11 +11,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -74,6 +76,14 @@ func TestIssue10Item6ReviewTransport(t *testing.T) {
 	noUID := good
 	noUID.UID = ""
 	noUIDRequest, _ := json.Marshal(noUID)
+	// Reviews of other resources than the path judges (issue 10 item 8):
+	// judged by this profile they were allowed, and patched.
+	misrouted := func(edit func(r *admissionv1.AdmissionRequest)) string {
+		r := good
+		edit(&r)
+		b, _ := json.Marshal(r)
+		return reviewJSON("admission.k8s.io/v1", "AdmissionReview", string(b))
+	}
 
 	tests := []struct {
 		name        string
@@ -102,9 +112,17 @@ func TestIssue10Item6ReviewTransport(t *testing.T) {
 		{name: "text content type", contentType: "text/plain", body: reviewJSON("admission.k8s.io/v1", "AdmissionReview", string(goodRequest)), want: 415},
 		{name: "no content type", contentType: "-", body: reviewJSON("admission.k8s.io/v1", "AdmissionReview", string(goodRequest)), want: 415},
 		{name: "GET", method: http.MethodGet, want: 405},
+		{name: "another resource", body: misrouted(func(r *admissionv1.AdmissionRequest) {
+			r.Resource = metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+		}), want: 400},
+		{name: "another group", body: misrouted(func(r *admissionv1.AdmissionRequest) { r.Resource.Group = "example.com" }), want: 400},
+		{name: "the /scale subresource", body: misrouted(func(r *admissionv1.AdmissionRequest) { r.SubResource = "scale" }), want: 400},
+		{name: "no resource", body: misrouted(func(r *admissionv1.AdmissionRequest) { r.Resource = metav1.GroupVersionResource{} }), want: 400},
+		{name: "another version of the resource", body: misrouted(func(r *admissionv1.AdmissionRequest) { r.Resource.Version = "v9" }), want: 200, wantAPIVersion: "admission.k8s.io/v1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			refusedBefore := testutil.ToFloat64(refusedReviews.WithLabelValues(strconv.Itoa(tt.want)))
 			method := tt.method
 			if method == "" {
 				method = http.MethodPost
@@ -129,6 +147,10 @@ func TestIssue10Item6ReviewTransport(t *testing.T) {
 			if tt.want != http.StatusOK {
 				if out.Response.Allowed || out.Response.Result == nil || out.Response.Result.Code != int32(tt.want) {
 					t.Errorf("refusal %+v, want allowed=false with code %d", out.Response, tt.want)
+				}
+				// Counted, so that an operator sees who sends them.
+				if got := testutil.ToFloat64(refusedReviews.WithLabelValues(strconv.Itoa(tt.want))) - refusedBefore; got != 1 {
+					t.Errorf("scaleplane_admission_requests_refused_total{code=%q} grew by %v, want 1", strconv.Itoa(tt.want), got)
 				}
 				return
 			}

@@ -23,6 +23,9 @@ type Options struct {
 	// autoscaler the same value. Nil refuses every trigger, which is right
 	// for a process that runs no trigger autoscaler.
 	Sources *scaling.Sources
+	// OnReview, when set, is told about every review the handlers answer
+	// (see ReviewHook). `scaleplane dev` prints each refusal with it.
+	OnReview ReviewHook
 }
 
 // Setup registers the mutating, validating and /scale handlers of every
@@ -53,9 +56,9 @@ func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 	log := ctrl.Log.WithName("webhooks")
 	for _, v := range views {
 		gvr := v.GVR()
-		srv.Register(MutatePath(gvr), &webhook.Admission{Handler: NewMutator(v)})
-		srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: NewValidator(v, opts.Sources)})
-		srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: NewScaleValidator(v, mgr.GetClient(), mgr.GetAPIReader())})
+		srv.Register(MutatePath(gvr), &webhook.Admission{Handler: hooked(roleMutate, NewMutator(v), opts.OnReview)})
+		srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: hooked(roleValidate, NewValidator(v, opts.Sources), opts.OnReview)})
+		srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: hooked(roleScale, NewScaleValidator(v, mgr.GetClient(), mgr.GetAPIReader()), opts.OnReview)})
 
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(v.GVK())

@@ -32,6 +32,8 @@ const (
 	devTempPattern = "scaleplane-dev-"
 	// devCertsFolder holds scaleplane's own webhook serving certificates.
 	devCertsFolder = "certs"
+	// devLogFile receives controller-runtime's logs (-v: also stderr).
+	devLogFile = "scaleplane.log"
 	// killTimeout bounds the wait for a leftover process to exit after
 	// SIGKILL.
 	killTimeout = 10 * time.Second
@@ -290,7 +292,7 @@ func cleanCrashedRuns(tmp string, log func(string)) error {
 // folderEntries are the names dev and its control plane create in a data
 // folder; removing them removes everything dev made there.
 func folderEntries() []string {
-	return append(controlplane.DirEntries(), devCertsFolder)
+	return append(controlplane.DirEntries(), devCertsFolder, devLogFile)
 }
 
 // close ends the run's use of the folder: with --keep, the state loses

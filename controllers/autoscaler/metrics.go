@@ -28,10 +28,16 @@ var (
 		Name: "scaleplane_trigger_errors_total",
 		Help: "Ticks on which a trigger had no usable value (error, no data, NaN or Inf); no data at zero replicas is not counted.",
 	}, []string{"kind", "namespace", "name", "trigger"})
+	// scaleWrites is by kind only: a failing kind (schema, CEL, RBAC) is
+	// what an operator alerts on, and the workload is in the event.
+	scaleWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scaleplane_autoscaler_scale_writes_total",
+		Help: "Writes of replicas through /scale by the trigger autoscaler, by workload kind and result (success, error).",
+	}, []string{"kind", "result"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(desiredReplicas, triggerValue, triggerErrors, liveAutoscalers)
+	metrics.Registry.MustRegister(desiredReplicas, triggerValue, triggerErrors, scaleWrites, liveAutoscalers)
 }
 
 // The worker gauges, one series per kind. They are computed when scraped,
@@ -125,6 +131,15 @@ func (s *autoscalerSet) gauges() []workerGauges {
 	}
 	slices.SortFunc(out, func(a, b workerGauges) int { return strings.Compare(a.Kind, b.Kind) })
 	return out
+}
+
+// observeWrite counts one /scale write.
+func observeWrite(kind string, err error) {
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	scaleWrites.WithLabelValues(kind, result).Inc()
 }
 
 // observe publishes a tick's numbers.

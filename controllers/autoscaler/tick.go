@@ -255,7 +255,9 @@ func (k *kindLoop) writeScale(ctx context.Context, e *env, u *unstructured.Unstr
 		},
 		"spec": map[string]any{"replicas": int64(replicas)},
 	}}
-	if err := e.writer.SubResource("scale").Update(ctx, u, client.WithSubResourceBody(scale), client.FieldOwner(v1alpha1.AutoscalerFieldManager)); err != nil {
+	err := e.writer.SubResource("scale").Update(ctx, u, client.WithSubResourceBody(scale), client.FieldOwner(v1alpha1.AutoscalerFieldManager))
+	observeWrite(k.kind, err)
+	if err != nil {
 		return fmt.Errorf("update %s %s/%s/scale: %w", k.resource, u.GetNamespace(), u.GetName(), err)
 	}
 	return nil

@@ -35,35 +35,18 @@ var (
 	rbacErr  error
 )
 
-// managerConfig creates config/rbac/role.yaml's ClusterRole, binds it to a
-// user of its own and returns that user's rest.Config: the controllers are
-// proven to need nothing beyond the role they ship.
+// managerConfig creates the ClusterRoles of config/rbac/role.yaml and of
+// the sample kinds' rules (config/samples/deploy/profiled_kinds_role.yaml),
+// binds them to a user of its own and returns that user's rest.Config: the
+// controllers are proven to need nothing beyond the roles they ship.
 func managerConfig(t *testing.T) *rest.Config {
 	t.Helper()
 	rbacOnce.Do(func() {
 		ctx := context.Background()
-		data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "rbac", "role.yaml"))
-		if err != nil {
-			rbacErr = fmt.Errorf("read role: %w", err)
-			return
-		}
-		role := &rbacv1.ClusterRole{}
-		if err := yaml.UnmarshalStrict(data, role); err != nil {
-			rbacErr = fmt.Errorf("decode role: %w", err)
-			return
-		}
-		if err := cluster.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
-			rbacErr = fmt.Errorf("create role: %w", err)
-			return
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "scaleplane-e2e-manager"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: managerUser}},
-		}
-		if err := cluster.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-			rbacErr = fmt.Errorf("create binding: %w", err)
-			return
+		for _, file := range []string{"config/rbac/role.yaml", "config/samples/deploy/profiled_kinds_role.yaml"} {
+			if rbacErr = bindClusterRole(ctx, file); rbacErr != nil {
+				return
+			}
 		}
 		rbacCfg, rbacErr = cluster.AddUser(managerUser)
 	})
@@ -71,6 +54,31 @@ func managerConfig(t *testing.T) *rest.Config {
 		t.Fatalf("manager RBAC: %v", rbacErr)
 	}
 	return rest.CopyConfig(rbacCfg)
+}
+
+// bindClusterRole creates the ClusterRole in file (relative to the
+// repository) and binds it to managerUser.
+func bindClusterRole(ctx context.Context, file string) error {
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), file))
+	if err != nil {
+		return fmt.Errorf("read role: %w", err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return fmt.Errorf("decode role %s: %w", file, err)
+	}
+	if err := cluster.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create role: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "scaleplane-e2e-" + role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: managerUser}},
+	}
+	if err := cluster.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create binding: %w", err)
+	}
+	return nil
 }
 
 // startManager runs scaleplane's controllers for the sample kinds, as the

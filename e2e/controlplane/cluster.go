@@ -175,6 +175,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		ControlPlaneStartTimeout: 90 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	// An open watch (`kubectl get -w` in another terminal, an informer)
+	// would otherwise hold kube-apiserver's shutdown for its whole request
+	// timeout (60 s), past ControlPlaneStopTimeout: watches are closed
+	// after this grace instead.
+	c.env.ControlPlane.APIServer.Configure().Set("shutdown-watch-termination-grace-period", "2s")
 	for name, value := range opts.APIServerFlags {
 		c.env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}

@@ -264,7 +264,7 @@ func TestIssue10Item7KeptDataReusedAfterKill(t *testing.T) {
 		return len(left) == 0, fmt.Sprintf("still running after scaleplane dev was killed: %v", left)
 	})
 
-	config, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "manager", "scaleplane-config.yaml"))
+	config, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "scaleplane-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,6 +84,11 @@ func deploy(t *testing.T) *deployment {
 			t.Fatalf("apply config/%s: %v\n%s", dir, err, out)
 		}
 	}
+	// config/default's role for profiled kinds is empty; the sample
+	// deployment fills it for the sample kinds, as config/samples/deploy does.
+	if out, err := cluster.Kubectl(ctx, "apply", "-f", filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "profiled_kinds_role.yaml")); err != nil {
+		t.Fatalf("apply the sample kinds' role: %v\n%s", err, out)
+	}
 	// The configurations fail closed; once the replicas are gone they
 	// would refuse every RackedCluster write of later tests.
 	t.Cleanup(func() {
@@ -115,8 +120,8 @@ func deploy(t *testing.T) *deployment {
 		t.Fatalf("write kubeconfig: %v", err)
 	}
 
-	if d.config, _, err = app.LoadConfiguration(filepath.Join(framework.RepoRoot(), "config", "manager", "scaleplane-config.yaml")); err != nil {
-		t.Fatalf("shipped configuration: %v", err)
+	if d.config, _, err = app.LoadConfiguration(filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "scaleplane-config.yaml")); err != nil {
+		t.Fatalf("the sample deployment's configuration: %v", err)
 	}
 	return d
 }

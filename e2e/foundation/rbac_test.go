@@ -33,7 +33,8 @@ import (
 
 // TestBinaryUnderShippedRBAC runs the whole binary (webhooks, certificate
 // rotation, controllers, autoscaler, metrics server, leader election) as
-// the ServiceAccount of config/rbac, authenticated by a token as in a pod,
+// the ServiceAccount of config/rbac (with the sample kinds' rules of
+// config/samples/deploy), authenticated by a token as in a pod,
 // and checks that every part works with exactly the permissions shipped.
 func TestBinaryUnderShippedRBAC(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -48,6 +49,11 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 	}
 	if out, err := cluster.KubectlWithInput(ctx, rendered, "apply", "-f", "-"); err != nil {
 		t.Fatalf("apply config/rbac: %v\n%s", err, out)
+	}
+	// The rules for the sample kinds, as config/samples/deploy patches them
+	// into config/rbac's (empty) profiled-kinds role.
+	if out, err := cluster.Kubectl(ctx, "apply", "-f", filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "profiled_kinds_role.yaml")); err != nil {
+		t.Fatalf("apply the sample kinds' role: %v\n%s", err, out)
 	}
 	cs, err := kubernetes.NewForConfig(cluster.Config)
 	if err != nil {

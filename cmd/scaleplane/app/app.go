@@ -130,7 +130,7 @@ func New(opts Options) (*App, error) {
 				return nil, err
 			}
 		}
-		if err := webhooks.Setup(mgr, views, webhooks.Options{Sources: pipe.sources}); err != nil {
+		if err := webhooks.Setup(mgr, views, webhooks.Options{Sources: pipe.sources, OnReview: opts.OnAdmission}); err != nil {
 			return nil, fmt.Errorf("set up webhooks: %w", err)
 		}
 	}
@@ -190,6 +190,9 @@ func (a *App) cachesSynced(*http.Request) error {
 // configurations, the serving certificate) and then runs the manager until
 // ctx ends.
 func (a *App) Run(ctx context.Context) error {
+	if err := a.preflight(); err != nil {
+		return err
+	}
 	if err := a.checkKindsServed(); err != nil {
 		return err
 	}

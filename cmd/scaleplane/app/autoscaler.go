@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
@@ -83,6 +84,9 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 		Discoverer: as.Discoverer(),
 		Interval:   seconds(cfg.Metrics.ScrapeIntervalSeconds),
 		Log:        mgr.GetLogger().WithName("scraper"),
+		// Served by the manager's metrics server, next to
+		// controller-runtime's own metrics.
+		Registerer: metrics.Registry,
 	})
 	if err != nil {
 		return err

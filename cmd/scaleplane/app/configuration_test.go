@@ -25,13 +25,18 @@ func TestLoadConfiguration(t *testing.T) {
 		}
 		return path
 	}
-	t.Run("the shipped file", func(t *testing.T) {
-		c, warnings, err := LoadConfiguration(filepath.Join("..", "..", "..", "config", "manager", "scaleplane-config.yaml"))
-		if err != nil {
-			t.Fatalf("LoadConfiguration: %v", err)
-		}
-		if len(warnings) > 0 || len(c.Profiles) != 3 {
-			t.Errorf("LoadConfiguration: %d profiles, warnings %q; want 3 profiles and no warning", len(c.Profiles), warnings)
+	t.Run("the shipped files", func(t *testing.T) {
+		for file, profiles := range map[string]int{
+			"config/manager/scaleplane-config.yaml":        0,
+			"config/samples/deploy/scaleplane-config.yaml": 3,
+		} {
+			c, warnings, err := LoadConfiguration(filepath.Join("..", "..", "..", file))
+			if err != nil {
+				t.Fatalf("LoadConfiguration %s: %v", file, err)
+			}
+			if len(warnings) > 0 || len(c.Profiles) != profiles {
+				t.Errorf("LoadConfiguration %s: %d profiles, warnings %q; want %d profiles and no warning", file, len(c.Profiles), warnings, profiles)
+			}
 		}
 	})
 	t.Run("every problem at once", func(t *testing.T) {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"sync"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -55,6 +57,9 @@ type servers struct {
 	healthz healthz.Handler
 	readyz  healthz.Handler
 	extra   map[string]http.Handler
+	// metricsCert reloads the metrics server's certificate from
+	// Options.MetricsCertDir when one is given; serve runs it.
+	metricsCert *certwatcher.CertWatcher
 }
 
 func newServers() *servers {
@@ -149,6 +154,12 @@ func (a *App) serve() (closeAll func(), err error) {
 			return nil, fmt.Errorf("add the %s server: %w", s.Name, err)
 		}
 	}
+	if cw := a.servers.metricsCert; cw != nil {
+		if err := a.Manager.Add(cw); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("add the metrics certificate watcher: %w", err)
+		}
+	}
 	return closeAll, nil
 }
 
@@ -175,7 +186,18 @@ func (s *servers) build(opts Options, httpClient *http.Client, log logr.Logger) 
 			return err
 		}
 		var tc *tls.Config
-		if secure {
+		switch {
+		case secure && name == "metrics" && opts.MetricsCertDir != "":
+			// A certificate the user provides (--metrics-cert-path), reloaded
+			// when it is renewed, as controller-runtime's metrics server does.
+			cw, err := certwatcher.New(filepath.Join(opts.MetricsCertDir, opts.MetricsCertName), filepath.Join(opts.MetricsCertDir, opts.MetricsKeyName))
+			if err != nil {
+				return fmt.Errorf("%s server certificate: %w", name, err)
+			}
+			s.metricsCert = cw
+			tc = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cw.GetCertificate}
+			serving.NextProtos(l.HTTP2)(tc)
+		case secure:
 			if tc, err = serving.SelfSignedTLS(); err != nil {
 				return fmt.Errorf("%s server: %w", name, err)
 			}
@@ -198,6 +220,9 @@ func (s *servers) build(opts Options, httpClient *http.Client, log logr.Logger) 
 			}
 			h = auth(h)
 		}
+		if opts.OnMetricsRequest != nil {
+			h = observed(h, opts.OnMetricsRequest)
+		}
 		if err := add("metrics", opts.MetricsAddr, h, limits(cfg.Metrics, cfg.EnableHTTP2), !opts.Dev); err != nil {
 			return srvs, err
 		}
@@ -210,3 +235,35 @@ func (s *servers) build(opts Options, httpClient *http.Client, log logr.Logger) 
 	}
 	return srvs, nil
 }
+
+// observed calls observe after h answered each request, with the status it
+// wrote (200 when it wrote none).
+func observed(h http.Handler, observe func(*http.Request, int)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		observe(r, sw.status)
+	})
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's own writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
