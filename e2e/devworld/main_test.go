@@ -51,7 +51,7 @@ func (l *noticeLog) of(ns, name string) []string {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Run(m, framework.Options{CRDPaths: []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases")}}, &cluster))
+	os.Exit(framework.Run(m, framework.Options{CRDPaths: []string{filepath.Join(framework.RepoRoot(), "config", "samples", "crd")}}, &cluster))
 }
 
 // startWorld starts the suite's World once; it stops before the control

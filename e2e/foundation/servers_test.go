@@ -118,6 +118,12 @@ func TestIssue10Item6BinaryServers(t *testing.T) {
 	if out, err := cluster.KubectlWithInput(ctx, rendered, "apply", "-f", "-"); err != nil {
 		t.Fatalf("apply config/rbac: %v\n%s", err, out)
 	}
+	// The rules for the sample kinds, as config/samples/deploy patches them
+	// into config/rbac's (empty) profiled-kinds role: applying config/rbac
+	// has just emptied it again.
+	if out, err := cluster.Kubectl(ctx, "apply", "-f", filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "profiled_kinds_role.yaml")); err != nil {
+		t.Fatalf("apply the sample kinds' role: %v\n%s", err, out)
+	}
 	cs, err := kubernetes.NewForConfig(cluster.Config)
 	if err != nil {
 		t.Fatal(err)
