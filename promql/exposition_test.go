@@ -146,6 +146,10 @@ func differentialCorpus() map[string]string {
 		"timestamps":                        "queue_items{t=\"f\"} 1 99999999999999\nqueue_items{t=\"p\"} 1 -99999999999999\n",
 		"the same series twice":             "queue_items{a=\"1\"} 1\nqueue_items{a=\"1\"} 2\n",
 		"counter and gauge mixed":           "# TYPE c counter\nc_total 5\n# TYPE g gauge\ng 1\ng{x=\"y\"} 2\n",
+		// A server that ignores the Accept header and answers OpenMetrics:
+		// read as the text format, as before.
+		"OpenMetrics":                  "# TYPE req counter\n# UNIT req requests\n# HELP req Requests.\nreq_total{code=\"200\"} 3\nreq_created{code=\"200\"} 1.7e+09\n# EOF\n",
+		"OpenMetrics with an exemplar": "# TYPE req counter\nreq_total{code=\"200\"} 3 # {trace_id=\"abc\"} 1.0\n# EOF\n",
 	}
 	// The hostile suite's content inputs (e2e/hostile/scrape_test.go).
 	for name, body := range map[string]string{
