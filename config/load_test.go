@@ -39,6 +39,9 @@ metrics:
   scrapeIntervalSeconds: 10
   retentionSeconds: 3600
   maxSeries: 5000
+  maxStoreBytes: 67108864
+  sampleLimit: 2000
+  labelValueLengthLimit: 1024
 profiles:
 - group: samples.scaleplane.io
   version: v1alpha1
@@ -129,7 +132,8 @@ func TestParseComplete(t *testing.T) {
 	want.Autoscaler = Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090", Queries: Queries{
 		MaxLength: 2048, MaxDepth: 100, MaxPointsPerSeries: 20000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 20,
 	}}
-	want.Metrics = Metrics{ScrapeIntervalSeconds: 10, RetentionSeconds: 3600, MaxSeries: 5000}
+	want.Metrics = Metrics{ScrapeIntervalSeconds: 10, RetentionSeconds: 3600, MaxSeries: 5000, MaxStoreBytes: 64 << 20,
+		BodySizeLimitBytes: 10 << 20, SampleLimit: 2000, LabelLimit: 64, LabelNameLengthLimit: 256, LabelValueLengthLimit: 1024}
 	if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)
 	}
@@ -159,7 +163,8 @@ func TestDefault(t *testing.T) {
 		Autoscaler: Autoscaler{PollingIntervalSeconds: 15, Queries: Queries{
 			MaxLength: 4096, MaxDepth: 100, MaxPointsPerSeries: 11000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 15,
 		}},
-		Metrics: Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000},
+		Metrics: Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000, MaxStoreBytes: 128 << 20,
+			BodySizeLimitBytes: 10 << 20, SampleLimit: 10000, LabelLimit: 64, LabelNameLengthLimit: 256, LabelValueLengthLimit: 4096},
 		Servers: DefaultServers(),
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
@@ -284,6 +289,12 @@ metrics:
   scrapeIntervalSeconds: -5
   retentionSeconds: -1
   maxSeries: -1
+  maxStoreBytes: 1024
+  bodySizeLimitBytes: -1
+  sampleLimit: -1
+  labelLimit: 3
+  labelNameLengthLimit: 15
+  labelValueLengthLimit: -1
 `,
 		want: []string{
 			"FieldValueInvalid webhook.port",
@@ -302,6 +313,12 @@ metrics:
 			"FieldValueInvalid metrics.scrapeIntervalSeconds",
 			"FieldValueInvalid metrics.retentionSeconds",
 			"FieldValueInvalid metrics.maxSeries",
+			"FieldValueInvalid metrics.maxStoreBytes",
+			"FieldValueInvalid metrics.bodySizeLimitBytes",
+			"FieldValueInvalid metrics.sampleLimit",
+			"FieldValueInvalid metrics.labelLimit",
+			"FieldValueInvalid metrics.labelNameLengthLimit",
+			"FieldValueInvalid metrics.labelValueLengthLimit",
 		},
 	}}
 	for _, tt := range tests {
