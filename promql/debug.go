@@ -263,14 +263,21 @@ func (d *debugHandler) decodeEval(w http.ResponseWriter, r *http.Request) (req E
 
 // StoreSummary is the body of GET /debug/store.
 type StoreSummary struct {
-	RequestedMetricNames []string       `json:"requestedMetricNames"`
-	TimestampBuckets     int            `json:"timestampBuckets"`
-	SeriesCount          int            `json:"seriesCount"`
-	TotalPoints          int            `json:"totalPoints"`
-	RefusedSeries        uint64         `json:"refusedSeries"`
-	ChunkBytes           int            `json:"chunkBytes"`
-	Targets              []TargetHealth `json:"targets"`
-	DiscoveryError       string         `json:"discoveryError,omitempty"`
+	RequestedMetricNames []string `json:"requestedMetricNames"`
+	TimestampBuckets     int      `json:"timestampBuckets"`
+	SeriesCount          int      `json:"seriesCount"`
+	TotalPoints          int      `json:"totalPoints"`
+	RefusedSeries        uint64   `json:"refusedSeries"`
+	// RefusedSeriesForBytes are the refused series refused at
+	// metrics.maxStoreBytes (the rest at metrics.maxSeries), and
+	// RefusedSamples the samples refused while the store was past it.
+	RefusedSeriesForBytes uint64 `json:"refusedSeriesForBytes"`
+	RefusedSamples        uint64 `json:"refusedSamples"`
+	ChunkBytes            int    `json:"chunkBytes"`
+	// UsedBytes is what the store charges against metrics.maxStoreBytes.
+	UsedBytes      int64          `json:"usedBytes"`
+	Targets        []TargetHealth `json:"targets"`
+	DiscoveryError string         `json:"discoveryError,omitempty"`
 }
 
 func (d *debugHandler) serveStore(w http.ResponseWriter, r *http.Request) {
@@ -281,13 +288,16 @@ func (d *debugHandler) serveStore(w http.ResponseWriter, r *http.Request) {
 	}
 	st := d.store.Stats()
 	sum := StoreSummary{
-		RequestedMetricNames: d.store.Registry().Names(),
-		TimestampBuckets:     st.TimestampBuckets,
-		SeriesCount:          st.SeriesCount,
-		TotalPoints:          st.TotalPoints,
-		RefusedSeries:        st.RefusedSeries,
-		ChunkBytes:           st.ChunkBytes,
-		Targets:              []TargetHealth{},
+		RequestedMetricNames:  d.store.Registry().Names(),
+		TimestampBuckets:      st.TimestampBuckets,
+		SeriesCount:           st.SeriesCount,
+		TotalPoints:           st.TotalPoints,
+		RefusedSeries:         st.RefusedSeries,
+		RefusedSeriesForBytes: st.RefusedSeriesForBytes,
+		RefusedSamples:        st.RefusedSamples,
+		ChunkBytes:            st.ChunkBytes,
+		UsedBytes:             st.UsedBytes,
+		Targets:               []TargetHealth{},
 	}
 	if d.scraper != nil {
 		sum.Targets = d.scraper.Health()

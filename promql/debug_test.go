@@ -266,17 +266,24 @@ func TestDebugStore(t *testing.T) {
 	}
 	got := do(t, h, http.MethodGet, DebugStorePath, "", nil)
 	got.Body["chunkBytes"] = nil // encoding detail
+	if used, _ := got.Body["usedBytes"].(float64); used < 2*seriesOverhead {
+		t.Errorf("usedBytes %v, want at least the bookkeeping of 2 series", got.Body["usedBytes"])
+	}
+	got.Body["usedBytes"] = nil
 	for _, tg := range got.Body["targets"].([]any) {
 		delete(tg.(map[string]any), "lastScrape")
 		delete(tg.(map[string]any), "lastDurationSeconds")
 	}
 	want := response{Status: 200, ContentType: "application/json", Body: map[string]any{
-		"requestedMetricNames": []any{"a_metric", "b_metric"},
-		"timestampBuckets":     3.0,
-		"seriesCount":          2.0,
-		"totalPoints":          6.0,
-		"refusedSeries":        0.0,
-		"chunkBytes":           nil,
+		"requestedMetricNames":  []any{"a_metric", "b_metric"},
+		"timestampBuckets":      3.0,
+		"seriesCount":           2.0,
+		"totalPoints":           6.0,
+		"refusedSeries":         0.0,
+		"refusedSeriesForBytes": 0.0,
+		"refusedSamples":        0.0,
+		"chunkBytes":            nil,
+		"usedBytes":             nil,
 		"targets": []any{map[string]any{
 			"url": "http://127.0.0.1:1/metrics", "health": "down", "lastError": "bad port", "samples": 0.0,
 		}},

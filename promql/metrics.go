@@ -19,21 +19,64 @@ const (
 	MetricStoreSamples   = "scaleplane_store_samples"
 	MetricStoreBytes     = "scaleplane_store_bytes"
 	MetricStoreRefused   = "scaleplane_store_refused_series_total"
+	// MetricStoreRefusedSamples counts samples of existing series refused
+	// while the store was past metrics.maxStoreBytes.
+	MetricStoreRefusedSamples = "scaleplane_store_refused_samples_total"
+	// MetricStoreUsedBytes is what the store charges against
+	// metrics.maxStoreBytes.
+	MetricStoreUsedBytes = "scaleplane_store_used_bytes"
 	healthLabel          = "health"
+	reasonLabel          = "reason"
 )
 
-// scraperMetrics are a scraper's and its store's numbers. Unlabelled
-// counters and gauges are exported at zero from the start, so an alert on
-// a ratio has both sides before the first scrape; only the leader scrapes,
-// so the other replicas keep reporting zero.
+// Why a scrape failed: the reason label of scaleplane_scrape_failures_total.
+const (
+	// FailureInvalidTarget: the pod's annotations do not make a URL.
+	FailureInvalidTarget = "invalid_target"
+	// FailureConnection: no HTTP answer (refused, reset, DNS, TLS).
+	FailureConnection = "connection"
+	// FailureTimeout: no answer, or no whole body, within the timeout.
+	FailureTimeout = "timeout"
+	// FailureHTTPStatus: an answer other than 200.
+	FailureHTTPStatus = "http_status"
+	// FailureBodyTooLarge: more than metrics.bodySizeLimitBytes.
+	FailureBodyTooLarge = "body_too_large"
+	// FailureParse: not the Prometheus text format.
+	FailureParse = "parse_error"
+	// FailureSampleLimit: more samples of requested names than
+	// metrics.sampleLimit.
+	FailureSampleLimit = "sample_limit"
+	// FailureLabelLimit: a requested series over metrics.labelLimit,
+	// labelNameLengthLimit or labelValueLengthLimit.
+	FailureLabelLimit = "label_limit"
+)
+
+var failureReasons = []string{FailureInvalidTarget, FailureConnection, FailureTimeout, FailureHTTPStatus,
+	FailureBodyTooLarge, FailureParse, FailureSampleLimit, FailureLabelLimit}
+
+// Why the store refused a new series: the reason label of
+// scaleplane_store_refused_series_total.
+const (
+	RefusedMaxSeries = "max_series"
+	RefusedMaxBytes  = "max_bytes"
+)
+
+// scraperMetrics are a scraper's and its store's numbers. Every series,
+// each reason of the labelled ones included, is exported at zero from the
+// start, so an alert on a ratio has both sides before the first scrape;
+// only the leader scrapes, so the other replicas keep reporting zero.
 type scraperMetrics struct {
-	scrapes, failures prometheus.Counter
-	duration          prometheus.Histogram
-	targets           *prometheus.GaugeVec
-	series, samples   prometheus.Gauge
-	bytes             prometheus.Gauge
-	refused           prometheus.Counter
-	lastRefused       uint64
+	scrapes         prometheus.Counter
+	failures        *prometheus.CounterVec
+	duration        prometheus.Histogram
+	targets         *prometheus.GaugeVec
+	series, samples prometheus.Gauge
+	bytes, used     prometheus.Gauge
+	refused         *prometheus.CounterVec
+	refusedSamples  prometheus.Counter
+	// last are the store's refusal counts at the previous cycle: the
+	// store counts, the metrics add what changed.
+	last Usage
 }
 
 func newScraperMetrics(reg prometheus.Registerer) (*scraperMetrics, error) {
@@ -42,10 +85,10 @@ func newScraperMetrics(reg prometheus.Registerer) (*scraperMetrics, error) {
 			Name: MetricScrapes,
 			Help: "Scrapes of workload pods by scaleplane's metrics pipeline.",
 		}),
-		failures: prometheus.NewCounter(prometheus.CounterOpts{
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricScrapeFailures,
-			Help: "Scrapes that failed (unreachable, error status, bad body, too large); the target's series end with a staleness marker.",
-		}),
+			Help: "Scrapes that failed, by reason (connection, timeout, http_status, body_too_large, parse_error, sample_limit, label_limit, invalid_target); the target's series end with a staleness marker.",
+		}, []string{reasonLabel}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    MetricScrapeDuration,
 			Help:    "Time one scrape of a pod took, fetch and parse included.",
@@ -67,13 +110,27 @@ func newScraperMetrics(reg prometheus.Registerer) (*scraperMetrics, error) {
 			Name: MetricStoreBytes,
 			Help: "Bytes of encoded chunks in the embedded metrics store after the latest scrape cycle.",
 		}),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{
+		used: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: MetricStoreUsedBytes,
+			Help: "What the embedded metrics store charges against metrics.maxStoreBytes (labels, per-series bookkeeping and chunks) after the latest scrape cycle.",
+		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricStoreRefused,
-			Help: "New series the embedded store refused because it held metrics.maxSeries already.",
+			Help: "New series the embedded store refused, by reason: it held metrics.maxSeries series (max_series) or metrics.maxStoreBytes bytes (max_bytes).",
+		}, []string{reasonLabel}),
+		refusedSamples: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricStoreRefusedSamples,
+			Help: "Samples of existing series the embedded store refused while it was past metrics.maxStoreBytes.",
 		}),
 	}
 	for _, h := range []Health{HealthUp, HealthDown, HealthUnknown} {
 		m.targets.WithLabelValues(string(h))
+	}
+	for _, r := range failureReasons {
+		m.failures.WithLabelValues(r)
+	}
+	for _, r := range []string{RefusedMaxSeries, RefusedMaxBytes} {
+		m.refused.WithLabelValues(r)
 	}
 	if reg == nil {
 		return m, nil
@@ -86,7 +143,9 @@ func newScraperMetrics(reg prometheus.Registerer) (*scraperMetrics, error) {
 	m.series, errs = register(reg, m.series, errs)
 	m.samples, errs = register(reg, m.samples, errs)
 	m.bytes, errs = register(reg, m.bytes, errs)
+	m.used, errs = register(reg, m.used, errs)
 	m.refused, errs = register(reg, m.refused, errs)
+	m.refusedSamples, errs = register(reg, m.refusedSamples, errs)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("register scraper metrics: %w", err)
 	}
@@ -113,7 +172,7 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T, errs []err
 func (m *scraperMetrics) observeScrape(seconds float64, err error) {
 	m.scrapes.Inc()
 	if err != nil {
-		m.failures.Inc()
+		m.failures.WithLabelValues(failureReason(err)).Inc()
 	}
 	m.duration.Observe(seconds)
 }
@@ -130,25 +189,45 @@ func (m *scraperMetrics) observeCycle(health []TargetHealth, u Usage) {
 	m.series.Set(float64(u.Series))
 	m.samples.Set(float64(u.Samples))
 	m.bytes.Set(float64(u.Bytes))
-	if u.RefusedSeries > m.lastRefused {
-		m.refused.Add(float64(u.RefusedSeries - m.lastRefused))
-		m.lastRefused = u.RefusedSeries
+	m.used.Set(float64(u.UsedBytes))
+	// Several scrapers (tests) may share the counters; each adds what its
+	// own store refused since its previous cycle.
+	if d := u.RefusedSeries - m.last.RefusedSeries; d > 0 {
+		m.refused.WithLabelValues(RefusedMaxSeries).Add(float64(d))
 	}
+	if d := u.RefusedSeriesForBytes - m.last.RefusedSeriesForBytes; d > 0 {
+		m.refused.WithLabelValues(RefusedMaxBytes).Add(float64(d))
+	}
+	if d := u.RefusedSamples - m.last.RefusedSamples; d > 0 {
+		m.refusedSamples.Add(float64(d))
+	}
+	m.last = u
 }
 
 // Usage is the store's size: cheap enough to read after every scrape
 // cycle, unlike Stats, which decodes every timestamp.
 type Usage struct {
-	Series        int
-	Samples       int
-	Bytes         int
-	RefusedSeries uint64
+	Series  int
+	Samples int
+	// Bytes are the encoded chunks' bytes; UsedBytes is what the store
+	// charges against Options.MaxBytes (labels, bookkeeping and chunks).
+	Bytes     int
+	UsedBytes int64
+	// RefusedSeries counts new series refused at Options.MaxSeries,
+	// RefusedSeriesForBytes those refused at Options.MaxBytes, and
+	// RefusedSamples the samples refused while the store was past it.
+	RefusedSeries, RefusedSeriesForBytes, RefusedSamples uint64
 }
 
 // Usage counts the store's series, samples and encoded bytes from chunk
 // headers, without decoding samples.
 func (s *Store) Usage() Usage {
-	u := Usage{RefusedSeries: s.refused.Load()}
+	u := Usage{
+		RefusedSeries:         s.refused.Load(),
+		RefusedSeriesForBytes: s.refusedBytes.Load(),
+		RefusedSamples:        s.refusedSamples.Load(),
+		UsedBytes:             s.used.Load(),
+	}
 	s.mtx.RLock()
 	defer s.mtx.RUnlock()
 	for _, ser := range s.byHash {

@@ -17,7 +17,7 @@ import (
 // second scraper on the same registerer counts in the same series.
 func TestIssue11Item7ScraperMetrics(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, exposition)
+		fmt.Fprint(w, testExposition)
 	}))
 	defer srv.Close()
 	reg := prometheus.NewPedanticRegistry()
@@ -36,9 +36,16 @@ func TestIssue11Item7ScraperMetrics(t *testing.T) {
 	}
 	u := store.Usage()
 	want := fmt.Sprintf(`
-# HELP scaleplane_scrape_failures_total Scrapes that failed (unreachable, error status, bad body, too large); the target's series end with a staleness marker.
+# HELP scaleplane_scrape_failures_total Scrapes that failed, by reason (connection, timeout, http_status, body_too_large, parse_error, sample_limit, label_limit, invalid_target); the target's series end with a staleness marker.
 # TYPE scaleplane_scrape_failures_total counter
-scaleplane_scrape_failures_total 2
+scaleplane_scrape_failures_total{reason="body_too_large"} 0
+scaleplane_scrape_failures_total{reason="connection"} 2
+scaleplane_scrape_failures_total{reason="http_status"} 0
+scaleplane_scrape_failures_total{reason="invalid_target"} 0
+scaleplane_scrape_failures_total{reason="label_limit"} 0
+scaleplane_scrape_failures_total{reason="parse_error"} 0
+scaleplane_scrape_failures_total{reason="sample_limit"} 0
+scaleplane_scrape_failures_total{reason="timeout"} 0
 # HELP scaleplane_scrape_targets Scrape targets after the latest cycle, by health (up, down, unknown before their first scrape).
 # TYPE scaleplane_scrape_targets gauge
 scaleplane_scrape_targets{health="down"} 1
@@ -56,13 +63,24 @@ scaleplane_store_samples %d
 # HELP scaleplane_store_series Series in the embedded metrics store after the latest scrape cycle.
 # TYPE scaleplane_store_series gauge
 scaleplane_store_series %d
-`, u.Bytes, u.Samples, u.Series)
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), MetricScrapes, MetricScrapeFailures, MetricScrapeTargets, MetricStoreSeries, MetricStoreSamples, MetricStoreBytes); err != nil {
+# HELP scaleplane_store_used_bytes What the embedded metrics store charges against metrics.maxStoreBytes (labels, per-series bookkeeping and chunks) after the latest scrape cycle.
+# TYPE scaleplane_store_used_bytes gauge
+scaleplane_store_used_bytes %d
+# HELP scaleplane_store_refused_series_total New series the embedded store refused, by reason: it held metrics.maxSeries series (max_series) or metrics.maxStoreBytes bytes (max_bytes).
+# TYPE scaleplane_store_refused_series_total counter
+scaleplane_store_refused_series_total{reason="max_bytes"} 0
+scaleplane_store_refused_series_total{reason="max_series"} 0
+# HELP scaleplane_store_refused_samples_total Samples of existing series the embedded store refused while it was past metrics.maxStoreBytes.
+# TYPE scaleplane_store_refused_samples_total counter
+scaleplane_store_refused_samples_total 0
+`, u.Bytes, u.Samples, u.Series, u.UsedBytes)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), MetricScrapes, MetricScrapeFailures, MetricScrapeTargets, MetricStoreSeries,
+		MetricStoreSamples, MetricStoreBytes, MetricStoreUsedBytes, MetricStoreRefused, MetricStoreRefusedSamples); err != nil {
 		t.Error(err)
 	}
 	// Three series kept (queue_items, two http_requests_total), two samples
-	// each.
-	if diff := cmp.Diff(Usage{Series: 3, Samples: 6, Bytes: u.Bytes}, u); diff != "" || u.Bytes == 0 {
+	// each; the store charges them their labels, bookkeeping and chunks.
+	if diff := cmp.Diff(Usage{Series: 3, Samples: 6, Bytes: u.Bytes, UsedBytes: u.UsedBytes}, u); diff != "" || u.Bytes == 0 || u.UsedBytes < 3*seriesOverhead+int64(u.Bytes) {
 		t.Errorf("store usage (-want +got):\n%s", diff)
 	}
 	if n := testutil.CollectAndCount(reg, MetricScrapeDuration); n != 1 {

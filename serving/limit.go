@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,10 +23,15 @@ import (
 // refused write.
 const RetryAfterSeconds = 1
 
-// firstBuffer is how much of a declared Content-Length is allocated before
-// the bytes arrive: a client that declares megabytes and sends nothing
-// holds this much, not what it declared. Most admission reviews fit.
+// firstBuffer is how much of a body is held before its first bytes have
+// arrived: a client that declares megabytes and sends nothing holds this
+// much, not what it declared. Most admission reviews fit.
 const firstBuffer = 32 << 10
+
+// firstBuffers recycles the first buffer of bodies declared larger than
+// firstBuffer: their first bytes are copied out of it, into a buffer of the
+// declared size, once they have arrived.
+var firstBuffers = sync.Pool{New: func() any { b := make([]byte, firstBuffer); return &b }}
 
 // Limit wraps h so that every request is within l's bounds before h sees
 // it, in this order:
@@ -101,49 +107,122 @@ func (l *limiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // read reads r's body into memory, reserving what it allocates from the
-// server's buffer budget; reserved is what the caller releases. The buffer
-// grows by doubling up to MaxBodyBytes, so a body of the largest size
-// needs exactly MaxBodyBytes of the budget.
+// server's buffer budget; reserved is what the caller releases. What the
+// budget counts is what the body costs: a body of declared length is read
+// into one buffer of exactly that length (allocated once its first
+// firstBuffer bytes have arrived), so the bytes a reservation stands for
+// are the bytes on the heap, with no copies left behind for the garbage
+// collector; only a body without a declared length (chunked, which the API
+// server does not send) grows its buffer by doubling, up to MaxBodyBytes.
 func (l *limiter) read(w http.ResponseWriter, r *http.Request) (buf []byte, reserved int64, err error) {
 	src := http.MaxBytesReader(w, r.Body, l.maxBody)
-	// One more byte than declared lets the read see EOF without growing.
-	size := min(int64(firstBuffer), l.maxBody)
-	if r.ContentLength >= 0 {
-		size = min(size, r.ContentLength+1)
+	reserve := func(n int64) error {
+		if l.buffered.Add(n) > l.maxBuffered {
+			l.buffered.Add(-n)
+			return errBuffersFull
+		}
+		reserved += n
+		return nil
 	}
+	if r.ContentLength >= 0 {
+		buf, err = readDeclared(src, r.ContentLength, reserve)
+		return buf, reserved, err
+	}
+	buf, err = l.readChunked(src, reserve)
+	return buf, reserved, err
+}
+
+// readDeclared reads a body of n bytes (at most MaxBodyBytes: Limit
+// refused larger declarations unread) into a buffer of n bytes.
+func readDeclared(src io.Reader, n int64, reserve func(int64) error) ([]byte, error) {
+	if n <= firstBuffer {
+		if err := reserve(n); err != nil {
+			return nil, err
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(src, buf); err != nil {
+			return nil, err
+		}
+		return buf, atEOF(src)
+	}
+	if err := reserve(firstBuffer); err != nil {
+		return nil, err
+	}
+	first := firstBuffers.Get().(*[]byte)
+	defer firstBuffers.Put(first)
+	if _, err := io.ReadFull(src, *first); err != nil {
+		return nil, err
+	}
+	// The client is sending: the rest of its declared length is reserved
+	// and allocated at once, and the first buffer goes back to the pool.
+	if err := reserve(n - firstBuffer); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, n)
+	copy(buf, *first)
+	if _, err := io.ReadFull(src, buf[firstBuffer:]); err != nil {
+		return nil, err
+	}
+	return buf, atEOF(src)
+}
+
+// atEOF checks that a body of declared length ends there.
+func atEOF(src io.Reader) error {
+	var probe [1]byte
+	n, err := src.Read(probe[:])
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return err
+	case n > 0:
+		return errors.New("the request body is longer than its Content-Length")
+	}
+	return nil
+}
+
+// readChunked reads a body of unknown length, growing its buffer by
+// doubling from firstBuffer up to MaxBodyBytes, and only when a byte more
+// has arrived: a body of the largest size needs exactly MaxBodyBytes of the
+// budget, and one that fills a buffer exactly ends in it.
+func (l *limiter) readChunked(src io.Reader, reserve func(int64) error) ([]byte, error) {
+	var buf []byte
 	var probe [1]byte
 	for {
-		dst := buf[len(buf):cap(buf)]
-		if len(dst) == 0 {
-			if int64(cap(buf)) >= l.maxBody {
-				// Full at the limit: only EOF may follow, and a byte
-				// more is MaxBytesReader's error (it returns none of it).
-				dst = probe[:]
-			} else {
-				grow := size
-				if cap(buf) > 0 {
-					grow = min(int64(cap(buf)), l.maxBody-int64(cap(buf)))
-				}
-				if l.buffered.Add(grow) > l.maxBuffered {
-					l.buffered.Add(-grow)
-					return nil, reserved, errBuffersFull
-				}
-				reserved += grow
-				nb := make([]byte, len(buf), int64(cap(buf))+grow)
-				copy(nb, buf)
-				buf = nb
-				dst = buf[len(buf):cap(buf)]
-			}
-		}
-		n, err := src.Read(dst)
-		if len(dst) > 0 && &dst[0] != &probe[0] {
+		if len(buf) < cap(buf) {
+			n, err := src.Read(buf[len(buf):cap(buf)])
 			buf = buf[:len(buf)+n]
+			switch {
+			case errors.Is(err, io.EOF):
+				return buf, nil
+			case err != nil:
+				return nil, err
+			}
+			continue
 		}
+		// Full: grow only for a byte that came. At MaxBodyBytes a byte
+		// more is MaxBytesReader's error.
+		n, err := src.Read(probe[:])
 		switch {
-		case errors.Is(err, io.EOF):
-			return buf, reserved, nil
-		case err != nil:
-			return nil, reserved, err
+		case n == 0 && errors.Is(err, io.EOF):
+			return buf, nil
+		case n == 0 && err != nil:
+			return nil, err
+		case n == 0:
+			continue
+		}
+		grow := min(int64(firstBuffer), l.maxBody)
+		if cap(buf) > 0 {
+			grow = min(int64(cap(buf)), l.maxBody-int64(cap(buf)))
+		}
+		if err := reserve(grow); err != nil {
+			return nil, err
+		}
+		nb := make([]byte, len(buf), int64(cap(buf))+grow)
+		copy(nb, buf)
+		buf = append(nb, probe[0])
+		if errors.Is(err, io.EOF) {
+			return buf, nil
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -320,5 +321,70 @@ func TestLimitsValidate(t *testing.T) {
 	}
 	if err := testLimits().Validate(); err != nil {
 		t.Errorf("valid limits refused: %v", err)
+	}
+}
+
+// TestIssue10BodyBufferSizes: a body of declared length reaches its
+// handler in a buffer of exactly that length, reserved once, so the buffer
+// budget counts what bodies cost; a chunked one grows to at most the
+// limit. The budget is released after every request.
+func TestIssue10BodyBufferSizes(t *testing.T) {
+	l := testLimits()
+	type seen struct{ Len, Cap int }
+	got := make(chan seen, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := Body(r)
+		got <- seen{len(b), cap(b)}
+	})
+	addr, lim := serve(t, h, l)
+	for _, n := range []int{0, 1, 1000, firstBuffer, firstBuffer + 1, 700 << 10, 1 << 20} {
+		for _, chunked := range []bool{false, true} {
+			var body io.Reader = strings.NewReader(strings.Repeat("x", n))
+			length := int64(n)
+			if chunked {
+				body, length = io.MultiReader(body), -1
+			}
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", body)
+			req.ContentLength = length
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("POST %d bytes: %v", n, err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			s := <-got
+			want := seen{n, n}
+			if chunked {
+				// Doubling from 32 KiB, never past the limit.
+				c := firstBuffer
+				for c < n {
+					c = min(2*c, int(l.MaxBodyBytes))
+				}
+				want.Cap = c
+				if n == 0 {
+					want.Cap = 0
+				}
+			}
+			if s != want {
+				t.Errorf("%d bytes (chunked %v): buffer %+v, want %+v", n, chunked, s, want)
+			}
+		}
+	}
+	if b := lim.buffered.Load(); b != 0 {
+		t.Errorf("%d bytes still reserved after every request ended", b)
+	}
+}
+
+// BenchmarkLimitBody is what reading one 7 MiB body (the largest
+// admission review) costs the heap behind Limit.
+func BenchmarkLimitBody(b *testing.B) {
+	l := testLimits()
+	l.MaxBodyBytes, l.MaxBufferedBytes = 7<<20, 64<<20
+	lim := Limit("bench", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), l)
+	body := strings.Repeat("x", 7<<20)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		lim.ServeHTTP(httptest.NewRecorder(), req)
 	}
 }

@@ -56,8 +56,6 @@ func TestKustomizeManifests(t *testing.T) {
 	}
 	wantM, wantV := webhooks.Configurations(nil, profile.SampleConfiguration().Webhook,
 		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
-	// A configuration without entries has "webhooks" left out in YAML:
-	// no entries, whether nil or empty.
 	if diff := cmp.Diff(wantM, gotM, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("mutating configuration (-want +got):\n%s", diff)
 	}

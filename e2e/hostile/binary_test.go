@@ -46,9 +46,14 @@ import (
 // collector works harder from 200 MiB on while ~56 MiB stay for the rest,
 // before the kernel's OOM killer would act at the hard limit. The
 // Deployment should set GOMEMLIMIT the same way (about 80% of its limit).
+//
+// storeBudget is the embedded store's byte budget (metrics.maxStoreBytes):
+// half the default too, as the default is sized for the Deployment's 512
+// MiB (docs/profiles.md). Every other limit is the shipped default.
 const (
 	memoryLimit = 256 << 20
 	goMemLimit  = "200MiB"
+	storeBudget = configv1alpha2.DefaultMaxStoreBytes / 2
 )
 
 // binary is the scaleplane binary under test, running in its cgroup.
@@ -80,7 +85,8 @@ func buildBinary(t *testing.T) string {
 // binaryConfig is the component configuration the binary reads: every
 // profile of the suite, the webhook served where the framework's
 // configurations point, ticks every second and scrapes every two, so that
-// targets are tried many times during the suite. Everything else, limits
+// targets are tried many times during the suite, and the store's byte
+// budget scaled to the memory limit (storeBudget). Everything else, limits
 // included, is the shipped default.
 func binaryConfig() *configv1alpha2.Configuration {
 	cfg := profile.SampleConfiguration()
@@ -90,6 +96,7 @@ func binaryConfig() *configv1alpha2.Configuration {
 	cfg.Webhook.CertDir = cluster.WebhookCertDir
 	cfg.Autoscaler.PollingIntervalSeconds = 1
 	cfg.Metrics.ScrapeIntervalSeconds = 2
+	cfg.Metrics.MaxStoreBytes = storeBudget
 	return cfg
 }
 

@@ -10,16 +10,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/scaleplane/scaleplane/promql"
 )
 
 // metricsReport checks that the binary's /metrics show what the suite
 // threw at it: the servers' own refusals (too large, too slow, too many),
-// the review transport's, and the webhooks' denials. Each count must be at
-// least what the suite itself saw answered, so none is left uncounted.
-//
-// The scraper exports no metrics of its own: a target's failures show only
-// in GET /debug/store (its health and last error, which the scrape groups
-// read) and in the logs.
+// the review transport's, the webhooks' denials, the scrapes that failed
+// by reason and the series the store refused. Each count must be at least
+// what the suite itself saw, so none is left uncounted.
 func (s *suite) metricsReport(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -65,8 +64,13 @@ func (s *suite) metricsReport(t *testing.T) {
 		return sum("scaleplane_admission_requests_refused_total", map[string]string{"code": code})
 	}
 	s.mu.Lock()
-	tooMany := s.tooMany
+	tooMany, down := s.tooMany, s.scrapeDown
 	s.mu.Unlock()
+	// failed is what the scraper counted under reason; every target the
+	// suite saw down was scraped (and failed) at least once.
+	failed := func(reason string) int {
+		return sum(promql.MetricScrapeFailures, map[string]string{"reason": reason})
+	}
 	checks := []check{
 		// The 8 MiB bodies, declared and chunked.
 		{"webhook server: 413 too large", 2, refused("webhook", "413")},
@@ -82,6 +86,16 @@ func (s *suite) metricsReport(t *testing.T) {
 		{"review transport: 415", 3, transport("415")},
 		{"review transport: 400", 15, transport("400")},
 		{"webhooks: reviews denied", 1, sum("scaleplane_admission_reviews_total", map[string]string{"result": "denied"})},
+		{"scrapes failed: timeout", down["too slow"], failed(promql.FailureTimeout)},
+		{"scrapes failed: body too large", down["too large"], failed(promql.FailureBodyTooLarge)},
+		{"scrapes failed: parse error", down["malformed"], failed(promql.FailureParse)},
+		{"scrapes failed: http status", down["status"], failed(promql.FailureHTTPStatus)},
+		{"scrapes failed: invalid target", down["bad annotation"], failed(promql.FailureInvalidTarget)},
+		{"scrapes failed: connection", down["refused"], failed(promql.FailureConnection)},
+		{"scrapes failed: sample limit", down["sample limit"], failed(promql.FailureSampleLimit)},
+		{"scrapes failed: label limit", down["label limit"], failed(promql.FailureLabelLimit)},
+		// The churning targets of the store's byte budget.
+		{"store: series refused at its byte budget", 1, sum(promql.MetricStoreRefused, map[string]string{"reason": promql.RefusedMaxBytes})},
 	}
 	var short []check
 	for _, c := range checks {

@@ -42,9 +42,7 @@ type target struct {
 	handler http.HandlerFunc
 	// port overrides the pod's prometheus.io/port annotation.
 	port string
-	// anyHealth: only survival is compared (want is survives()).
-	anyHealth bool
-	want      targetResult
+	want targetResult
 }
 
 // targetResult is the scraper's account of a target (GET /debug/store):
@@ -61,17 +59,16 @@ func down(problem string) targetResult {
 	return targetResult{Survived: true, Health: promql.HealthDown, Problem: problem}
 }
 
-// survives is the outcome of a bomb for which the contract names no
-// health: kept within the store's bounds or refused, either will do, as
-// long as the process stays up within its memory.
-func survives() targetResult { return targetResult{Survived: true} }
-
 // problemOf sorts the scraper's error messages (promql/scrape.go) into
 // kinds, so that a table can name the one it expects.
 func problemOf(lastError string) string {
 	switch {
 	case lastError == "":
 		return ""
+	case strings.Contains(lastError, "sample limit exceeded"):
+		return "sample limit"
+	case strings.Contains(lastError, "label limit exceeded"):
+		return "label limit"
 	case strings.Contains(lastError, "exceeds"):
 		return "too large"
 	case strings.Contains(lastError, "within"):
@@ -192,11 +189,16 @@ func (s *suite) runTargets(t *testing.T, targets []target, settle func(t *testin
 	for _, tg := range targets {
 		h := byURL[urls[tg.name]]
 		got := targetResult{Survived: survived}
-		if survived && !tg.anyHealth {
+		if survived {
 			got.Health, got.Problem = h.Health, problemOf(h.LastError)
 		}
 		if got != tg.want {
 			t.Logf("target %q: %+v", tg.name, h)
+		}
+		if survived && h.Health == promql.HealthDown {
+			s.mu.Lock()
+			s.scrapeDown[problemOf(h.LastError)]++
+			s.mu.Unlock()
 		}
 		s.expect(t, areaScrape, tg.name, tg.want, got, false)
 	}
@@ -321,15 +323,25 @@ func (s *suite) scrapeContentInputs(t *testing.T) {
 			w.Header().Set("Content-Type", "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited")
 			_, _ = io.WriteString(w, metricLoad+`{via="proto"} 1`+"\n")
 		}, want: up()},
+		// Every sample of a requested name counts against
+		// metrics.sampleLimit (10,000), repeats included, as in
+		// Prometheus.
+		{name: "the same series 100,000 times", handler: exposition(dup), want: down("sample limit")},
 		// Kept once: the scraper keeps the first sample of a series.
-		{name: "the same series 100,000 times", handler: exposition(dup), want: up()},
+		{name: "the same series 1,000 times", handler: exposition(dup[:len(dup)/100]), want: up()},
 		{name: "NaN, +Inf and -Inf values", handler: exposition(metricLoad + `{v="nan"} NaN` + "\n" + metricLoad + `{v="inf"} +Inf` + "\n" + metricLoad + `{v="-inf"} -Inf` + "\n"), want: up()},
-		{name: "timestamps far in the future and past", handler: exposition(metricLoad + `{t="future"} 1 99999999999999` + "\n" + metricLoad + `{t="past"} 1 -99999999999999` + "\n"), want: up()},
+		{name: "a timestamp far in the future (ignored)", handler: exposition(metricLoad + `{t="future"} 1 99999999999999` + "\n"), want: up()},
+		// Prometheus' text parser takes only digits as a timestamp.
+		{name: "a negative timestamp", handler: exposition(metricLoad + `{t="past"} 1 -99999999999999` + "\n"), want: down("malformed")},
 		{name: "a timestamp past int64", handler: exposition(metricLoad + " 1 99999999999999999999\n"), want: down("malformed")},
 		{name: "a value of 1e400", handler: exposition(metricLoad + " 1e400\n"), want: down("malformed")},
-		// A histogram without buckets: nothing of it is kept.
+		// Stored as written, as Prometheus stores it.
 		{name: "TYPE line contradicting the samples", handler: exposition("# TYPE hostile_load histogram\nhostile_load 1\n"), want: up()},
+		// No trigger requests it: skipped unread.
 		{name: "a metric name of 100 KB", handler: exposition(strings.Repeat("m", 100<<10) + " 1\n"), want: up()},
+		{name: "a requested series of 1 MiB", handler: exposition(metricLoad + `{big="` + strings.Repeat("v", 1<<20) + `"} 1` + "\n"), want: down("label limit")},
+		{name: "a line break inside a label value", handler: exposition(metricLoad + "{a=\"x\ny\"} 1\n"), want: down("malformed")},
+		{name: "a NUL byte", handler: exposition(metricLoad + " 1\n\x00\n"), want: down("malformed")},
 		{name: "invalid UTF-8 in a label value", handler: exposition(metricLoad + "{a=\"\xff\xfe\"} 1\n"), want: down("malformed")},
 	}, nil)
 }
@@ -357,17 +369,61 @@ func (s *suite) scrapeLabelInputs(t *testing.T) {
 		_ = bw.Flush()
 	}
 	const churned = 36 // 288 MiB of label values, over the memory limit
+	// Over metrics.labelLimit (64) and metrics.labelValueLengthLimit
+	// (4096): refused before anything is stored.
 	s.runTargets(t, []target{
-		{name: "5,000 labels on one series", handler: exposition(labels.String()), want: up()},
-		{name: "label values of 1 MiB, new ones every scrape (1 of 3)", anyHealth: true, handler: churning, want: survives()},
-		{name: "label values of 1 MiB, new ones every scrape (2 of 3)", anyHealth: true, handler: churning, want: survives()},
-		{name: "label values of 1 MiB, new ones every scrape (3 of 3)", anyHealth: true, handler: churning, want: survives()},
+		{name: "5,000 labels on one series", handler: exposition(labels.String()), want: down("label limit")},
+		{name: "label values of 1 MiB, new ones every scrape (1 of 3)", handler: churning, want: down("label limit")},
+		{name: "label values of 1 MiB, new ones every scrape (2 of 3)", handler: churning, want: down("label limit")},
+		{name: "label values of 1 MiB, new ones every scrape (3 of 3)", handler: churning, want: down("label limit")},
 	}, func(t *testing.T, st promql.StoreSummary) bool {
 		// Long enough for the churn to have served more label data than
 		// the memory limit, were it all kept.
 		return churn.Load() >= churned
 	})
 	t.Logf("%d scrapes of the churning targets", churn.Load())
+}
+
+// scrapeStoreInputs: targets within every scrape limit that make new
+// series of the longest label values allowed (4 KiB) on every scrape, 8
+// MiB of labels per target and scrape, kept for the retention's 30
+// minutes: the store's byte budget (metrics.maxStoreBytes) must refuse
+// them once full, the targets staying up (the store refuses series, the
+// scrape worked), and the process stay within its memory.
+func (s *suite) scrapeStoreInputs(t *testing.T) {
+	var churn atomic.Int64
+	churning := func(w http.ResponseWriter, _ *http.Request) {
+		n := churn.Add(1)
+		bw := bufio.NewWriter(w)
+		for i := range 2000 {
+			v := fmt.Sprintf("%d-%d-", n, i)
+			fmt.Fprintf(bw, "%s{big=\"%s%s\"} 1\n", metricLabels, v, strings.Repeat("v", 4096-len(v)))
+		}
+		_ = bw.Flush()
+	}
+	s.runTargets(t, []target{
+		{name: "label values of 4 KiB, new ones every scrape (1 of 2)", handler: churning, want: up()},
+		{name: "label values of 4 KiB, new ones every scrape (2 of 2)", handler: churning, want: up()},
+	}, func(t *testing.T, st promql.StoreSummary) bool {
+		// Until the store is full and refuses series.
+		return st.RefusedSeriesForBytes > 0
+	})
+	type budgetResult struct{ Survived, Refused, WithinBudget bool }
+	var got budgetResult
+	if s.bin.alive() == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st, err := s.storeSummary(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Past the budget by at most what the scrapes in flight grew
+		// existing series' chunks by: a few KiB.
+		got = budgetResult{Survived: true, Refused: st.RefusedSeriesForBytes > 0, WithinBudget: st.UsedBytes <= storeBudget+1<<20}
+		t.Logf("store after %d scrapes of the churning targets: %d series, %d bytes used of %d, %d series refused for bytes",
+			churn.Load(), st.SeriesCount, st.UsedBytes, storeBudget, st.RefusedSeriesForBytes)
+	}
+	s.expect(t, areaScrape, "the store's byte budget holds", budgetResult{true, true, true}, got, false)
 }
 
 // scrapeSeriesInputs: a million series, of a name no trigger requests
@@ -384,13 +440,15 @@ func (s *suite) scrapeSeriesInputs(t *testing.T) {
 		}
 		return b.String()
 	}
-	bomb := page(metricBomb)
+	unrequested := page("hostile_unrequested")
 	s.runTargets(t, []target{
-		{name: "a million series of a name no trigger requests", anyHealth: true, handler: exposition(page("hostile_unrequested")), want: survives()},
-		{name: "a million series (as many as fit 10 MiB)", anyHealth: true, handler: exposition(bomb), want: survives()},
+		// Skipped unread: no labels are built for them.
+		{name: "a million series of a name no trigger requests", handler: exposition(unrequested), want: up()},
+		// Refused at metrics.sampleLimit (10,000), storing nothing.
+		{name: "a million series (as many as fit 10 MiB)", handler: exposition(page(metricBomb)), want: down("sample limit")},
 		{name: "a million series over 20 MiB", handler: func(w http.ResponseWriter, _ *http.Request) {
-			_, _ = io.WriteString(w, bomb)
-			_, _ = io.WriteString(w, bomb)
+			_, _ = io.WriteString(w, unrequested)
+			_, _ = io.WriteString(w, unrequested)
 		}, want: down("too large")},
 	}, nil)
 	type capResult struct{ Survived, WithinCap bool }

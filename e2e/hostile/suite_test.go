@@ -60,6 +60,7 @@ func TestIssue10Item8HostileInputs(t *testing.T) {
 		{"kubectl: query cost", s.kubectlQueryInputs},
 		{"debug endpoints: query cost", s.debugQueryInputs},
 		{"scrape targets: label bombs", s.scrapeLabelInputs},
+		{"scrape targets: the store's byte budget", s.scrapeStoreInputs},
 		{"scrape targets: a million series", s.scrapeSeriesInputs},
 	} {
 		t.Run(g.name, g.run)
@@ -99,6 +100,8 @@ type suite struct {
 	tooMany map[string]int
 	// scrape serves the scrape targets, once the first scrape group runs.
 	scrape *scrapeSetup
+	// scrapeDown counts the targets seen down, by problemOf their error.
+	scrapeDown map[string]int
 }
 
 // outcome is one input's result.
@@ -121,11 +124,12 @@ func newSuite(t *testing.T) *suite {
 	t.Helper()
 	ns := cluster.Namespace(t)
 	s := &suite{
-		top:     t,
-		tooMany: map[string]int{},
-		ns:      ns,
-		bin:     startBinary(t, ns),
-		token:   callerToken(t, ns),
+		top:        t,
+		tooMany:    map[string]int{},
+		scrapeDown: map[string]int{},
+		ns:         ns,
+		bin:        startBinary(t, ns),
+		token:      callerToken(t, ns),
 		// Redirects are outcomes, not followed: a traversal answered with a
 		// redirect to the clean path served nothing else.
 		metrics: &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{TLSClientConfig: metricsTLS},

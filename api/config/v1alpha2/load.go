@@ -35,6 +35,16 @@ const (
 	DefaultRetentionSeconds            = int32(1800)
 	DefaultMaxSeries                   = 100000
 
+	// Scrape and store bounds; package promql has the same defaults
+	// (promql.Default*), which a test of cmd/scaleplane/app holds equal.
+	// docs/profiles.md has the arithmetic for a 512 MiB pod.
+	DefaultMaxStoreBytes         = int64(128 << 20)
+	DefaultBodySizeLimitBytes    = int64(10 << 20)
+	DefaultSampleLimit           = 10000
+	DefaultLabelLimit            = 64
+	DefaultLabelNameLengthLimit  = 256
+	DefaultLabelValueLengthLimit = 4096
+
 	// Query bounds (V10); package promql has the same defaults
 	// (promql.Default*), which a test of cmd/scaleplane/app holds equal.
 	DefaultQueryMaxLength          = 4096
@@ -190,6 +200,21 @@ func (c *Configuration) Default() {
 	if m.MaxSeries == 0 {
 		m.MaxSeries = DefaultMaxSeries
 	}
+	if m.MaxStoreBytes == 0 {
+		m.MaxStoreBytes = DefaultMaxStoreBytes
+	}
+	if m.BodySizeLimitBytes == 0 {
+		m.BodySizeLimitBytes = DefaultBodySizeLimitBytes
+	}
+	for _, f := range []struct {
+		v *int
+		d int
+	}{{&m.SampleLimit, DefaultSampleLimit}, {&m.LabelLimit, DefaultLabelLimit},
+		{&m.LabelNameLengthLimit, DefaultLabelNameLengthLimit}, {&m.LabelValueLengthLimit, DefaultLabelValueLengthLimit}} {
+		if *f.v == 0 {
+			*f.v = f.d
+		}
+	}
 	c.Servers.Default()
 }
 
@@ -229,6 +254,24 @@ func (c *Configuration) Validate() field.ErrorList {
 	}
 	if c.Metrics.MaxSeries < 1 {
 		errs = append(errs, field.Invalid(mp.Child("maxSeries"), c.Metrics.MaxSeries, "must be at least 1 (or left out for the default, 100000)"))
+	}
+	// The store and the scrapes are what a pod's exposition can make
+	// scaleplane hold: every bound is required, none can be switched off.
+	for _, b := range []struct {
+		name     string
+		v, least int64
+		dflt     string
+	}{
+		{"maxStoreBytes", c.Metrics.MaxStoreBytes, 1 << 20, "134217728 (128 MiB)"},
+		{"bodySizeLimitBytes", c.Metrics.BodySizeLimitBytes, 1 << 10, "10485760 (10 MiB)"},
+		{"sampleLimit", int64(c.Metrics.SampleLimit), 1, "10000"},
+		{"labelLimit", int64(c.Metrics.LabelLimit), 4, "64"},
+		{"labelNameLengthLimit", int64(c.Metrics.LabelNameLengthLimit), 16, "256"},
+		{"labelValueLengthLimit", int64(c.Metrics.LabelValueLengthLimit), 16, "4096"},
+	} {
+		if b.v < b.least {
+			errs = append(errs, field.Invalid(mp.Child(b.name), b.v, fmt.Sprintf("must be at least %d (or left out for the default, %s)", b.least, b.dflt)))
+		}
 	}
 	return errs
 }

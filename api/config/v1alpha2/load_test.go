@@ -30,7 +30,8 @@ func TestDefault(t *testing.T) {
 		Autoscaler: Autoscaler{PollingIntervalSeconds: 15, Queries: Queries{
 			MaxLength: 4096, MaxDepth: 100, MaxPointsPerSeries: 11000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 15,
 		}},
-		Metrics: Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000},
+		Metrics: Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000, MaxStoreBytes: 128 << 20,
+			BodySizeLimitBytes: 10 << 20, SampleLimit: 10000, LabelLimit: 64, LabelNameLengthLimit: 256, LabelValueLengthLimit: 4096},
 		Servers: DefaultServers(),
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
@@ -102,6 +103,12 @@ metrics:
   scrapeIntervalSeconds: -5
   retentionSeconds: -1
   maxSeries: -1
+  maxStoreBytes: 1024
+  bodySizeLimitBytes: -1
+  sampleLimit: -1
+  labelLimit: 3
+  labelNameLengthLimit: 15
+  labelValueLengthLimit: -1
 `,
 		want: []string{
 			"FieldValueInvalid webhook.port",
@@ -120,6 +127,12 @@ metrics:
 			"FieldValueInvalid metrics.scrapeIntervalSeconds",
 			"FieldValueInvalid metrics.retentionSeconds",
 			"FieldValueInvalid metrics.maxSeries",
+			"FieldValueInvalid metrics.maxStoreBytes",
+			"FieldValueInvalid metrics.bodySizeLimitBytes",
+			"FieldValueInvalid metrics.sampleLimit",
+			"FieldValueInvalid metrics.labelLimit",
+			"FieldValueInvalid metrics.labelNameLengthLimit",
+			"FieldValueInvalid metrics.labelValueLengthLimit",
 		},
 	}}
 	for _, tt := range tests {

@@ -101,4 +101,24 @@ type Metrics struct {
 	RetentionSeconds int32 `json:"retentionSeconds,omitempty"`
 	// MaxSeries the store keeps; more are refused and counted. Default 100000.
 	MaxSeries int `json:"maxSeries,omitempty"`
+	// MaxStoreBytes the store may take: series labels, a per-series
+	// bookkeeping estimate and chunks. New series past it are refused and
+	// counted, and samples too while existing series' chunks keep it past
+	// it. Default 134217728 (128 MiB).
+	MaxStoreBytes int64 `json:"maxStoreBytes,omitempty"`
+	// BodySizeLimitBytes bounds one scraped (decompressed) response; a
+	// larger one fails the scrape. Default 10485760 (10 MiB).
+	BodySizeLimitBytes int64 `json:"bodySizeLimitBytes,omitempty"`
+	// SampleLimit bounds the samples of requested metric names in one
+	// scrape (Prometheus' sample_limit): more fail the scrape, which stores
+	// nothing. Default 10000.
+	SampleLimit int `json:"sampleLimit,omitempty"`
+	// LabelLimit, LabelNameLengthLimit and LabelValueLengthLimit bound each
+	// requested series, the target's labels and the metric name included
+	// (Prometheus' label_limit, label_name_length_limit,
+	// label_value_length_limit): one series over them fails the scrape.
+	// Defaults 64, 256 and 4096.
+	LabelLimit            int `json:"labelLimit,omitempty"`
+	LabelNameLengthLimit  int `json:"labelNameLengthLimit,omitempty"`
+	LabelValueLengthLimit int `json:"labelValueLengthLimit,omitempty"`
 }

@@ -291,7 +291,9 @@ func (a *App) ensureWebhookConfigurations(ctx context.Context) (created []client
 			return created, fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	if err := webhooks.SyncConfigurations(ctx, a.direct, a.Views, wc); err != nil {
+	// The release manifest and the chart ship both configurations without
+	// entries: new entries call this process's Service (or URL).
+	if err := webhooks.SyncConfigurationsWith(ctx, a.direct, a.Views, wc, a.clientConfig); err != nil {
 		return created, fmt.Errorf("sync webhook configurations: %w", err)
 	}
 	if a.opts.WebhookURL != "" {

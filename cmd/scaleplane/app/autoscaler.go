@@ -31,10 +31,7 @@ type triggerPipeline struct {
 // "prometheus", then the default), all held to the configured query limits.
 func newTriggerPipeline(opts Options) (*triggerPipeline, error) {
 	cfg := opts.Config
-	store := promql.NewStore(promql.Options{
-		Retention: seconds(cfg.Metrics.RetentionSeconds),
-		MaxSeries: cfg.Metrics.MaxSeries,
-	})
+	store := promql.NewStore(storeOptions(cfg))
 	limits := queryLimits(cfg)
 	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits})
 	var remote promql.Source
@@ -79,15 +76,14 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 	if err != nil {
 		return err
 	}
-	scraper, err := promql.NewScraper(promql.ScraperOptions{
-		Store:      store,
-		Discoverer: as.Discoverer(),
-		Interval:   seconds(cfg.Metrics.ScrapeIntervalSeconds),
-		Log:        mgr.GetLogger().WithName("scraper"),
-		// Served by the manager's metrics server, next to
-		// controller-runtime's own metrics.
-		Registerer: metrics.Registry,
-	})
+	so := scraperOptions(cfg)
+	so.Store = store
+	so.Discoverer = as.Discoverer()
+	so.Log = mgr.GetLogger().WithName("scraper")
+	// Served by the manager's metrics server, next to controller-runtime's
+	// own metrics.
+	so.Registerer = metrics.Registry
+	scraper, err := promql.NewScraper(so)
 	if err != nil {
 		return err
 	}
@@ -137,6 +133,26 @@ func queryLimits(cfg *configv1alpha2.Configuration) promql.Limits {
 		Timeout:            seconds(q.TimeoutSeconds),
 		ScrapeInterval:     seconds(cfg.Metrics.ScrapeIntervalSeconds),
 	}.WithDefaults()
+}
+
+// storeOptions are the embedded store's bounds the configuration sets.
+func storeOptions(cfg *configv1alpha2.Configuration) promql.Options {
+	m := cfg.Metrics
+	return promql.Options{Retention: seconds(m.RetentionSeconds), MaxSeries: m.MaxSeries, MaxBytes: m.MaxStoreBytes}
+}
+
+// scraperOptions are the scraper's interval and per-scrape bounds the
+// configuration sets.
+func scraperOptions(cfg *configv1alpha2.Configuration) promql.ScraperOptions {
+	m := cfg.Metrics
+	return promql.ScraperOptions{
+		Interval:              seconds(m.ScrapeIntervalSeconds),
+		MaxBodyBytes:          m.BodySizeLimitBytes,
+		SampleLimit:           m.SampleLimit,
+		LabelLimit:            m.LabelLimit,
+		LabelNameLengthLimit:  m.LabelNameLengthLimit,
+		LabelValueLengthLimit: m.LabelValueLengthLimit,
+	}
 }
 
 // filteredByMetricsServer is the identity filter: the handler it is given

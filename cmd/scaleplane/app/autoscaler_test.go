@@ -29,6 +29,34 @@ func TestV10QueryLimitsFromConfig(t *testing.T) {
 	}
 }
 
+// TestIssue10ScrapeLimitsFromConfig: the configuration's store and scrape
+// bounds reach the store and the scraper, and config's documented defaults
+// are package promql's.
+func TestIssue10ScrapeLimitsFromConfig(t *testing.T) {
+	c := &configv1alpha2.Configuration{}
+	c.Default()
+	type bounds struct {
+		Store                                 promql.Options
+		Body                                  int64
+		Samples, Labels, NameLen, ValueLength int
+	}
+	got := func(c *configv1alpha2.Configuration) bounds {
+		so := scraperOptions(c)
+		return bounds{storeOptions(c), so.MaxBodyBytes, so.SampleLimit, so.LabelLimit, so.LabelNameLengthLimit, so.LabelValueLengthLimit}
+	}
+	defaults := bounds{promql.Options{Retention: promql.DefaultRetention, MaxSeries: promql.DefaultMaxSeries, MaxBytes: promql.DefaultMaxBytes},
+		promql.DefaultMaxBodyBytes, promql.DefaultSampleLimit, promql.DefaultLabelLimit, promql.DefaultLabelNameLengthLimit, promql.DefaultLabelValueLengthLimit}
+	if diff := cmp.Diff(defaults, got(c)); diff != "" {
+		t.Errorf("bounds of a defaulted configuration (-promql defaults +config defaults):\n%s", diff)
+	}
+	c.Metrics = configv1alpha2.Metrics{ScrapeIntervalSeconds: 1, RetentionSeconds: 2, MaxSeries: 3, MaxStoreBytes: 4, BodySizeLimitBytes: 5,
+		SampleLimit: 6, LabelLimit: 7, LabelNameLengthLimit: 8, LabelValueLengthLimit: 9}
+	want := bounds{promql.Options{Retention: 2 * time.Second, MaxSeries: 3, MaxBytes: 4}, 5, 6, 7, 8, 9}
+	if diff := cmp.Diff(want, got(c)); diff != "" {
+		t.Errorf("bounds (-want +got):\n%s", diff)
+	}
+}
+
 // TestTriggerSourcesPerApp: each App builds its own trigger sources (two
 // managers in one process no longer share a process-wide registry), with
 // "cron" and "promql", "prometheus" only with a server, which is then the

@@ -183,6 +183,7 @@ func TestIssue11Item5ChartEveryOption(t *testing.T) {
 		"priority class":    {"system-cluster-critical", spec("priorityClassName")},
 		"node selector":     {map[string]any{"kubernetes.io/os": "linux"}, spec("nodeSelector")},
 		"resources":         {map[string]any{"requests": map[string]any{"cpu": "200m", "memory": "256Mi"}, "limits": map[string]any{"memory": "1Gi"}}, container["resources"]},
+		"GOMEMLIMIT":        {"700MiB", envValue(container, "GOMEMLIMIT")},
 		"topology spread":   {"DoNotSchedule", spec("topologySpreadConstraints").([]any)[0].(map[string]any)["whenUnsatisfiable"]},
 		"anti-affinity":     {true, spec("affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution") != nil},
 		"tolerations":       {"CriticalAddonsOnly", spec("tolerations").([]any)[0].(map[string]any)["key"]},
@@ -245,6 +246,65 @@ func TestIssue11Item5ChartEveryOption(t *testing.T) {
 		t.Errorf("profiled kinds' rules (-want +got):\n%s", diff)
 	}
 	t.Logf("every option: %d objects: %v", len(objs), Kinds(objs))
+}
+
+// envValue is the value of a container's environment variable, nil when
+// it has none.
+func envValue(container map[string]any, name string) any {
+	env, _ := container["env"].([]any)
+	for _, e := range env {
+		if m := e.(map[string]any); m["name"] == name {
+			return m["value"]
+		}
+	}
+	return nil
+}
+
+// TestIssue10ChartGoMemLimit: without goMemLimit, the chart sets GOMEMLIMIT
+// to 80% of resources.limits.memory, as config/manager does for its 512Mi
+// (410MiB), in whatever unit the limit is written; no limit, no GOMEMLIMIT;
+// a limit it cannot read fails the render saying to set goMemLimit.
+func TestIssue10ChartGoMemLimit(t *testing.T) {
+	c, err := LoadChart(filepath.Join(repoRoot(t), ChartDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		limit any
+		want  any
+	}{
+		{"512Mi", "410MiB"},
+		{"1Gi", "819MiB"},
+		{"2Gi", "1638MiB"},
+		{"300Mi", "240MiB"},
+		{"524288Ki", "419430KiB"},
+		{"536870912", "429496729"},
+		{"512M", "409600000"},
+		{"1G", "800000000"},
+		{nil, nil},
+		{"0.5Gi", "error: set goMemLimit"},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.limit), func(t *testing.T) {
+			// A null removes the default's limit.
+			limits := map[string]any{"memory": tc.limit}
+			objs, err := RenderChart(c, map[string]any{"resources": map[string]any{"limits": limits}}, Namespace)
+			var got any
+			if err != nil {
+				got = "error: " + err.Error()
+				if s := got.(string); strings.Contains(s, "set goMemLimit") {
+					got = "error: set goMemLimit"
+				}
+			} else {
+				dep := Find(objs, "Deployment", ManagerName)
+				containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+				got = envValue(containers[0].(map[string]any), "GOMEMLIMIT")
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("GOMEMLIMIT for a limit of %v (-want +got):\n%s", tc.limit, diff)
+			}
+		})
+	}
 }
 
 func nested(o *unstructured.Unstructured, path ...string) any {

@@ -37,6 +37,7 @@ func EveryOption() map[string]any {
 			"apiGroups": []any{"apps"}, "resources": []any{"deployments"}, "verbs": []any{"get", "list", "watch"},
 		}}},
 		"resources":           map[string]any{"requests": map[string]any{"cpu": "200m", "memory": "256Mi"}, "limits": map[string]any{"memory": "1Gi"}},
+		"goMemLimit":          "700MiB",
 		"podDisruptionBudget": map[string]any{"enabled": true, "minAvailable": 2},
 		"affinity": map[string]any{"podAntiAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{
 			"topologyKey":   "kubernetes.io/hostname",

@@ -47,3 +47,31 @@ kind: Issuer
 group: cert-manager.io
 {{- end -}}
 {{- end }}
+
+{{/* GOMEMLIMIT, the Go runtime's soft memory limit: goMemLimit when set,
+else 80% of resources.limits.memory (in MiB, rounded, for a limit in Mi or
+Gi; in KiB for Ki; in bytes for a limit in bytes, k, M or G), else nothing.
+The Go heap is most of what the container is charged, not all of it
+(stacks, runtime metadata, the binary's pages): from 80% on the garbage
+collector works harder, before the kernel's OOM killer acts at the limit
+(docs/design.md). */}}
+{{- define "scaleplane.goMemLimit" -}}
+{{- $mem := "" -}}
+{{- with .Values.resources }}{{ with .limits }}{{ $mem = toString (default "" .memory) }}{{ end }}{{ end -}}
+{{- if .Values.goMemLimit -}}
+{{- .Values.goMemLimit -}}
+{{- else if regexMatch "^[0-9]+Mi$" $mem -}}
+{{- printf "%dMiB" (div (add (mul (trimSuffix "Mi" $mem | atoi) 8) 5) 10) -}}
+{{- else if regexMatch "^[0-9]+Gi$" $mem -}}
+{{- printf "%dMiB" (div (add (mul (trimSuffix "Gi" $mem | atoi) 8192) 5) 10) -}}
+{{- else if regexMatch "^[0-9]+Ki$" $mem -}}
+{{- printf "%dKiB" (div (mul (trimSuffix "Ki" $mem | atoi) 4) 5) -}}
+{{- else if regexMatch "^[0-9]+$" $mem -}}
+{{- printf "%d" (div (mul ($mem | atoi) 4) 5) -}}
+{{- else if regexMatch "^[0-9]+[kMG]$" $mem -}}
+{{- $unit := get (dict "k" 1000 "M" 1000000 "G" 1000000000) (substr (sub (len $mem) 1 | int) (len $mem) $mem) -}}
+{{- printf "%d" (div (mul (substr 0 (sub (len $mem) 1 | int) $mem | atoi) $unit 4) 5) -}}
+{{- else if $mem -}}
+{{- fail (printf "resources.limits.memory %q: set goMemLimit (GOMEMLIMIT, about 80%% of the limit, e.g. 800MiB), or write the limit in Mi or Gi" $mem) -}}
+{{- end -}}
+{{- end }}
