@@ -13,6 +13,9 @@ endif
 CERTMANAGER := $(BIN)/cert-manager
 TEST_TIMEOUT ?= 40m
 GOLANGCI_VERSION ?= v2.15.0
+# The newest controller-tools that builds with our k8s.io v0.37 modules.
+CONTROLLER_GEN_VERSION ?= v0.23.0
+CONTROLLER_GEN := bin/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 # Release tooling (go-containerregistry, Helm's Go library) is a Go module of
 # its own, so its dependencies stay out of the product's go.mod.
 # Built with the release binary's flags (CGO_ENABLED=0, -trimpath) so that
@@ -23,7 +26,7 @@ DIST ?= $(CURDIR)/dist
 # Where `make push` and the manifests of `make release` point.
 IMAGE ?= ghcr.io/scaleplane/scaleplane
 
-.PHONY: all build demo test unit e2e lint bench verify tools clean help image push release
+.PHONY: all build demo test unit e2e lint bench generate verify tools clean help image push release
 
 all: build
 
@@ -46,7 +49,7 @@ test: tools ## run every test: unit, fuzz seeds, e2e against the real control pl
 	$(GO) -C hack/release test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 unit: ## unit tests only (no control plane)
-	$(GO) test -count=1 ./scaling/... ./config/... ./webhooks/... ./controllers/... ./promql/... ./certs/... ./cmd/...
+	$(GO) test -count=1 ./scaling/... ./api/... ./profile/... ./webhooks/... ./controllers/... ./promql/... ./certs/... ./cmd/...
 
 e2e: tools ## e2e tests only
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
@@ -63,11 +66,21 @@ lint: ## gofmt, go vet, and golangci-lint when it installs
 	@if [ -x bin/tools/golangci-lint ]; then bin/tools/golangci-lint run ./...; fi
 
 bench: tools ## benchmarks (ns/op, allocs/op, custom figures), create latency against no-op webhooks, and the 1000-workload controller scale test
-	$(GO) test -run '^$$' -bench . -benchmem ./scaling/... ./config/... ./webhooks/... ./promql/... ./controllers/...
+	$(GO) test -run '^$$' -bench . -benchmem ./scaling/... ./profile/... ./webhooks/... ./promql/... ./controllers/...
 	$(GO) test -count=1 -timeout 20m -run '^$$' -bench CreateLatency -benchtime 300x ./e2e/admission/
 	SCALEPLANE_SCALE_TEST=1 $(GO) test -count=1 -timeout 20m -run 'Scale' -v ./e2e/controllers/ | grep -E '^(=== RUN|--- |\s+.*(scale|reconciled|peak|p50|p99))' || true
 
-verify: ## regenerate generated files (golden files, go.sum) and fail on a diff
+$(CONTROLLER_GEN):
+	@echo "==> installing controller-gen $(CONTROLLER_GEN_VERSION) into bin/tools"
+	@rm -rf $@.tmp && GOBIN=$(CURDIR)/$@.tmp $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	@mv $@.tmp/controller-gen $@ && rmdir $@.tmp
+
+generate: $(CONTROLLER_GEN) ## deepcopy and the ScaleProfile CRD from api/ (controller-gen), and the Helm chart's copy of the CRD
+	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	cp config/crd/bases/*.yaml config/helm/scaleplane/files/crds/
+
+verify: generate ## regenerate generated files (deepcopy, CRDs, golden files, go.sum) and fail on a diff
 	UPDATE_GOLDEN=1 $(GO) test -count=1 -run 'Golden' ./...
 	UPDATE_GOLDEN=1 $(GO) -C hack/release test -count=1 -run 'Golden' ./manifests
 	$(GO) mod tidy

@@ -6,8 +6,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/scaleplane/scaleplane/config"
-	"github.com/scaleplane/scaleplane/config/configtest"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/profile/profiletest"
 )
 
 func TestFanOutObject(t *testing.T) {
@@ -112,7 +113,7 @@ func TestFanOutNote(t *testing.T) {
 // One decoder reads and writes it now: the read reports the annotation, and
 // nothing read cleanly ever fails to be written.
 func TestIssue10Item5FanOutUnicodeSpace(t *testing.T) {
-	v, err := config.NewView(configtest.ZonedDatabase())
+	v, err := profile.Compile(profiletest.ZonedDatabase())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestIssue10Item5FanOutUnicodeSpace(t *testing.T) {
 			u := &unstructured.Unstructured{Object: map[string]interface{}{
 				"apiVersion": "data.example.org/v1beta1", "kind": "ZonedDatabase",
 				"metadata": map[string]interface{}{"name": "zdb", "namespace": "ns",
-					"annotations": map[string]interface{}{config.AnnotationScaleConfig: ann}},
+					"annotations": map[string]interface{}{v1alpha1.AnnotationScaleConfig: ann}},
 				"spec": map[string]interface{}{"topology": map[string]interface{}{
 					"replicasPerZone": int64(3),
 					"zones":           []interface{}{map[string]interface{}{"zoneName": "eu-1", "size": int64(3)}},

@@ -1,7 +1,7 @@
 package controllers
 
 // Names owned by this package. The shared ones (field manager, labels,
-// event reasons) live in package config.
+// event reasons) live in package api/v1alpha1.
 const (
 	// ControllerPrefix starts every controller name: scaleplane-<kind>.
 	ControllerPrefix = "scaleplane-"

@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -38,7 +38,7 @@ func FuzzDecodeDefaultValidate(f *testing.F) {
 	}
 	path := field.NewPath("metadata", "annotations").Key("scaleplane.io/scale-config")
 	f.Fuzz(func(t *testing.T, data []byte, replicas int32, hasReplicas bool, racks uint8, oldReplicas int32, inAnnotation, targetSelf bool) {
-		c, errs := config.DecodeConfigJSON(data, path)
+		c, errs := profile.DecodeConfigJSON(data, path)
 		if len(errs) > 0 {
 			if c != nil {
 				t.Fatalf("DecodeConfigJSON returned a config along with errors %v", errs)

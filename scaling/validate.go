@@ -21,7 +21,7 @@ import (
 // or an annotation the profile does not rewrite) is judged with the M2
 // defaults, so that Validate and the controllers agree on what it means.
 // V9 (strict JSON for an annotation) happens when the profile decodes the
-// annotation, with config.DecodeConfigJSON (package config, which reads every scale config).
+// annotation, with profile.DecodeConfigJSON (package profile, which reads every scale config).
 func Validate(w Workload, l Layout, sources *Sources) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	errs = append(errs, validateReplicas(w.Replicas, l)...)
@@ -176,7 +176,7 @@ func validateGroups(groups []Group, l Layout) field.ErrorList {
 		if l.GroupNamesInSelector && g.Name != "" {
 			for _, msg := range validation.IsValidLabelValue(g.Name) {
 				errs = append(errs, field.Invalid(gp().Child(nameField), g.Name,
-					msg+"; group names are label values of the pods' selector (the profile's pods.groupLabel), so rename the group"))
+					msg+"; group names are label values of the pods' selector (the profile's pods.memberGroupLabel), so rename the group"))
 			}
 		}
 		if g.Members != nil && *g.Members < 0 {

@@ -63,7 +63,7 @@ type Layout struct {
 	// that give none (C4).
 	HasDefaultMetrics bool
 	// GroupNamesInSelector is true when group names become label values of
-	// the pods' selectors (the profile's pods.groupLabel, or ${group} in a
+	// the pods' selectors (the profile's pods.memberGroupLabel, or ${group} in a
 	// pod label), so they must be valid label values (V11).
 	GroupNamesInSelector bool
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -34,7 +34,7 @@ type object struct {
 
 // read is the view's Read of the object: the one decoder of the scale
 // config, as in the controllers.
-func (o *object) read(view *config.View) (scaling.Workload, field.ErrorList) {
+func (o *object) read(view *profile.Compiled) (scaling.Workload, field.ErrorList) {
 	return view.Read(o.u)
 }
 

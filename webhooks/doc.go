@@ -5,14 +5,15 @@
 // them and a start-up sync that keeps those configurations' rules in line
 // with the profiles.
 //
-// Handlers work on unstructured objects through a [config.View]: they
+// Handlers work on unstructured objects through a [profile.Compiled]: they
 // decode the request's object as the API machinery does (sigs.k8s.io/json,
-// only the fields a view reads), read it with [config.View.Read], the one
-// decoder of the scale config that the controllers use too, so validation
-// and defaulting never disagree on what a config says; let package scaling
+// only the fields a compiled profile reads), read it with
+// [profile.Compiled.Read], the one decoder of the scale config that the
+// controllers use too, so validation and defaulting never disagree on what
+// a config says; let package scaling
 // decide, and translate the answer back into a JSON patch or into one 422
 // Invalid that lists every field error. The patch is defined as the
-// jsonpatch diff of the decoded object before and after View.WriteSpec;
+// jsonpatch diff of the decoded object before and after Compiled.WriteSpec;
 // for profiles with plain paths it is computed from the scaling.Workload
 // before and after defaulting instead (the few fields WriteSpec owns), which
 // TestDirectPatch and FuzzMutate hold to that diff, and anything unusual

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -85,7 +85,7 @@ func kindIndex(kind string) uint8 {
 	panic(kind)
 }
 
-func fuzzRequest(views map[string]*config.View, k uint8, object, old []byte) (*config.View, admission.Request) {
+func fuzzRequest(views map[string]*profile.Compiled, k uint8, object, old []byte) (*profile.Compiled, admission.Request) {
 	view := views[fuzzKinds[int(k)%len(fuzzKinds)]]
 	op := admissionv1.Create
 	if len(old) > 0 {
@@ -148,7 +148,7 @@ func FuzzMutate(f *testing.F) {
 
 // checkDirectPatch: where the mutating webhook computes a patch directly,
 // it is the patch the diff gives. It reports whether it compared one.
-func checkDirectPatch(t *testing.T, view *config.View, req admission.Request) bool {
+func checkDirectPatch(t *testing.T, view *profile.Compiled, req admission.Request) bool {
 	t.Helper()
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return false
@@ -224,7 +224,7 @@ func TestDirectPatch(t *testing.T) {
 
 // checkOldSkipped: when mayFollowPins says the stored object cannot matter,
 // defaulting with it gives what defaulting without it gives.
-func checkOldSkipped(t *testing.T, view *config.View, req admission.Request) {
+func checkOldSkipped(t *testing.T, view *profile.Compiled, req admission.Request) {
 	if req.Operation != admissionv1.Update {
 		return
 	}

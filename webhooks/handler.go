@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -19,7 +19,7 @@ import (
 // or when it cannot be read cleanly: rules that compare with the old object
 // (M3, the validation ratchet) then treat the request like a CREATE, which
 // never loosens a rule.
-func readOld(view *config.View, dec *decoder, req admission.Request) *scaling.Workload {
+func readOld(view *profile.Compiled, dec *decoder, req admission.Request) *scaling.Workload {
 	if req.Operation != admissionv1.Update || len(req.OldObject.Raw) == 0 {
 		return nil
 	}
@@ -89,7 +89,7 @@ func joinErrors(errs field.ErrorList) string {
 
 // kindLabel names a view's kind in metrics, as kubectl names kinds:
 // RackedCluster.samples.scaleplane.io.
-func kindLabel(view *config.View) string { return view.GVK().GroupKind().String() }
+func kindLabel(view *profile.Compiled) string { return view.GVK().GroupKind().String() }
 
 // createOrUpdate reports whether op is one the main resource's webhooks
 // judge. DELETE and CONNECT carry nothing scaleplane checks.

@@ -12,7 +12,7 @@ import (
 )
 
 // The mutating webhook's patch is, by definition, the jsonpatch diff of the
-// decoded object before and after View.WriteSpec. Encoding the object twice
+// decoded object before and after Compiled.WriteSpec. Encoding the object twice
 // and decoding both again to diff them cost a defaulting review about a
 // thousand allocations, for a patch of a few operations on fields known in
 // advance: WriteSpec writes only R, C's bounds (or a new C holding them) and

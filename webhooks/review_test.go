@@ -13,7 +13,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // TestIssue15Item4ReviewHook: a hook given to Setup sees every answered
@@ -39,11 +40,11 @@ func TestIssue15Item4ReviewHook(t *testing.T) {
 		got = append(got, s)
 	}
 	mgr := newTestManager(t)
-	if err := Setup(mgr, []*config.View{view}, Options{Sources: testSources(), OnReview: hook}); err != nil {
+	if err := Setup(mgr, []*profile.Compiled{view}, Options{Sources: testSources(), OnReview: hook}); err != nil {
 		t.Fatal(err)
 	}
 	mux := mgr.GetWebhookServer().WebhookMux()
-	m, v := Configurations([]*config.View{view}, config.Webhook{}, urlConfig)
+	m, v := Configurations([]*profile.Compiled{view}, configv1alpha2.Webhook{}, urlConfig)
 	path := func(url *string) string { return strings.TrimPrefix(*url, "https://127.0.0.1:9443") }
 	send := func(p string, req admissionv1.AdmissionRequest) {
 		t.Helper()

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/serving"
 )
 
@@ -212,8 +212,8 @@ type reviewHandler struct{ wh *admission.Webhook }
 
 // MaxReviewBytes bounds a review's body when no server limit read it
 // first: the largest AdmissionReview the API server sends, the webhook
-// server's default limit too (config.MaxAdmissionReviewBytes says why).
-const MaxReviewBytes = config.MaxAdmissionReviewBytes
+// server's default limit too (configv1alpha2.MaxAdmissionReviewBytes says why).
+const MaxReviewBytes = configv1alpha2.MaxAdmissionReviewBytes
 
 var (
 	reviewV1      = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")

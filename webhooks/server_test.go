@@ -26,7 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/serving"
 )
 
@@ -65,7 +65,7 @@ func TestIssue10Item6ReviewTransport(t *testing.T) {
 	views := testViews(t)
 	view := views[rackedCluster]
 	mgr := newTestManager(t)
-	if err := Setup(mgr, []*config.View{view}, Options{Sources: testSources()}); err != nil {
+	if err := Setup(mgr, []*profile.Compiled{view}, Options{Sources: testSources()}); err != nil {
 		t.Fatal(err)
 	}
 	mux := mgr.GetWebhookServer().WebhookMux()
@@ -219,7 +219,7 @@ func startServer(t *testing.T, l serving.Limits) *Server {
 	}
 	views := testViews(t)
 	mgr := newTestManagerWith(t, srv)
-	if err := Setup(mgr, []*config.View{views[rackedCluster]}, Options{Sources: testSources()}); err != nil {
+	if err := Setup(mgr, []*profile.Compiled{views[rackedCluster]}, Options{Sources: testSources()}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

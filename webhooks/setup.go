@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -37,7 +37,7 @@ type Options struct {
 // list.
 //
 // Two views of one resource are an error: their paths would collide.
-func Setup(mgr manager.Manager, views []*config.View, opts Options) error {
+func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 	srv := mgr.GetWebhookServer()
 	if srv == nil {
 		return fmt.Errorf("set up webhooks: the manager has no webhook server; give it one in manager.Options.WebhookServer")

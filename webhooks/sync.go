@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // SyncConfigurations brings the two webhook configurations named in wc in
@@ -36,7 +37,7 @@ import (
 // when it gains one; the validating one likewise (SyncConfigurationsWith
 // lifts that). Writes are updates with optimistic concurrency, retried on
 // conflict, and happen only on a change.
-func SyncConfigurations(ctx context.Context, c client.Client, views []*config.View, wc config.Webhook) error {
+func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook) error {
 	return SyncConfigurationsWith(ctx, c, views, wc, nil)
 }
 
@@ -47,7 +48,7 @@ func SyncConfigurations(ctx context.Context, c client.Client, views []*config.Vi
 // no entry to copy from gets clientConfig(path), the Service (or URL) the
 // binary serves on; a nil clientConfig makes that an error, as in
 // SyncConfigurations.
-func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*config.View, wc config.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
+func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
 	wantM, wantV := Configurations(views, wc, pathOnly)
 	errM := syncConfiguration(ctx, c, &admissionregistrationv1.MutatingWebhookConfiguration{}, "MutatingWebhookConfiguration", wantM.Name,
 		func(obj client.Object) (bool, error) {
@@ -193,9 +194,9 @@ type ConfigurationSync struct {
 	// configurations. NewConfigurationSync builds one.
 	Client client.Client
 	// Views are the profiles the configurations are made to match.
-	Views []*config.View
+	Views []*profile.Compiled
 	// Webhook names the configurations.
-	Webhook config.Webhook
+	Webhook configv1alpha2.Webhook
 	// ClientConfig, when set, gives the clientConfig of a new entry in a
 	// configuration that has none to copy (see SyncConfigurationsWith).
 	ClientConfig func(path string) admissionregistrationv1.WebhookClientConfig
@@ -212,7 +213,7 @@ var (
 
 // NewConfigurationSync returns a ConfigurationSync using a live client
 // built from mgr's config; add it with mgr.Add.
-func NewConfigurationSync(mgr manager.Manager, views []*config.View, wc config.Webhook) (*ConfigurationSync, error) {
+func NewConfigurationSync(mgr manager.Manager, views []*profile.Compiled, wc configv1alpha2.Webhook) (*ConfigurationSync, error) {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return nil, fmt.Errorf("build the webhook configuration client: %w", err)

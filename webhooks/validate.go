@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -26,12 +26,12 @@ import (
 // when they no longer pass (a profile's maxReplicas was lowered, a rule was
 // added in a newer release), with each old problem returned as a warning.
 // Otherwise an object could not even have its finalizers removed.
-func NewValidator(view *config.View, sources *scaling.Sources) admission.Handler {
+func NewValidator(view *profile.Compiled, sources *scaling.Sources) admission.Handler {
 	return &validator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout()), sources: sources}
 }
 
 type validator struct {
-	view    *config.View
+	view    *profile.Compiled
 	kind    string
 	dec     *decoder
 	sources *scaling.Sources

@@ -27,6 +27,7 @@ import (
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/devworld"
 	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/controlplane"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // ReadyLine is what `scaleplane dev` prints once everything answers; scripts
@@ -85,9 +86,14 @@ func devLog(msg string) { fmt.Println("scaleplane dev: " + msg) }
 // folder it did not make is refused, and a kubeconfig the user has gets
 // entries added and removed again, never replaced.
 func dev(ctx context.Context, o devOptions) (err error) {
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	if o.configPath != "" {
-		if cfg, err = config.Load(o.configPath); err != nil {
+		var warnings []string
+		cfg, warnings, err = app.LoadConfiguration(o.configPath)
+		for _, w := range warnings {
+			devLog("warning: " + w)
+		}
+		if err != nil {
 			return err
 		}
 	}

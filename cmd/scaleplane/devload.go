@@ -30,7 +30,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // Bounds of `scaleplane dev load`.
@@ -104,13 +106,18 @@ Flags:
 			return fail(2, fmt.Errorf("--activity: %w", err))
 		}
 	}
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	if *configPath != "" {
-		if cfg, err = config.Load(*configPath); err != nil {
+		var warnings []string
+		cfg, warnings, err = app.LoadConfiguration(*configPath)
+		for _, w := range warnings {
+			fmt.Fprintf(os.Stderr, "scaleplane dev load: warning: %s\n", w)
+		}
+		if err != nil {
 			return fail(2, err)
 		}
 	}
-	views, err := cfg.Views()
+	views, err := profile.CompileAll(cfg.Profiles)
 	if err != nil {
 		return fail(2, err)
 	}
@@ -165,7 +172,7 @@ func loopbackURL(s string) error {
 
 // loadWorkload is the workload the load is for.
 type loadWorkload struct {
-	view     *config.View
+	view     *profile.Compiled
 	resource string
 	nn       types.NamespacedName
 	selector k8slabels.Selector
@@ -173,7 +180,7 @@ type loadWorkload struct {
 
 // findWorkload finds NAME among the profiled kinds (or RESOURCE's); a name
 // held by two kinds must be told apart by RESOURCE.
-func findWorkload(ctx context.Context, c client.Reader, views []*config.View, ns, resource, name string) (*loadWorkload, error) {
+func findWorkload(ctx context.Context, c client.Reader, views []*profile.Compiled, ns, resource, name string) (*loadWorkload, error) {
 	var found []*loadWorkload
 	var names []string
 	for _, v := range views {
@@ -192,11 +199,11 @@ func findWorkload(ctx context.Context, c client.Reader, views []*config.View, ns
 			return nil, fmt.Errorf("get %s %s/%s: %w", gvr.Resource, ns, name, err)
 		}
 		set := k8slabels.Set{}
-		for k, val := range v.Profile().Pods.Labels {
-			if strings.Contains(val, config.GroupPlaceholder) {
+		for k, val := range v.Spec().Pods.Labels {
+			if strings.Contains(val, v1alpha1.MemberGroupPlaceholder) {
 				continue
 			}
-			set[k] = strings.ReplaceAll(val, config.NamePlaceholder, name)
+			set[k] = strings.ReplaceAll(val, v1alpha1.NamePlaceholder, name)
 		}
 		if len(set) == 0 {
 			return nil, fmt.Errorf("%s %s/%s: its profile names no pod labels (pods.labels), so its pods cannot be found", gvr.Resource, ns, name)
@@ -218,7 +225,7 @@ func findWorkload(ctx context.Context, c client.Reader, views []*config.View, ns
 	return nil, fmt.Errorf("no workload named %s in namespace %s among %s", name, ns, strings.Join(names, ", "))
 }
 
-func matchesResource(v *config.View, resource string) bool {
+func matchesResource(v *profile.Compiled, resource string) bool {
 	gvr, gvk := v.GVR(), v.GVK()
 	return resource == gvr.Resource || resource == gvr.Resource+"."+gvr.Group || resource == strings.ToLower(gvk.Kind)
 }

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 )
 
 func main() {
@@ -98,7 +97,10 @@ func serveMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "scaleplane: --config is required: pass the component configuration file (see config/samples/deploy/scaleplane-config.yaml)")
 		return 2
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, warnings, err := app.LoadConfiguration(*configPath)
+	for _, w := range warnings {
+		fmt.Fprintf(os.Stderr, "scaleplane: warning: %s\n", w)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", err)
 		return 2

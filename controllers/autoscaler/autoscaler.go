@@ -18,7 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -26,9 +27,9 @@ import (
 // documented default; without Views there is nothing to scale.
 type Options struct {
 	// Views are the profiled kinds; each gets its own loop.
-	Views []*config.View
+	Views []*profile.Compiled
 	// PollingInterval is the tick period of workloads whose config sets no
-	// pollingIntervalSeconds. Default 15 s (config.Autoscaler).
+	// pollingIntervalSeconds. Default 15 s (configv1alpha2.Autoscaler).
 	PollingInterval time.Duration
 	// Sources build the triggers' scalers; triggers naming none use
 	// Sources.Default(). Required: give the webhook the same value
@@ -71,7 +72,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.PollingInterval <= 0 {
-		o.PollingInterval = time.Duration(config.DefaultPollingIntervalSeconds) * time.Second
+		o.PollingInterval = time.Duration(configv1alpha2.DefaultPollingIntervalSeconds) * time.Second
 	}
 	if o.SampleTimeout <= 0 {
 		o.SampleTimeout = 10 * time.Second
@@ -182,7 +183,7 @@ const (
 // reconciler and the memory of its workloads.
 type kindLoop struct {
 	a              *Autoscaler
-	view           *config.View
+	view           *profile.Compiled
 	kind, resource string
 	defaultMetrics []autoscalingv2.MetricSpec
 	podLabels      map[string]string
@@ -198,8 +199,8 @@ type kindLoop struct {
 	running inflight
 }
 
-func newKindLoop(a *Autoscaler, v *config.View) *kindLoop {
-	p := v.Profile()
+func newKindLoop(a *Autoscaler, v *profile.Compiled) *kindLoop {
+	p := v.Spec()
 	return &kindLoop{
 		a:              a,
 		view:           v,

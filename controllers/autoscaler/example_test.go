@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net/http/httptest"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
 )
 
@@ -14,7 +14,7 @@ import (
 // the "promql" trigger source, the scraper fed by the autoscaler's
 // Discoverer, and the endpoints on the metrics server.
 func Example() {
-	views, err := config.SampleConfiguration().Views()
+	views, err := profile.CompileAll(profile.SampleConfiguration().Profiles)
 	if err != nil {
 		fmt.Println(err)
 		return

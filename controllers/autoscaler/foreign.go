@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // Foreign autoscalers, found the way the HPA controller's C5 finds them
@@ -66,7 +66,7 @@ func (f *foreignFinder) kedaServed() (bool, error) {
 // over this package's own HPA index). Ours (C4) never exists for a config
 // with triggers; one left from a config that had metrics is being deleted by
 // C4 and, being controlled by u, is not counted.
-func (f *foreignFinder) find(ctx context.Context, v *config.View, u *unstructured.Unstructured) ([]string, error) {
+func (f *foreignFinder) find(ctx context.Context, v *profile.Compiled, u *unstructured.Unstructured) ([]string, error) {
 	served, err := f.kedaServed()
 	if err != nil {
 		return nil, err

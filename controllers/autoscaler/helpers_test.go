@@ -6,26 +6,26 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // sampleViews returns the views of the sample profiles.
-func sampleViews(t testing.TB) []*config.View {
+func sampleViews(t testing.TB) []*profile.Compiled {
 	t.Helper()
-	var out []*config.View
-	for _, p := range config.SampleProfiles() {
-		v, err := config.NewView(p)
+	var out []*profile.Compiled
+	for _, p := range profile.Samples() {
+		v, err := profile.Compile(p)
 		if err != nil {
-			t.Fatalf("view of %s: %v", p.Kind, err)
+			t.Fatalf("compile %s: %v", p.Target.Kind, err)
 		}
 		out = append(out, v)
 	}
 	return out
 }
 
-func viewOf(t testing.TB, kind string) *config.View {
+func viewOf(t testing.TB, kind string) *profile.Compiled {
 	t.Helper()
 	for _, v := range sampleViews(t) {
 		if v.GVK().Kind == kind {
@@ -94,7 +94,7 @@ func (b *cfgBuilder) obj() *scaling.Config { return &b.c }
 // annotations.
 func rackedCluster(ns, name string, replicas int64, ann map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": config.SampleGroup + "/" + config.SampleVersion,
+		"apiVersion": profile.SampleGroup + "/" + profile.SampleVersion,
 		"kind":       "RackedCluster",
 		"metadata":   map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{"replicas": replicas, "racks": []any{

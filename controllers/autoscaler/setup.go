@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/promql"
 )
@@ -103,10 +103,10 @@ func (a *Autoscaler) ScrapeWorkloads() []promql.Workload {
 			nn := st.nn
 			set := k8slabels.Set{}
 			for key, v := range k.podLabels {
-				if strings.Contains(v, config.GroupPlaceholder) {
+				if strings.Contains(v, v1alpha1.MemberGroupPlaceholder) {
 					continue
 				}
-				set[key] = strings.ReplaceAll(v, config.NamePlaceholder, nn.Name)
+				set[key] = strings.ReplaceAll(v, v1alpha1.NamePlaceholder, nn.Name)
 			}
 			out = append(out, promql.Workload{
 				Namespace: nn.Namespace,

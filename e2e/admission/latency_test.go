@@ -23,8 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -71,7 +72,7 @@ func noopPath(side, path string) string { return "/" + side + path }
 // configurations for every view, for the namespaces labelled with the
 // side's name, at the side's paths.
 func noopConfigurations(side noopSide, service func(string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
-	wc := config.Webhook{
+	wc := configv1alpha2.Webhook{
 		MutatingConfigurationName:   "e2e-" + side.name + "-mutating-webhook-configuration",
 		ValidatingConfigurationName: "e2e-" + side.name + "-validating-webhook-configuration",
 		// The same kind of selector as scaleplane's (one expression).
@@ -220,7 +221,7 @@ func (s *side) setUp(b *testing.B) {
 // RackedCluster create.
 func (s *side) paths() []string {
 	gvr := gvks["RackedCluster"]
-	var view *config.View
+	var view *profile.Compiled
 	for _, v := range views {
 		if v.GVK() == gvr {
 			view = v
@@ -346,7 +347,7 @@ func apiserverCalls(b *testing.B) map[string]callTotals {
 
 // called picks the side's RackedCluster webhooks from calls, by type.
 func (s *side) called(calls map[string]callTotals) map[string]callTotals {
-	name := "rackedclusters." + config.SampleVersion + "." + config.SampleGroup
+	name := "rackedclusters." + profile.SampleVersion + "." + profile.SampleGroup
 	if s.name != "scaleplane" {
 		name = s.name + "." + name
 	}
@@ -374,7 +375,7 @@ func members(pairs []interface{}) string {
 
 // scaleplanePatch is the patch scaleplane's mutating webhook gives body.
 func scaleplanePatch(b *testing.B, body string) []jsonpatch.JsonPatchOperation {
-	var view *config.View
+	var view *profile.Compiled
 	for _, v := range views {
 		if v.GVK() == gvks["RackedCluster"] {
 			view = v

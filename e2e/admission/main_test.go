@@ -13,10 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/scaleplane/scaleplane/config"
-	"github.com/scaleplane/scaleplane/config/configtest"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/profile/profiletest"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
@@ -24,11 +26,11 @@ import (
 var (
 	cluster *framework.Cluster
 	// views are the sample profiles' and the foreign profile's.
-	views []*config.View
+	views []*profile.Compiled
 	// webhookConfig is what the suite's webhook configurations are made
 	// from: defaults, plus a namespace selector that lets the latency test
 	// create objects the webhooks never see.
-	webhookConfig = config.Webhook{NamespaceSelector: &metav1.LabelSelector{
+	webhookConfig = configv1alpha2.Webhook{NamespaceSelector: &metav1.LabelSelector{
 		MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: webhooksOffLabel, Operator: metav1.LabelSelectorOpDoesNotExist,
 		}},
@@ -56,7 +58,7 @@ func TestMain(m *testing.M) {
 	mutating, validating := webhooks.Configurations(views, webhookConfig, service)
 	opts := framework.Options{
 		CRDPaths: []string{
-			filepath.Join(framework.RepoRoot(), "config", "crd", "bases"),
+			filepath.Join(framework.RepoRoot(), "config", "samples", "crd"),
 			filepath.Join("testdata", "crd"),
 		},
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
@@ -73,10 +75,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func allViews() ([]*config.View, error) {
-	var out []*config.View
-	for _, p := range append(config.SampleProfiles(), foreignProfile()) {
-		v, err := config.NewView(p)
+func allViews() ([]*profile.Compiled, error) {
+	var out []*profile.Compiled
+	for _, p := range append(profile.Samples(), foreignProfile()) {
+		v, err := profile.Compile(p)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +88,7 @@ func allViews() ([]*config.View, error) {
 }
 
 // foreignProfile is the profile of testdata/crd's ZonedDatabase.
-func foreignProfile() config.Profile { return configtest.ZonedDatabase() }
+func foreignProfile() v1alpha1.ScaleProfileSpec { return profiletest.ZonedDatabase() }
 
 // startWebhooks starts an in-process manager whose webhook server serves
 // scaleplane's handlers where the installed configurations point, and stops

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -54,7 +54,7 @@ func TestKustomizeManifests(t *testing.T) {
 	if diff := cmp.Diff([]string{"Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}, kinds); diff != "" {
 		t.Fatalf("kinds (-want +got):\n%s", diff)
 	}
-	wantM, wantV := webhooks.Configurations(nil, config.SampleConfiguration().Webhook,
+	wantM, wantV := webhooks.Configurations(nil, profile.SampleConfiguration().Webhook,
 		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	if diff := cmp.Diff(wantM, gotM, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("mutating configuration (-want +got):\n%s", diff)

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 const managerUser = "scaleplane-manager"
@@ -89,15 +89,15 @@ func startManager(t *testing.T, opts controllers.Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var views []*config.View
-	for _, p := range config.SampleProfiles() {
-		if p.Kind == "Function" && len(p.DefaultMetrics) == 0 {
+	var views []*profile.Compiled
+	for _, p := range profile.Samples() {
+		if p.Target.Kind == "Function" && len(p.DefaultMetrics) == 0 {
 			// A Kyma-style scaleConfig holds only min and max (the sample
 			// CRD prunes anything else), so without profile default metrics
 			// C4 never gives a Function an HPA.
 			t.Fatal("the Function sample profile must carry default metrics")
 		}
-		v, err := config.NewView(p)
+		v, err := profile.Compile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func kubectl(t testing.TB, args ...string) string {
 
 func get(ctx context.Context, kind, ns, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(config.SampleGroup + "/" + config.SampleVersion)
+	u.SetAPIVersion(profile.SampleGroup + "/" + profile.SampleVersion)
 	u.SetKind(kind)
 	err := cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u)
 	return u, err

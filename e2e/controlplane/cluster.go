@@ -24,7 +24,7 @@ import (
 // Options says what a control plane starts with.
 type Options struct {
 	// CRDPaths are folders or files of CRDs to install, and CRDs are CRD
-	// objects to install. With neither, the sample CRDs in config/crd/bases.
+	// objects to install. With neither, the sample CRDs in config/samples/crd.
 	CRDPaths []string
 	CRDs     []*apiextensionsv1.CustomResourceDefinition
 	// HPAController starts kube-controller-manager with only the
@@ -145,7 +145,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 
 	crdPaths := opts.CRDPaths
 	if len(crdPaths) == 0 && len(opts.CRDs) == 0 {
-		crdPaths = []string{filepath.Join(RepoRoot(), "config", "crd", "bases")}
+		crdPaths = []string{filepath.Join(RepoRoot(), "config", "samples", "crd")}
 	}
 	c.Scheme = runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(c.Scheme); err != nil {

@@ -272,13 +272,10 @@ func TestDevFailingHalfwayLeavesNothing(t *testing.T) {
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte(`apiVersion: config.scaleplane.io/v1alpha1
+	if err := os.WriteFile(cfg, []byte(`apiVersion: config.scaleplane.io/v1alpha2
 kind: Configuration
 profiles:
-- group: missing.example.com
-  version: v1
-  kind: Ghost
-  resource: ghosts
+- target: {apiVersion: missing.example.com/v1, kind: Ghost, resource: ghosts}
   scaleConfig: {path: .spec.scaleConfig}
 `), 0o600); err != nil {
 		t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	world "github.com/scaleplane/scaleplane/cmd/scaleplane/devworld"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 var (
@@ -51,7 +51,7 @@ func (l *noticeLog) of(ns, name string) []string {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.Run(m, framework.Options{CRDPaths: []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases")}}, &cluster))
+	os.Exit(framework.Run(m, framework.Options{CRDPaths: []string{filepath.Join(framework.RepoRoot(), "config", "samples", "crd")}}, &cluster))
 }
 
 // startWorld starts the suite's World once; it stops before the control
@@ -64,7 +64,7 @@ func startWorld(t *testing.T) {
 	startOnce.Do(func() {
 		w, err = world.New(world.Options{
 			RestConfig:         cluster.Config,
-			Kinds:              world.SampleKinds(config.SampleProfiles()),
+			Kinds:              world.SampleKinds(profile.Samples()),
 			MaxPodsPerWorkload: maxPods,
 			Notify:             notices.add,
 		})

@@ -27,8 +27,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
@@ -49,7 +49,7 @@ const (
 type deployment struct {
 	bin        string
 	kubeconfig string
-	config     *config.Configuration
+	config     *configv1alpha2.Configuration
 	dir        string
 }
 
@@ -93,8 +93,8 @@ func deploy(t *testing.T) *deployment {
 	// would refuse every RackedCluster write of later tests.
 	t.Cleanup(func() {
 		for _, obj := range []client.Object{
-			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.DefaultMutatingConfigurationName}},
-			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: config.DefaultValidatingConfigurationName}},
+			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha2.DefaultMutatingConfigurationName}},
+			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: configv1alpha2.DefaultValidatingConfigurationName}},
 		} {
 			if err := cluster.Client.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("delete %s: %v", obj.GetName(), err)
@@ -120,7 +120,7 @@ func deploy(t *testing.T) *deployment {
 		t.Fatalf("write kubeconfig: %v", err)
 	}
 
-	if d.config, err = config.Load(filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "scaleplane-config.yaml")); err != nil {
+	if d.config, _, err = app.LoadConfiguration(filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "scaleplane-config.yaml")); err != nil {
 		t.Fatalf("the sample deployment's configuration: %v", err)
 	}
 	return d

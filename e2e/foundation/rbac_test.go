@@ -25,9 +25,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // TestBinaryUnderShippedRBAC runs the whole binary (webhooks, certificate
@@ -71,7 +72,7 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 	managerCfg.QPS, managerCfg.Burst = 200, 400
 
 	webhookPort, metricsPort, probePort := freePort(t), freePort(t), freePort(t)
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = webhookPort
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")
@@ -220,7 +221,7 @@ func waitAdmitted(t *testing.T, ns string) {
 // deleteWebhookConfigurations removes what the app created, so that a
 // stopped app's webhooks (failurePolicy Fail) do not refuse the next
 // test's objects.
-func deleteWebhookConfigurations(t *testing.T, wc config.Webhook) {
+func deleteWebhookConfigurations(t *testing.T, wc configv1alpha2.Webhook) {
 	t.Helper()
 	ctx := context.Background()
 	for _, obj := range []client.Object{

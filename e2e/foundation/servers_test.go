@@ -31,8 +31,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -118,6 +118,12 @@ func TestIssue10Item6BinaryServers(t *testing.T) {
 	if out, err := cluster.KubectlWithInput(ctx, rendered, "apply", "-f", "-"); err != nil {
 		t.Fatalf("apply config/rbac: %v\n%s", err, out)
 	}
+	// The rules for the sample kinds, as config/samples/deploy patches them
+	// into config/rbac's (empty) profiled-kinds role: applying config/rbac
+	// has just emptied it again.
+	if out, err := cluster.Kubectl(ctx, "apply", "-f", filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "profiled_kinds_role.yaml")); err != nil {
+		t.Fatalf("apply the sample kinds' role: %v\n%s", err, out)
+	}
 	cs, err := kubernetes.NewForConfig(cluster.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +140,7 @@ func TestIssue10Item6BinaryServers(t *testing.T) {
 	managerCfg.QPS, managerCfg.Burst = 200, 400
 
 	webhookPort, metricsPort, probePort := freePort(t), freePort(t), freePort(t)
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = webhookPort
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")

@@ -28,9 +28,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // The memory the binary runs within, for the whole suite.
@@ -52,7 +53,7 @@ import (
 const (
 	memoryLimit = 256 << 20
 	goMemLimit  = "200MiB"
-	storeBudget = config.DefaultMaxStoreBytes / 2
+	storeBudget = configv1alpha2.DefaultMaxStoreBytes / 2
 )
 
 // binary is the scaleplane binary under test, running in its cgroup.
@@ -87,8 +88,8 @@ func buildBinary(t *testing.T) string {
 // targets are tried many times during the suite, and the store's byte
 // budget scaled to the memory limit (storeBudget). Everything else, limits
 // included, is the shipped default.
-func binaryConfig() *config.Configuration {
-	cfg := config.SampleConfiguration()
+func binaryConfig() *configv1alpha2.Configuration {
+	cfg := profile.SampleConfiguration()
 	cfg.Profiles = profiles()
 	cfg.Webhook.Host = cluster.WebhookHost
 	cfg.Webhook.Port = cluster.WebhookPort

@@ -26,9 +26,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/scaleplane/scaleplane/config"
-	"github.com/scaleplane/scaleplane/config/configtest"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/profile/profiletest"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -38,9 +39,9 @@ var cluster *framework.Cluster
 var looseGVK = schema.GroupVersionKind{Group: "e2e.scaleplane.io", Version: "v1", Kind: "LooseCluster"}
 
 func TestMain(m *testing.M) {
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Profiles = profiles()
-	views, err := cfg.Views()
+	views, err := profile.CompileAll(cfg.Profiles)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)
@@ -51,7 +52,7 @@ func TestMain(m *testing.M) {
 		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	os.Exit(framework.Run(m, framework.Options{
 		CRDPaths: []string{
-			filepath.Join(framework.RepoRoot(), "config", "crd", "bases"),
+			filepath.Join(framework.RepoRoot(), "config", "samples", "crd"),
 			filepath.Join("testdata", "crd"),
 		},
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
@@ -62,12 +63,12 @@ func TestMain(m *testing.M) {
 // profiles are the binary's: the samples, the ZonedDatabase (its config in
 // an annotation) and the LooseCluster (RackedCluster's paths under a schema
 // that checks nothing).
-func profiles() []config.Profile {
-	loose := config.SampleProfiles()[0]
-	loose.Group, loose.Version, loose.Kind, loose.Resource = looseGVK.Group, looseGVK.Version, looseGVK.Kind, "looseclusters"
-	loose.Pods = config.Pods{
-		Labels:     map[string]string{looseGVK.Group + "/cluster": config.NamePlaceholder},
-		GroupLabel: looseGVK.Group + "/rack",
+func profiles() []v1alpha1.ScaleProfileSpec {
+	loose := profile.Samples()[0]
+	loose.Target = v1alpha1.TargetKind{APIVersion: looseGVK.GroupVersion().String(), Kind: looseGVK.Kind, Resource: "looseclusters"}
+	loose.Pods = v1alpha1.Pods{
+		Labels:           map[string]string{looseGVK.Group + "/cluster": v1alpha1.NamePlaceholder},
+		MemberGroupLabel: looseGVK.Group + "/rack",
 	}
-	return append(config.SampleProfiles(), configtest.ZonedDatabase(), loose)
+	return append(profile.Samples(), profiletest.ZonedDatabase(), loose)
 }

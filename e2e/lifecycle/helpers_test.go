@@ -24,8 +24,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // The workloads of these tests: a RackedCluster with one rack, autoscaled
@@ -43,8 +44,8 @@ const (
 // appConfig is the component configuration of the app under test: the
 // sample profiles, the webhook served where the framework's configurations
 // point, a tick and a scrape every second.
-func appConfig() *config.Configuration {
-	cfg := config.SampleConfiguration()
+func appConfig() *configv1alpha2.Configuration {
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = cluster.WebhookHost
 	cfg.Webhook.Port = cluster.WebhookPort
 	cfg.Webhook.CertDir = cluster.WebhookCertDir

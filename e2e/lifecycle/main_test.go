@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -37,8 +37,8 @@ func TestMain(m *testing.M) {
 	} else {
 		log.SetLogger(logr.Discard())
 	}
-	cfg := config.SampleConfiguration()
-	views, err := cfg.Views()
+	cfg := profile.SampleConfiguration()
+	views, err := profile.CompileAll(cfg.Profiles)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)

@@ -34,8 +34,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 var cluster *framework.Cluster
@@ -183,7 +183,7 @@ func startApp(t *testing.T) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	webhookPort, metricsPort := framework.FreePort(t), framework.FreePort(t)
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = webhookPort
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")

@@ -24,8 +24,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/scaleplane/scaleplane/certs"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
@@ -39,7 +39,7 @@ type App struct {
 	// before Run.
 	Manager manager.Manager
 	// Views are the compiled profiles.
-	Views []*config.View
+	Views []*profile.Compiled
 	// Sources are the trigger sources of this App's autoscaler, which its
 	// validating webhook admits triggers against; callers may register
 	// their own before Run. Every App has its own.
@@ -59,7 +59,7 @@ func New(opts Options) (*App, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("invalid options: %w", err)
 	}
-	views, err := opts.Config.Views()
+	views, err := profile.CompileAll(opts.Config.Profiles)
 	if err != nil {
 		return nil, fmt.Errorf("compile profiles: %w", err)
 	}

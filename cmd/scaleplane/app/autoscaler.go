@@ -9,8 +9,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -58,7 +59,7 @@ func newTriggerPipeline(opts Options) (*triggerPipeline, error) {
 // until Run; the metrics server (servers.go) serves them behind the same
 // limits and, outside dev, the same authentication and authorization as
 // /metrics.
-func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View, pipe *triggerPipeline) error {
+func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compiled, pipe *triggerPipeline) error {
 	cfg := opts.Config
 	store, eval := pipe.store, pipe.eval
 	limits := eval.Limits()
@@ -121,7 +122,7 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View, pi
 
 // queryLimits are the bounds of trigger queries (V10) the configuration
 // sets; a range selector's points are counted at the scrape interval.
-func queryLimits(cfg *config.Configuration) promql.Limits {
+func queryLimits(cfg *configv1alpha2.Configuration) promql.Limits {
 	q := cfg.Autoscaler.Queries
 	return promql.Limits{
 		MaxQueryLength:     q.MaxLength,
@@ -135,14 +136,14 @@ func queryLimits(cfg *config.Configuration) promql.Limits {
 }
 
 // storeOptions are the embedded store's bounds the configuration sets.
-func storeOptions(cfg *config.Configuration) promql.Options {
+func storeOptions(cfg *configv1alpha2.Configuration) promql.Options {
 	m := cfg.Metrics
 	return promql.Options{Retention: seconds(m.RetentionSeconds), MaxSeries: m.MaxSeries, MaxBytes: m.MaxStoreBytes}
 }
 
 // scraperOptions are the scraper's interval and per-scrape bounds the
 // configuration sets.
-func scraperOptions(cfg *config.Configuration) promql.ScraperOptions {
+func scraperOptions(cfg *configv1alpha2.Configuration) promql.ScraperOptions {
 	m := cfg.Metrics
 	return promql.ScraperOptions{
 		Interval:              seconds(m.ScrapeIntervalSeconds),

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -16,12 +16,12 @@ import (
 // package promql's (config cannot import promql, so the numbers are kept
 // twice).
 func TestV10QueryLimitsFromConfig(t *testing.T) {
-	c := &config.Configuration{}
+	c := &configv1alpha2.Configuration{}
 	c.Default()
 	if diff := cmp.Diff(promql.Limits{ScrapeInterval: promql.DefaultScrapeInterval}.WithDefaults(), queryLimits(c)); diff != "" {
 		t.Errorf("limits of a defaulted configuration (-promql defaults +config defaults):\n%s", diff)
 	}
-	c.Autoscaler.Queries = config.Queries{MaxLength: 1, MaxDepth: 2, MaxPointsPerSeries: 3, MaxRegexSize: 4, MaxSamples: 5, TimeoutSeconds: 6, TickTimeoutSeconds: 7}
+	c.Autoscaler.Queries = configv1alpha2.Queries{MaxLength: 1, MaxDepth: 2, MaxPointsPerSeries: 3, MaxRegexSize: 4, MaxSamples: 5, TimeoutSeconds: 6, TickTimeoutSeconds: 7}
 	c.Metrics.ScrapeIntervalSeconds = 8
 	want := promql.Limits{MaxQueryLength: 1, MaxDepth: 2, MaxPointsPerSeries: 3, MaxRegexSize: 4, MaxSamples: 5, Timeout: 6 * time.Second, ScrapeInterval: 8 * time.Second}
 	if diff := cmp.Diff(want, queryLimits(c)); diff != "" {
@@ -33,14 +33,14 @@ func TestV10QueryLimitsFromConfig(t *testing.T) {
 // bounds reach the store and the scraper, and config's documented defaults
 // are package promql's.
 func TestIssue10ScrapeLimitsFromConfig(t *testing.T) {
-	c := &config.Configuration{}
+	c := &configv1alpha2.Configuration{}
 	c.Default()
 	type bounds struct {
 		Store                                 promql.Options
 		Body                                  int64
 		Samples, Labels, NameLen, ValueLength int
 	}
-	got := func(c *config.Configuration) bounds {
+	got := func(c *configv1alpha2.Configuration) bounds {
 		so := scraperOptions(c)
 		return bounds{storeOptions(c), so.MaxBodyBytes, so.SampleLimit, so.LabelLimit, so.LabelNameLengthLimit, so.LabelValueLengthLimit}
 	}
@@ -49,7 +49,7 @@ func TestIssue10ScrapeLimitsFromConfig(t *testing.T) {
 	if diff := cmp.Diff(defaults, got(c)); diff != "" {
 		t.Errorf("bounds of a defaulted configuration (-promql defaults +config defaults):\n%s", diff)
 	}
-	c.Metrics = config.Metrics{ScrapeIntervalSeconds: 1, RetentionSeconds: 2, MaxSeries: 3, MaxStoreBytes: 4, BodySizeLimitBytes: 5,
+	c.Metrics = configv1alpha2.Metrics{ScrapeIntervalSeconds: 1, RetentionSeconds: 2, MaxSeries: 3, MaxStoreBytes: 4, BodySizeLimitBytes: 5,
 		SampleLimit: 6, LabelLimit: 7, LabelNameLengthLimit: 8, LabelValueLengthLimit: 9}
 	want := bounds{promql.Options{Retention: 2 * time.Second, MaxSeries: 3, MaxBytes: 4}, 5, 6, 7, 8, 9}
 	if diff := cmp.Diff(want, got(c)); diff != "" {
@@ -62,13 +62,13 @@ func TestIssue10ScrapeLimitsFromConfig(t *testing.T) {
 // "cron" and "promql", "prometheus" only with a server, which is then the
 // default.
 func TestTriggerSourcesPerApp(t *testing.T) {
-	c := &config.Configuration{}
+	c := &configv1alpha2.Configuration{}
 	c.Default()
 	a, err := newTriggerPipeline(Options{Config: c})
 	if err != nil {
 		t.Fatal(err)
 	}
-	withRemote := &config.Configuration{Autoscaler: config.Autoscaler{PrometheusURL: "http://127.0.0.1:9090"}}
+	withRemote := &configv1alpha2.Configuration{Autoscaler: configv1alpha2.Autoscaler{PrometheusURL: "http://127.0.0.1:9090"}}
 	withRemote.Default()
 	b, err := newTriggerPipeline(Options{Config: withRemote})
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/certs"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -36,7 +36,7 @@ type Options struct {
 	// Config is the component configuration (profiles, webhook, autoscaler,
 	// metrics, and the servers' limits: timeouts, requests in flight, body
 	// sizes, HTTP/2). Required; already defaulted and validated.
-	Config *config.Configuration
+	Config *configv1alpha2.Configuration
 	// RestConfig reaches the API server. Required.
 	RestConfig *rest.Config
 

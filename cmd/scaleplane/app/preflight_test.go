@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // TestIssue11Item4Preflight: what a pod gives the binary is checked before
@@ -44,7 +44,7 @@ func TestIssue11Item4Preflight(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			o := Options{Config: config.SampleConfiguration()}
+			o := Options{Config: profile.SampleConfiguration()}
 			tc.mod(&o)
 			a := &App{opts: o.withDefaults()}
 			err := a.preflight()

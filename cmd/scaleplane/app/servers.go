@@ -16,13 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/serving"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
 // limits turns a server's configured limits into serving's.
-func limits(l config.ServerLimits, http2 bool) serving.Limits {
+func limits(l configv1alpha2.ServerLimits, http2 bool) serving.Limits {
 	return serving.Limits{
 		ReadHeaderTimeout: seconds(l.ReadHeaderTimeoutSeconds),
 		ReadTimeout:       seconds(l.ReadTimeoutSeconds),
@@ -38,7 +38,7 @@ func limits(l config.ServerLimits, http2 bool) serving.Limits {
 
 // newWebhookServer is the manager's webhook server, bounded by the
 // configuration's servers.webhook.
-func newWebhookServer(cfg *config.Configuration) (*webhooks.Server, error) {
+func newWebhookServer(cfg *configv1alpha2.Configuration) (*webhooks.Server, error) {
 	wc := cfg.Webhook
 	return webhooks.NewServer(webhooks.ServerOptions{
 		Options: webhook.Options{Host: wc.Host, Port: wc.Port, CertDir: wc.CertDir},

@@ -15,14 +15,15 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // startServers builds the metrics and probe servers of cfg on 127.0.0.1,
 // as Run does, and runs them until the test ends. Outside dev, the
 // metrics server's authentication points at an address that refuses
 // connections: tests here send no request that needs it.
-func startServers(t *testing.T, cfg *config.Configuration, dev bool) (metricsAddr, probeAddr string) {
+func startServers(t *testing.T, cfg *configv1alpha2.Configuration, dev bool) (metricsAddr, probeAddr string) {
 	t.Helper()
 	s := newServers()
 	m := servedManager{s: s}
@@ -64,7 +65,7 @@ func startServers(t *testing.T, cfg *config.Configuration, dev bool) (metricsAdd
 // servers.enableHTTP2 is set (controller-runtime's offers h2).
 func TestIssue10Item6MetricsServerHTTP2(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
-		cfg := config.SampleConfiguration()
+		cfg := profile.SampleConfiguration()
 		cfg.Servers.EnableHTTP2 = enabled
 		metrics, _ := startServers(t, cfg, false)
 		dial := func(protos ...string) (string, error) {
@@ -94,7 +95,7 @@ func TestIssue10Item6MetricsServerHTTP2(t *testing.T) {
 // /healthz is answered, and a body over servers.metrics.maxRequestBodyBytes
 // is a 413.
 func TestIssue10Item6ProbeAndMetricsLimits(t *testing.T) {
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Servers.Probes.ReadHeaderTimeoutSeconds = 1
 	cfg.Servers.Probes.ReadTimeoutSeconds = 1
 	cfg.Servers.Metrics.MaxRequestBodyBytes = 1000

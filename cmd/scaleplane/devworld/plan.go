@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 )
 
 // The pure part of the world: which pods a workload should have and what
@@ -172,10 +172,10 @@ func podNamePart(s string) string {
 func podLabels(k Kind, name, groupName string) map[string]string {
 	out := map[string]string{LabelManagedBy: ManagedByValue}
 	for key, v := range k.Labels {
-		out[key] = strings.ReplaceAll(strings.ReplaceAll(v, config.NamePlaceholder, name), config.GroupPlaceholder, groupName)
+		out[key] = strings.ReplaceAll(strings.ReplaceAll(v, v1alpha1.NamePlaceholder, name), v1alpha1.MemberGroupPlaceholder, groupName)
 	}
-	if k.GroupLabel != "" && groupName != "" {
-		out[k.GroupLabel] = groupName
+	if k.MemberGroupLabel != "" && groupName != "" {
+		out[k.MemberGroupLabel] = groupName
 	}
 	return out
 }
@@ -185,10 +185,10 @@ func podLabels(k Kind, name, groupName string) map[string]string {
 func selectorLabels(k Kind, name string) map[string]string {
 	out := map[string]string{}
 	for key, v := range k.Labels {
-		if strings.Contains(v, config.GroupPlaceholder) {
+		if strings.Contains(v, v1alpha1.MemberGroupPlaceholder) {
 			continue
 		}
-		out[key] = strings.ReplaceAll(v, config.NamePlaceholder, name)
+		out[key] = strings.ReplaceAll(v, v1alpha1.NamePlaceholder, name)
 	}
 	return out
 }

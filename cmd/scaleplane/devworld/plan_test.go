@@ -7,15 +7,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 var (
 	racked = Kind{
-		GVK:        schema.GroupVersionKind{Group: "samples.scaleplane.io", Version: "v1alpha1", Kind: "RackedCluster"},
-		Shape:      ShapeRacks,
-		Labels:     map[string]string{"samples.scaleplane.io/cluster": "${name}"},
-		GroupLabel: "samples.scaleplane.io/rack",
+		GVK:              schema.GroupVersionKind{Group: "samples.scaleplane.io", Version: "v1alpha1", Kind: "RackedCluster"},
+		Shape:            ShapeRacks,
+		Labels:           map[string]string{"samples.scaleplane.io/cluster": "${name}"},
+		MemberGroupLabel: "samples.scaleplane.io/rack",
 	}
 	leaders = Kind{
 		GVK:    schema.GroupVersionKind{Group: "samples.scaleplane.io", Version: "v1alpha1", Kind: "WorkerGroup"},
@@ -172,7 +173,7 @@ func TestIssue15Item1OnlyLoopbackAPIServer(t *testing.T) {
 // TestIssue15Item1SampleKinds: dev plays the sample kinds' operators, with
 // their profiles' pod labels, and no other kind's.
 func TestIssue15Item1SampleKinds(t *testing.T) {
-	profiles := append(config.SampleProfiles(), config.Profile{Group: "example.com", Version: "v1", Kind: "RackedCluster"})
+	profiles := append(profile.Samples(), v1alpha1.ScaleProfileSpec{Target: v1alpha1.TargetKind{APIVersion: "example.com/v1", Kind: "RackedCluster"}})
 	got := map[string]Shape{}
 	for _, k := range SampleKinds(profiles) {
 		got[k.GVK.String()] = k.Shape

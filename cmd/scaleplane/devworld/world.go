@@ -30,7 +30,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // Defaults of Options.
@@ -47,27 +48,27 @@ type Kind struct {
 	// Labels are the profile's pod labels (pods.labels); values may hold
 	// ${name} and ${group}.
 	Labels map[string]string
-	// GroupLabel is the profile's pods.groupLabel: the label holding a
-	// pod's group name.
-	GroupLabel string
+	// MemberGroupLabel is the profile's pods.memberGroupLabel: the label
+	// holding a pod's member group (rack) name.
+	MemberGroupLabel string
 }
 
 // SampleKinds are the kinds dev plays the operator of among profiles: the
 // sample kinds (RackedCluster, Function, WorkerGroup), with the pod labels
 // their profiles give.
-func SampleKinds(profiles []config.Profile) []Kind {
+func SampleKinds(profiles []v1alpha1.ScaleProfileSpec) []Kind {
 	shapes := map[string]Shape{"RackedCluster": ShapeRacks, "Function": ShapeDeployment, "WorkerGroup": ShapeLeaders}
 	var out []Kind
 	for _, p := range profiles {
-		shape, ok := shapes[p.Kind]
-		if !ok || p.Group != config.SampleGroup {
+		shape, ok := shapes[p.Target.Kind]
+		if !ok || p.Target.APIVersion != profile.SampleAPIVersion {
 			continue
 		}
 		out = append(out, Kind{
-			GVK:        schema.GroupVersionKind{Group: p.Group, Version: p.Version, Kind: p.Kind},
-			Shape:      shape,
-			Labels:     p.Pods.Labels,
-			GroupLabel: p.Pods.GroupLabel,
+			GVK:              schema.FromAPIVersionAndKind(p.Target.APIVersion, p.Target.Kind),
+			Shape:            shape,
+			Labels:           p.Pods.Labels,
+			MemberGroupLabel: p.Pods.MemberGroupLabel,
 		})
 	}
 	return out

@@ -33,10 +33,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/certs/certmanagertest"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 
 	"github.com/scaleplane/scaleplane/hack/release/image"
 	"github.com/scaleplane/scaleplane/hack/release/manifests"
@@ -447,7 +448,7 @@ func TestIssue11Item4ImageRunsAsItsPod(t *testing.T) {
 			t.Fatal(err)
 		}
 		var profiles []any
-		data, _ := json.Marshal(config.SampleProfiles())
+		data, _ := json.Marshal(profile.Samples())
 		_ = json.Unmarshal(data, &profiles)
 		objs, err := manifests.RenderChart(c, map[string]any{
 			"image":    map[string]any{"repository": "registry.example/scaleplane", "digest": digest.String()},
@@ -566,7 +567,7 @@ func TestIssue11Item4ImageE2ECatchesBrokenImagesAndPods(t *testing.T) {
 			c := &d.Spec.Template.Spec.Containers[0]
 			var kept []corev1.VolumeMount
 			for _, vm := range c.VolumeMounts {
-				if vm.MountPath != config.DefaultCertDir {
+				if vm.MountPath != configv1alpha2.DefaultCertDir {
 					kept = append(kept, vm)
 				}
 			}

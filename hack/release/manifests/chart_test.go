@@ -15,7 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 )
 
 func repoRoot(t testing.TB) string {
@@ -120,7 +120,7 @@ func normalize(t *testing.T, objs []*unstructured.Unstructured, source string) m
 		case "ConfigMap":
 			if o.GetName() == "scaleplane-config" {
 				data, _, _ := unstructured.NestedString(o.Object, "data", "scaleplane-config.yaml")
-				c, err := config.Parse([]byte(data))
+				c, _, err := configv1alpha2.Parse([]byte(data))
 				if err != nil {
 					t.Fatalf("%s configuration does not load: %v", source, err)
 				}
@@ -211,7 +211,7 @@ func TestIssue11Item5ChartEveryOption(t *testing.T) {
 	// The configuration carries every profile and setting.
 	cm := Find(objs, "ConfigMap", "scaleplane-config")
 	data, _, _ := unstructured.NestedString(cm.Object, "data", "scaleplane-config.yaml")
-	cfg, err := config.Parse([]byte(data))
+	cfg, _, err := configv1alpha2.Parse([]byte(data))
 	if err != nil {
 		t.Fatalf("rendered configuration does not load: %v\n%s", err, data)
 	}
@@ -331,7 +331,7 @@ func TestIssue11Item5ChartRefusesBadValues(t *testing.T) {
 		{"unknown certificate mode", map[string]any{"certificates": map[string]any{"mode": "letsencrypt"}}, "/certificates/mode"},
 		{"no replica", map[string]any{"replicas": 0}, "replicas"},
 		{"PDB blocking every drain", map[string]any{"replicas": 2, "podDisruptionBudget": map[string]any{"minAvailable": 2}}, "podDisruptionBudget.minAvailable"},
-		{"profile without a resource", map[string]any{"profiles": []any{map[string]any{"group": "example.com", "version": "v1", "kind": "Thing"}}}, "profiles"},
+		{"profile without a resource", map[string]any{"profiles": []any{map[string]any{"target": map[string]any{"apiVersion": "example.com/v1", "kind": "Thing"}, "scaleConfig": map[string]any{"path": ".spec.scaleConfig"}}}}, "profiles"},
 		{"webhook timeout above the API server's 30 s", map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
 		{"misspelt value", map[string]any{"replica": 3}, "replica"},
 		{"issuerRef without a name", map[string]any{"certificates": map[string]any{"mode": "cert-manager", "certManager": map[string]any{"issuerRef": map[string]any{"kind": "ClusterIssuer"}}}}, "issuerRef"},

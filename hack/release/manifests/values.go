@@ -3,7 +3,7 @@ package manifests
 import (
 	"strings"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // EveryOption sets every value the chart has to something other than its
@@ -11,10 +11,10 @@ import (
 // dry-run test (hack/release/e2e) applies what it renders.
 func EveryOption() map[string]any {
 	profiles := []any{}
-	for _, p := range config.SampleProfiles() {
+	for _, p := range profile.Samples() {
 		profiles = append(profiles, map[string]any{
-			"group": p.Group, "version": p.Version, "kind": p.Kind, "resource": p.Resource,
-			"replicas": p.Replicas, "scaleConfig": map[string]any{"path": p.ScaleConfig.Path},
+			"target":       map[string]any{"apiVersion": p.Target.APIVersion, "kind": p.Target.Kind, "resource": p.Target.Resource},
+			"replicasPath": p.ReplicasPath, "scaleConfig": map[string]any{"path": p.ScaleConfig.Path},
 		})
 	}
 	return map[string]any{

@@ -1,4 +1,4 @@
-package config
+package v1alpha1
 
 // Names shared by every package: field managers, labels, annotations and
 // event reasons live here so that a rename happens once (STYLE rule 11).
@@ -38,4 +38,8 @@ const (
 	ReasonWriteFailed             = "WriteFailed"
 	ReasonCertificateRotated      = "CertificateRotated"
 	ReasonWebhookConfigurationSet = "WebhookConfigurationUpdated"
+
+	// ConditionActive is the ScaleProfile condition that says whether
+	// scaleplane runs the profile; its reason says why not.
+	ConditionActive = "Active"
 )

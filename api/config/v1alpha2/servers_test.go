@@ -1,4 +1,4 @@
-package config
+package v1alpha2
 
 import (
 	"testing"
@@ -10,9 +10,9 @@ import (
 // component configuration, every one left out takes its default, and
 // limits that cannot work together are refused with the setting to change.
 func TestIssue10Item6ServerLimits(t *testing.T) {
-	const header = "apiVersion: config.scaleplane.io/v1alpha1\nkind: Configuration\n"
+	const header = "apiVersion: config.scaleplane.io/v1alpha2\nkind: Configuration\n"
 	t.Run("partial", func(t *testing.T) {
-		got, err := Parse([]byte(header + `servers:
+		got, _, err := Parse([]byte(header + `servers:
   enableHTTP2: true
   webhook: {maxInFlight: 8, readHeaderTimeoutSeconds: 2}
   probes: {maxRequestBodyBytes: 1024}
@@ -66,7 +66,7 @@ servers:
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(header + tt.yaml))
+			_, _, err := Parse([]byte(header + tt.yaml))
 			if err == nil {
 				t.Fatal("Parse succeeded, want an error")
 			}

@@ -1,4 +1,4 @@
-package config
+package profile
 
 import (
 	"bytes"
@@ -16,15 +16,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// View reads and writes one workload kind's fields as its profile says.
-// Build it with NewView, which validates the profile once; a View is
-// immutable and safe for concurrent use.
-type View struct {
-	profile Profile
-	layout  scaling.Layout
+// Compiled is a profile made ready to use: it reads one workload kind's
+// objects into [scaling.Workload] values and writes decisions back, as its
+// spec says. Build it with Compile, which defaults and validates the spec
+// once; a Compiled is immutable and safe for concurrent use.
+type Compiled struct {
+	spec   v1alpha1.ScaleProfileSpec
+	layout scaling.Layout
 
 	replicas []string
 	// config is C's spec path; nil when C lives in the annotation.
@@ -33,31 +35,31 @@ type View struct {
 	// annotationSegs is metadata.annotations.<annotation> as path segments.
 	annotationSegs []string
 
-	// groups is nil for kinds without groups.
+	// groups is nil for kinds without member groups.
 	groups                  []string
 	nameField, membersField string
 
-	// groupStatus is nil when the profile names no group status.
+	// groupStatus is nil when the profile names no member group status.
 	groupStatus                                       []string
-	statusStyle                                       GroupStatusStyle
+	statusStyle                                       v1alpha1.MemberGroupStatusStyle
 	statusName, statusReady, statusObservedGeneration string
 
 	statusReplicas, selector []string
 }
 
-// NewView defaults and validates p (paths, kind, status style) and prepares
-// its paths. The error names each profile field to change.
-func NewView(p Profile) (*View, error) {
-	p = p.clone()
-	p.Default()
-	if errs := validateProfile(&p, nil); len(errs) > 0 {
-		return nil, fmt.Errorf("profile %s: %w", kindName(&p), errs.ToAggregate())
+// Compile defaults and validates a copy of spec (paths, target, status
+// style) and prepares its paths. The error names each field to change.
+func Compile(spec v1alpha1.ScaleProfileSpec) (*Compiled, error) {
+	spec = clone(&spec)
+	Default(&spec)
+	if errs := validate(&spec, nil); len(errs) > 0 {
+		return nil, fmt.Errorf("profile %s: %w", kindName(&spec), errs.ToAggregate())
 	}
-	return newView(p), nil
+	return compile(spec), nil
 }
 
-// newView builds the view of a defaulted, valid profile.
-func newView(p Profile) *View {
+// compile builds a defaulted, valid spec.
+func compile(spec v1alpha1.ScaleProfileSpec) *Compiled {
 	must := func(s string) []string {
 		if s == "" {
 			return nil
@@ -68,65 +70,71 @@ func newView(p Profile) *View {
 		}
 		return segs
 	}
-	v := &View{
-		profile:        p,
-		replicas:       must(p.Replicas),
-		config:         must(p.ScaleConfig.Path),
-		annotation:     p.ScaleConfig.Annotation,
-		annotationSegs: []string{"metadata", "annotations", p.ScaleConfig.Annotation},
-		statusReplicas: must(p.Status.Replicas),
-		selector:       must(p.Status.Selector),
+	p := &Compiled{
+		spec:           spec,
+		replicas:       must(spec.ReplicasPath),
+		config:         must(spec.ScaleConfig.Path),
+		annotation:     spec.ScaleConfig.Annotation,
+		annotationSegs: []string{"metadata", "annotations", spec.ScaleConfig.Annotation},
+		statusReplicas: must(spec.Status.ReplicasPath),
+		selector:       must(spec.Status.SelectorPath),
 	}
-	v.layout = scaling.Layout{
-		ReplicasPath:       fieldPath(v.replicas),
-		ConfigInAnnotation: v.config == nil,
-		TargetSelf:         p.HPATarget.Self(),
-		MaxReplicas:        p.MaxReplicas,
-		HasDefaultMetrics:  len(p.DefaultMetrics) > 0,
+	p.layout = scaling.Layout{
+		ReplicasPath:       fieldPath(p.replicas),
+		ConfigInAnnotation: p.config == nil,
+		TargetSelf:         spec.HPATarget.Self(),
+		MaxReplicas:        spec.MaxReplicas,
+		HasDefaultMetrics:  len(spec.DefaultMetrics) > 0,
 		// The /scale selector (PodSelector) and the pods' own labels hold
-		// group names as label values.
-		GroupNamesInSelector: p.Pods.GroupLabel != "" || slices.ContainsFunc(slices.Collect(maps.Values(p.Pods.Labels)), func(v string) bool {
-			return strings.Contains(v, GroupPlaceholder)
+		// member group names as label values.
+		GroupNamesInSelector: spec.Pods.MemberGroupLabel != "" || slices.ContainsFunc(slices.Collect(maps.Values(spec.Pods.Labels)), func(v string) bool {
+			return strings.Contains(v, v1alpha1.MemberGroupPlaceholder)
 		}),
 	}
-	if v.config != nil {
-		v.layout.ConfigPath = fieldPath(v.config)
+	if p.config != nil {
+		p.layout.ConfigPath = fieldPath(p.config)
 	} else {
-		v.layout.ConfigPath = field.NewPath("metadata", "annotations").Key(v.annotation)
+		p.layout.ConfigPath = field.NewPath("metadata", "annotations").Key(p.annotation)
 	}
-	if g := p.Groups; g != nil {
-		v.groups = must(g.Path)
-		v.nameField, v.membersField = g.NameField, g.MembersField
-		v.layout.GroupsPath = fieldPath(v.groups)
-		v.layout.GroupNameField, v.layout.GroupMembersField = g.NameField, g.MembersField
+	if g := spec.MemberGroups; g != nil {
+		p.groups = must(g.Path)
+		p.nameField, p.membersField = g.NameField, g.MembersField
+		p.layout.GroupsPath = fieldPath(p.groups)
+		p.layout.GroupNameField, p.layout.GroupMembersField = g.NameField, g.MembersField
 		if s := g.Status; s != nil {
-			v.groupStatus = must(s.Path)
-			v.statusStyle = s.Style
-			v.statusName, v.statusReady, v.statusObservedGeneration = s.NameField, s.ReadyMembersField, s.ObservedGenerationField
+			p.groupStatus = must(s.Path)
+			p.statusStyle = s.Style
+			p.statusName, p.statusReady, p.statusObservedGeneration = s.NameField, s.ReadyMembersField, s.ObservedGenerationField
 		}
 	}
-	return v
+	return p
 }
 
-// Profile returns the (defaulted) profile behind the view. It is a copy:
-// changing it does not change the view.
-func (v *View) Profile() Profile { return v.profile.clone() }
+// Spec returns the (defaulted) spec behind p. It is a copy: changing it
+// does not change p.
+func (p *Compiled) Spec() v1alpha1.ScaleProfileSpec { return clone(&p.spec) }
 
 // GVK is the workload's GroupVersionKind.
-func (v *View) GVK() schema.GroupVersionKind {
-	return schema.GroupVersionKind{Group: v.profile.Group, Version: v.profile.Version, Kind: v.profile.Kind}
+func (p *Compiled) GVK() schema.GroupVersionKind {
+	return p.gv().WithKind(p.spec.Target.Kind)
 }
 
 // GVR is the workload's GroupVersionResource.
-func (v *View) GVR() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: v.profile.Group, Version: v.profile.Version, Resource: v.profile.Resource}
+func (p *Compiled) GVR() schema.GroupVersionResource {
+	return p.gv().WithResource(p.spec.Target.Resource)
+}
+
+// gv is the target's group and version, which Compile validated.
+func (p *Compiled) gv() schema.GroupVersion {
+	gv, _ := schema.ParseGroupVersion(p.spec.Target.APIVersion)
+	return gv
 }
 
 // Layout tells package scaling where the values live. Its paths are shared
 // by every caller and must not be changed.
-func (v *View) Layout() scaling.Layout { return v.layout }
+func (p *Compiled) Layout() scaling.Layout { return p.layout }
 
-// Read returns the profile's view of u. A field of the wrong type, or a
+// Read returns what the profile says of u. A field of the wrong type, or a
 // scale config annotation that is not strict JSON of the Config schema
 // (V9), is reported at its exact path; the value it would have filled stays
 // nil and everything else is still read, so that all problems of one object
@@ -136,27 +144,27 @@ func (v *View) Layout() scaling.Layout { return v.layout }
 // A map-style group status is returned in the order of the spec's groups,
 // then any other names sorted, so that the result never depends on map
 // iteration.
-func (v *View) Read(u *unstructured.Unstructured) (scaling.Workload, field.ErrorList) {
+func (p *Compiled) Read(u *unstructured.Unstructured) (scaling.Workload, field.ErrorList) {
 	r := reader{obj: u.Object}
 	w := scaling.Workload{Name: u.GetName(), Generation: u.GetGeneration()}
-	w.Replicas = r.int32At(v.replicas)
-	if v.config != nil {
-		w.Config = v.readSpecConfig(&r)
+	w.Replicas = r.int32At(p.replicas)
+	if p.config != nil {
+		w.Config = p.readSpecConfig(&r)
 	} else {
-		w.Config = v.readAnnotationConfig(&r)
+		w.Config = p.readAnnotationConfig(&r)
 	}
-	if v.groups != nil {
-		w.Groups = v.readGroups(&r)
-		if v.groupStatus != nil {
-			if v.statusStyle == GroupStatusMap {
-				w.GroupStatus = v.readGroupStatusMap(&r, w.Groups)
+	if p.groups != nil {
+		w.Groups = p.readGroups(&r)
+		if p.groupStatus != nil {
+			if p.statusStyle == v1alpha1.MemberGroupStatusMap {
+				w.GroupStatus = p.readGroupStatusMap(&r, w.Groups)
 			} else {
-				w.GroupStatus = v.readGroupStatusList(&r)
+				w.GroupStatus = p.readGroupStatusList(&r)
 			}
 		}
 	}
-	if v.statusReplicas != nil {
-		w.StatusReplicas = r.int32At(v.statusReplicas)
+	if p.statusReplicas != nil {
+		w.StatusReplicas = r.int32At(p.statusReplicas)
 	}
 	return w, r.errs
 }
@@ -202,112 +210,112 @@ func (r *reader) int32At(segs []string) *int32 {
 	return r.ints.new(n)
 }
 
-func (v *View) readSpecConfig(r *reader) *scaling.Config {
-	raw, ok := r.at(v.config)
+func (p *Compiled) readSpecConfig(r *reader) *scaling.Config {
+	raw, ok := r.at(p.config)
 	if !ok {
 		return nil
 	}
 	m, ok := raw.(map[string]interface{})
 	if !ok {
-		r.add(field.Invalid(v.layout.ConfigPath, raw, fmt.Sprintf("must be an object, not %s", typeName(raw))))
+		r.add(field.Invalid(p.layout.ConfigPath, raw, fmt.Sprintf("must be an object, not %s", typeName(raw))))
 		return nil
 	}
-	cfg, errs := decodeConfig(m, v.layout.ConfigPath, false, &r.ints)
+	cfg, errs := decodeConfig(m, p.layout.ConfigPath, false, &r.ints)
 	for _, err := range errs {
 		r.add(err)
 	}
 	return cfg
 }
 
-func (v *View) readAnnotationConfig(r *reader) *scaling.Config {
-	raw, ok := r.at(v.annotationSegs)
+func (p *Compiled) readAnnotationConfig(r *reader) *scaling.Config {
+	raw, ok := r.at(p.annotationSegs)
 	if !ok {
 		return nil
 	}
 	s, ok := raw.(string)
 	if !ok {
-		r.add(field.Invalid(v.layout.ConfigPath, raw, fmt.Sprintf("must be a string holding a JSON scale config, not %s", typeName(raw))))
+		r.add(field.Invalid(p.layout.ConfigPath, raw, fmt.Sprintf("must be a string holding a JSON scale config, not %s", typeName(raw))))
 		return nil
 	}
 	// V9: strict, by the decoder writeAnnotationConfig parses it with too.
 	// An emptied annotation (kubectl annotate key=) means no config, as if
 	// the user had removed it.
-	cfg, errs := decodeConfigJSON([]byte(s), v.layout.ConfigPath, &r.ints)
+	cfg, errs := decodeConfigJSON([]byte(s), p.layout.ConfigPath, &r.ints)
 	for _, err := range errs {
 		r.add(err)
 	}
 	return cfg
 }
 
-func (v *View) readGroups(r *reader) []scaling.Group {
-	raw, ok := r.at(v.groups)
+func (p *Compiled) readGroups(r *reader) []scaling.Group {
+	raw, ok := r.at(p.groups)
 	if !ok {
 		return nil
 	}
 	list, ok := raw.([]interface{})
 	if !ok {
-		r.add(field.Invalid(v.layout.GroupsPath, raw, fmt.Sprintf("must be a list, not %s", typeName(raw))))
+		r.add(field.Invalid(p.layout.GroupsPath, raw, fmt.Sprintf("must be a list, not %s", typeName(raw))))
 		return nil
 	}
 	groups := make([]scaling.Group, len(list))
 	for i, item := range list {
-		ip := func() *field.Path { return v.layout.GroupsPath.Index(i) }
+		ip := func() *field.Path { return p.layout.GroupsPath.Index(i) }
 		m, ok := item.(map[string]interface{})
 		if !ok {
 			r.add(field.Invalid(ip(), item, fmt.Sprintf("must be an object, not %s", typeName(item))))
 			continue
 		}
-		groups[i].Name = readString(r, m, v.nameField, ip)
-		groups[i].Members = r.int32Field(m, v.membersField, ip)
+		groups[i].Name = readString(r, m, p.nameField, ip)
+		groups[i].Members = r.int32Field(m, p.membersField, ip)
 	}
 	return groups
 }
 
-func (v *View) readGroupStatusList(r *reader) []scaling.GroupStatus {
-	raw, ok := r.at(v.groupStatus)
+func (p *Compiled) readGroupStatusList(r *reader) []scaling.GroupStatus {
+	raw, ok := r.at(p.groupStatus)
 	if !ok {
 		return nil
 	}
 	list, ok := raw.([]interface{})
 	if !ok {
-		r.add(field.Invalid(fieldPath(v.groupStatus), raw, fmt.Sprintf("must be a list, not %s", typeName(raw))))
+		r.add(field.Invalid(fieldPath(p.groupStatus), raw, fmt.Sprintf("must be a list, not %s", typeName(raw))))
 		return nil
 	}
 	out := make([]scaling.GroupStatus, len(list))
 	for i, item := range list {
-		ip := func() *field.Path { return fieldPath(v.groupStatus).Index(i) }
+		ip := func() *field.Path { return fieldPath(p.groupStatus).Index(i) }
 		m, ok := item.(map[string]interface{})
 		if !ok {
 			r.add(field.Invalid(ip(), item, fmt.Sprintf("must be an object, not %s", typeName(item))))
 			continue
 		}
-		out[i].Name = readString(r, m, v.statusName, ip)
-		v.readGroupState(r, m, &out[i], ip)
+		out[i].Name = readString(r, m, p.statusName, ip)
+		p.readGroupState(r, m, &out[i], ip)
 	}
 	return out
 }
 
-func (v *View) readGroupStatusMap(r *reader, groups []scaling.Group) []scaling.GroupStatus {
-	raw, ok := r.at(v.groupStatus)
+func (p *Compiled) readGroupStatusMap(r *reader, groups []scaling.Group) []scaling.GroupStatus {
+	raw, ok := r.at(p.groupStatus)
 	if !ok {
 		return nil
 	}
 	m, ok := raw.(map[string]interface{})
 	if !ok {
-		r.add(field.Invalid(fieldPath(v.groupStatus), raw, fmt.Sprintf("must be an object keyed by group name, not %s", typeName(raw))))
+		r.add(field.Invalid(fieldPath(p.groupStatus), raw, fmt.Sprintf("must be an object keyed by group name, not %s", typeName(raw))))
 		return nil
 	}
 	out := make([]scaling.GroupStatus, 0, len(m))
 	seen := make(map[string]bool, len(groups))
 	read := func(name string) {
-		ip := func() *field.Path { return fieldPath(v.groupStatus).Key(name) }
+		ip := func() *field.Path { return fieldPath(p.groupStatus).Key(name) }
 		item, ok := m[name].(map[string]interface{})
 		if !ok {
 			r.add(field.Invalid(ip(), m[name], fmt.Sprintf("must be an object, not %s", typeName(m[name]))))
 			return
 		}
 		gs := scaling.GroupStatus{Name: name}
-		v.readGroupState(r, item, &gs, ip)
+		p.readGroupState(r, item, &gs, ip)
 		out = append(out, gs)
 	}
 	for _, g := range groups {
@@ -331,13 +339,13 @@ func (v *View) readGroupStatusMap(r *reader, groups []scaling.Group) []scaling.G
 	return out
 }
 
-func (v *View) readGroupState(r *reader, m map[string]interface{}, gs *scaling.GroupStatus, ip func() *field.Path) {
-	gs.ReadyMembers = r.int32Field(m, v.statusReady, ip)
-	if v.statusObservedGeneration == "" {
+func (p *Compiled) readGroupState(r *reader, m map[string]interface{}, gs *scaling.GroupStatus, ip func() *field.Path) {
+	gs.ReadyMembers = r.int32Field(m, p.statusReady, ip)
+	if p.statusObservedGeneration == "" {
 		return
 	}
-	if raw, ok := m[v.statusObservedGeneration]; ok && raw != nil {
-		n, err := readInt64(raw, func() *field.Path { return ip().Child(v.statusObservedGeneration) })
+	if raw, ok := m[p.statusObservedGeneration]; ok && raw != nil {
+		n, err := readInt64(raw, func() *field.Path { return ip().Child(p.statusObservedGeneration) })
 		if err != nil {
 			r.add(err)
 			return
@@ -381,28 +389,28 @@ func (r *reader) int32Field(m map[string]interface{}, name string, parent func()
 // Groups are matched by position and name: w.Groups must be the groups Read
 // returned, possibly with new members. A C in an annotation is rewritten as
 // compact JSON with sorted keys, keeping its other fields.
-func (v *View) WriteSpec(u *unstructured.Unstructured, w scaling.Workload) error {
+func (p *Compiled) WriteSpec(u *unstructured.Unstructured, w scaling.Workload) error {
 	if u.Object == nil {
 		u.Object = map[string]interface{}{}
 	}
 	if w.Replicas != nil {
-		if err := setInt(u.Object, v.replicas, *w.Replicas); err != nil {
+		if err := setInt(u.Object, p.replicas, *w.Replicas); err != nil {
 			return fmt.Errorf("write replicas: %w", err)
 		}
 	}
 	if w.Config != nil {
 		var err error
-		if v.config != nil {
-			err = v.writeSpecConfig(u.Object, w.Config)
+		if p.config != nil {
+			err = p.writeSpecConfig(u.Object, w.Config)
 		} else {
-			err = v.writeAnnotationConfig(u.Object, w.Config)
+			err = p.writeAnnotationConfig(u.Object, w.Config)
 		}
 		if err != nil {
 			return fmt.Errorf("write scale config: %w", err)
 		}
 	}
 	if len(w.Groups) > 0 {
-		if err := v.writeGroups(u.Object, w.Groups); err != nil {
+		if err := p.writeGroups(u.Object, w.Groups); err != nil {
 			return fmt.Errorf("write groups: %w", err)
 		}
 	}
@@ -419,19 +427,19 @@ func setInt(obj map[string]interface{}, segs []string, n int32) error {
 	return setNested(obj, segs, int64(n))
 }
 
-func (v *View) writeSpecConfig(obj map[string]interface{}, c *scaling.Config) error {
-	raw, found, bad := lookup(obj, v.config)
+func (p *Compiled) writeSpecConfig(obj map[string]interface{}, c *scaling.Config) error {
+	raw, found, bad := lookup(obj, p.config)
 	if bad > 0 {
-		return fmt.Errorf("%s is %s, not an object", fieldPath(v.config[:bad]), typeName(raw))
+		return fmt.Errorf("%s is %s, not an object", fieldPath(p.config[:bad]), typeName(raw))
 	}
 	if !found {
 		m := map[string]interface{}{}
 		setBounds(m, c)
-		return setNested(obj, v.config, m)
+		return setNested(obj, p.config, m)
 	}
 	m, ok := raw.(map[string]interface{})
 	if !ok {
-		return fmt.Errorf("%s is %s, not an object", v.layout.ConfigPath, typeName(raw))
+		return fmt.Errorf("%s is %s, not an object", p.layout.ConfigPath, typeName(raw))
 	}
 	setBounds(m, c)
 	return nil
@@ -456,8 +464,8 @@ func setBounds(m map[string]interface{}, c *scaling.Config) bool {
 	return changed
 }
 
-func (v *View) writeAnnotationConfig(obj map[string]interface{}, c *scaling.Config) error {
-	annPath := v.annotationSegs
+func (p *Compiled) writeAnnotationConfig(obj map[string]interface{}, c *scaling.Config) error {
+	annPath := p.annotationSegs
 	raw, found, bad := lookup(obj, annPath)
 	if bad > 0 {
 		return fmt.Errorf("%s is %s, not an object", fieldPath(annPath[:bad]), typeName(raw))
@@ -466,12 +474,12 @@ func (v *View) writeAnnotationConfig(obj map[string]interface{}, c *scaling.Conf
 	if found {
 		s, ok := raw.(string)
 		if !ok {
-			return fmt.Errorf("%s is %s, not a string", v.layout.ConfigPath, typeName(raw))
+			return fmt.Errorf("%s is %s, not a string", p.layout.ConfigPath, typeName(raw))
 		}
 		// The representation Read decoded, by the same decoder: what could
 		// be read can be written back, so defaulting never fails on what
 		// validation accepted (issue 10 item 5).
-		parsed, ferr := parseConfigJSON([]byte(s), v.layout.ConfigPath)
+		parsed, ferr := parseConfigJSON([]byte(s), p.layout.ConfigPath)
 		if ferr != nil {
 			return errors.New(ferr.Error())
 		}
@@ -487,38 +495,38 @@ func (v *View) writeAnnotationConfig(obj map[string]interface{}, c *scaling.Conf
 	// Queries in other fields may hold <, > and &; keep them readable.
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(m); err != nil {
-		return fmt.Errorf("encode %s: %w", v.layout.ConfigPath, err)
+		return fmt.Errorf("encode %s: %w", p.layout.ConfigPath, err)
 	}
 	return setNested(obj, annPath, strings.TrimSuffix(buf.String(), "\n"))
 }
 
-func (v *View) writeGroups(obj map[string]interface{}, groups []scaling.Group) error {
-	raw, found, bad := lookup(obj, v.groups)
+func (p *Compiled) writeGroups(obj map[string]interface{}, groups []scaling.Group) error {
+	raw, found, bad := lookup(obj, p.groups)
 	if bad > 0 {
-		return fmt.Errorf("%s is %s, not an object", fieldPath(v.groups[:bad]), typeName(raw))
+		return fmt.Errorf("%s is %s, not an object", fieldPath(p.groups[:bad]), typeName(raw))
 	}
 	if !found {
-		return fmt.Errorf("%s is absent but %d groups were given", v.layout.GroupsPath, len(groups))
+		return fmt.Errorf("%s is absent but %d groups were given", p.layout.GroupsPath, len(groups))
 	}
 	list, ok := raw.([]interface{})
 	if !ok {
-		return fmt.Errorf("%s is %s, not a list", v.layout.GroupsPath, typeName(raw))
+		return fmt.Errorf("%s is %s, not a list", p.layout.GroupsPath, typeName(raw))
 	}
 	if len(groups) > len(list) {
-		return fmt.Errorf("%s has %d groups but %d were given", v.layout.GroupsPath, len(list), len(groups))
+		return fmt.Errorf("%s has %d groups but %d were given", p.layout.GroupsPath, len(list), len(groups))
 	}
 	for i, g := range groups {
 		item, ok := list[i].(map[string]interface{})
 		if !ok {
-			return fmt.Errorf("%s is %s, not an object", v.layout.GroupsPath.Index(i), typeName(list[i]))
+			return fmt.Errorf("%s is %s, not an object", p.layout.GroupsPath.Index(i), typeName(list[i]))
 		}
 		// Matching by name as well as position refuses to write one
 		// group's count into another if the list changed since Read.
-		if name, _ := item[v.nameField].(string); name != g.Name {
-			return fmt.Errorf("%s is named %q, not %q: the groups changed since they were read", v.layout.GroupsPath.Index(i), name, g.Name)
+		if name, _ := item[p.nameField].(string); name != g.Name {
+			return fmt.Errorf("%s is named %q, not %q: the groups changed since they were read", p.layout.GroupsPath.Index(i), name, g.Name)
 		}
 		if g.Members != nil {
-			if err := setInt(item, []string{v.membersField}, *g.Members); err != nil {
+			if err := setInt(item, []string{p.membersField}, *g.Members); err != nil {
 				return err
 			}
 		}
@@ -528,34 +536,34 @@ func (v *View) writeGroups(obj map[string]interface{}, groups []scaling.Group) e
 
 // StatusReplicasPath and SelectorPath are the status fields written by C2
 // and C3, as path segments; nil when the profile names none.
-func (v *View) StatusReplicasPath() []string { return slices.Clone(v.statusReplicas) }
-func (v *View) SelectorPath() []string       { return slices.Clone(v.selector) }
+func (p *Compiled) StatusReplicasPath() []string { return slices.Clone(p.statusReplicas) }
+func (p *Compiled) SelectorPath() []string       { return slices.Clone(p.selector) }
 
 // PodSelector is the /scale selector for u (C3): the workload's pod labels
 // plus, for grouped kinds, the group label with the first group's name, so it
 // matches one pod per unit of status.replicas. It is deterministic (keys
 // sorted), so writing it only when it changed avoids needless status writes.
-func (v *View) PodSelector(u *unstructured.Unstructured) (string, error) {
-	pods := v.profile.Pods
+func (p *Compiled) PodSelector(u *unstructured.Unstructured) (string, error) {
+	pods := p.spec.Pods
 	if len(pods.Labels) == 0 {
-		return "", fmt.Errorf("profile %s names no pod labels (pods.labels), so no selector can be built", kindName(&v.profile))
+		return "", fmt.Errorf("profile %s names no pod labels (pods.labels), so no selector can be built", kindName(&p.spec))
 	}
 	group := ""
-	if v.groups != nil {
-		raw, found, bad := lookup(u.Object, v.groups)
+	if p.groups != nil {
+		raw, found, bad := lookup(u.Object, p.groups)
 		if bad > 0 {
-			return "", fmt.Errorf("%s is %s, not an object", fieldPath(v.groups[:bad]), typeName(raw))
+			return "", fmt.Errorf("%s is %s, not an object", fieldPath(p.groups[:bad]), typeName(raw))
 		}
 		if found {
 			list, ok := raw.([]interface{})
 			if !ok {
-				return "", fmt.Errorf("%s is %s, not a list", v.layout.GroupsPath, typeName(raw))
+				return "", fmt.Errorf("%s is %s, not a list", p.layout.GroupsPath, typeName(raw))
 			}
 			if len(list) > 0 {
 				item, _ := list[0].(map[string]interface{})
-				group, _ = item[v.nameField].(string)
+				group, _ = item[p.nameField].(string)
 				if group == "" {
-					return "", fmt.Errorf("%s has no name; the selector needs the first group's name", v.layout.GroupsPath.Index(0))
+					return "", fmt.Errorf("%s has no name; the selector needs the first group's name", p.layout.GroupsPath.Index(0))
 				}
 			}
 		}
@@ -566,24 +574,24 @@ func (v *View) PodSelector(u *unstructured.Unstructured) (string, error) {
 	}
 	// Without groups in the object there are no pods yet; the workload's
 	// own labels then match nothing extra.
-	if pods.GroupLabel != "" && group != "" {
-		set[pods.GroupLabel] = group
+	if pods.MemberGroupLabel != "" && group != "" {
+		set[pods.MemberGroupLabel] = group
 	}
 	sel, err := labels.ValidatedSelectorFromSet(set)
 	if err != nil {
-		return "", fmt.Errorf("pod selector of %s %s: %w", v.profile.Kind, u.GetName(), err)
+		return "", fmt.Errorf("pod selector of %s %s: %w", p.spec.Target.Kind, u.GetName(), err)
 	}
 	return sel.String(), nil
 }
 
 // HPATargetRef is what a built-in HPA for u scales: u itself through /scale,
 // or the profile's child object with ${name} replaced by u's name.
-func (v *View) HPATargetRef(u *unstructured.Unstructured) autoscalingv2.CrossVersionObjectReference {
-	t := v.profile.HPATarget
+func (p *Compiled) HPATargetRef(u *unstructured.Unstructured) autoscalingv2.CrossVersionObjectReference {
+	t := p.spec.HPATarget
 	if t.Self() {
 		apiVersion, kind := u.GetAPIVersion(), u.GetKind()
 		if apiVersion == "" || kind == "" {
-			gvk := v.GVK()
+			gvk := p.GVK()
 			apiVersion, kind = gvk.GroupVersion().String(), gvk.Kind
 		}
 		return autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: kind, Name: u.GetName()}
@@ -591,6 +599,6 @@ func (v *View) HPATargetRef(u *unstructured.Unstructured) autoscalingv2.CrossVer
 	return autoscalingv2.CrossVersionObjectReference{
 		APIVersion: t.APIVersion,
 		Kind:       t.Kind,
-		Name:       strings.ReplaceAll(t.Name, NamePlaceholder, u.GetName()),
+		Name:       strings.ReplaceAll(t.Name, v1alpha1.NamePlaceholder, u.GetName()),
 	}
 }

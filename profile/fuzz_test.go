@@ -1,4 +1,4 @@
-package config
+package profile
 
 import (
 	"encoding/json"
@@ -69,7 +69,7 @@ func FuzzRead(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	views := []*View{mustView(f, sample("RackedCluster")), mustView(f, sample("WorkerGroup")), mustView(f, foreignProfile())}
+	views := []*Compiled{mustCompile(f, sample("RackedCluster")), mustCompile(f, sample("WorkerGroup")), mustCompile(f, foreignProfile())}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m map[string]interface{}
 		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil || m == nil {

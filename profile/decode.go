@@ -1,4 +1,4 @@
-package config
+package profile
 
 import (
 	"encoding/json"
@@ -21,7 +21,7 @@ import (
 )
 
 // This file is the one decoder of the scale config, wherever it is read:
-// validation, defaulting and the controllers all go through View.Read, and
+// validation, defaulting and the controllers all go through Compiled.Read, and
 // an annotation's text through DecodeConfigJSON. The bytes of a config are
 // decoded once by sigs.k8s.io/json into unstructured form, as the API
 // server decodes a custom resource (case-sensitive, integers kept as int64,
@@ -483,7 +483,7 @@ func decodeConfigJSON(data []byte, path *field.Path, ints *int32Pool) (*scaling.
 }
 
 // parseConfigJSON decodes the JSON text of a config into the unstructured
-// form that reading (decodeConfig) and writing (View.WriteSpec) both work
+// form that reading (decodeConfig) and writing (Compiled.WriteSpec) both work
 // on, so that a config that could be read can always be written back. It
 // is nil for no config.
 func parseConfigJSON(data []byte, path *field.Path) (map[string]interface{}, *field.Error) {

@@ -1,4 +1,4 @@
-package config_test
+package profile_test
 
 import (
 	"fmt"
@@ -6,19 +6,20 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
-// A view reads a workload object as scaling values and writes decisions
-// back, touching nothing else.
-func ExampleView() {
-	var profile config.Profile
-	for _, p := range config.SampleProfiles() {
-		if p.Kind == "RackedCluster" {
-			profile = p
+// A compiled profile reads a workload object as scaling values and writes
+// decisions back, touching nothing else.
+func ExampleCompiled() {
+	var spec v1alpha1.ScaleProfileSpec
+	for _, p := range profile.Samples() {
+		if p.Target.Kind == "RackedCluster" {
+			spec = p
 		}
 	}
-	view, err := config.NewView(profile)
+	compiled, err := profile.Compile(spec)
 	if err != nil {
 		panic(err)
 	}
@@ -34,7 +35,7 @@ func ExampleView() {
 			},
 		},
 	}}
-	w, errs := view.Read(u)
+	w, errs := compiled.Read(u)
 	if len(errs) > 0 {
 		panic(errs.ToAggregate())
 	}
@@ -44,12 +45,12 @@ func ExampleView() {
 	for i := range w.Groups {
 		w.Groups[i].Members = w.Replicas
 	}
-	if err := view.WriteSpec(u, w); err != nil {
+	if err := compiled.WriteSpec(u, w); err != nil {
 		panic(err)
 	}
 	fmt.Println(u.Object["spec"].(map[string]interface{})["racks"])
 
-	selector, err := view.PodSelector(u)
+	selector, err := compiled.PodSelector(u)
 	if err != nil {
 		panic(err)
 	}
@@ -61,8 +62,8 @@ func ExampleView() {
 }
 
 // Read reports every problem of an object at its exact field path.
-func ExampleView_Read_errors() {
-	view, err := config.NewView(config.SampleProfiles()[1]) // Function
+func ExampleCompiled_Read_errors() {
+	compiled, err := profile.Compile(profile.Samples()[1]) // Function
 	if err != nil {
 		panic(err)
 	}
@@ -72,7 +73,7 @@ func ExampleView_Read_errors() {
 			"scaleConfig": map[string]interface{}{"minReplicas": 1.5, "maxReplicas": int64(4)},
 		},
 	}}
-	_, errs := view.Read(u)
+	_, errs := compiled.Read(u)
 	for _, e := range errs {
 		fmt.Println(e)
 	}
@@ -85,7 +86,7 @@ func ExampleView_Read_errors() {
 // every problem at its path.
 func ExampleDecodeConfigJSON() {
 	path := field.NewPath("metadata", "annotations").Key("scaleplane.io/scale-config")
-	_, errs := config.DecodeConfigJSON([]byte(`{"minReplicas":"1","maxReplica":5}`), path)
+	_, errs := profile.DecodeConfigJSON([]byte(`{"minReplicas":"1","maxReplica":5}`), path)
 	for _, err := range errs {
 		fmt.Println(err)
 	}

@@ -1,4 +1,4 @@
-package config
+package profile
 
 import (
 	"bytes"
@@ -16,18 +16,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // The differential test of issue 10 item 3 (STYLE rule 13): the scale
-// config read through View, at a spec path and in an annotation, against
-// sigs.k8s.io/json's strict decoding of the same bytes into a
-// scaling.Config ("std" below). When std accepts the bytes, the View reads
-// the same Config; when the View refuses them, std refuses them too. The
-// differences are intended, each is asserted where it occurs, and they all
-// come from one choice: the View reads a config as the API server holds an
-// object, in unstructured form (sigs.k8s.io/json, numbers int64 or
-// float64), where std decodes the text straight into typed fields.
+// config read through Compiled.Read, at a spec path and in an annotation,
+// against sigs.k8s.io/json's strict decoding of the same bytes into a
+// scaling.Config ("std" below). When std accepts the bytes, the compiled
+// profile reads the same Config; when the compiled profile refuses them,
+// std refuses them too. The differences are intended, each is asserted
+// where it occurs, and they all come from one choice: the compiled profile
+// reads a config as the API server holds an object, in unstructured form
+// (sigs.k8s.io/json, numbers int64 or float64), where std decodes the text
+// straight into typed fields.
 //
 //   - D1 no config: an annotation that is empty, JSON whitespace only, or
 //     null, and a spec path holding null, is no config (nil); std gives an
@@ -52,7 +54,7 @@ import (
 //     schema prunes them), and bytes that do not decode to unstructured form
 //     are no input at all: the API server refuses such an object.
 //
-// Everything else agrees exactly: when the View accepts, its Config equals
+// Everything else agrees exactly: when the compiled profile accepts, its Config equals
 // std's decoding of canonical(data), the bytes as the API server would hold
 // them, quantities compared by value and format.
 
@@ -113,13 +115,14 @@ func differentialSeeds(t testing.TB) []string {
 	}
 }
 
-// FuzzIssue10Item3DecodeDifferential holds the one decoder, through View,
-// to sigs.k8s.io/json's strict decoding of the same bytes (see D1–D7).
+// FuzzIssue10Item3DecodeDifferential holds the one decoder, through
+// Compiled.Read, to sigs.k8s.io/json's strict decoding of the same bytes
+// (see D1–D7).
 func FuzzIssue10Item3DecodeDifferential(f *testing.F) {
 	for _, seed := range differentialSeeds(f) {
 		f.Add([]byte(seed))
 	}
-	spec, ann := mustView(f, sample("RackedCluster")), mustView(f, foreignProfile())
+	spec, ann := mustCompile(f, sample("RackedCluster")), mustCompile(f, foreignProfile())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAnnotationDifferential(t, ann, data)
 		checkSpecDifferential(t, spec, data)
@@ -129,7 +132,7 @@ func FuzzIssue10Item3DecodeDifferential(f *testing.F) {
 // TestIssue10Item3DecodeDifferential: the seeds exercise every outcome,
 // so each intended difference is asserted at least once by `go test`.
 func TestIssue10Item3DecodeDifferential(t *testing.T) {
-	spec, ann := mustView(t, sample("RackedCluster")), mustView(t, foreignProfile())
+	spec, ann := mustCompile(t, sample("RackedCluster")), mustCompile(t, foreignProfile())
 	seen := map[outcome]int{}
 	for _, seed := range differentialSeeds(t) {
 		seen["annotation: "+checkAnnotationDifferential(t, ann, []byte(seed))]++
@@ -165,14 +168,14 @@ const (
 	notAnObject      outcome = "not a JSON object"
 )
 
-func checkAnnotationDifferential(t *testing.T, v *View, data []byte) outcome {
+func checkAnnotationDifferential(t *testing.T, v *Compiled, data []byte) outcome {
 	t.Helper()
-	u := makeObj("Store", "st").annotate(AnnotationScaleConfig, string(data)).obj()
+	u := makeObj("Store", "st").annotate(v1alpha1.AnnotationScaleConfig, string(data)).obj()
 	w, errs := v.Read(u)
 	return checkDifferential(t, data, w.Config, errs, true)
 }
 
-func checkSpecDifferential(t *testing.T, v *View, data []byte) outcome {
+func checkSpecDifferential(t *testing.T, v *Compiled, data []byte) outcome {
 	t.Helper()
 	var raw interface{}
 	if kjson.UnmarshalCaseSensitivePreserveInts(data, &raw) != nil {
@@ -195,7 +198,7 @@ func checkSpecDifferential(t *testing.T, v *View, data []byte) outcome {
 	return checkDifferential(t, data, w.Config, errs, false)
 }
 
-// checkDifferential compares what the View read from data (got, errs)
+// checkDifferential compares what the compiled profile read from data (got, errs)
 // with std. strict: unknown fields are errors (an annotation).
 func checkDifferential(t *testing.T, data []byte, got *scaling.Config, errs field.ErrorList, strict bool) outcome {
 	t.Helper()
@@ -221,7 +224,7 @@ func checkDifferential(t *testing.T, data []byte, got *scaling.Config, errs fiel
 		}
 		if !huge {
 			if s := stdDecode(data); accepts(s) {
-				t.Fatalf("%s: the View refuses what std accepts as %+v: %v", data, s.cfg, errs)
+				t.Fatalf("%s: the compiled profile refuses what std accepts as %+v: %v", data, s.cfg, errs)
 			}
 		}
 		return refusedByBoth
@@ -235,11 +238,11 @@ func checkDifferential(t *testing.T, data []byte, got *scaling.Config, errs fiel
 		return noConfig
 	}
 
-	// The View accepted: it reads what std reads from the same config as
+	// The compiled profile accepted: it reads what std reads from the same config as
 	// the API server holds it, exactly.
 	canon, ok := canonical(data)
 	if !ok {
-		t.Fatalf("%s: the View accepted bytes that do not decode", data)
+		t.Fatalf("%s: the compiled profile accepted bytes that do not decode", data)
 	}
 	c := stdDecode(canon)
 	if !accepts(c) {
@@ -248,7 +251,7 @@ func checkDifferential(t *testing.T, data []byte, got *scaling.Config, errs fiel
 		if errors.Is(c.err, resource.ErrFormatWrong) && escapedSpace.Match(canon) {
 			return quantityEscapes
 		}
-		t.Fatalf("%s: the View read %+v, std refuses its canonical form %s: %v %v", data, got, canon, c.err, c.strict)
+		t.Fatalf("%s: the compiled profile read %+v, std refuses its canonical form %s: %v %v", data, got, canon, c.err, c.strict)
 	}
 	if diff := cmp.Diff(c.cfg, got, cmpOpts...); diff != "" {
 		t.Fatalf("%s: canonical %s (-std +view):\n%s", data, canon, diff)
@@ -266,7 +269,7 @@ func checkDifferential(t *testing.T, data []byte, got *scaling.Config, errs fiel
 		}
 		return numberQuantities
 	}
-	// The View accepted what std refuses: the canonical form, which std
+	// The compiled profile accepted what std refuses: the canonical form, which std
 	// accepts, differs from data by exactly D2, D3 or D5. (With duplicates,
 	// std may stop at an error in a value the last key replaced, before it
 	// reports the duplicate.)
@@ -278,7 +281,7 @@ func checkDifferential(t *testing.T, data []byte, got *scaling.Config, errs fiel
 	case errors.Is(s.err, resource.ErrFormatWrong):
 		return quantityEscapes
 	}
-	t.Fatalf("%s: the View read %+v, std refuses it for another reason: %v %v", data, got, s.err, s.strict)
+	t.Fatalf("%s: the compiled profile read %+v, std refuses it for another reason: %v %v", data, got, s.err, s.strict)
 	return ""
 }
 
@@ -366,7 +369,7 @@ func integral(v interface{}) interface{} {
 }
 
 // unescapeSeparators writes U+2028 and U+2029, which encoding/json always
-// escapes, as themselves, so that std's quantities see what the View's do.
+// escapes, as themselves, so that std's quantities see what the compiled profile's do.
 func unescapeSeparators(b []byte) []byte {
 	var out []byte
 	for i := 0; i < len(b); i++ {
@@ -387,7 +390,7 @@ func unescapeSeparators(b []byte) []byte {
 }
 
 // sameAsFloat64 compares quantities by value, where a number's value may
-// be its float64 (D4): the View's float64 is within float64's rounding of
+// be its float64 (D4): the compiled profile's float64 is within float64's rounding of
 // the literal std parses, and ParseQuantity rounds up to the next nano.
 func sameAsFloat64(a, b resource.Quantity) bool {
 	if a.Cmp(b) == 0 {

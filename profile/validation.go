@@ -1,4 +1,4 @@
-package config
+package profile
 
 import (
 	"fmt"
@@ -11,44 +11,39 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // Profile defaults, also named in docs/profiles.md.
 const (
-	DefaultReplicasPath      = ".spec.replicas"
-	DefaultGroupNameField    = "name"
-	DefaultGroupMembersField = "members"
-	DefaultReadyMembersField = "readyMembers"
-	DefaultHPATargetName     = "${name}"
-	DefaultMaxReplicas       = int32(1000)
-)
-
-// Placeholders a profile may use in pod label values and the HPA target name.
-const (
-	NamePlaceholder  = "${name}"
-	GroupPlaceholder = "${group}"
+	DefaultReplicasPath            = ".spec.replicas"
+	DefaultMemberGroupNameField    = "name"
+	DefaultMemberGroupMembersField = "members"
+	DefaultReadyMembersField       = "readyMembers"
+	DefaultHPATargetName           = v1alpha1.NamePlaceholder
+	DefaultMaxReplicas             = int32(1000)
 )
 
 // Default fills the fields a profile may leave out. It only fills what is
 // absent, so defaulting twice changes nothing.
-func (p *Profile) Default() {
-	if p.Replicas == "" {
-		p.Replicas = DefaultReplicasPath
+func Default(p *v1alpha1.ScaleProfileSpec) {
+	if p.ReplicasPath == "" {
+		p.ReplicasPath = DefaultReplicasPath
 	}
-	if g := p.Groups; g != nil {
+	if g := p.MemberGroups; g != nil {
 		if g.NameField == "" {
-			g.NameField = DefaultGroupNameField
+			g.NameField = DefaultMemberGroupNameField
 		}
 		if g.MembersField == "" {
-			g.MembersField = DefaultGroupMembersField
+			g.MembersField = DefaultMemberGroupMembersField
 		}
 		if s := g.Status; s != nil {
 			if s.Style == "" {
-				s.Style = GroupStatusList
+				s.Style = v1alpha1.MemberGroupStatusList
 			}
-			if s.NameField == "" && s.Style == GroupStatusList {
-				s.NameField = DefaultGroupNameField
+			if s.NameField == "" && s.Style == v1alpha1.MemberGroupStatusList {
+				s.NameField = DefaultMemberGroupNameField
 			}
 			if s.ReadyMembersField == "" {
 				s.ReadyMembersField = DefaultReadyMembersField
@@ -64,25 +59,19 @@ func (p *Profile) Default() {
 }
 
 // clone returns a copy of p that shares nothing mutable with it, so that
-// defaulting a view's profile never changes the caller's.
-func (p Profile) clone() Profile {
-	if p.Groups != nil {
-		g := *p.Groups
-		if g.Status != nil {
-			s := *g.Status
-			g.Status = &s
-		}
-		p.Groups = &g
-	}
-	p.Pods.Labels = maps.Clone(p.Pods.Labels)
-	p.DefaultMetrics = slices.Clone(p.DefaultMetrics)
-	return p
+// defaulting a compiled profile's spec never changes the caller's.
+func clone(p *v1alpha1.ScaleProfileSpec) v1alpha1.ScaleProfileSpec {
+	return *p.DeepCopy()
 }
 
 // kindName names the profile's kind in error messages, as kubectl does:
 // "RackedCluster.samples.scaleplane.io/v1alpha1".
-func kindName(p *Profile) string {
-	return schema.GroupKind{Group: p.Group, Kind: p.Kind}.String() + "/" + p.Version
+func kindName(p *v1alpha1.ScaleProfileSpec) string {
+	gv, err := schema.ParseGroupVersion(p.Target.APIVersion)
+	if err != nil {
+		return fmt.Sprintf("%s (apiVersion %q)", p.Target.Kind, p.Target.APIVersion)
+	}
+	return schema.GroupKind{Group: gv.Group, Kind: p.Target.Kind}.String() + "/" + gv.Version
 }
 
 // pathRule says where a profile path must point and gives an example.
@@ -94,7 +83,7 @@ type pathRule struct {
 var (
 	replicasRule       = pathRule{"spec", ".spec.replicas"}
 	scaleConfigRule    = pathRule{"spec", ".spec.scaleConfig"}
-	groupsRule         = pathRule{"spec", ".spec.racks"}
+	memberGroupsRule   = pathRule{"spec", ".spec.racks"}
 	groupStatusRule    = pathRule{"status", ".status.racks"}
 	statusReplicasRule = pathRule{"status", ".status.replicas"}
 	selectorRule       = pathRule{"status", ".status.selector"}
@@ -115,11 +104,20 @@ func checkPath(s string, rule pathRule, fp *field.Path) ([]string, *field.Error)
 	return segs, nil
 }
 
-// validateProfile checks a defaulted profile. fp is the profile's own path
-// (profiles[i] in a Configuration, nil for a single profile).
-func validateProfile(p *Profile, fp *field.Path) field.ErrorList {
+// Validate checks a profile with the defaults applied to a copy of it (p
+// is not changed). fp is the profile's own path: profiles[i] in a
+// configuration, spec in a ScaleProfile, nil for a lone spec. Every problem
+// is reported, each at the path of the field to change.
+func Validate(p *v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorList {
+	c := clone(p)
+	Default(&c)
+	return validate(&c, fp)
+}
+
+// validate checks a defaulted profile.
+func validate(p *v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateKind(p, fp)...)
+	errs = append(errs, validateTarget(p.Target, fp.Child("target"))...)
 
 	// spec paths that scaleplane writes must not overlap, or a write of one
 	// would clobber another.
@@ -128,10 +126,10 @@ func validateProfile(p *Profile, fp *field.Path) field.ErrorList {
 		fp   *field.Path
 	}
 	var specPaths []owned
-	if segs, err := checkPath(p.Replicas, replicasRule, fp.Child("replicas")); err != nil {
+	if segs, err := checkPath(p.ReplicasPath, replicasRule, fp.Child("replicasPath")); err != nil {
 		errs = append(errs, err)
 	} else {
-		specPaths = append(specPaths, owned{segs, fp.Child("replicas")})
+		specPaths = append(specPaths, owned{segs, fp.Child("replicasPath")})
 	}
 
 	sc := p.ScaleConfig
@@ -154,9 +152,9 @@ func validateProfile(p *Profile, fp *field.Path) field.ErrorList {
 	}
 
 	var statusPaths []owned
-	if g := p.Groups; g != nil {
-		gp := fp.Child("groups")
-		if segs, err := checkPath(g.Path, groupsRule, gp.Child("path")); err != nil {
+	if g := p.MemberGroups; g != nil {
+		gp := fp.Child("memberGroups")
+		if segs, err := checkPath(g.Path, memberGroupsRule, gp.Child("path")); err != nil {
 			errs = append(errs, err)
 		} else {
 			specPaths = append(specPaths, owned{segs, gp.Child("path")})
@@ -174,14 +172,14 @@ func validateProfile(p *Profile, fp *field.Path) field.ErrorList {
 				statusPaths = append(statusPaths, owned{segs, sp.Child("path")})
 			}
 			switch s.Style {
-			case GroupStatusList:
+			case v1alpha1.MemberGroupStatusList:
 				errs = append(errs, checkFieldName(s.NameField, sp.Child("nameField"), "name")...)
-			case GroupStatusMap:
+			case v1alpha1.MemberGroupStatusMap:
 				if s.NameField != "" {
-					errs = append(errs, field.Invalid(sp.Child("nameField"), s.NameField, "must be empty for style Map: the map's keys are the group names"))
+					errs = append(errs, field.Invalid(sp.Child("nameField"), s.NameField, "must be empty for style Map: the map's keys are the member group names"))
 				}
 			default:
-				errs = append(errs, field.NotSupported(sp.Child("style"), s.Style, []string{string(GroupStatusList), string(GroupStatusMap)}))
+				errs = append(errs, field.NotSupported(sp.Child("style"), s.Style, []string{string(v1alpha1.MemberGroupStatusList), string(v1alpha1.MemberGroupStatusMap)}))
 			}
 			errs = append(errs, checkFieldName(s.ReadyMembersField, sp.Child("readyMembersField"), "readyMembers")...)
 			if s.ObservedGenerationField != "" {
@@ -191,18 +189,18 @@ func validateProfile(p *Profile, fp *field.Path) field.ErrorList {
 	}
 
 	stp := fp.Child("status")
-	if p.Status.Replicas != "" {
-		if segs, err := checkPath(p.Status.Replicas, statusReplicasRule, stp.Child("replicas")); err != nil {
+	if p.Status.ReplicasPath != "" {
+		if segs, err := checkPath(p.Status.ReplicasPath, statusReplicasRule, stp.Child("replicasPath")); err != nil {
 			errs = append(errs, err)
 		} else {
-			statusPaths = append(statusPaths, owned{segs, stp.Child("replicas")})
+			statusPaths = append(statusPaths, owned{segs, stp.Child("replicasPath")})
 		}
 	}
-	if p.Status.Selector != "" {
-		if segs, err := checkPath(p.Status.Selector, selectorRule, stp.Child("selector")); err != nil {
+	if p.Status.SelectorPath != "" {
+		if segs, err := checkPath(p.Status.SelectorPath, selectorRule, stp.Child("selectorPath")); err != nil {
 			errs = append(errs, err)
 		} else {
-			statusPaths = append(statusPaths, owned{segs, stp.Child("selector")})
+			statusPaths = append(statusPaths, owned{segs, stp.Child("selectorPath")})
 		}
 	}
 	for _, set := range [][]owned{specPaths, statusPaths} {
@@ -224,40 +222,44 @@ func validateProfile(p *Profile, fp *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateKind checks group, version, kind and resource with the rules the
-// API server applies to a CRD's names, so a profile can only name a kind that
-// can exist.
-func validateKind(p *Profile, fp *field.Path) field.ErrorList {
+// validateTarget checks the target's apiVersion, kind and resource with the
+// rules the API server applies to a CRD's names, so a profile can only name
+// a kind that can exist. fp is the target's path.
+func validateTarget(t v1alpha1.TargetKind, fp *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if p.Group != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(p.Group) {
-			errs = append(errs, field.Invalid(fp.Child("group"), p.Group, msg+`, e.g. "samples.scaleplane.io"`))
-		}
-	}
-	if p.Version == "" {
-		errs = append(errs, field.Required(fp.Child("version"), `set the served version, e.g. "v1alpha1"`))
+	const gvExample = `, e.g. "samples.scaleplane.io/v1alpha1"`
+	ap := fp.Child("apiVersion")
+	if t.APIVersion == "" {
+		errs = append(errs, field.Required(ap, "set the kind's group/version"+gvExample))
+	} else if gv, err := schema.ParseGroupVersion(t.APIVersion); err != nil || gv.Version == "" || gv.String() != t.APIVersion {
+		errs = append(errs, field.Invalid(ap, t.APIVersion, "must be group/version, or only the version for the core group"+gvExample))
 	} else {
-		for _, msg := range validation.IsDNS1035Label(p.Version) {
-			errs = append(errs, field.Invalid(fp.Child("version"), p.Version, msg+`, e.g. "v1alpha1"`))
+		if gv.Group != "" {
+			for _, msg := range validation.IsDNS1123Subdomain(gv.Group) {
+				errs = append(errs, field.Invalid(ap, t.APIVersion, "group "+msg+gvExample))
+			}
+		}
+		for _, msg := range validation.IsDNS1035Label(gv.Version) {
+			errs = append(errs, field.Invalid(ap, t.APIVersion, "version "+msg+gvExample))
 		}
 	}
-	if p.Kind == "" {
+	if t.Kind == "" {
 		errs = append(errs, field.Required(fp.Child("kind"), `set the kind, e.g. "RackedCluster"`))
-	} else if msgs := validation.IsDNS1035Label(strings.ToLower(p.Kind)); len(msgs) > 0 {
-		errs = append(errs, field.Invalid(fp.Child("kind"), p.Kind, `must be a kind name such as "RackedCluster": letters and digits, starting with a letter`))
+	} else if msgs := validation.IsDNS1035Label(strings.ToLower(t.Kind)); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(fp.Child("kind"), t.Kind, `must be a kind name such as "RackedCluster": letters and digits, starting with a letter`))
 	}
 	rp := fp.Child("resource")
 	switch {
-	case p.Resource == "":
-		errs = append(errs, field.Required(rp, fmt.Sprintf("set the plural resource name, e.g. %q", plural(p.Kind))))
-	case p.Resource != strings.ToLower(p.Resource):
-		errs = append(errs, field.Invalid(rp, p.Resource, fmt.Sprintf("must be lowercase, e.g. %q", strings.ToLower(p.Resource))))
-	case len(validation.IsDNS1035Label(p.Resource)) > 0:
-		errs = append(errs, field.Invalid(rp, p.Resource, fmt.Sprintf("must be a plural resource name of lowercase letters, digits and \"-\", e.g. %q", plural(p.Kind))))
-	case p.Resource == strings.ToLower(p.Kind) && !strings.HasSuffix(p.Resource, "s"):
+	case t.Resource == "":
+		errs = append(errs, field.Required(rp, fmt.Sprintf("set the plural resource name, e.g. %q", plural(t.Kind))))
+	case t.Resource != strings.ToLower(t.Resource):
+		errs = append(errs, field.Invalid(rp, t.Resource, fmt.Sprintf("must be lowercase, e.g. %q", strings.ToLower(t.Resource))))
+	case len(validation.IsDNS1035Label(t.Resource)) > 0:
+		errs = append(errs, field.Invalid(rp, t.Resource, fmt.Sprintf("must be a plural resource name of lowercase letters, digits and \"-\", e.g. %q", plural(t.Kind))))
+	case t.Resource == strings.ToLower(t.Kind) && !strings.HasSuffix(t.Resource, "s"):
 		// The singular is the most common slip; other irregular plurals
 		// cannot be told apart from real ones without the CRD.
-		errs = append(errs, field.Invalid(rp, p.Resource, fmt.Sprintf("must be the plural resource name, e.g. %q, not the singular", plural(p.Kind))))
+		errs = append(errs, field.Invalid(rp, t.Resource, fmt.Sprintf("must be the plural resource name, e.g. %q, not the singular", plural(t.Kind))))
 	}
 	return errs
 }
@@ -292,7 +294,7 @@ func overlaps(a, b []string) bool {
 // validatePods checks the labels the /scale selector is built from. Values
 // are checked with placeholders replaced by a sample, since the real values
 // are only known per object.
-func validatePods(p *Profile, fp *field.Path) field.ErrorList {
+func validatePods(p *v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	lp := fp.Child("labels")
 	for _, k := range slices.Sorted(maps.Keys(p.Pods.Labels)) {
@@ -302,34 +304,34 @@ func validatePods(p *Profile, fp *field.Path) field.ErrorList {
 		v := p.Pods.Labels[k]
 		sample := substitute(v, "sample", "sample")
 		if strings.Contains(sample, "${") {
-			errs = append(errs, field.Invalid(lp.Key(k), v, "unknown placeholder; use ${name} (the workload's name) or ${group} (a group's name)"))
+			errs = append(errs, field.Invalid(lp.Key(k), v, "unknown placeholder; use ${name} (the workload's name) or ${group} (a member group's name)"))
 			continue
 		}
 		for _, msg := range validation.IsValidLabelValue(sample) {
 			errs = append(errs, field.Invalid(lp.Key(k), v, msg))
 		}
 	}
-	gl := fp.Child("groupLabel")
-	if p.Pods.GroupLabel != "" {
-		for _, msg := range validation.IsQualifiedName(p.Pods.GroupLabel) {
-			errs = append(errs, field.Invalid(gl, p.Pods.GroupLabel, "label key "+msg))
+	gl := fp.Child("memberGroupLabel")
+	if p.Pods.MemberGroupLabel != "" {
+		for _, msg := range validation.IsQualifiedName(p.Pods.MemberGroupLabel) {
+			errs = append(errs, field.Invalid(gl, p.Pods.MemberGroupLabel, "label key "+msg))
 		}
-		if p.Groups == nil {
-			errs = append(errs, field.Invalid(gl, p.Pods.GroupLabel, "only applies to kinds with groups; set groups or remove groupLabel"))
+		if p.MemberGroups == nil {
+			errs = append(errs, field.Invalid(gl, p.Pods.MemberGroupLabel, "only applies to kinds with member groups; set memberGroups or remove memberGroupLabel"))
 		}
 	}
-	if p.Status.Selector != "" {
+	if p.Status.SelectorPath != "" {
 		if len(p.Pods.Labels) == 0 {
-			errs = append(errs, field.Required(lp, "status.selector is set, so name the labels every pod of a workload carries, e.g. {\"app.example.com/instance\": \"${name}\"}; without them the /scale selector would match every pod in the namespace"))
+			errs = append(errs, field.Required(lp, "status.selectorPath is set, so name the labels every pod of a workload carries, e.g. {\"app.example.com/instance\": \"${name}\"}; without them the /scale selector would match every pod in the namespace"))
 		}
-		if p.Groups != nil && p.Pods.GroupLabel == "" {
-			errs = append(errs, field.Required(gl, "status.selector is set for a kind with groups, so name the label holding a pod's group: the /scale selector must match the pods of one group, or an HPA overshoots by the number of groups (C3)"))
+		if p.MemberGroups != nil && p.Pods.MemberGroupLabel == "" {
+			errs = append(errs, field.Required(gl, "status.selectorPath is set for a kind with member groups, so name the label holding a pod's member group: the /scale selector must match the pods of one member group, or an HPA overshoots by the number of member groups (C3)"))
 		}
 	}
 	return errs
 }
 
-func validateHPATarget(t HPATarget, fp *field.Path) field.ErrorList {
+func validateHPATarget(t v1alpha1.HPATarget, fp *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch {
 	case t.Kind == "" && t.APIVersion != "":
@@ -341,7 +343,7 @@ func validateHPATarget(t HPATarget, fp *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(fp.Child("apiVersion"), t.APIVersion, `must be group/version or version, e.g. "apps/v1"`))
 		}
 	}
-	name := strings.ReplaceAll(t.Name, NamePlaceholder, "sample")
+	name := strings.ReplaceAll(t.Name, v1alpha1.NamePlaceholder, "sample")
 	if strings.Contains(name, "${") {
 		errs = append(errs, field.Invalid(fp.Child("name"), t.Name, "unknown placeholder; only ${name} (the workload's name) is replaced"))
 	} else {
@@ -384,5 +386,5 @@ func substitute(s, name, group string) string {
 	if !strings.Contains(s, "${") {
 		return s
 	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, NamePlaceholder, name), GroupPlaceholder, group)
+	return strings.ReplaceAll(strings.ReplaceAll(s, v1alpha1.NamePlaceholder, name), v1alpha1.MemberGroupPlaceholder, group)
 }

@@ -1,15 +1,29 @@
-package config
+// Package v1alpha2 is the scaleplane binary's component configuration, the
+// file given with --config (group config.scaleplane.io, version v1alpha2):
+// its types, their defaults and validation with field paths, and Load and
+// Parse, which decode it strictly. The loader also reads the files of the
+// previous version, config.scaleplane.io/v1alpha1, and converts them, with
+// a deprecation warning naming every renamed field (legacy.go).
+//
+// A configuration's profiles are api/v1alpha1 ScaleProfileSpecs, the same
+// as a ScaleProfile's spec; package profile defaults, validates and
+// compiles them (profile.ValidateAll, profile.CompileAll), which the binary
+// does as it loads the file. This package must stay light: it imports API
+// types only, so that anything may read a configuration.
+package v1alpha2
 
 import (
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 )
 
 // Configuration is the component configuration read from --config.
 type Configuration struct {
 	metav1.TypeMeta `json:",inline"`
-	// Profiles describe the workload kinds scaleplane manages.
-	Profiles []Profile `json:"profiles"`
+	// Profiles describe the workload kinds scaleplane manages, one
+	// ScaleProfile spec each.
+	Profiles []v1alpha1.ScaleProfileSpec `json:"profiles"`
 	// Webhook configures the admission webhook server and the webhook
 	// configurations scaleplane keeps in line with its profiles.
 	Webhook Webhook `json:"webhook,omitempty"`
@@ -108,106 +122,3 @@ type Metrics struct {
 	LabelNameLengthLimit  int `json:"labelNameLengthLimit,omitempty"`
 	LabelValueLengthLimit int `json:"labelValueLengthLimit,omitempty"`
 }
-
-// Profile says where one workload kind keeps what the contract talks about.
-// Paths are written as in kubectl's JSONPath without braces: ".spec.replicas".
-type Profile struct {
-	// Group, Version and Kind of the workload.
-	Group   string `json:"group"`
-	Version string `json:"version"`
-	Kind    string `json:"kind"`
-	// Resource is the plural resource name, e.g. rackedclusters.
-	Resource string `json:"resource"`
-	// Replicas is R's path. Default .spec.replicas.
-	Replicas string `json:"replicas,omitempty"`
-	// ScaleConfig is where C lives: exactly one of Path or Annotation.
-	ScaleConfig ScaleConfigLocation `json:"scaleConfig"`
-	// Groups describes the racks; nil for kinds without groups.
-	Groups *Groups `json:"groups,omitempty"`
-	// Status names status paths scaleplane writes (C2, C3).
-	Status Status `json:"status,omitempty"`
-	// Pods says how to find the pods of a workload (for the /scale selector
-	// and for scraping).
-	Pods Pods `json:"pods,omitempty"`
-	// HPATarget is what a built-in HPA scales. Default: the workload itself
-	// through /scale.
-	HPATarget HPATarget `json:"hpaTarget,omitempty"`
-	// MaxReplicas is the upper bound for R (V1). Default 1000.
-	MaxReplicas int32 `json:"maxReplicas,omitempty"`
-	// DefaultMetrics are used by the built-in HPA when C has a range but no
-	// metrics of its own.
-	DefaultMetrics []autoscalingv2.MetricSpec `json:"defaultMetrics,omitempty"`
-}
-
-// ScaleConfigLocation names where C lives.
-type ScaleConfigLocation struct {
-	// Path in the spec, e.g. .spec.scaleConfig.
-	Path string `json:"path,omitempty"`
-	// Annotation key holding C as JSON, e.g. scaleplane.io/scale-config.
-	Annotation string `json:"annotation,omitempty"`
-}
-
-// Groups describes a list of groups (racks) in the spec and their status.
-type Groups struct {
-	// Path of the list, e.g. .spec.racks.
-	Path string `json:"path"`
-	// NameField and MembersField within one item. Defaults name, members.
-	NameField    string `json:"nameField,omitempty"`
-	MembersField string `json:"membersField,omitempty"`
-	// Status says where each group's ready count is reported.
-	Status *GroupStatus `json:"status,omitempty"`
-}
-
-// GroupStatusStyle is how groups are reported in status.
-type GroupStatusStyle string
-
-const (
-	// GroupStatusList: a list of objects, each with a name field.
-	GroupStatusList GroupStatusStyle = "List"
-	// GroupStatusMap: an object keyed by group name.
-	GroupStatusMap GroupStatusStyle = "Map"
-)
-
-// GroupStatus names where groups report readiness.
-type GroupStatus struct {
-	// Path of the list or map, e.g. .status.racks.
-	Path string `json:"path"`
-	// Style is List (default) or Map.
-	Style GroupStatusStyle `json:"style,omitempty"`
-	// NameField within a list item. Default name. Unused for Map.
-	NameField string `json:"nameField,omitempty"`
-	// ReadyMembersField within an item. Default readyMembers.
-	ReadyMembersField string `json:"readyMembersField,omitempty"`
-	// ObservedGenerationField within an item, if the kind reports one.
-	ObservedGenerationField string `json:"observedGenerationField,omitempty"`
-}
-
-// Status names the status paths scaleplane owns.
-type Status struct {
-	// Replicas is status.replicas' path (the /scale statusReplicasPath).
-	Replicas string `json:"replicas,omitempty"`
-	// Selector is the /scale labelSelectorPath scaleplane fills (C3).
-	Selector string `json:"selector,omitempty"`
-}
-
-// Pods says how a workload's pods are labelled. Values may use ${name}
-// (the workload's name) and ${group} (a group's name).
-type Pods struct {
-	// Labels all pods of the workload carry.
-	Labels map[string]string `json:"labels,omitempty"`
-	// GroupLabel is the label holding a pod's group name; with it the /scale
-	// selector picks the pods of one group (C3).
-	GroupLabel string `json:"groupLabel,omitempty"`
-}
-
-// HPATarget is the object a built-in HPA scales.
-type HPATarget struct {
-	// APIVersion and Kind of a child object; empty means the workload itself.
-	APIVersion string `json:"apiVersion,omitempty"`
-	Kind       string `json:"kind,omitempty"`
-	// Name of the child; ${name} is the workload's name. Default ${name}.
-	Name string `json:"name,omitempty"`
-}
-
-// Self reports whether the HPA targets the workload itself.
-func (t HPATarget) Self() bool { return t.Kind == "" }

@@ -1,4 +1,4 @@
-package config
+package profile
 
 import (
 	"encoding/json"
@@ -11,43 +11,45 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-func TestNewViewDefaults(t *testing.T) {
-	in := Profile{
-		Group: "db.example.com", Version: "v1", Kind: "Store", Resource: "stores",
-		ScaleConfig: ScaleConfigLocation{Path: ".spec.scaleConfig"},
-		Groups:      &Groups{Path: ".spec.racks", Status: &GroupStatus{Path: ".status.racks"}},
+func TestCompileDefaults(t *testing.T) {
+	in := v1alpha1.ScaleProfileSpec{
+		Target:       v1alpha1.TargetKind{APIVersion: "db.example.com/v1", Kind: "Store", Resource: "stores"},
+		ScaleConfig:  v1alpha1.ScaleConfigLocation{Path: ".spec.scaleConfig"},
+		MemberGroups: &v1alpha1.MemberGroups{Path: ".spec.racks", Status: &v1alpha1.MemberGroupStatus{Path: ".status.racks"}},
 	}
-	v := mustView(t, in)
-	want := Profile{
-		Group: "db.example.com", Version: "v1", Kind: "Store", Resource: "stores",
-		Replicas:    ".spec.replicas",
-		ScaleConfig: ScaleConfigLocation{Path: ".spec.scaleConfig"},
-		Groups: &Groups{Path: ".spec.racks", NameField: "name", MembersField: "members",
-			Status: &GroupStatus{Path: ".status.racks", Style: GroupStatusList, NameField: "name", ReadyMembersField: "readyMembers"}},
-		HPATarget:   HPATarget{Name: "${name}"},
+	c := mustCompile(t, in)
+	want := v1alpha1.ScaleProfileSpec{
+		Target:       v1alpha1.TargetKind{APIVersion: "db.example.com/v1", Kind: "Store", Resource: "stores"},
+		ReplicasPath: ".spec.replicas",
+		ScaleConfig:  v1alpha1.ScaleConfigLocation{Path: ".spec.scaleConfig"},
+		MemberGroups: &v1alpha1.MemberGroups{Path: ".spec.racks", NameField: "name", MembersField: "members",
+			Status: &v1alpha1.MemberGroupStatus{Path: ".status.racks", Style: v1alpha1.MemberGroupStatusList, NameField: "name", ReadyMembersField: "readyMembers"}},
+		HPATarget:   v1alpha1.HPATarget{Name: "${name}"},
 		MaxReplicas: 1000,
 	}
-	if diff := cmp.Diff(want, v.Profile()); diff != "" {
-		t.Errorf("Profile() (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, c.Spec()); diff != "" {
+		t.Errorf("Spec() (-want +got):\n%s", diff)
 	}
-	// Defaulting works on a copy: the caller's profile is unchanged.
-	if in.Groups.NameField != "" || in.Groups.Status.Style != "" {
-		t.Errorf("NewView changed the caller's profile: %+v", in.Groups)
+	// Defaulting works on a copy: the caller's spec is unchanged.
+	if in.MemberGroups.NameField != "" || in.MemberGroups.Status.Style != "" {
+		t.Errorf("Compile changed the caller's spec: %+v", in.MemberGroups)
 	}
-	// And so does Profile(): changing its result leaves the view alone.
-	p := v.Profile()
-	p.Groups.Path = ".spec.changed"
-	if got := v.Profile().Groups.Path; got != ".spec.racks" {
-		t.Errorf("Profile() shares state with the view: groups path %q", got)
+	// And so does Spec(): changing its result leaves the compiled profile
+	// alone.
+	p := c.Spec()
+	p.MemberGroups.Path = ".spec.changed"
+	if got := c.Spec().MemberGroups.Path; got != ".spec.racks" {
+		t.Errorf("Spec() shares state with the compiled profile: member groups path %q", got)
 	}
 }
 
 func TestLayout(t *testing.T) {
 	tests := []struct {
-		profile Profile
+		profile v1alpha1.ScaleProfileSpec
 		want    scaling.Layout
 	}{{
 		profile: sample("RackedCluster"),
@@ -69,7 +71,7 @@ func TestLayout(t *testing.T) {
 			TargetSelf: true, MaxReplicas: 1000,
 		},
 	}, {
-		profile: func() Profile {
+		profile: func() v1alpha1.ScaleProfileSpec {
 			p := foreignProfile()
 			p.MaxReplicas = 7
 			p.DefaultMetrics = []autoscalingv2.MetricSpec{cpuMetric(80)}
@@ -84,11 +86,11 @@ func TestLayout(t *testing.T) {
 		},
 	}, {
 		// V11: ${group} in a pod label puts group names in the selector too.
-		profile: func() Profile {
+		profile: func() v1alpha1.ScaleProfileSpec {
 			p := foreignProfile()
-			p.Kind = "GroupInLabel"
-			p.Pods.GroupLabel = ""
-			p.Status.Selector = ""
+			p.Target.Kind = "GroupInLabel"
+			p.Pods.MemberGroupLabel = ""
+			p.Status.SelectorPath = ""
 			p.Pods.Labels = map[string]string{"app": "${name}", "zone": "db-${group}"}
 			return p
 		}(),
@@ -101,8 +103,8 @@ func TestLayout(t *testing.T) {
 		},
 	}}
 	for _, tt := range tests {
-		t.Run(tt.profile.Kind, func(t *testing.T) {
-			got := mustView(t, tt.profile).Layout()
+		t.Run(tt.profile.Target.Kind, func(t *testing.T) {
+			got := mustCompile(t, tt.profile).Layout()
 			if diff := cmp.Diff(tt.want, got, cmpOpts...); diff != "" {
 				t.Errorf("Layout() (-want +got):\n%s", diff)
 			}
@@ -110,8 +112,8 @@ func TestLayout(t *testing.T) {
 	}
 }
 
-func TestViewAccessors(t *testing.T) {
-	v := mustView(t, foreignProfile())
+func TestCompiledAccessors(t *testing.T) {
+	v := mustCompile(t, foreignProfile())
 	if diff := cmp.Diff("db.example.com/v2, Kind=Store", v.GVK().String()); diff != "" {
 		t.Errorf("GVK (-want +got):\n%s", diff)
 	}
@@ -125,139 +127,151 @@ func TestViewAccessors(t *testing.T) {
 		t.Errorf("SelectorPath (-want +got):\n%s", diff)
 	}
 	p := foreignProfile()
-	p.Status = Status{}
-	p.Pods = Pods{}
-	if got := mustView(t, p).SelectorPath(); got != nil {
+	p.Status = v1alpha1.StatusPaths{}
+	p.Pods = v1alpha1.Pods{}
+	if got := mustCompile(t, p).SelectorPath(); got != nil {
 		t.Errorf("SelectorPath without a selector = %q, want nil", got)
 	}
 }
 
-func TestNewViewErrors(t *testing.T) {
+func TestCompileErrors(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(*Profile)
+		mutate func(*v1alpha1.ScaleProfileSpec)
 		want   []string
-		// wantMsg is part of NewView's error: the example to follow.
+		// wantMsg is part of Compile's error: the example to follow.
 		wantMsg string
 	}{{
 		name:    "replicas without leading dot",
-		mutate:  func(p *Profile) { p.Replicas = "spec.replicas" },
-		want:    []string{"FieldValueInvalid replicas"},
-		wantMsg: `replicas: Invalid value: "spec.replicas": must start with a dot, like ".spec.replicas"`,
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.ReplicasPath = "spec.replicas" },
+		want:    []string{"FieldValueInvalid replicasPath"},
+		wantMsg: `replicasPath: Invalid value: "spec.replicas": must start with a dot, like ".spec.replicas"`,
 	}, {
 		name:    "index in a path",
-		mutate:  func(p *Profile) { p.Groups.Path = ".spec.racks[0]" },
-		want:    []string{"FieldValueInvalid groups.path"},
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.MemberGroups.Path = ".spec.racks[0]" },
+		want:    []string{"FieldValueInvalid memberGroups.path"},
 		wantMsg: `field name "racks[0]" is not valid; write a path like ".spec.racks"`,
 	}, {
 		name:    "empty segment",
-		mutate:  func(p *Profile) { p.ScaleConfig.Path = ".spec..scaleConfig" },
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.ScaleConfig.Path = ".spec..scaleConfig" },
 		want:    []string{"FieldValueInvalid scaleConfig.path"},
 		wantMsg: `field name "" is not valid`,
 	}, {
 		name:    "segment starting with a digit",
-		mutate:  func(p *Profile) { p.Status.Replicas = ".status.3replicas" },
-		want:    []string{"FieldValueInvalid status.replicas"},
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.Status.ReplicasPath = ".status.3replicas" },
+		want:    []string{"FieldValueInvalid status.replicasPath"},
 		wantMsg: `write a path like ".status.replicas"`,
 	}, {
 		name:    "replicas outside spec",
-		mutate:  func(p *Profile) { p.Replicas = ".status.replicas" },
-		want:    []string{"FieldValueInvalid replicas"},
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.ReplicasPath = ".status.replicas" },
+		want:    []string{"FieldValueInvalid replicasPath"},
 		wantMsg: `must name a field under .spec, like ".spec.replicas"`,
 	}, {
 		name:    "selector in spec",
-		mutate:  func(p *Profile) { p.Status.Selector = ".spec.selector" },
-		want:    []string{"FieldValueInvalid status.selector"},
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.Status.SelectorPath = ".spec.selector" },
+		want:    []string{"FieldValueInvalid status.selectorPath"},
 		wantMsg: `must name a field under .status`,
 	}, {
 		name:    "unknown status style",
-		mutate:  func(p *Profile) { p.Groups.Status.Style = "Dict" },
-		want:    []string{"FieldValueNotSupported groups.status.style"},
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.MemberGroups.Status.Style = "Dict" },
+		want:    []string{"FieldValueNotSupported memberGroups.status.style"},
 		wantMsg: `supported values: "List", "Map"`,
 	}, {
 		name:    "name field of a map status",
-		mutate:  func(p *Profile) { p.Groups.Status.Style = GroupStatusMap },
-		want:    []string{"FieldValueInvalid groups.status.nameField"},
-		wantMsg: "the map's keys are the group names",
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.MemberGroups.Status.Style = v1alpha1.MemberGroupStatusMap },
+		want:    []string{"FieldValueInvalid memberGroups.status.nameField"},
+		wantMsg: "the map's keys are the member group names",
 	}, {
 		name:    "dotted group field",
-		mutate:  func(p *Profile) { p.Groups.MembersField = "spec.members" },
-		want:    []string{"FieldValueInvalid groups.membersField"},
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.MemberGroups.MembersField = "spec.members" },
+		want:    []string{"FieldValueInvalid memberGroups.membersField"},
 		wantMsg: `must be one field name such as "members"`,
 	}, {
 		name:    "no scale config",
-		mutate:  func(p *Profile) { p.ScaleConfig = ScaleConfigLocation{} },
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.ScaleConfig = v1alpha1.ScaleConfigLocation{} },
 		want:    []string{"FieldValueRequired scaleConfig"},
 		wantMsg: `set path (e.g. ".spec.scaleConfig") or`,
 	}, {
 		name:    "both scale config locations",
-		mutate:  func(p *Profile) { p.ScaleConfig.Annotation = "scaleplane.io/scale-config" },
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.ScaleConfig.Annotation = "scaleplane.io/scale-config" },
 		want:    []string{"FieldValueInvalid scaleConfig"},
 		wantMsg: "set only one of path and annotation",
 	}, {
-		name:    "bad annotation key",
-		mutate:  func(p *Profile) { p.ScaleConfig = ScaleConfigLocation{Annotation: "scale config"} },
+		name: "bad annotation key",
+		mutate: func(p *v1alpha1.ScaleProfileSpec) {
+			p.ScaleConfig = v1alpha1.ScaleConfigLocation{Annotation: "scale config"}
+		},
 		want:    []string{"FieldValueInvalid scaleConfig.annotation"},
 		wantMsg: `e.g. "scaleplane.io/scale-config"`,
 	}, {
 		name:    "overlapping spec paths",
-		mutate:  func(p *Profile) { p.Replicas = ".spec.scaleConfig.replicas" },
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.ReplicasPath = ".spec.scaleConfig.replicas" },
 		want:    []string{"FieldValueInvalid scaleConfig.path"},
-		wantMsg: "overlaps replicas",
+		wantMsg: "overlaps replicasPath",
 	}, {
 		name: "kind names missing",
-		mutate: func(p *Profile) {
-			p.Version, p.Kind, p.Resource = "", "", ""
+		mutate: func(p *v1alpha1.ScaleProfileSpec) {
+			p.Target = v1alpha1.TargetKind{}
 		},
-		want: []string{"FieldValueRequired version", "FieldValueRequired kind", "FieldValueRequired resource"},
+		want: []string{"FieldValueRequired target.apiVersion", "FieldValueRequired target.kind", "FieldValueRequired target.resource"},
+	}, {
+		name:    "group without a version",
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.Target.APIVersion = "samples.scaleplane.io/" },
+		want:    []string{"FieldValueInvalid target.apiVersion"},
+		wantMsg: `must be group/version, or only the version for the core group, e.g. "samples.scaleplane.io/v1alpha1"`,
+	}, {
+		name:    "version that is not a DNS label",
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.Target.APIVersion = "samples.scaleplane.io/V1" },
+		want:    []string{"FieldValueInvalid target.apiVersion"},
+		wantMsg: "version a DNS-1035 label",
 	}, {
 		name:    "singular resource",
-		mutate:  func(p *Profile) { p.Resource = "rackedcluster" },
-		want:    []string{"FieldValueInvalid resource"},
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.Target.Resource = "rackedcluster" },
+		want:    []string{"FieldValueInvalid target.resource"},
 		wantMsg: `must be the plural resource name, e.g. "rackedclusters"`,
 	}, {
 		name:    "uppercase resource",
-		mutate:  func(p *Profile) { p.Resource = "RackedClusters" },
-		want:    []string{"FieldValueInvalid resource"},
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.Target.Resource = "RackedClusters" },
+		want:    []string{"FieldValueInvalid target.resource"},
 		wantMsg: `must be lowercase, e.g. "rackedclusters"`,
 	}, {
 		name:   "bad group",
-		mutate: func(p *Profile) { p.Group = "Samples_IO" },
-		want:   []string{"FieldValueInvalid group"},
+		mutate: func(p *v1alpha1.ScaleProfileSpec) { p.Target.APIVersion = "Samples_IO/v1alpha1" },
+		want:   []string{"FieldValueInvalid target.apiVersion"},
 	}, {
 		name:    "negative max replicas",
-		mutate:  func(p *Profile) { p.MaxReplicas = -1 },
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.MaxReplicas = -1 },
 		want:    []string{"FieldValueInvalid maxReplicas"},
 		wantMsg: "must be at least 1",
 	}, {
-		name:    "selector of a grouped kind without a group label",
-		mutate:  func(p *Profile) { p.Pods.GroupLabel = "" },
-		want:    []string{"FieldValueRequired pods.groupLabel"},
-		wantMsg: "an HPA overshoots by the number of groups",
+		name:    "selector of a kind with member groups without a member group label",
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.Pods.MemberGroupLabel = "" },
+		want:    []string{"FieldValueRequired pods.memberGroupLabel"},
+		wantMsg: "an HPA overshoots by the number of member groups",
 	}, {
 		name:    "selector without pod labels",
-		mutate:  func(p *Profile) { p.Pods.Labels = nil },
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.Pods.Labels = nil },
 		want:    []string{"FieldValueRequired pods.labels"},
 		wantMsg: "would match every pod",
 	}, {
 		name:    "unknown placeholder",
-		mutate:  func(p *Profile) { p.Pods.Labels["x.io/ns"] = "${namespace}" },
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.Pods.Labels["x.io/ns"] = "${namespace}" },
 		want:    []string{"FieldValueInvalid pods.labels[x.io/ns]"},
 		wantMsg: "unknown placeholder",
 	}, {
 		name:    "child target without apiVersion",
-		mutate:  func(p *Profile) { p.HPATarget = HPATarget{Kind: "Deployment"} },
+		mutate:  func(p *v1alpha1.ScaleProfileSpec) { p.HPATarget = v1alpha1.HPATarget{Kind: "Deployment"} },
 		want:    []string{"FieldValueRequired hpaTarget.apiVersion"},
 		wantMsg: `e.g. "apps/v1"`,
 	}, {
 		name: "bad child name",
-		mutate: func(p *Profile) {
-			p.HPATarget = HPATarget{APIVersion: "apps/v1", Kind: "Deployment", Name: "${name}_runtime"}
+		mutate: func(p *v1alpha1.ScaleProfileSpec) {
+			p.HPATarget = v1alpha1.HPATarget{APIVersion: "apps/v1", Kind: "Deployment", Name: "${name}_runtime"}
 		},
 		want: []string{"FieldValueInvalid hpaTarget.name"},
 	}, {
 		name: "bad default metric",
-		mutate: func(p *Profile) {
+		mutate: func(p *v1alpha1.ScaleProfileSpec) {
 			m := cpuMetric(80)
 			m.Type = autoscalingv2.PodsMetricSourceType
 			p.DefaultMetrics = []autoscalingv2.MetricSpec{cpuMetric(80), m}
@@ -267,17 +281,17 @@ func TestNewViewErrors(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := sample("RackedCluster").clone()
+			s := sample("RackedCluster")
+			p := clone(&s)
 			tt.mutate(&p)
-			_, err := NewView(p)
+			_, err := Compile(p)
 			if err == nil {
-				t.Fatal("NewView succeeded, want an error")
+				t.Fatal("Compile succeeded, want an error")
 			}
 			if !strings.Contains(err.Error(), tt.wantMsg) {
-				t.Errorf("NewView error %q does not contain %q", err, tt.wantMsg)
+				t.Errorf("Compile error %q does not contain %q", err, tt.wantMsg)
 			}
-			p.Default()
-			if diff := cmp.Diff(tt.want, errorStrings(validateProfile(&p, nil))); diff != "" {
+			if diff := cmp.Diff(tt.want, errorStrings(Validate(&p, nil))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
@@ -302,7 +316,7 @@ func cpuMetricObj(util int) obj {
 func TestRead(t *testing.T) {
 	tests := []struct {
 		name    string
-		profile Profile
+		profile v1alpha1.ScaleProfileSpec
 		in      *unstructured.Unstructured
 		want    scaling.Workload
 	}{{
@@ -416,7 +430,7 @@ func TestRead(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.in.DeepCopy()
-			got, errs := mustView(t, tt.profile).Read(tt.in)
+			got, errs := mustCompile(t, tt.profile).Read(tt.in)
 			if len(errs) > 0 {
 				t.Fatalf("Read errors: %v", errs)
 			}
@@ -438,7 +452,7 @@ func TestReadErrors(t *testing.T) {
 	const ann = "metadata.annotations[scaleplane.io/scale-config]"
 	tests := []struct {
 		name    string
-		profile Profile
+		profile v1alpha1.ScaleProfileSpec
 		in      *unstructured.Unstructured
 		want    []string
 		// wantDetail, when set, is the first error's detail.
@@ -583,7 +597,7 @@ func TestReadErrors(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, errs := mustView(t, tt.profile).Read(tt.in)
+			_, errs := mustCompile(t, tt.profile).Read(tt.in)
 			if diff := cmp.Diff(tt.want, errorStrings(errs)); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
@@ -696,7 +710,7 @@ func TestWriteSpec(t *testing.T) {
 	const key = "scaleplane.io/scale-config"
 	tests := []struct {
 		name    string
-		profile Profile
+		profile v1alpha1.ScaleProfileSpec
 		in      *unstructured.Unstructured
 		w       scaling.Workload
 		want    *unstructured.Unstructured
@@ -793,7 +807,7 @@ func TestWriteSpec(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := mustView(t, tt.profile).WriteSpec(tt.in, tt.w)
+			err := mustCompile(t, tt.profile).WriteSpec(tt.in, tt.w)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("WriteSpec error = %v, want %q", err, tt.wantErr)
@@ -814,7 +828,7 @@ func TestWriteSpec(t *testing.T) {
 // change at all, so that an unchanged decision yields no patch (M6).
 func TestRoundTrip(t *testing.T) {
 	tests := []struct {
-		profile Profile
+		profile v1alpha1.ScaleProfileSpec
 		in      *unstructured.Unstructured
 	}{
 		{sample("RackedCluster"), benchObject()},
@@ -826,8 +840,8 @@ func TestRoundTrip(t *testing.T) {
 			annotate("scaleplane.io/scale-config", "{\n  \"minReplicas\": 1,\n  \"maxReplicas\": 4\n}").obj()},
 	}
 	for _, tt := range tests {
-		t.Run(tt.profile.Kind, func(t *testing.T) {
-			v := mustView(t, tt.profile)
+		t.Run(tt.profile.Target.Kind, func(t *testing.T) {
+			v := mustCompile(t, tt.profile)
 			w, errs := v.Read(tt.in)
 			if len(errs) > 0 {
 				t.Fatalf("Read: %v", errs)
@@ -853,7 +867,7 @@ func TestRoundTrip(t *testing.T) {
 func TestPodSelector(t *testing.T) {
 	tests := []struct {
 		name    string
-		profile Profile
+		profile v1alpha1.ScaleProfileSpec
 		in      *unstructured.Unstructured
 		want    string
 		wantErr string
@@ -879,7 +893,7 @@ func TestPodSelector(t *testing.T) {
 		want:    "samples.scaleplane.io/role=leader,samples.scaleplane.io/workergroup=wg",
 	}, {
 		name: "group placeholder in a value",
-		profile: func() Profile {
+		profile: func() v1alpha1.ScaleProfileSpec {
 			p := foreignProfile()
 			p.Pods.Labels["db.example.com/set"] = "${name}-${group}"
 			return p
@@ -898,9 +912,9 @@ func TestPodSelector(t *testing.T) {
 		wantErr: "pod selector of Function " + strings.Repeat("f", 64),
 	}, {
 		name: "no pod labels",
-		profile: func() Profile {
+		profile: func() v1alpha1.ScaleProfileSpec {
 			p := sample("Function")
-			p.Pods, p.Status.Selector = Pods{}, ""
+			p.Pods, p.Status.SelectorPath = v1alpha1.Pods{}, ""
 			return p
 		}(),
 		in:      makeObj("Function", "fn").obj(),
@@ -908,7 +922,7 @@ func TestPodSelector(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := mustView(t, tt.profile).PodSelector(tt.in)
+			got, err := mustCompile(t, tt.profile).PodSelector(tt.in)
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 					t.Fatalf("PodSelector error = %v, want prefix %q", err, tt.wantErr)
@@ -928,7 +942,7 @@ func TestPodSelector(t *testing.T) {
 func TestHPATargetRef(t *testing.T) {
 	tests := []struct {
 		name    string
-		profile Profile
+		profile v1alpha1.ScaleProfileSpec
 		in      *unstructured.Unstructured
 		want    autoscalingv2.CrossVersionObjectReference
 	}{{
@@ -959,7 +973,7 @@ func TestHPATargetRef(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := mustView(t, tt.profile).HPATargetRef(tt.in)
+			got := mustCompile(t, tt.profile).HPATargetRef(tt.in)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("HPATargetRef (-want +got):\n%s", diff)
 			}

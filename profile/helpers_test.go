@@ -1,4 +1,4 @@
-package config
+package profile
 
 import (
 	"testing"
@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 )
 
 // objBuilder builds unstructured test objects: makeObj("RackedCluster",
@@ -98,48 +100,45 @@ var cmpOpts = []cmp.Option{
 	cmp.Comparer(func(a, b *field.Path) bool { return a.String() == b.String() }),
 }
 
-func mustView(t testing.TB, p Profile) *View {
+func mustCompile(t testing.TB, p v1alpha1.ScaleProfileSpec) *Compiled {
 	t.Helper()
-	v, err := NewView(p)
+	c, err := Compile(p)
 	if err != nil {
-		t.Fatalf("NewView: %v", err)
+		t.Fatalf("Compile: %v", err)
 	}
-	return v
+	return c
 }
 
-func sample(kind string) Profile {
-	for _, p := range SampleProfiles() {
-		if p.Kind == kind {
+func sample(kind string) v1alpha1.ScaleProfileSpec {
+	for _, p := range Samples() {
+		if p.Target.Kind == kind {
 			return p
 		}
 	}
 	panic("no sample " + kind)
 }
 
-// foreignProfile is a CRD scaleplane does not own: its groups are "zones"
-// with "size", their readiness is a map in status, and the scale config is
-// JSON in an annotation because the schema has no room for it.
-func foreignProfile() Profile {
-	return Profile{
-		Group:       "db.example.com",
-		Version:     "v2",
-		Kind:        "Store",
-		Resource:    "stores",
-		Replicas:    ".spec.size.perZone",
-		ScaleConfig: ScaleConfigLocation{Annotation: "scaleplane.io/scale-config"},
-		Groups: &Groups{
+// foreignProfile is a CRD scaleplane does not own: its member groups are
+// "zones" with "size", their readiness is a map in status, and the scale
+// config is JSON in an annotation because the schema has no room for it.
+func foreignProfile() v1alpha1.ScaleProfileSpec {
+	return v1alpha1.ScaleProfileSpec{
+		Target:       v1alpha1.TargetKind{APIVersion: "db.example.com/v2", Kind: "Store", Resource: "stores"},
+		ReplicasPath: ".spec.size.perZone",
+		ScaleConfig:  v1alpha1.ScaleConfigLocation{Annotation: "scaleplane.io/scale-config"},
+		MemberGroups: &v1alpha1.MemberGroups{
 			Path:         ".spec.zones",
 			NameField:    "zone",
 			MembersField: "size",
-			Status: &GroupStatus{
+			Status: &v1alpha1.MemberGroupStatus{
 				Path:                    ".status.zones",
-				Style:                   GroupStatusMap,
+				Style:                   v1alpha1.MemberGroupStatusMap,
 				ReadyMembersField:       "ready",
 				ObservedGenerationField: "observedGeneration",
 			},
 		},
-		Status:    Status{Replicas: ".status.readyPerZone", Selector: ".status.scaleSelector"},
-		Pods:      Pods{Labels: map[string]string{"app.kubernetes.io/instance": "${name}"}, GroupLabel: "db.example.com/zone"},
-		HPATarget: HPATarget{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "${name}-store"},
+		Status:    v1alpha1.StatusPaths{ReplicasPath: ".status.readyPerZone", SelectorPath: ".status.scaleSelector"},
+		Pods:      v1alpha1.Pods{Labels: map[string]string{"app.kubernetes.io/instance": "${name}"}, MemberGroupLabel: "db.example.com/zone"},
+		HPATarget: v1alpha1.HPATarget{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "${name}-store"},
 	}
 }

@@ -1,4 +1,4 @@
-package config
+package v1alpha2
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"os"
 	"reflect"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
@@ -19,7 +19,7 @@ import (
 // The type of the configuration file.
 const (
 	GroupName  = "config.scaleplane.io"
-	APIVersion = GroupName + "/v1alpha1"
+	APIVersion = GroupName + "/v1alpha2"
 	Kind       = "Configuration"
 )
 
@@ -62,60 +62,89 @@ const (
 )
 
 // Load reads the configuration file at path (YAML or JSON) and returns it
-// defaulted and validated; see Parse.
-func Load(path string) (*Configuration, error) {
+// defaulted and validated, with the warnings of its conversion when it is
+// of the previous version; see Parse.
+func Load(path string) (*Configuration, []string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read configuration: %w", err)
+		return nil, nil, fmt.Errorf("read configuration: %w", err)
 	}
-	c, err := Parse(data)
+	c, warnings, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("configuration %s: %w", path, err)
+		return nil, warnings, fmt.Errorf("configuration %s: %w", path, err)
 	}
-	return c, nil
+	return c, warnings, nil
 }
 
-// Parse decodes a configuration (YAML or JSON), defaults it and validates
-// it. Decoding is strict, as the API server's strict field validation: field
-// names are case-sensitive and every unknown or repeated field is an error
-// naming it, because a misspelt field would otherwise be silently ignored and
-// its default used instead.
-func Parse(data []byte) (*Configuration, error) {
-	c, err := decode(data)
+// Parse decodes a configuration (YAML or JSON) with Decode, defaults it and
+// validates it. The profiles are left as written: package profile defaults
+// and validates them (profile.ValidateAll), as the binary does when it
+// loads the file.
+func Parse(data []byte) (*Configuration, []string, error) {
+	c, warnings, err := Decode(data)
 	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return nil, warnings, fmt.Errorf("decode: %w", err)
 	}
 	c.Default()
-	if err := c.Validate(); err != nil {
-		return nil, err
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, warnings, errs.ToAggregate()
 	}
-	return c, nil
+	return c, warnings, nil
 }
 
-func decode(data []byte) (*Configuration, error) {
+// Decode decodes a configuration (YAML or JSON) without defaulting or
+// validating it. Decoding is strict, as the API server's strict field
+// validation: field names are case-sensitive and every unknown or repeated
+// field is an error naming it, because a misspelt field would otherwise be
+// silently ignored and its default used instead.
+//
+// A file of the previous version, config.scaleplane.io/v1alpha1, is decoded
+// as that version (strictly too) and converted; the warning returned then
+// names every field the file should rename.
+func Decode(data []byte) (*Configuration, []string, error) {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	// Which version the file is decides the fields it may have; a file
+	// that is no object is left to the strict decoder to report.
+	var tm metav1.TypeMeta
+	if json.Unmarshal(js, &tm) == nil && tm.APIVersion == LegacyAPIVersion {
+		old := &legacyConfiguration{}
+		if err := decodeStrict(js, old, func() any { return &legacyConfiguration{} }); err != nil {
+			return nil, nil, err
+		}
+		c, warning := old.convert()
+		return c, []string{warning}, nil
 	}
 	c := &Configuration{}
-	strict, err := kjson.UnmarshalStrict(js, c)
+	if err := decodeStrict(js, c, func() any { return &Configuration{} }); err != nil {
+		return nil, nil, err
+	}
+	return c, nil, nil
+}
+
+// decodeStrict decodes js into into, case-sensitively, refusing unknown and
+// repeated fields; fresh makes another value of into's type.
+func decodeStrict(js []byte, into any, fresh func() any) error {
+	strict, err := kjson.UnmarshalStrict(js, into)
 	if err != nil {
 		// The case-sensitive decoder does not say which field has the wrong
 		// type; the standard one does.
 		var te *json.UnmarshalTypeError
-		if errors.As(json.Unmarshal(js, &Configuration{}), &te) && te.Field != "" {
-			return nil, fmt.Errorf("field %q must be %s, not a JSON %s", te.Field, jsonKind(te.Type), te.Value)
+		if errors.As(json.Unmarshal(js, fresh()), &te) && te.Field != "" {
+			return fmt.Errorf("field %q must be %s, not a JSON %s", te.Field, jsonKind(te.Type), te.Value)
 		}
-		return nil, err
+		return err
 	}
 	if len(strict) > 0 {
 		errs := make([]error, len(strict))
 		for i, e := range strict {
 			errs[i] = fmt.Errorf("%w; remove it or fix its spelling (field names are case-sensitive)", e)
 		}
-		return nil, errors.Join(errs...)
+		return errors.Join(errs...)
 	}
-	return c, nil
+	return nil
 }
 
 // jsonKind names the JSON a Go type decodes from.
@@ -138,7 +167,8 @@ func jsonKind(t reflect.Type) string {
 
 // Default fills every field left out with its default. It only fills what
 // is absent, so defaulting twice changes nothing. The apiVersion and kind
-// are not defaulted: a file must say what it is.
+// are not defaulted: a file must say what it is. Nor are the profiles:
+// their defaults are package profile's (profile.Default).
 func (c *Configuration) Default() {
 	w := &c.Webhook
 	if w.Port == 0 {
@@ -186,45 +216,19 @@ func (c *Configuration) Default() {
 		}
 	}
 	c.Servers.Default()
-	for i := range c.Profiles {
-		c.Profiles[i].Default()
-	}
 }
 
-// Validate checks a defaulted configuration. The error aggregates every
-// problem as a field error whose path names the setting to change, such as
-// profiles[1].scaleConfig.
-func (c *Configuration) Validate() error {
-	return c.validate().ToAggregate()
-}
-
-func (c *Configuration) validate() field.ErrorList {
+// Validate checks a defaulted configuration's component settings and
+// reports every problem as a field error whose path names the setting to
+// change, such as webhook.timeoutSeconds. The profiles are package
+// profile's to check (profile.ValidateAll).
+func (c *Configuration) Validate() field.ErrorList {
 	var errs field.ErrorList
 	if c.APIVersion != APIVersion {
-		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion, fmt.Sprintf("must be %q", APIVersion)))
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), c.APIVersion, fmt.Sprintf("must be %q (files of %q are still read, and converted)", APIVersion, LegacyAPIVersion)))
 	}
 	if c.Kind != Kind {
 		errs = append(errs, field.Invalid(field.NewPath("kind"), c.Kind, fmt.Sprintf("must be %q", Kind)))
-	}
-	pp := field.NewPath("profiles")
-	gvks := map[schema.GroupVersionKind]int{}
-	gvrs := map[schema.GroupVersionResource]int{}
-	for i := range c.Profiles {
-		p := &c.Profiles[i]
-		errs = append(errs, validateProfile(p, pp.Index(i))...)
-		gvk := schema.GroupVersionKind{Group: p.Group, Version: p.Version, Kind: p.Kind}
-		if j, dup := gvks[gvk]; dup {
-			errs = append(errs, field.Duplicate(pp.Index(i).Child("kind"), fmt.Sprintf("%s %s", gvk.GroupVersion(), gvk.Kind)+
-				fmt.Sprintf(" (already profiled by profiles[%d]; merge the two or remove one)", j)))
-		} else {
-			gvks[gvk] = i
-		}
-		gvr := schema.GroupVersionResource{Group: p.Group, Version: p.Version, Resource: p.Resource}
-		if j, dup := gvrs[gvr]; dup && p.Resource != "" {
-			errs = append(errs, field.Duplicate(pp.Index(i).Child("resource"), fmt.Sprintf("%s (already used by profiles[%d] for another kind)", gvr.GroupResource(), j)))
-		} else {
-			gvrs[gvr] = i
-		}
 	}
 	errs = append(errs, validateWebhook(&c.Webhook, field.NewPath("webhook"))...)
 	errs = append(errs, validateServers(&c.Servers, c.Webhook.TimeoutSeconds, field.NewPath("servers"))...)
@@ -345,23 +349,4 @@ func validateWebhook(w *Webhook, fp *field.Path) field.ErrorList {
 		errs = append(errs, metav1validation.ValidateLabelSelector(w.ObjectSelector, opts, fp.Child("objectSelector"))...)
 	}
 	return errs
-}
-
-// Views builds the view of every profile, in order (NewView defaults each
-// one). An invalid profile is reported with its index.
-func (c *Configuration) Views() ([]*View, error) {
-	views := make([]*View, 0, len(c.Profiles))
-	var errs []error
-	for i, p := range c.Profiles {
-		v, err := NewView(p)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("profiles[%d]: %w", i, err))
-			continue
-		}
-		views = append(views, v)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return views, nil
 }

@@ -1,4 +1,4 @@
-package config
+package profile
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 // Read and WriteSpec are two of its steps.
 
 func BenchmarkRead(b *testing.B) {
-	v := mustView(b, sample("RackedCluster"))
+	v := mustCompile(b, sample("RackedCluster"))
 	u := benchObject()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -26,7 +26,7 @@ func BenchmarkRead(b *testing.B) {
 }
 
 func BenchmarkReadAnnotation(b *testing.B) {
-	v := mustView(b, foreignProfile())
+	v := mustCompile(b, foreignProfile())
 	data, err := json.Marshal(fullConfigObj())
 	if err != nil {
 		b.Fatal(err)
@@ -48,7 +48,7 @@ func BenchmarkReadAnnotation(b *testing.B) {
 // a fresh copy each time; the copy is measured separately below so that its
 // cost can be subtracted.
 func BenchmarkWriteSpec(b *testing.B) {
-	v := mustView(b, sample("RackedCluster"))
+	v := mustCompile(b, sample("RackedCluster"))
 	u := benchObject()
 	w, errs := v.Read(u)
 	if len(errs) > 0 {
@@ -74,7 +74,7 @@ func BenchmarkWriteSpec(b *testing.B) {
 // BenchmarkWriteSpecUnchanged is the common case: the decision changed
 // nothing.
 func BenchmarkWriteSpecUnchanged(b *testing.B) {
-	v := mustView(b, sample("RackedCluster"))
+	v := mustCompile(b, sample("RackedCluster"))
 	u := benchObject()
 	w, errs := v.Read(u)
 	if len(errs) > 0 {
