@@ -97,9 +97,15 @@ func TestIssue11VersionStampedBuild(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(bin, "version", "-o", "json").Output()
+	// A pod's root is read-only: a release build must not write at start
+	// (controller-runtime's envtest creates a folder under TMPDIR in an init
+	// function, so linking it, even through a dev-only file without the
+	// nodev tag, crashes the container before main runs).
+	version := exec.Command(bin, "version", "-o", "json")
+	version.Env = append(os.Environ(), "TMPDIR=/proc/scaleplane-read-only", "XDG_CACHE_HOME=/proc/scaleplane-read-only", "HOME=/proc/scaleplane-read-only")
+	out, err := version.Output()
 	if err != nil {
-		t.Fatalf("scaleplane version: %v", err)
+		t.Fatalf("scaleplane version with a read-only TMPDIR: %v", err)
 	}
 	var got VersionInfo
 	if err := json.Unmarshal(out, &got); err != nil {
