@@ -21,8 +21,20 @@ PROMETHEUS_PKGS := ./e2e/prometheus/...
 KEDA_PKGS := ./e2e/keda/...
 TEST_TIMEOUT ?= 40m
 GOLANGCI_VERSION ?= v2.15.0
+# The newest controller-tools that builds with our k8s.io v0.37 modules.
+CONTROLLER_GEN_VERSION ?= v0.23.0
+CONTROLLER_GEN := bin/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
+# Release tooling (go-containerregistry, Helm's Go library) is a Go module of
+# its own, so its dependencies stay out of the product's go.mod.
+# Built with the release binary's flags (CGO_ENABLED=0, -trimpath) so that
+# the packages both use are compiled once.
+RELEASE := CGO_ENABLED=0 $(GO) -C hack/release run -trimpath .
+IMAGE_LAYOUT ?= $(CURDIR)/bin/image
+DIST ?= $(CURDIR)/dist
+# Where `make push` and the manifests of `make release` point.
+IMAGE ?= ghcr.io/scaleplane/scaleplane
 
-.PHONY: all build demo test test-core test-prometheus test-keda unit e2e lint bench verify generate tools clean help
+.PHONY: all build demo test test-core test-prometheus test-keda test-release unit e2e lint bench generate verify tools clean help image push release
 
 all: build
 
@@ -45,8 +57,9 @@ build: ## build bin/scaleplane
 demo: $(CONTROLPLANE) ## run scaleplane on an embedded local control plane (Ctrl-C stops and cleans up)
 	$(GO) run ./cmd/scaleplane dev
 
-test: $(CONTROLPLANE) $(CERTMANAGER) ## run every test: unit, fuzz seeds, e2e against the real control plane, KEDA and Prometheus
+test: $(CONTROLPLANE) $(CERTMANAGER) ## run every test: unit, fuzz seeds, e2e against the real control plane, KEDA and Prometheus, the release tooling's (image, chart, image run as its pod)
 	@$(MAKE) --no-print-directory -j3 test-core test-prometheus test-keda
+	@$(MAKE) --no-print-directory test-release
 
 # Every package but those needing KEDA or Prometheus.
 test-core:
@@ -58,8 +71,12 @@ test-prometheus: $(PROMETHEUS)
 test-keda: $(KEDA)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(KEDA_PKGS)
 
+# The release module's tests (image, chart, manifests, the image run as its pod).
+test-release:
+	$(GO) -C hack/release test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
 unit: ## unit tests only (no control plane)
-	$(GO) test -count=1 ./scaling/... ./config/... ./webhooks/... ./controllers/... ./promql/... ./certs/... ./externalscaler/... ./cmd/...
+	$(GO) test -count=1 ./scaling/... ./api/... ./profile/... ./webhooks/... ./controllers/... ./promql/... ./certs/... ./externalscaler/... ./cmd/...
 
 e2e: tools ## e2e tests only
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
@@ -67,7 +84,7 @@ e2e: tools ## e2e tests only
 lint: ## gofmt, go vet, and golangci-lint when it installs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@for m in hack/tools/controlplane hack/tools/certmanager hack/tools/keda hack/tools/protogen; do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in hack/tools/controlplane hack/tools/certmanager hack/tools/keda hack/tools/protogen hack/release; do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@if [ ! -x bin/tools/golangci-lint ]; then \
 	  echo "==> installing golangci-lint $(GOLANGCI_VERSION) into bin/tools"; \
 	  GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION) \
@@ -75,18 +92,38 @@ lint: ## gofmt, go vet, and golangci-lint when it installs
 	fi
 	@if [ -x bin/tools/golangci-lint ]; then bin/tools/golangci-lint run ./...; fi
 
-bench: tools ## benchmarks (ns/op, allocs/op, custom figures) and the 1000-workload controller scale test
-	$(GO) test -run '^$$' -bench . -benchmem ./scaling/... ./config/... ./webhooks/... ./promql/... ./controllers/...
+bench: tools ## benchmarks (ns/op, allocs/op, custom figures), create latency against no-op webhooks, and the 1000-workload controller scale test
+	$(GO) test -run '^$$' -bench . -benchmem ./scaling/... ./profile/... ./webhooks/... ./promql/... ./controllers/...
+	$(GO) test -count=1 -timeout 20m -run '^$$' -bench CreateLatency -benchtime 300x ./e2e/admission/
 	SCALEPLANE_SCALE_TEST=1 $(GO) test -count=1 -timeout 20m -run 'Scale' -v ./e2e/controllers/ | grep -E '^(=== RUN|--- |\s+.*(scale|reconciled|peak|p50|p99))' || true
 
-generate: ## regenerate the KEDA external scaler's gRPC stubs (externalscaler/pb) from its .proto, without protoc
+$(CONTROLLER_GEN):
+	@echo "==> installing controller-gen $(CONTROLLER_GEN_VERSION) into bin/tools"
+	@rm -rf $@.tmp && GOBIN=$(CURDIR)/$@.tmp $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	@mv $@.tmp/controller-gen $@ && rmdir $@.tmp
+
+generate: $(CONTROLLER_GEN) ## deepcopy and the ScaleProfile CRD from api/ (controller-gen), the Helm chart's copy of the CRD, and the KEDA external scaler's gRPC stubs (externalscaler/pb, without protoc)
+	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	cp config/crd/bases/*.yaml config/helm/scaleplane/files/crds/
 	cd hack/tools/protogen && $(GO) run . -out $(CURDIR)/externalscaler/pb \
 	  -M 'externalscaler.proto=github.com/scaleplane/scaleplane/externalscaler/pb;pb' $(CURDIR)/externalscaler/pb/externalscaler.proto
 
-verify: generate ## regenerate generated files (golden files, gRPC stubs, go.sum) and fail on a diff
+verify: generate ## regenerate generated files (deepcopy, CRDs, gRPC stubs, golden files, go.sum) and fail on a diff
 	UPDATE_GOLDEN=1 $(GO) test -count=1 -run 'Golden' ./...
+	UPDATE_GOLDEN=1 $(GO) -C hack/release test -count=1 -run 'Golden' ./manifests
 	$(GO) mod tidy
+	$(GO) -C hack/release mod tidy
 	@git diff --exit-code -- . ':(exclude)bin' || { echo "generated files are out of date: commit the diff above"; exit 1; }
 
-clean: ## remove built programs
-	rm -rf bin
+image: ## build the OCI image layout bin/image (linux/amd64 + linux/arm64) without a container engine; prints the index digest
+	$(RELEASE) image -root $(CURDIR) -out $(IMAGE_LAYOUT)
+
+push: ## push bin/image to IMAGE=registry/repo (tag = version; credentials from your docker config)
+	$(RELEASE) push -layout $(IMAGE_LAYOUT) -image $(IMAGE)
+
+release: ## write dist/install.yaml (config/default, image pinned by bin/image's digest) and dist/scaleplane-<version>.tgz (the Helm chart)
+	$(RELEASE) release -root $(CURDIR) -layout $(IMAGE_LAYOUT) -image $(IMAGE) -dist $(DIST)
+
+clean: ## remove built programs and release output
+	rm -rf bin dist

@@ -327,6 +327,7 @@ func (r *Rotator) reconcile(ctx context.Context) (time.Duration, error) {
 		r.setReady(fmt.Errorf("secret %s holds no usable key pair: %w", key, err))
 		return 0, err
 	}
+	observeExpiration(serving.cert, secret.Data[CAKey])
 	if !now.Before(serving.cert.NotAfter) {
 		r.setReady(fmt.Errorf("secret %s holds a certificate that expired at %s", key, serving.cert.NotAfter.Format(time.RFC3339)))
 	}

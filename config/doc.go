@@ -1,12 +1,9 @@
-// Package config owns scaleplane's component configuration: the Go types of
-// the file given with --config, their defaults and validation, and the
-// profiles that say where a workload kind keeps its replicas, scale config
-// and groups. A profile turns an unstructured object into a
-// [scaling.Workload] and writes decisions back, touching only the fields the
-// contract lets scaleplane own.
+// Package config holds scaleplane's kustomize manifests (the folders crd,
+// default, manager, rbac, webhook, certmanager and samples) and embeds the
+// few of them the binary and the tests need, so that `scaleplane dev` works
+// from a lone binary. Its only Go code is that embedding.
 //
-// The kustomize manifests live beside this package, in the folders crd,
-// default, manager, rbac, webhook, certmanager and samples.
-//
-// It must not make decisions (that is package scaling) or talk to a cluster.
+// The Go types live in packages named for what they own: the API types in
+// api/v1alpha1, the component configuration file in api/config/v1alpha2,
+// and compiling and applying profiles in package profile.
 package config

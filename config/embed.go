@@ -9,16 +9,20 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// sampleCRDGlob matches the sample kinds' CRDs and not the kustomization
+// beside them.
+const sampleCRDGlob = "samples/crd/samples.scaleplane.io_*.yaml"
+
 // sampleCRDs are the sample workload kinds' CRDs, compiled in so that
 // `scaleplane dev` works from a lone binary.
 //
-//go:embed crd/bases/*.yaml
+//go:embed samples/crd/samples.scaleplane.io_*.yaml
 var sampleCRDs embed.FS
 
 // SampleCRDs returns the CRDs of the sample kinds (RackedCluster, Function,
 // WorkerGroup).
 func SampleCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := fs.Glob(sampleCRDs, "crd/bases/*.yaml")
+	files, err := fs.Glob(sampleCRDs, sampleCRDGlob)
 	if err != nil {
 		return nil, fmt.Errorf("list sample CRDs: %w", err)
 	}

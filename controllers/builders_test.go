@@ -5,15 +5,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // sampleView returns the view of the sample profile of kind.
-func sampleView(t testing.TB, kind string) *config.View {
+func sampleView(t testing.TB, kind string) *profile.Compiled {
 	t.Helper()
-	for _, p := range config.SampleProfiles() {
-		if p.Kind == kind {
-			v, err := config.NewView(p)
+	for _, p := range profile.Samples() {
+		if p.Target.Kind == kind {
+			v, err := profile.Compile(p)
 			if err != nil {
 				t.Fatalf("view of %s: %v", kind, err)
 			}
@@ -29,7 +29,7 @@ type objBuilder struct{ u *unstructured.Unstructured }
 
 func workload(kind, name string) *objBuilder {
 	u := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": config.SampleGroup + "/" + config.SampleVersion,
+		"apiVersion": profile.SampleGroup + "/" + profile.SampleVersion,
 		"kind":       kind,
 		"metadata":   map[string]interface{}{"name": name, "namespace": "ns", "uid": "uid-" + name},
 		"spec":       map[string]interface{}{},

@@ -5,15 +5,15 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // Wiring the controllers for the sample kinds into a manager.
 func ExampleSetup() {
-	var views []*config.View
-	for _, p := range config.SampleProfiles() {
-		v, err := config.NewView(p)
+	var views []*profile.Compiled
+	for _, p := range profile.Samples() {
+		v, err := profile.Compile(p)
 		if err != nil {
 			panic(err)
 		}

@@ -14,7 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -43,7 +44,7 @@ func (r *Reconciler) fanOut(ctx context.Context, u *unstructured.Unstructured) e
 			return err
 		}
 		patch := client.MergeFromWithOptions(u.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		if err := r.writer.Patch(ctx, out, patch, client.FieldOwner(config.FieldManager)); err != nil {
+		if err := r.writer.Patch(ctx, out, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 			if apierrors.IsConflict(err) {
 				fanoutConflicts.WithLabelValues(r.kind).Inc()
 			}
@@ -66,13 +67,13 @@ func (r *Reconciler) fanOut(ctx context.Context, u *unstructured.Unstructured) e
 	fanoutWrites.WithLabelValues(r.kind).Inc()
 	note := fanOutNote(r.view.Layout(), before, after)
 	ctrl.LoggerFrom(ctx).Info("fanned out replicas", "change", note)
-	r.events.Eventf(u, corev1.EventTypeNormal, config.ReasonScaledGroups, "%s", note)
+	r.events.Eventf(u, corev1.EventTypeNormal, v1alpha1.ReasonScaledGroups, "%s", note)
 	return nil
 }
 
 // fanOutObject returns u with C1 applied, and whether anything changed. u
 // is not modified.
-func fanOutObject(v *config.View, u *unstructured.Unstructured, w scaling.Workload) (*unstructured.Unstructured, bool, error) {
+func fanOutObject(v *profile.Compiled, u *unstructured.Unstructured, w scaling.Workload) (*unstructured.Unstructured, bool, error) {
 	want, changed := scaling.FanOut(w)
 	if !changed {
 		return u, false, nil

@@ -5,6 +5,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/profile/profiletest"
 )
 
 func TestFanOutObject(t *testing.T) {
@@ -99,5 +103,42 @@ func TestFanOutNote(t *testing.T) {
 				t.Errorf("note (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestIssue10Item5FanOutUnicodeSpace reproduces issue 10 item 5 in the
+// fan-out controller: a pinned annotation config with a leading space that
+// JSON does not allow was read (a hand-written path trimmed it) but could
+// not be rewritten (encoding/json refused it), so every reconcile failed.
+// One decoder reads and writes it now: the read reports the annotation, and
+// nothing read cleanly ever fails to be written.
+func TestIssue10Item5FanOutUnicodeSpace(t *testing.T) {
+	v, err := profile.Compile(profiletest.ZonedDatabase())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, space := range []string{"\u00a0", "\u2028", "\v", "\f"} {
+		for _, ann := range []string{space + `{"minReplicas":2,"maxReplicas":2}`, `{"minReplicas":2,"maxReplicas":2}` + space} {
+			u := &unstructured.Unstructured{Object: map[string]interface{}{
+				"apiVersion": "data.example.org/v1beta1", "kind": "ZonedDatabase",
+				"metadata": map[string]interface{}{"name": "zdb", "namespace": "ns",
+					"annotations": map[string]interface{}{v1alpha1.AnnotationScaleConfig: ann}},
+				"spec": map[string]interface{}{"topology": map[string]interface{}{
+					"replicasPerZone": int64(3),
+					"zones":           []interface{}{map[string]interface{}{"zoneName": "eu-1", "size": int64(3)}},
+				}},
+			}}
+			w, errs := v.Read(u)
+			if len(errs) == 0 {
+				if _, _, err := fanOutObject(v, u, w); err != nil {
+					t.Errorf("annotation %q: read cleanly but the fan-out fails: %v", ann, err)
+				}
+				t.Errorf("annotation %q is not JSON but was read as %+v", ann, w.Config)
+				continue
+			}
+			if len(errs) != 1 || errs[0].Field != "metadata.annotations[scaleplane.io/scale-config]" {
+				t.Errorf("annotation %q: errors %v, want one at the annotation", ann, errs)
+			}
+		}
 	}
 }

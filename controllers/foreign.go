@@ -23,7 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // ScaledObjectGVK is KEDA's ScaledObject, a foreign autoscaler (C5) whose
@@ -72,7 +73,7 @@ func ScaledObjectTarget(so *unstructured.Unstructured) (apiVersion, kind, name s
 // WorkloadTargets are the keys an autoscaler of u may target: u itself
 // through /scale and, for kinds whose HPA scales a child, that child. An
 // autoscaler on either would fight the built-in HPA over the same count.
-func WorkloadTargets(v *config.View, u *unstructured.Unstructured) []string {
+func WorkloadTargets(v *profile.Compiled, u *unstructured.Unstructured) []string {
 	gvk := v.GVK()
 	keys := []string{gvk.Group + "/" + gvk.Kind + "/" + u.GetName()}
 	if ref := v.HPATargetRef(u); !v.Layout().TargetSelf {
@@ -145,7 +146,7 @@ func (r *Reconciler) workloadFor(apiVersion, kind, name string) (string, bool) {
 	if gv.Group == gvk.Group && kind == gvk.Kind {
 		return name, name != ""
 	}
-	t := r.view.Profile().HPATarget
+	t := r.view.Spec().HPATarget
 	if t.Self() {
 		return "", false
 	}
@@ -159,8 +160,8 @@ func (r *Reconciler) workloadFor(apiVersion, kind, name string) (string, bool) {
 // invertName finds the workload name that template (holding ${name} once)
 // turns into name.
 func invertName(template, name string) (string, bool) {
-	before, after, ok := strings.Cut(template, config.NamePlaceholder)
-	if !ok || strings.Contains(after, config.NamePlaceholder) {
+	before, after, ok := strings.Cut(template, v1alpha1.NamePlaceholder)
+	if !ok || strings.Contains(after, v1alpha1.NamePlaceholder) {
 		return "", false
 	}
 	if len(name) <= len(before)+len(after) || !strings.HasPrefix(name, before) || !strings.HasSuffix(name, after) {

@@ -19,7 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -82,15 +83,15 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 		// Warn only where the foreign autoscaler is what stops an HPA the
 		// config asks for; without a range there is nothing to contend.
 		if len(foreign) > 0 && scaling.DecideHPA(w, layout, r.defaultMetrics, nil).Want {
-			r.warnOnce(u, config.ReasonForeignAutoscaler,
+			r.warnOnce(u, v1alpha1.ReasonForeignAutoscaler,
 				d.Reason+": scaleplane creates no HPA of its own and leaves it alone; remove it to let scaleplane manage one")
 		} else {
-			r.unwarn(nn, config.ReasonForeignAutoscaler)
+			r.unwarn(nn, v1alpha1.ReasonForeignAutoscaler)
 		}
 		r.unwarn(nn, ReasonHPANameTaken)
 		return nil
 	}
-	r.unwarn(nn, config.ReasonForeignAutoscaler)
+	r.unwarn(nn, v1alpha1.ReasonForeignAutoscaler)
 	if found && !ours {
 		r.warnOnce(u, ReasonHPANameTaken, fmt.Sprintf(
 			"HorizontalPodAutoscaler %s/%s exists and is not controlled by this %s: scaleplane will not edit it; delete or rename it", existing.Namespace, name, r.kind))
@@ -109,7 +110,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 	if err != nil {
 		return err
 	}
-	if err := r.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(config.FieldManager), client.ForceOwnership); err != nil {
+	if err := r.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(apply), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply HPA %s/%s: %w", u.GetNamespace(), name, err)
 	}
 	op := "created"
@@ -119,7 +120,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 	hpaApplies.WithLabelValues(r.kind, "apply").Inc()
 	note := fmt.Sprintf("%s HorizontalPodAutoscaler %s: replicas %d..%d on %d metric(s), target %s %s", op, name, d.Min, d.Max, len(d.Metrics), desired.Spec.ScaleTargetRef.Kind, desired.Spec.ScaleTargetRef.Name)
 	ctrl.LoggerFrom(ctx).Info("applied HPA", "hpa", name, "change", note)
-	r.events.Eventf(u, corev1.EventTypeNormal, config.ReasonHPAApplied, "%s", note)
+	r.events.Eventf(u, corev1.EventTypeNormal, v1alpha1.ReasonHPAApplied, "%s", note)
 	return nil
 }
 
@@ -136,7 +137,7 @@ func (r *Reconciler) deleteHPA(ctx context.Context, u *unstructured.Unstructured
 	hpaApplies.WithLabelValues(r.kind, "delete").Inc()
 	note := fmt.Sprintf("deleted HorizontalPodAutoscaler %s: %s", hpa.Name, reason)
 	ctrl.LoggerFrom(ctx).Info("deleted HPA", "hpa", hpa.Name, "reason", reason)
-	r.events.Eventf(u, corev1.EventTypeNormal, config.ReasonHPADeleted, "%s", note)
+	r.events.Eventf(u, corev1.EventTypeNormal, v1alpha1.ReasonHPADeleted, "%s", note)
 	return nil
 }
 
@@ -158,19 +159,19 @@ func HPAName(workload, kind string) string {
 }
 
 // desiredHPA builds the built-in HPA for u from decision d (d.Want).
-func desiredHPA(v *config.View, u *unstructured.Unstructured, d scaling.HPADecision) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+func desiredHPA(v *profile.Compiled, u *unstructured.Unstructured, d scaling.HPADecision) (*autoscalingv2.HorizontalPodAutoscaler, error) {
 	if u.GetUID() == "" {
 		return nil, fmt.Errorf("%s %s/%s has no uid yet", u.GetKind(), u.GetNamespace(), u.GetName())
 	}
 	gvk := v.GVK()
 	labels := map[string]string{
-		config.LabelManagedBy:    config.ManagedByValue,
-		config.LabelWorkloadKind: gvk.Kind,
+		v1alpha1.LabelManagedBy:    v1alpha1.ManagedByValue,
+		v1alpha1.LabelWorkloadKind: gvk.Kind,
 	}
 	// Label values stop at 63 characters; the owner reference names the
 	// workload in every case.
 	if len(validation.IsValidLabelValue(u.GetName())) == 0 {
-		labels[config.LabelWorkloadName] = u.GetName()
+		labels[v1alpha1.LabelWorkloadName] = u.GetName()
 	}
 	yes := true
 	minReplicas := d.Min

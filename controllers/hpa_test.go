@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -45,7 +45,7 @@ func TestHPAName(t *testing.T) {
 	}
 }
 
-func decideWith(t *testing.T, v *config.View, w scaling.Workload) scaling.HPADecision {
+func decideWith(t *testing.T, v *profile.Compiled, w scaling.Workload) scaling.HPADecision {
 	t.Helper()
 	d := scaling.DecideHPA(w, v.Layout(), nil, nil)
 	if !d.Want {

@@ -1,7 +1,7 @@
 package controllers
 
 // Names owned by this package. The shared ones (field manager, labels,
-// event reasons) live in package config.
+// event reasons) live in package api/v1alpha1.
 const (
 	// ControllerPrefix starts every controller name: scaleplane-<kind>.
 	ControllerPrefix = "scaleplane-"
@@ -22,4 +22,7 @@ const (
 	// ReasonInvalidWorkload is the Warning reason when a workload's fields
 	// cannot be read as its profile says.
 	ReasonInvalidWorkload = "InvalidWorkload"
+	// ReasonInvalidSelector is the Warning reason when the /scale selector
+	// cannot be built (a group name that is not a label value).
+	ReasonInvalidSelector = "InvalidSelector"
 )

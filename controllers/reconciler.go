@@ -18,15 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // warnReasons are the Warnings remembered by warnOnce.
-var warnReasons = []string{config.ReasonForeignAutoscaler, ReasonHPANameTaken, ReasonHPANotPossible, ReasonInvalidWorkload, config.ReasonWriteFailed}
+var warnReasons = []string{v1alpha1.ReasonForeignAutoscaler, ReasonHPANameTaken, ReasonHPANotPossible, ReasonInvalidWorkload, ReasonInvalidSelector, v1alpha1.ReasonWriteFailed}
 
 // Reconciler reconciles the workloads of one profiled kind.
 type Reconciler struct {
-	view *config.View
+	view *profile.Compiled
 	kind string
 	// defaultMetrics are the profile's metrics for configs without any.
 	defaultMetrics []autoscalingv2.MetricSpec
@@ -51,11 +52,11 @@ type Reconciler struct {
 	warned sync.Map
 }
 
-func newReconciler(mgr manager.Manager, v *config.View, keda *kedaWatch, opts Options) *Reconciler {
+func newReconciler(mgr manager.Manager, v *profile.Compiled, keda *kedaWatch, opts Options) *Reconciler {
 	return &Reconciler{
 		view:            v,
 		kind:            v.GVK().Kind,
-		defaultMetrics:  v.Profile().DefaultMetrics,
+		defaultMetrics:  v.Spec().DefaultMetrics,
 		cache:           mgr.GetCache(),
 		api:             mgr.GetAPIReader(),
 		writer:          mgr.GetClient(),
@@ -102,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.reconcileHPA(ctx, u); err != nil {
 		return ctrl.Result{}, r.failed(u, err)
 	}
-	r.unwarn(req.NamespacedName, config.ReasonWriteFailed)
+	r.unwarn(req.NamespacedName, v1alpha1.ReasonWriteFailed)
 	return ctrl.Result{}, nil
 }
 
@@ -112,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // err for the work queue to retry with backoff.
 func (r *Reconciler) failed(u *unstructured.Unstructured, err error) error {
 	if !apierrors.IsConflict(err) {
-		r.warnOnce(u, config.ReasonWriteFailed, err.Error())
+		r.warnOnce(u, v1alpha1.ReasonWriteFailed, err.Error())
 	}
 	return err
 }

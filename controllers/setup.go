@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // Options tunes the controllers. The zero value is ready to use.
@@ -58,7 +58,7 @@ func (o *Options) defaults() {
 // Setup registers one controller per view with mgr: fan-out (C1), status
 // (C2, C3) and the built-in HPA (C4, C5). Call it once per manager; the
 // controllers run only on the elected leader.
-func Setup(mgr manager.Manager, views []*config.View, opts Options) error {
+func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 	opts.defaults()
 	if len(views) == 0 {
 		return nil

@@ -8,15 +8,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // updateStatus is C2 and C3: status.replicas when every group agrees, and
-// the /scale selector, server-side applied under config.FieldManager to the
+// the /scale selector, server-side applied under v1alpha1.FieldManager to the
 // status subresource. The applied object names only those two fields, so no
 // other status field (the workload operator's) is touched.
 func (r *Reconciler) updateStatus(ctx context.Context, u *unstructured.Unstructured) error {
@@ -26,14 +28,19 @@ func (r *Reconciler) updateStatus(ctx context.Context, u *unstructured.Unstructu
 	}
 	plan, err := planStatus(r.view, u, w)
 	if err != nil {
-		// A profile without pod labels has no selector to offer; C2 still
-		// applies, so only log.
-		ctrl.LoggerFrom(ctx).V(1).Info("no /scale selector", "reason", err.Error())
+		// The selector keeps its old value (C2 still applies): say why on
+		// the workload, since an HPA reading /scale counts pods by it.
+		// Admission refuses what causes this (V11); an object stored
+		// before that, or a profile changed since, still gets here.
+		ctrl.LoggerFrom(ctx).Info("no /scale selector", "reason", err.Error())
+		r.warnOnce(u, ReasonInvalidSelector, fmt.Sprintf("no /scale selector for %s %s/%s: %v; rename the group, or fix the profile's pods labels", r.kind, u.GetNamespace(), u.GetName(), err))
+	} else {
+		r.unwarn(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, ReasonInvalidSelector)
 	}
 	if !plan.changed {
 		return nil
 	}
-	err = r.writer.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(plan.apply), client.FieldOwner(config.FieldManager), client.ForceOwnership)
+	err = r.writer.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(plan.apply), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -42,7 +49,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, u *unstructured.Unstructu
 	}
 	statusUpdates.WithLabelValues(r.kind).Inc()
 	ctrl.LoggerFrom(ctx).V(1).Info("updated status", "change", plan.note)
-	r.events.Eventf(u, corev1.EventTypeNormal, config.ReasonStatusReplicas, "%s", plan.note)
+	r.events.Eventf(u, corev1.EventTypeNormal, v1alpha1.ReasonStatusReplicas, "%s", plan.note)
 	return nil
 }
 
@@ -63,7 +70,7 @@ type statusPlan struct {
 // sent with its current value (or left out when absent), which keeps it
 // unchanged as C2 requires. A selector error leaves the selector out and is
 // returned beside a still usable plan.
-func planStatus(v *config.View, u *unstructured.Unstructured, w scaling.Workload) (statusPlan, error) {
+func planStatus(v *profile.Compiled, u *unstructured.Unstructured, w scaling.Workload) (statusPlan, error) {
 	p := statusPlan{apply: &unstructured.Unstructured{}}
 	p.apply.SetAPIVersion(u.GetAPIVersion())
 	p.apply.SetKind(u.GetKind())

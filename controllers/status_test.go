@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 func withGeneration(u *unstructured.Unstructured, g int64) *unstructured.Unstructured {
@@ -92,10 +92,10 @@ func TestPlanStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := sampleView(t, tt.kind)
 			if tt.observedGeneration != "" {
-				p := v.Profile()
-				p.Groups.Status.ObservedGenerationField = tt.observedGeneration
+				p := v.Spec()
+				p.MemberGroups.Status.ObservedGenerationField = tt.observedGeneration
 				var err error
-				if v, err = config.NewView(p); err != nil {
+				if v, err = profile.Compile(p); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -202,3 +202,36 @@ func TestReconcileReportsAFailedWriteOnce(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+// TestV11SelectorNeverSilentlyDropped: a group name that cannot be a label
+// value (admitted before V11, or stored before the webhook existed) leaves
+// the /scale selector as it was, and the workload says why with a Warning,
+// once, instead of the selector silently going missing (issue 10 item 4).
+func TestV11SelectorNeverSilentlyDropped(t *testing.T) {
+	obj := rc("demo").replicas(3).rack("rack/a", 3).obj()
+	obj.SetResourceVersion("")
+	var applied []string
+	funcs := interceptor.Funcs{
+		SubResourcePatch: func(_ context.Context, _ client.Client, _ string, o client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+			sel, _, _ := unstructured.NestedString(o.(*unstructured.Unstructured).Object, "status", "selector")
+			applied = append(applied, sel)
+			return nil
+		},
+	}
+	r, _, events := fakeReconciler(t, "RackedCluster", funcs, obj)
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
+	for range 2 {
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	want := []string{`Warning InvalidSelector no /scale selector for RackedCluster ns/demo: pod selector of RackedCluster demo: values[0][samples.scaleplane.io/rack]: Invalid value: "rack/a": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?'); rename the group, or fix the profile's pods labels`}
+	if diff := cmp.Diff(want, drain(events)); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	for _, sel := range applied {
+		if sel != "" {
+			t.Errorf("a selector was written: %q", sel)
+		}
+	}
+}

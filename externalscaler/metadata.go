@@ -66,8 +66,9 @@ type spec struct {
 // parseMetadata reads the metadata of one external trigger. Every problem
 // is reported at once, at metadata.<key>, saying what to change; unknown
 // keys are errors, so a typo (treshold) is not silently a default.
-// defaultSource fills an absent source.
-func parseMetadata(md map[string]string, defaultSource string) (spec, field.ErrorList) {
+// An absent source is sources' default; sources also check the query
+// (V5, V10), as they do at admission.
+func parseMetadata(md map[string]string, sources *scaling.Sources) (spec, field.ErrorList) {
 	fp := field.NewPath("metadata")
 	var errs field.ErrorList
 	for _, k := range slices.Sorted(maps.Keys(md)) {
@@ -82,7 +83,7 @@ func parseMetadata(md map[string]string, defaultSource string) (spec, field.Erro
 		Query:  md[MetadataQuery],
 	}
 	if t.Source == "" {
-		t.Source = defaultSource
+		t.Source = sources.Default()
 	}
 	if n, ok := md[MetadataMetricName]; ok {
 		t.Name = n
@@ -121,7 +122,7 @@ func parseMetadata(md map[string]string, defaultSource string) (spec, field.Erro
 	// The query (required, PromQL, an instant vector or scalar), the
 	// threshold and the activation threshold are checked as a workload
 	// trigger's are.
-	errs = append(errs, validateTrigger(t, fp)...)
+	errs = append(errs, validateTrigger(t, fp, sources)...)
 
 	s := spec{trigger: t}
 	if sel, ok := md[MetadataPodSelector]; ok {
@@ -141,12 +142,13 @@ func parseMetadata(md map[string]string, defaultSource string) (spec, field.Erro
 // validateTrigger applies the admission rules of a workload's trigger (V5,
 // and whatever else package scaling checks of one) to t, and reports them
 // at the metadata keys they concern.
-func validateTrigger(t scaling.Trigger, fp *field.Path) field.ErrorList {
+func validateTrigger(t scaling.Trigger, fp *field.Path, sources *scaling.Sources) field.ErrorList {
 	one, two := int32(1), int32(2)
 	cfgPath := field.NewPath("scaleConfig")
 	errs, _ := scaling.Validate(
 		scaling.Workload{Config: &scaling.Config{MinReplicas: &one, MaxReplicas: &two, Triggers: []scaling.Trigger{t}}},
 		scaling.Layout{ConfigPath: cfgPath},
+		sources,
 	)
 	prefix := cfgPath.Child("triggers").Index(0).String() + "."
 	var out field.ErrorList
@@ -156,6 +158,11 @@ func validateTrigger(t scaling.Trigger, fp *field.Path) field.ErrorList {
 			continue
 		}
 		key := strings.TrimPrefix(e.Field, prefix)
+		if key == "source" {
+			// Checked above: a query source, and whether this scaleplane has
+			// it configured is the scaler's answer (FailedPrecondition).
+			continue
+		}
 		if key == "name" {
 			key = MetadataMetricName
 		}

@@ -74,7 +74,7 @@ func TestIssue14Item4Metadata(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, errs := parseMetadata(tc.md, scaling.SourcePromQL)
+			got, errs := parseMetadata(tc.md, querySources(t, nil))
 			var gotErr []string
 			for _, e := range errs {
 				gotErr = append(gotErr, e.Error())

@@ -24,29 +24,27 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/externalscaler/pb"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// Options configures a Server. NewScaler and Reader are required.
+// Options configures a Server. Sources and Reader are required.
 type Options struct {
-	// NewScaler builds a trigger's scaler: pass the constructor the trigger
-	// autoscaler uses, so that KEDA's answers come from the same sources,
-	// evaluation and limits as the built-in autoscaler's decisions.
-	NewScaler func(ctx context.Context, cfg scaling.ScalerConfig) (scaling.Scaler, error)
-	// DefaultSource is the source of a trigger whose metadata names none.
-	// Default promql (the embedded store).
-	DefaultSource string
+	// Sources build a trigger's scaler and check its query: pass the
+	// autoscaler's, so that KEDA's answers come from the same sources,
+	// evaluation and limits as the built-in autoscaler's decisions. Its
+	// default source fills a trigger's absent one.
+	Sources *scaling.Sources
 	// Reader reads KEDA's ScaledObjects (normally the manager's cache), to
 	// find the workload a ScaledObject scales.
 	Reader client.Reader
 	// Views are the profiled kinds: the pods of a ScaledObject's target of
 	// one of these kinds are found by the profile's pod labels.
-	Views []*config.View
+	Views []*profile.Compiled
 	// Request tells the embedded store which queries a trigger reads, so
 	// that it keeps the series they select, and with no queries that the
 	// trigger is gone (promql.Registry.SetOwner of the store's registry);
@@ -68,9 +66,6 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.DefaultSource == "" {
-		o.DefaultSource = scaling.SourcePromQL
-	}
 	if o.SampleTimeout <= 0 {
 		o.SampleTimeout = 10 * time.Second
 	}
@@ -107,8 +102,8 @@ type Server struct {
 // New returns a Server; serve it with Serve or register it on a gRPC server
 // of your own (pb.RegisterExternalScalerServer).
 func New(opts Options) (*Server, error) {
-	if opts.NewScaler == nil || opts.Reader == nil {
-		return nil, errors.New("external scaler: NewScaler and Reader are required")
+	if opts.Sources == nil || opts.Reader == nil {
+		return nil, errors.New("external scaler: Sources and Reader are required")
 	}
 	return &Server{opts: opts.withDefaults(), triggers: map[triggerKey]*trigger{}, quit: make(chan struct{})}, nil
 }
@@ -198,7 +193,7 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 // build reads the metadata and the ScaledObject and builds the scaler.
 func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner string) (*trigger, error) {
 	what := fmt.Sprintf("ScaledObject %s/%s", ref.GetNamespace(), ref.GetName())
-	sp, errs := parseMetadata(ref.GetScalerMetadata(), s.opts.DefaultSource)
+	sp, errs := parseMetadata(ref.GetScalerMetadata(), s.opts.Sources)
 	if len(errs) > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %s", what, errs.ToAggregate().Error())
 	}
@@ -218,12 +213,12 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner strin
 		return nil, status.Errorf(codes.InvalidArgument, "%s: spec.scaleTargetRef.name is empty", what)
 	}
 	vars := map[string]string{"kind": kind}
-	var view *config.View
+	var view *profile.Compiled
 	if gv, err := schema.ParseGroupVersion(apiVersion); err == nil {
 		for _, v := range s.opts.Views {
 			if g := v.GVK(); g.Group == gv.Group && g.Kind == kind {
 				view = v
-				vars["resource"] = v.Profile().Resource
+				vars["resource"] = v.GVR().Resource
 			}
 		}
 	}
@@ -235,8 +230,8 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner strin
 			w := autoscaler.ScrapeWorkload(kind, nil, ref.GetNamespace(), name)
 			w.Selector = sp.podSelector
 			t.scrape = &w
-		case view != nil && len(view.Profile().Pods.Labels) > 0:
-			w := autoscaler.ScrapeWorkload(kind, view.Profile().Pods.Labels, ref.GetNamespace(), name)
+		case view != nil && len(view.Spec().Pods.Labels) > 0:
+			w := autoscaler.ScrapeWorkload(kind, view.Spec().Pods.Labels, ref.GetNamespace(), name)
 			t.scrape = &w
 		default:
 			return nil, status.Errorf(codes.FailedPrecondition,
@@ -244,14 +239,18 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner strin
 				what, kind, name, MetadataPodSelector, name)
 		}
 	}
-	sc, err := s.opts.NewScaler(ctx, scaling.ScalerConfig{Trigger: sp.trigger, Namespace: ref.GetNamespace(), Name: name, Vars: vars})
+	sc, err := s.opts.Sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: sp.trigger, Namespace: ref.GetNamespace(), Name: name, Vars: vars})
 	if err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", what, err)
 	}
 	if t.scrape != nil && s.opts.Request != nil {
 		all := map[string]string{"namespace": ref.GetNamespace(), "name": name}
 		maps.Copy(all, vars)
-		if err := s.opts.Request(owner, scaling.ExpandPlaceholders(sp.trigger.Query, all)); err != nil {
+		query, err := promql.Expand(sp.trigger.Query, all)
+		if err == nil {
+			err = s.opts.Request(owner, query)
+		}
+		if err != nil {
 			_ = sc.Close(ctx)
 			return nil, status.Errorf(codes.InvalidArgument, "%s: metadata.%s: %v", what, MetadataQuery, err)
 		}

@@ -24,9 +24,11 @@ import (
 	"k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/externalscaler/pb"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -64,7 +66,12 @@ type values struct {
 	seen []string
 }
 
-func (s *values) Eval(_ context.Context, query string, _ time.Time, _ map[string]string) (float64, bool, error) {
+func (s *values) Eval(_ context.Context, query string, _ time.Time, vars map[string]string) (float64, bool, error) {
+	// As the embedded evaluator: placeholders are the source's to expand.
+	query, err := promql.Expand(query, vars)
+	if err != nil {
+		return 0, false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seen = append(s.seen, query)
@@ -76,6 +83,20 @@ func (s *values) set(q string, v float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.v[q] = v
+}
+
+// querySources are the app's trigger sources with only the embedded store
+// configured, its queries answered by m: the "promql" source checks
+// queries as the autoscaler's does.
+func querySources(t *testing.T, m scaling.MetricSource) *scaling.Sources {
+	t.Helper()
+	src := autoscaler.QuerySource(nil, promql.NewTriggerChecker(promql.Limits{}.WithDefaults()))
+	src.New = scaling.QueryScaler(m)
+	s := scaling.NewSources()
+	if err := s.Register(scaling.SourcePromQL, src); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 type fixture struct {
@@ -104,23 +125,17 @@ func (f *fixture) requested() []string {
 func newFixture(t *testing.T, mut func(*Options)) *fixture {
 	t.Helper()
 	f := &fixture{values: &values{v: map[string]float64{}}, now: time.Unix(1_800_000_000, 0), queries: map[string][]string{}}
-	views := []*config.View{}
-	for _, p := range config.SampleProfiles() {
-		v, err := config.NewView(p)
+	views := []*profile.Compiled{}
+	for _, p := range profile.Samples() {
+		v, err := profile.Compile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		views = append(views, v)
 	}
-	query := scaling.QueryScaler(f.values)
 	opts := Options{
 		// As the app's sources: only the embedded store is configured.
-		NewScaler: func(ctx context.Context, cfg scaling.ScalerConfig) (scaling.Scaler, error) {
-			if cfg.Trigger.Source != scaling.SourcePromQL {
-				return nil, fmt.Errorf("%w %q (registered: promql)", scaling.ErrUnknownSource, cfg.Trigger.Source)
-			}
-			return query(ctx, cfg)
-		},
+		Sources: querySources(t, f.values),
 		Reader: scaledObjects{
 			"shop/web":    scaledObject("shop", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"),
 			"shop/deploy": scaledObject("shop", "deploy", "apps/v1", "Deployment", "api"),

@@ -106,11 +106,19 @@ func (*appender) UpdateMetadata(ref storage.SeriesRef, _ labels.Labels, _ metada
 func (*appender) SetOptions(*storage.AppendOptions) {}
 
 // Commit applies the buffered samples in order. Samples that break ordering
-// rules are dropped and reported together, as the head does; the rest are
-// kept.
+// rules, or arrive while the store is past Options.MaxBytes, are dropped
+// and reported together (the first few, and how many), as the head does;
+// the rest are kept.
 func (a *appender) Commit() error {
 	minValid := a.store.minValidTime.Load()
-	var errs []error
+	var (
+		errs    []error
+		dropped int
+		// grown is what this transaction added to the store's chunks,
+		// charged once at the end: one atomic add per scrape, not per
+		// sample.
+		grown int64
+	)
 	for _, p := range a.pending {
 		err := errSeriesDeleted
 		for errors.Is(err, errSeriesDeleted) {
@@ -119,19 +127,35 @@ func (a *appender) Commit() error {
 					break
 				}
 			}
-			if p.h != nil || p.fh != nil {
-				err = p.ser.appendHistogram(p.st, p.t, p.h, p.fh, minValid)
-			} else {
-				err = p.ser.appendFloat(p.st, p.t, p.v, minValid)
+			if err = a.store.admitSample(p.ser, p.v, grown); err != nil {
+				break
 			}
+			var n int
+			if p.h != nil || p.fh != nil {
+				n, err = p.ser.appendHistogram(p.st, p.t, p.h, p.fh, minValid)
+			} else {
+				n, err = p.ser.appendFloat(p.st, p.t, p.v, minValid)
+			}
+			grown += int64(n)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("series %s at %d: %w", p.ser.lset, p.t, err))
+			dropped++
+			if len(errs) < maxCommitErrors {
+				errs = append(errs, fmt.Errorf("series %.200s at %d: %w", p.ser.lset.String(), p.t, err))
+			}
 		}
 	}
+	a.store.used.Add(grown)
 	a.release()
+	if dropped > len(errs) {
+		errs = append(errs, fmt.Errorf("and %d more samples dropped", dropped-len(errs)))
+	}
 	return errors.Join(errs...)
 }
+
+// maxCommitErrors is how many dropped samples a commit describes: a
+// scrape may have thousands dropped for the same reason.
+const maxCommitErrors = 5
 
 func (a *appender) Rollback() error {
 	a.release()

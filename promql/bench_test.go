@@ -402,3 +402,43 @@ func BenchmarkPairedQuery(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSeriesOverhead measures what a series costs the heap besides
+// its labels and chunk bytes (the seriesOverhead the store charges against
+// Options.MaxBytes): 100,000 series of scrape-like labels (pod, namespace,
+// workload, code, method), each with 12 samples, in the store, the heap
+// growth per series minus its label and chunk bytes.
+func BenchmarkSeriesOverhead(b *testing.B) {
+	const n = 100_000
+	lsets := make([]labels.Labels, n)
+	for i := range lsets {
+		lsets[i] = labels.FromStrings("__name__", "http_requests_total", "code", fmt.Sprint(200+i%5), "method", "GET",
+			"namespace", "default", "pod", fmt.Sprintf("web-%d", i/5), "workload", "web")
+	}
+	var overhead, labelBytes, chunkBytes float64
+	for b.Loop() {
+		before := heapInUse()
+		s := NewStore(Options{Retention: -1, MaxSeries: -1, MaxBytes: -1})
+		for t := range 12 {
+			app := s.Appender(context.Background())
+			for i, ls := range lsets {
+				if _, err := app.Append(0, ls, int64(t)*5000, float64(t*i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := app.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		after := heapInUse()
+		u := s.Usage()
+		labelBytes = float64(u.UsedBytes-int64(u.Bytes))/n - seriesOverhead
+		chunkBytes = float64(u.Bytes) / n
+		overhead = (float64(after)-float64(before))/n - labelBytes - chunkBytes
+		runtime.KeepAlive(s)
+	}
+	b.ReportMetric(overhead, "overhead-bytes/series")
+	b.ReportMetric(labelBytes, "label-bytes/series")
+	b.ReportMetric(chunkBytes, "chunk-bytes/series")
+	b.ReportMetric(seriesOverhead, "charged-overhead/series")
+}

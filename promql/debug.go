@@ -19,8 +19,18 @@ const (
 	DebugStorePath = "/debug/store"
 )
 
-// maxEvalBody bounds the JSON a caller may post; a query is small.
-const maxEvalBody = 1 << 20
+// minEvalBody is the least body size the eval endpoint accepts; a body
+// may be up to eight times the longest query (JSON escaping, placeholder
+// values), so that a query within the limits always fits.
+const minEvalBody = 64 << 10
+
+// The evaluation times the eval endpoint accepts: the Unix epoch to the
+// last second a time.Time holds in int64 nanoseconds (2262-04-11), past
+// which the engine's timestamps wrap around.
+const (
+	minNowUnixSeconds = 0
+	maxNowUnixSeconds = math.MaxInt64 / 1_000_000_000
+)
 
 // DebugOptions decides who may call the debug endpoints.
 type DebugOptions struct {
@@ -41,6 +51,10 @@ type DebugOptions struct {
 	// Now is the evaluation time when a request gives none. Default
 	// time.Now.
 	Now func() time.Time
+	// Limits bound the queries the eval endpoint accepts, as they bound
+	// trigger queries (V10): a query over them is answered 422 before it is
+	// parsed or evaluated. Zero fields take the defaults of Limits.
+	Limits Limits
 }
 
 // NewDebugHandler returns a handler serving DebugEvalPath and
@@ -54,7 +68,8 @@ func NewDebugHandler(store *Store, eval Source, scraper *Scraper, opts DebugOpti
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &debugHandler{store: store, eval: eval, scraper: scraper, now: opts.Now}
+	l := opts.Limits.WithDefaults()
+	d := &debugHandler{store: store, eval: eval, scraper: scraper, now: opts.Now, limits: l, maxBody: max(minEvalBody, 8*int64(l.MaxQueryLength))}
 	mux := http.NewServeMux()
 	mux.HandleFunc(DebugEvalPath, d.serveEval)
 	mux.HandleFunc(DebugStorePath, d.serveStore)
@@ -86,6 +101,8 @@ type debugHandler struct {
 	eval    Source
 	scraper *Scraper
 	now     func() time.Time
+	limits  Limits
+	maxBody int64
 }
 
 // EvalRequest is the body of POST /debug/promql/eval.
@@ -108,6 +125,11 @@ type errorBody struct {
 	Position *Position `json:"position,omitempty"`
 	// Result is "no data", "NaN" or "Inf" on a 422 about the value.
 	Result string `json:"result,omitempty"`
+	// Bound, Limit and Value name the bound of Limits a query exceeds, on
+	// a 422 about its cost.
+	Bound string `json:"bound,omitempty"`
+	Limit int64  `json:"limit,omitempty"`
+	Value int64  `json:"value,omitempty"`
 }
 
 // problem is an RFC 7807 problem document.
@@ -134,14 +156,9 @@ func (d *debugHandler) serveEval(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, errorBody{Error: "use POST with a JSON body {\"query\": ...}"})
 		return
 	}
-	var req EvalRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxEvalBody))
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("invalid JSON body: %v", err)})
-		return
-	}
-	if strings.TrimSpace(req.Query) == "" {
-		writeError(w, http.StatusBadRequest, errorBody{Error: "query is required"})
+	req, status, msg := d.decodeEval(w, r)
+	if status != 0 {
+		writeError(w, status, errorBody{Error: msg})
 		return
 	}
 	at := d.now()
@@ -150,9 +167,14 @@ func (d *debugHandler) serveEval(w http.ResponseWriter, r *http.Request) {
 		at = time.Unix(int64(sec), int64(frac*1e9))
 	}
 
-	// Register the names first: even a query that finds no data yet makes
+	// The limits come first: nothing below parses a query over them.
+	err := d.limits.Check(req.Query)
+	// Register the names next: even a query that finds no data yet makes
 	// the scraper start keeping its metrics.
-	expanded, err := Expand(req.Query, req.Vars)
+	var expanded string
+	if err == nil {
+		expanded, err = Expand(req.Query, req.Vars)
+	}
 	if err == nil {
 		var names []string
 		if names, err = MetricNames(expanded); err == nil {
@@ -167,10 +189,17 @@ func (d *debugHandler) serveEval(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var (
+		le *LimitError
 		qe *QueryError
 		se *ShapeError
 	)
 	switch {
+	case errors.As(err, &le):
+		body := errorBody{Error: le.Error(), Bound: le.Bound, Limit: le.Limit, Value: le.Value}
+		if le.Start >= 0 {
+			body.Position = &Position{Start: le.Start, End: le.End}
+		}
+		writeError(w, http.StatusUnprocessableEntity, body)
 	case errors.As(err, &qe):
 		body := errorBody{Error: qe.Err.Error()}
 		if qe.Start >= 0 {
@@ -198,16 +227,57 @@ func (d *debugHandler) serveEval(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// decodeEval reads the request strictly: a body over the size bound is 413,
+// unknown fields, trailing data, a blank query or a time that is not a
+// finite Unix time in range are 400, each with a message saying what to
+// change. A zero status means req is usable.
+func (d *debugHandler) decodeEval(w http.ResponseWriter, r *http.Request) (req EvalRequest, status int, msg string) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, d.maxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&req)
+	off := dec.InputOffset()
+	if err == nil && dec.More() {
+		// Whatever follows the object, a second value or garbage, is
+		// refused: only the object was meant.
+		var extra json.RawMessage
+		if err = dec.Decode(&extra); err == nil {
+			err = fmt.Errorf("unexpected data after the JSON object at offset %d; send exactly one object", off)
+		} else if !errors.As(err, new(*http.MaxBytesError)) {
+			err = fmt.Errorf("unexpected data after the JSON object at offset %d (%w); send exactly one object", off, err)
+		}
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return req, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over %d bytes; a query may be at most %d bytes long", tooLarge.Limit, d.limits.MaxQueryLength)
+	case err != nil:
+		return req, http.StatusBadRequest, fmt.Sprintf("invalid JSON body: %v", err)
+	case strings.TrimSpace(req.Query) == "":
+		return req, http.StatusBadRequest, "query is required"
+	}
+	if n := req.NowUnixSeconds; n != nil && !(*n >= minNowUnixSeconds && *n <= maxNowUnixSeconds) {
+		return req, http.StatusBadRequest, fmt.Sprintf("nowUnixSeconds must be a finite number of seconds from %d to %d (2262-04-11), got %v; leave it out to evaluate now", minNowUnixSeconds, maxNowUnixSeconds, *n)
+	}
+	return req, 0, ""
+}
+
 // StoreSummary is the body of GET /debug/store.
 type StoreSummary struct {
-	RequestedMetricNames []string       `json:"requestedMetricNames"`
-	TimestampBuckets     int            `json:"timestampBuckets"`
-	SeriesCount          int            `json:"seriesCount"`
-	TotalPoints          int            `json:"totalPoints"`
-	RefusedSeries        uint64         `json:"refusedSeries"`
-	ChunkBytes           int            `json:"chunkBytes"`
-	Targets              []TargetHealth `json:"targets"`
-	DiscoveryError       string         `json:"discoveryError,omitempty"`
+	RequestedMetricNames []string `json:"requestedMetricNames"`
+	TimestampBuckets     int      `json:"timestampBuckets"`
+	SeriesCount          int      `json:"seriesCount"`
+	TotalPoints          int      `json:"totalPoints"`
+	RefusedSeries        uint64   `json:"refusedSeries"`
+	// RefusedSeriesForBytes are the refused series refused at
+	// metrics.maxStoreBytes (the rest at metrics.maxSeries), and
+	// RefusedSamples the samples refused while the store was past it.
+	RefusedSeriesForBytes uint64 `json:"refusedSeriesForBytes"`
+	RefusedSamples        uint64 `json:"refusedSamples"`
+	ChunkBytes            int    `json:"chunkBytes"`
+	// UsedBytes is what the store charges against metrics.maxStoreBytes.
+	UsedBytes      int64          `json:"usedBytes"`
+	Targets        []TargetHealth `json:"targets"`
+	DiscoveryError string         `json:"discoveryError,omitempty"`
 }
 
 func (d *debugHandler) serveStore(w http.ResponseWriter, r *http.Request) {
@@ -218,13 +288,16 @@ func (d *debugHandler) serveStore(w http.ResponseWriter, r *http.Request) {
 	}
 	st := d.store.Stats()
 	sum := StoreSummary{
-		RequestedMetricNames: d.store.Registry().Names(),
-		TimestampBuckets:     st.TimestampBuckets,
-		SeriesCount:          st.SeriesCount,
-		TotalPoints:          st.TotalPoints,
-		RefusedSeries:        st.RefusedSeries,
-		ChunkBytes:           st.ChunkBytes,
-		Targets:              []TargetHealth{},
+		RequestedMetricNames:  d.store.Registry().Names(),
+		TimestampBuckets:      st.TimestampBuckets,
+		SeriesCount:           st.SeriesCount,
+		TotalPoints:           st.TotalPoints,
+		RefusedSeries:         st.RefusedSeries,
+		RefusedSeriesForBytes: st.RefusedSeriesForBytes,
+		RefusedSamples:        st.RefusedSamples,
+		ChunkBytes:            st.ChunkBytes,
+		UsedBytes:             st.UsedBytes,
+		Targets:               []TargetHealth{},
 	}
 	if d.scraper != nil {
 		sum.Targets = d.scraper.Health()

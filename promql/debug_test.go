@@ -139,6 +139,86 @@ func TestDebugEval(t *testing.T) {
 			"type": "about:blank", "title": "Evaluation error", "status": 500.0, "detail": "query timed out in expression evaluation",
 		}},
 	}, {
+		// Issue 10 item 8 and V10: the debug endpoint's own bounds.
+		name: "unknown field",
+		body: `{"query": "up", "now": 5}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{"error": `invalid JSON body: json: unknown field "now"`}},
+	}, {
+		name: "trailing garbage",
+		body: `{"query": "up"} garbage`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{
+			"error": "invalid JSON body: unexpected data after the JSON object at offset 15 (invalid character 'g' looking for beginning of value); send exactly one object",
+		}},
+	}, {
+		name: "second object",
+		body: `{"query": "up"}{"query": "down"}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{
+			"error": "invalid JSON body: unexpected data after the JSON object at offset 15; send exactly one object",
+		}},
+	}, {
+		name: "time far in the future",
+		body: `{"query": "time()", "nowUnixSeconds": 1e300}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{
+			"error": "nowUnixSeconds must be a finite number of seconds from 0 to 9223372036 (2262-04-11), got 1e+300; leave it out to evaluate now",
+		}},
+	}, {
+		name: "time before the epoch",
+		body: `{"query": "time()", "nowUnixSeconds": -1}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{
+			"error": "nowUnixSeconds must be a finite number of seconds from 0 to 9223372036 (2262-04-11), got -1; leave it out to evaluate now",
+		}},
+	}, {
+		name: "time that is no float",
+		body: `{"query": "time()", "nowUnixSeconds": 1e400}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{
+			"error": "invalid JSON body: json: cannot unmarshal number 1e400 into Go struct field EvalRequest.nowUnixSeconds of type float64",
+		}},
+	}, {
+		name: "latest time",
+		body: `{"query": "time()", "nowUnixSeconds": 9223372036}`,
+		want: response{Status: 200, ContentType: "application/json", Body: map[string]any{"value": 9223372036.0}},
+	}, {
+		name: "a second later",
+		body: `{"query": "time()", "nowUnixSeconds": 9223372037}`,
+		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{
+			"error": "nowUnixSeconds must be a finite number of seconds from 0 to 9223372036 (2262-04-11), got 9.223372037e+09; leave it out to evaluate now",
+		}},
+	}, {
+		name: "subquery over 10 years at 1ms",
+		body: `{"query": "max_over_time(sum(rate(x[5m]))[10y:1ms])"}`,
+		want: response{Status: 422, ContentType: "application/json", Body: map[string]any{
+			"error":    "the subquery at offset 14 needs 315360000001 points per series, over the limit of 11000; use a shorter range or a longer step, or raise the configured maxPointsPerSeries",
+			"bound":    "points per series",
+			"limit":    11000.0,
+			"value":    315360000001.0,
+			"position": map[string]any{"start": 14.0, "end": 39.0},
+		}},
+	}, {
+		name: "query over the length bound",
+		body: `{"query": "` + strings.Repeat("a + ", 1100) + `a"}`,
+		want: response{Status: 422, ContentType: "application/json", Body: map[string]any{
+			"error": "query is 4401 bytes long, over the limit of 4096 bytes; shorten it (a recording rule on a Prometheus server can replace a long expression), or raise the configured maxQueryLength",
+			"bound": "length",
+			"limit": 4096.0,
+			"value": 4401.0,
+		}},
+	}, {
+		name: "query nesting too deep",
+		body: `{"query": "` + strings.Repeat("(", 150) + `1` + strings.Repeat(")", 150) + `"}`,
+		want: response{Status: 422, ContentType: "application/json", Body: map[string]any{
+			"error":    "query nests 101 levels deep at offset 100, over the limit of 100 (each open parenthesis, bracket or brace and each operator in a chain counts one); use fewer nested parentheses or a shorter chain of operators",
+			"bound":    "depth",
+			"limit":    100.0,
+			"value":    101.0,
+			"position": map[string]any{"start": 100.0, "end": 101.0},
+		}},
+	}, {
+		name: "body of 1 MB",
+		body: `{"query": "` + strings.Repeat("a + ", 1<<18) + `a"}`,
+		want: response{Status: 413, ContentType: "application/json", Body: map[string]any{
+			"error": "request body is over 65536 bytes; a query may be at most 4096 bytes long",
+		}},
+	}, {
 		name:   "GET is not allowed",
 		method: http.MethodGet,
 		want: response{Status: 405, ContentType: "application/json", Body: map[string]any{
@@ -186,17 +266,24 @@ func TestDebugStore(t *testing.T) {
 	}
 	got := do(t, h, http.MethodGet, DebugStorePath, "", nil)
 	got.Body["chunkBytes"] = nil // encoding detail
+	if used, _ := got.Body["usedBytes"].(float64); used < 2*seriesOverhead {
+		t.Errorf("usedBytes %v, want at least the bookkeeping of 2 series", got.Body["usedBytes"])
+	}
+	got.Body["usedBytes"] = nil
 	for _, tg := range got.Body["targets"].([]any) {
 		delete(tg.(map[string]any), "lastScrape")
 		delete(tg.(map[string]any), "lastDurationSeconds")
 	}
 	want := response{Status: 200, ContentType: "application/json", Body: map[string]any{
-		"requestedMetricNames": []any{"a_metric", "b_metric"},
-		"timestampBuckets":     3.0,
-		"seriesCount":          2.0,
-		"totalPoints":          6.0,
-		"refusedSeries":        0.0,
-		"chunkBytes":           nil,
+		"requestedMetricNames":  []any{"a_metric", "b_metric"},
+		"timestampBuckets":      3.0,
+		"seriesCount":           2.0,
+		"totalPoints":           6.0,
+		"refusedSeries":         0.0,
+		"refusedSeriesForBytes": 0.0,
+		"refusedSamples":        0.0,
+		"chunkBytes":            nil,
+		"usedBytes":             nil,
 		"targets": []any{map[string]any{
 			"url": "http://127.0.0.1:1/metrics", "health": "down", "lastError": "bad port", "samples": 0.0,
 		}},

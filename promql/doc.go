@@ -12,10 +12,12 @@
 //     every cycle, and clamped on every query), a cap of 100,000 series
 //     (ErrSeriesLimit, Stats.RefusedSeries), and an inverted index (label
 //     name and value to series, as Prometheus' postings) so that a query
-//     costs what it selects, not what the store holds. It implements
-//     storage.Storage (Queryable, Appendable, AppendableV2), which is what
-//     the engine and Prometheus' promqltest need. Store.Append(labels, t, v)
-//     is the one-sample ingestion path.
+//     costs what it selects, not what the store holds. A byte budget
+//     (Options.MaxBytes, ErrBytesLimit) bounds labels, bookkeeping and
+//     chunks together. It implements storage.Storage (Queryable,
+//     Appendable, AppendableV2), which is what the engine and Prometheus'
+//     promqltest need. Store.Append(labels, t, v) is the one-sample
+//     ingestion path.
 //   - Registry (Store.Registry, Store.Request, Store.RequestQuery,
 //     Registry.SetOwner, MetricNames): the metric names some trigger or
 //     debug query asked for. The scraper keeps only those. A workload's
@@ -29,12 +31,13 @@
 //     value from no data (never 0), NaN and ±Inf; a query that is not one
 //     number fails with *ShapeError telling the user to aggregate; a query
 //     that is wrong fails with *QueryError. Expand substitutes ${namespace},
-//     ${name} and other placeholders with escaping. Sources picks a Source
-//     per trigger or globally.
+//     ${name} and other placeholders with escaping.
 //   - Scraper (NewScraper, ScraperOptions): a controller-runtime manager
 //     Runnable scraping every Target from a Discoverer each Interval, with
-//     bounded concurrency, a per-scrape timeout and a body size limit,
-//     parsing the text format with prometheus/common/expfmt, adding the
+//     bounded concurrency, a per-scrape timeout, and Prometheus' body size,
+//     sample and label limits (a scrape over one fails whole), parsing
+//     the text format as it arrives with Prometheus' textparse and
+//     skipping unrequested names before building their labels, adding the
 //     target's labels and writing staleness markers when series or targets
 //     disappear. PodDiscoverer and PodTarget turn annotated pods
 //     (prometheus.io/scrape, scheme, port, path) of Workloads into targets.

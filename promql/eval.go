@@ -125,12 +125,11 @@ func (e *ShapeError) Error() string {
 // EvaluatorOptions configures the embedded engine. Zero values give the
 // documented defaults.
 type EvaluatorOptions struct {
-	// Timeout bounds one evaluation. Default 10 s.
-	Timeout time.Duration
-	// MaxSamples bounds how many samples one query may hold in memory at
-	// once; a query over more fails instead of exhausting memory. Default
-	// 1,000,000.
-	MaxSamples int
+	// Limits bound every query the Evaluator runs (V10): length, depth and
+	// points per series are checked before the engine sees the query,
+	// MaxSamples and Timeout bound its evaluation. Zero fields take the
+	// defaults of Limits.
+	Limits Limits
 	// LookbackDelta is how far back an instant selector looks for the last
 	// sample. Default 5 m, as in Prometheus.
 	LookbackDelta time.Duration
@@ -146,23 +145,27 @@ type Evaluator struct {
 	engine    *prom.Engine
 	queryable storage.Queryable
 	now       func() time.Time
+	limits    Limits
+	// checked remembers Limits.Check's answers for written queries: a
+	// trigger's query comes back every tick. check is limits.Check, bound
+	// once rather than on every Eval.
+	checked checkCache
+	check   func(string) error
 }
 
 // NewEvaluator returns an evaluator over q. When q is a *Store, every query
 // evaluated also requests its metric names, so the scraper starts keeping
 // them; the query is parsed once for both.
 func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
-	if opts.Timeout == 0 {
-		opts.Timeout = 10 * time.Second
-	}
-	if opts.MaxSamples == 0 {
-		opts.MaxSamples = 1_000_000
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	e := &Evaluator{queryable: q, now: opts.Now}
-	engineOpts := EngineOptions(opts.Timeout, opts.MaxSamples, opts.LookbackDelta, opts.Registerer)
+	l := opts.Limits.WithDefaults()
+	e := &Evaluator{queryable: q, now: opts.Now, limits: l, check: l.Check}
+	engineOpts := EngineOptions(l.Timeout, l.MaxSamples, opts.LookbackDelta, opts.Registerer)
+	// The engine's parser holds every query to the limits, whichever way
+	// it reached the engine (Eval, or Engine() directly).
+	engineOpts.Parser = &exprCache{Parser: parser.NewParser(parserOptions), limits: &l}
 	if s, ok := q.(*Store); ok {
 		// The engine's parser requests the names, so a query is parsed
 		// once per evaluation, not once more to learn its names.
@@ -172,9 +175,16 @@ func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
 	return e
 }
 
-// maxKnownQueries bounds registeringParser's memory of registered queries;
-// past it the memory starts again empty, which only costs walks.
-const maxKnownQueries = 100_000
+// Limits returns the limits the Evaluator applies, defaults filled in.
+func (e *Evaluator) Limits() Limits { return e.limits }
+
+// maxKnownQueries and maxKnownQueryBytes bound registeringParser's memory
+// of registered queries; past either the memory starts again empty, which
+// only costs walks.
+const (
+	maxKnownQueries    = 100_000
+	maxKnownQueryBytes = 16 << 20
+)
 
 // registeringParser is the engine's parser when the Evaluator runs over a
 // Store: every query it parses requests its metric names from the store's
@@ -186,6 +196,8 @@ type registeringParser struct {
 	registry *Registry
 	mtx      sync.RWMutex
 	known    map[string]struct{}
+	// bytes is the length of the queries in known.
+	bytes int
 }
 
 func (p *registeringParser) ParseExpr(input string) (parser.Expr, error) {
@@ -204,8 +216,11 @@ func (p *registeringParser) ParseExpr(input string) (parser.Expr, error) {
 		return expr, nil
 	}
 	p.mtx.Lock()
-	if p.known == nil || len(p.known) >= maxKnownQueries {
-		p.known = map[string]struct{}{}
+	if p.known == nil || len(p.known) >= maxKnownQueries || p.bytes+len(input) > maxKnownQueryBytes {
+		p.known, p.bytes = map[string]struct{}{}, 0
+	}
+	if _, dup := p.known[input]; !dup {
+		p.bytes += len(input)
 	}
 	p.known[input] = struct{}{}
 	p.mtx.Unlock()
@@ -221,7 +236,7 @@ func EngineOptions(timeout time.Duration, maxSamples int, lookback time.Duration
 		Timeout:    timeout,
 		// Subqueries without a step use Prometheus' default global
 		// evaluation interval.
-		NoStepSubqueryIntervalFn: func(int64) int64 { return time.Minute.Milliseconds() },
+		NoStepSubqueryIntervalFn: func(int64) int64 { return DefaultSubqueryStep.Milliseconds() },
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
 		EnableDelayedNameRemoval: true,
@@ -238,8 +253,13 @@ var queryOpts = prom.NewPrometheusQueryOpts(false, 0)
 // Engine returns the underlying Prometheus engine.
 func (e *Evaluator) Engine() *prom.Engine { return e.engine }
 
-// Eval implements Source.
+// Eval implements Source. The query as written is held to the Evaluator's
+// Limits first, then its placeholders are replaced and the engine's parser
+// checks the result again before anything is evaluated.
 func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
+	if err := e.checked.answer(query, e.check); err != nil {
+		return Result{}, err
+	}
 	expanded, err := Expand(query, vars)
 	if err != nil {
 		return Result{}, err
@@ -249,6 +269,10 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	}
 	q, err := e.engine.NewInstantQuery(ctx, e.queryable, queryOpts, expanded, at)
 	if err != nil {
+		var le *LimitError
+		if errors.As(err, &le) {
+			return Result{}, err
+		}
 		return Result{}, queryError(expanded, err)
 	}
 	defer q.Close()

@@ -215,11 +215,11 @@ func TestEvalTimeoutAndSampleLimit(t *testing.T) {
 		opts EvaluatorOptions
 		is   func(error) bool
 	}{
-		{name: "sample limit", opts: EvaluatorOptions{MaxSamples: 5}, is: func(err error) bool {
+		{name: "sample limit", opts: EvaluatorOptions{Limits: Limits{MaxSamples: 5}}, is: func(err error) bool {
 			var e prom.ErrTooManySamples
 			return errors.As(err, &e)
 		}},
-		{name: "timeout", opts: EvaluatorOptions{Timeout: time.Nanosecond}, is: func(err error) bool {
+		{name: "timeout", opts: EvaluatorOptions{Limits: Limits{Timeout: time.Nanosecond}}, is: func(err error) bool {
 			var e prom.ErrQueryTimeout
 			return errors.As(err, &e)
 		}},

@@ -1,17 +1,22 @@
 package promql
 
 import (
+	"regexp/syntax"
 	"slices"
 	"sync"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
 const (
-	// maxCachedExprs bounds exprCache; past it the cache starts again
-	// empty, which only costs parses. A trigger's tree takes about 700
-	// bytes.
-	maxCachedExprs = 50_000
+	// maxCachedExprs and maxCachedExprBytes bound exprCache; past either
+	// the cache starts again empty, which only costs parses. A trigger's
+	// tree takes about 500 bytes, a 4 KiB query's up to 130 KB, and a
+	// matcher's compiled regular expression about 40 bytes per
+	// instruction (see treeCost).
+	maxCachedExprs     = 50_000
+	maxCachedExprBytes = 64 << 20
 	// maxCachedQueryLen keeps long one-off queries (the debug endpoint
 	// accepts any) out of the caches; trigger queries are far shorter.
 	maxCachedQueryLen = 4 << 10
@@ -24,10 +29,18 @@ const (
 // (step-invariant wrapping, resolved offsets and @ times, the selected
 // series); the cached tree itself never reaches the engine. A tree holding
 // a node type cloneExpr does not know is parsed again every time.
+//
+// With limits set (the Evaluator's engine), it is also where the engine's
+// own input is held to Limits: every query the engine evaluates was parsed
+// here, so a query over a bound never reaches evaluation, whoever sent it.
+// Only trees that passed are cached.
 type exprCache struct {
 	parser.Parser
-	mtx   sync.RWMutex
-	exprs map[string]parser.Expr
+	limits *Limits
+	mtx    sync.RWMutex
+	exprs  map[string]parser.Expr
+	// bytes is the estimated memory of exprs (treeCost).
+	bytes int
 }
 
 func newExprCache(p parser.Parser) *exprCache { return &exprCache{Parser: p} }
@@ -41,7 +54,7 @@ func (c *exprCache) ParseExpr(input string) (parser.Expr, error) {
 			return e, nil
 		}
 	}
-	e, err := c.Parser.ParseExpr(input)
+	e, err := c.parse(input)
 	if err != nil {
 		return nil, err
 	}
@@ -49,12 +62,64 @@ func (c *exprCache) ParseExpr(input string) (parser.Expr, error) {
 		return e, nil
 	}
 	if kept, ok := cloneExpr(e); ok {
+		cost := treeCost(input, kept)
 		c.mtx.Lock()
-		if c.exprs == nil || len(c.exprs) >= maxCachedExprs {
-			c.exprs = map[string]parser.Expr{}
+		if c.exprs == nil || len(c.exprs) >= maxCachedExprs || c.bytes+cost > maxCachedExprBytes {
+			c.exprs, c.bytes = map[string]parser.Expr{}, 0
+		}
+		if _, dup := c.exprs[input]; !dup {
+			c.bytes += cost
 		}
 		c.exprs[input] = kept
 		c.mtx.Unlock()
+	}
+	return e, nil
+}
+
+// treeCost estimates the memory a cached tree of input holds, from
+// measurements of the parser's trees: about 24 bytes per byte of query,
+// and 40 bytes per instruction of every compiled regular expression of a
+// matcher, which a short query can hold many of.
+func treeCost(input string, e parser.Expr) int {
+	cost := 256 + 24*len(input)
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		for _, m := range vs.LabelMatchers {
+			if m.Type != labels.MatchRegexp && m.Type != labels.MatchNotRegexp {
+				continue
+			}
+			if re, err := syntax.Parse(m.Value, syntax.Perl|syntax.DotNL); err == nil {
+				cost += 40 * int(min(regexSize(re), 1<<30))
+			}
+		}
+		return nil
+	})
+	return cost
+}
+
+// parse parses input, within the limits when there are any. The length
+// bound here is on the query after its placeholders were replaced, which
+// the Evaluator checked in its written form already.
+func (c *exprCache) parse(input string) (parser.Expr, error) {
+	if c.limits == nil {
+		return c.Parser.ParseExpr(input)
+	}
+	if limit := max(maxExpandedQueryLength, 4*c.limits.MaxQueryLength); len(input) > limit {
+		return nil, &LimitError{Bound: BoundLength, Limit: int64(limit), Value: int64(len(input)), Start: -1, End: -1,
+			Hint: "its placeholders make it too long; shorten it"}
+	}
+	if err := c.limits.prescan(input); err != nil {
+		return nil, err
+	}
+	e, err := c.Parser.ParseExpr(input)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.limits.checkPoints(e); err != nil {
+		return nil, err
 	}
 	return e, nil
 }

@@ -2,6 +2,8 @@ package promql
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -88,4 +90,37 @@ func TestEvalSameQueryConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestExprCacheBounded: the engine's parse cache holds at most
+// maxCachedExprs trees and about maxCachedExprBytes of them, whatever the
+// queries hold: one with a large regular expression weighs as much as
+// hundreds of plain ones.
+func TestExprCacheBounded(t *testing.T) {
+	c := newExprCache(parser.NewParser(parserOptions))
+	heavy := `up{a=~"` + strings.Repeat(".{1000}", 9) + `", b="%d"}`
+	for i := range 1000 {
+		if _, err := c.ParseExpr(fmt.Sprintf(heavy, i)); err != nil {
+			t.Fatal(err)
+		}
+		c.mtx.RLock()
+		n, bytes := len(c.exprs), c.bytes
+		c.mtx.RUnlock()
+		if n > maxCachedExprs || bytes > maxCachedExprBytes {
+			t.Fatalf("after %d queries the cache holds %d trees of about %d bytes, over %d trees or %d bytes", i+1, n, bytes, maxCachedExprs, maxCachedExprBytes)
+		}
+	}
+	// Each heavy tree is estimated at about 360 KB, as measured.
+	if cost := treeCost(fmt.Sprintf(heavy, 0), mustParse(t, fmt.Sprintf(heavy, 0))); cost < 300_000 {
+		t.Errorf("treeCost of a 9,000-instruction regex = %d, want at least 300 KB", cost)
+	}
+}
+
+func mustParse(t *testing.T, q string) parser.Expr {
+	t.Helper()
+	e, err := parser.NewParser(parserOptions).ParseExpr(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -119,6 +119,15 @@ func (r *Registry) Has(name string) bool {
 	return ok
 }
 
+// snapshot returns the requested names as of now. The map is never
+// changed (rebuild replaces it), so a scrape reads it without the lock,
+// once per sample, without copying.
+func (r *Registry) snapshot() map[string]struct{} {
+	r.mtx.RLock()
+	defer r.mtx.RUnlock()
+	return r.names
+}
+
 // Names returns the requested names, sorted.
 func (r *Registry) Names() []string {
 	r.mtx.RLock()

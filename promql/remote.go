@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -39,8 +39,11 @@ type RemoteOptions struct {
 	ServerName string
 	// Headers are sent with every query, e.g. X-Scope-OrgID for Mimir.
 	Headers map[string]string
-	// Timeout bounds one query, on the server and the client. Default 10 s.
-	Timeout time.Duration
+	// Limits are checked before a query is sent, so a trigger cannot make
+	// the server do what the embedded engine would refuse (length, depth,
+	// points per series); Limits.Timeout bounds one query, on the server
+	// and the client. Zero fields take the defaults of Limits.
+	Limits Limits
 	// RoundTripper replaces the transport built from the fields above.
 	RoundTripper http.RoundTripper
 }
@@ -49,8 +52,12 @@ type RemoteOptions struct {
 // through its HTTP query API. It implements Source with the same result
 // rules as the embedded Evaluator.
 type Remote struct {
-	api     v1.API
-	timeout time.Duration
+	api    v1.API
+	limits Limits
+	// checked remembers Limits.Check's answers: a trigger's query comes
+	// back every tick.
+	checked checkCache
+	check   func(string) error
 }
 
 // NewRemote validates opts and returns a client. Credentials in files are
@@ -60,9 +67,7 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("remote source URL %q: use an absolute http(s) URL such as http://prometheus.monitoring:9090", opts.URL)
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Second
-	}
+	opts.Limits = opts.Limits.WithDefaults()
 	rt := opts.RoundTripper
 	if rt == nil {
 		cfg := config.HTTPClientConfig{
@@ -90,15 +95,19 @@ func NewRemote(opts RemoteOptions) (*Remote, error) {
 			return nil, fmt.Errorf("remote source %s: %w", opts.URL, err)
 		}
 	}
-	c, err := api.NewClient(api.Config{Address: strings.TrimSuffix(opts.URL, "/"), RoundTripper: rt})
+	c, err := api.NewClient(api.Config{Address: strings.TrimSuffix(opts.URL, "/"), RoundTripper: limitedBodies{rt}})
 	if err != nil {
 		return nil, fmt.Errorf("remote source %s: %w", opts.URL, err)
 	}
-	return &Remote{api: v1.NewAPI(c), timeout: opts.Timeout}, nil
+	return &Remote{api: v1.NewAPI(c), limits: opts.Limits, check: opts.Limits.Check}, nil
 }
 
-// Eval implements Source.
+// Eval implements Source. A query over the Limits is refused without being
+// sent.
 func (r *Remote) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
+	if err := r.checked.answer(query, r.check); err != nil {
+		return Result{}, err
+	}
 	expanded, err := Expand(query, vars)
 	if err != nil {
 		return Result{}, err
@@ -106,9 +115,14 @@ func (r *Remote) Eval(ctx context.Context, query string, at time.Time, vars map[
 	if at.IsZero() {
 		at = time.Now()
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.limits.Timeout)
 	defer cancel()
-	v, _, err := r.api.Query(ctx, expanded, at, v1.WithTimeout(r.timeout))
+	// A trigger needs one number: asking for a few series more than one
+	// is enough to tell the user how many came back, and keeps a query
+	// that selects everything from costing the server (and us) its
+	// serialization. Servers without the parameter ignore it; the body
+	// bound then still holds.
+	v, _, err := r.api.Query(ctx, expanded, at, v1.WithTimeout(r.limits.Timeout), v1.WithLimit(remoteSeriesLimit))
 	if err != nil {
 		var apiErr *v1.Error
 		if errors.As(err, &apiErr) && apiErr.Type == v1.ErrBadData {
@@ -144,6 +158,46 @@ func (r *Remote) Eval(ctx context.Context, query string, at time.Time, vars map[
 	return Result{}, fmt.Errorf("remote query %q: unexpected result type %T", expanded, v)
 }
 
+// remoteSeriesLimit is the limit parameter of every query: one series is
+// the answer, up to three are named in a ShapeError.
+const remoteSeriesLimit = 4
+
+// maxRemoteBody bounds a server's answer: four series with their labels
+// fit in a few kilobytes, and the client reads the whole body into memory
+// before decoding it.
+const maxRemoteBody = 1 << 20
+
+// limitedBodies bounds the body of every response.
+type limitedBodies struct{ rt http.RoundTripper }
+
+func (l limitedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxRemoteBody}
+	return resp, nil
+}
+
+// limitedBody fails a read past its bound instead of truncating, so a
+// too-long answer is an error, never a wrong number.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("remote answer is over %d bytes; a trigger query must return one number, aggregate it", maxRemoteBody)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
 func metricLabels(m model.Metric) labels.Labels {
 	b := labels.NewScratchBuilder(len(m))
 	for k, v := range m {
@@ -151,30 +205,4 @@ func metricLabels(m model.Metric) labels.Labels {
 	}
 	b.Sort()
 	return b.Labels()
-}
-
-// Sources picks the Source of a trigger: a named one when the trigger names
-// it, otherwise Default (the embedded evaluator, or a global remote).
-type Sources struct {
-	Default Source
-	Named   map[string]Source
-}
-
-// Get returns the source called name, or Default for "".
-func (s Sources) Get(name string) (Source, error) {
-	if name == "" {
-		if s.Default == nil {
-			return nil, errors.New("no default metrics source configured")
-		}
-		return s.Default, nil
-	}
-	if src, ok := s.Named[name]; ok {
-		return src, nil
-	}
-	known := make([]string, 0, len(s.Named))
-	for n := range s.Named {
-		known = append(known, n)
-	}
-	sort.Strings(known)
-	return nil, fmt.Errorf("unknown metrics source %q; configured sources: %s", name, strings.Join(known, ", "))
 }

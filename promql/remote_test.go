@@ -11,8 +11,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -138,26 +139,68 @@ func TestNewRemoteRejectsBadURL(t *testing.T) {
 	}
 }
 
-func TestSources(t *testing.T) {
-	def, other := &Evaluator{}, &Remote{timeout: time.Second}
-	s := Sources{Default: def, Named: map[string]Source{"thanos": other}}
-	tests := []struct {
-		name    string
-		want    Source
-		wantErr string
-	}{
-		{name: "", want: def},
-		{name: "thanos", want: other},
-		{name: "mimir", wantErr: `unknown metrics source "mimir"; configured sources: thanos`},
+// TestV10RemoteNotSent: a query over the limits is refused by Remote
+// without reaching the server, so a trigger cannot make a shared
+// Prometheus do what the embedded engine refuses.
+func TestV10RemoteNotSent(t *testing.T) {
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"scalar","result":[1732100300,"1"]}}`)
+	}))
+	defer srv.Close()
+	r, err := NewRemote(RemoteOptions{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		got, err := s.Get(tc.name)
-		gotErr := ""
-		if err != nil {
-			gotErr = err.Error()
+	for name, q := range hostileQueries {
+		_, err := r.Eval(context.Background(), q, evalAt, nil)
+		var le *LimitError
+		if !errors.As(err, &le) {
+			t.Errorf("%s: error = %v, want a *LimitError", name, err)
 		}
-		if got != tc.want || gotErr != tc.wantErr {
-			t.Errorf("Get(%q) = %v, %q; want %v, %q", tc.name, got, gotErr, tc.want, tc.wantErr)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("the server was asked %d queries over the limits, want 0", n)
+	}
+	if _, err := r.Eval(context.Background(), `scalar(x)`, evalAt, nil); err != nil || asked.Load() != 1 {
+		t.Errorf("a query within the limits: error %v after %d requests, want it sent once", err, asked.Load())
+	}
+}
+
+// TestRemoteBoundsWhatComesBack: every query asks the server for at most a
+// few series, and an answer over the body bound is an error (never a
+// truncated number), so a query selecting everything on a shared server
+// costs neither side its size.
+func TestRemoteBoundsWhatComesBack(t *testing.T) {
+	var limits []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Errorf("parse form: %v", err)
 		}
+		limits = append(limits, r.Form.Get("limit"))
+		w.Header().Set("Content-Type", "application/json")
+		// A server that ignores the limit and answers 2 MB.
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[`)
+		for i := range 20_000 {
+			if i > 0 {
+				fmt.Fprint(w, ",")
+			}
+			fmt.Fprintf(w, `{"metric":{"pod":"pod-%05d-%s"},"value":[1732100300,"1"]}`, i, strings.Repeat("x", 40))
+		}
+		fmt.Fprint(w, `]}}`)
+	}))
+	defer srv.Close()
+	r, err := NewRemote(RemoteOptions{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Eval(context.Background(), `{__name__=~".+"}`, evalAt, nil)
+	if err == nil || !strings.Contains(err.Error(), "remote answer is over 1048576 bytes") {
+		t.Errorf("error = %v, want the body bound", err)
+	}
+	if diff := cmp.Diff([]string{"4"}, limits); diff != "" {
+		t.Errorf("limit parameters sent (-want +got):\n%s", diff)
 	}
 }

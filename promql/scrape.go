@@ -1,7 +1,6 @@
 package promql
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,9 +13,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
@@ -64,8 +62,24 @@ type ScraperOptions struct {
 	// Interval.
 	Timeout time.Duration
 	// MaxBodyBytes bounds one (decompressed) response; a larger one fails
-	// the scrape instead of filling memory. Default 10 MiB.
+	// the scrape instead of filling memory. Default 10 MiB
+	// (DefaultMaxBodyBytes), Prometheus' body_size_limit.
 	MaxBodyBytes int64
+	// SampleLimit bounds the samples of requested metric names in one
+	// scrape, duplicates included; a scrape over it fails as a whole and
+	// stores nothing, as with Prometheus' sample_limit. Samples of names
+	// no trigger requested are not counted: they are skipped unbuilt.
+	// Default DefaultSampleLimit; negative: no limit.
+	SampleLimit int
+	// LabelLimit, LabelNameLengthLimit and LabelValueLengthLimit bound
+	// every requested series (its target labels and metric name
+	// included): one over them fails the scrape, as Prometheus'
+	// label_limit, label_name_length_limit and label_value_length_limit
+	// do. They also bound the longest line of a requested series, which
+	// bounds the scrape's read buffer. Defaults DefaultLabelLimit,
+	// DefaultLabelNameLengthLimit, DefaultLabelValueLengthLimit;
+	// negative: no limit.
+	LabelLimit, LabelNameLengthLimit, LabelValueLengthLimit int
 	// Concurrency is how many targets are scraped at once. Default 32.
 	Concurrency int
 	// Client performs the requests. Default: a client with no overall
@@ -76,6 +90,11 @@ type ScraperOptions struct {
 	Now func() time.Time
 	// Log receives one line per target state change. Default: discard.
 	Log logr.Logger
+	// Registerer receives the scraper's and the store's metrics (scrapes,
+	// failures, duration, targets by health, store series, samples and
+	// bytes; see metrics.go). Nil publishes none. Scrapers sharing a
+	// registerer share the series.
+	Registerer prometheus.Registerer
 }
 
 // Health is the state of one target after its latest scrape.
@@ -108,6 +127,8 @@ type Scraper struct {
 	mtx          sync.Mutex
 	targets      map[string]*targetState
 	discoveryErr error
+	metrics      *scraperMetrics
+	limits       scrapeLimits
 }
 
 type targetState struct {
@@ -134,8 +155,17 @@ func NewScraper(opts ScraperOptions) (*Scraper, error) {
 	}
 	opts.Timeout = min(opts.Timeout, opts.Interval)
 	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 10 << 20
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	defaultInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defaultInt(&opts.SampleLimit, DefaultSampleLimit)
+	defaultInt(&opts.LabelLimit, DefaultLabelLimit)
+	defaultInt(&opts.LabelNameLengthLimit, DefaultLabelNameLengthLimit)
+	defaultInt(&opts.LabelValueLengthLimit, DefaultLabelValueLengthLimit)
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 32
 	}
@@ -148,7 +178,11 @@ func NewScraper(opts ScraperOptions) (*Scraper, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
-	return &Scraper{opts: opts, targets: map[string]*targetState{}}, nil
+	m, err := newScraperMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("new scraper: %w", err)
+	}
+	return &Scraper{opts: opts, targets: map[string]*targetState{}, metrics: m, limits: newScrapeLimits(opts)}, nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: only the
@@ -217,6 +251,7 @@ func (s *Scraper) Cycle(ctx context.Context) {
 	}
 	wg.Wait()
 	s.opts.Store.Trim()
+	s.metrics.observeCycle(s.Health(), s.opts.Store.Usage())
 }
 
 // DiscoveryError is the error of the latest discovery, nil when it worked.
@@ -241,6 +276,7 @@ func (s *Scraper) Health() []TargetHealth {
 func (s *Scraper) scrapeTarget(ctx context.Context, st *targetState) {
 	start := s.opts.Now()
 	n, err := s.scrape(ctx, st, start)
+	s.metrics.observeScrape(s.opts.Now().Sub(start).Seconds(), err)
 	h := TargetHealth{
 		URL:                 st.target.URL,
 		Labels:              st.health.Labels,
@@ -280,45 +316,68 @@ func (s *Scraper) markStale(st *targetState, at time.Time) {
 
 func (s *Scraper) scrape(ctx context.Context, st *targetState, at time.Time) (int, error) {
 	if st.target.Invalid != "" {
-		return 0, errors.New(st.target.Invalid)
+		return 0, &scrapeError{reason: FailureInvalidTarget, err: errors.New(st.target.Invalid)}
 	}
-	body, err := s.fetch(ctx, st.target.URL)
+	url := st.target.URL
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	body, err := s.get(ctx, url)
 	if err != nil {
 		return 0, err
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		return 0, fmt.Errorf("parse metrics from %s: %w", st.target.URL, err)
-	}
+	defer body.Close()
 
-	reg := s.opts.Store.Registry()
 	t := at.UnixMilli()
 	app := s.opts.Store.Appender(ctx)
+	// seen are this scrape's series; a series the store refused is kept
+	// with empty labels, so that its repeats are not tried again.
 	seen := make(map[uint64]labels.Labels, len(st.seen))
-	b := labels.NewBuilder(labels.EmptyLabels())
-	var errs []error
-	add := func(name string, m *dto.Metric, extra []string, v float64) {
-		if !reg.Has(name) {
-			return
-		}
-		ls := sampleLabels(b, name, m, extra, st.target.Labels)
+	var (
+		refused  int
+		firstErr error
+	)
+	err = readExposition(body, s.limits, s.opts.Store.Registry().snapshot(), st.target.Labels, func(ls labels.Labels, v float64) error {
 		h := ls.Hash()
 		if _, dup := seen[h]; dup {
-			return
+			// Prometheus keeps the first sample of a series in a scrape.
+			return nil
+		}
+		ref, err := app.Append(0, ls, t, v)
+		if err != nil {
+			// MaxSeries or MaxBytes: the scrape goes on, the series is
+			// counted by the store and left out.
+			refused++
+			if firstErr == nil {
+				firstErr = err
+			}
+			seen[h] = labels.EmptyLabels()
+			return nil
+		}
+		// The store's copy of the labels, so that they are held once.
+		if ser := s.opts.Store.byRef(ref); ser != nil {
+			ls = ser.lset
 		}
 		seen[h] = ls
-		if _, err := app.Append(0, ls, t, v); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for name, mf := range families {
-		for _, m := range mf.GetMetric() {
-			flatten(name, mf.GetType(), m, add)
-		}
+		return nil
+	})
+	if err != nil {
+		// A scrape that fails stores nothing, as in Prometheus.
+		_ = app.Rollback()
+		return 0, s.scrapeFailure(ctx, url, err)
 	}
 	if err := app.Commit(); err != nil {
-		errs = append(errs, err)
+		// Ordering problems, or the store past its byte budget: the
+		// scrape worked, so the target stays up, but the problem is
+		// logged.
+		s.opts.Log.Error(err, "store scraped samples", "url", url)
+	}
+	kept := 0
+	for h, ls := range seen {
+		if ls.IsEmpty() {
+			delete(seen, h)
+			continue
+		}
+		kept++
 	}
 	for h, ls := range st.seen {
 		if _, ok := seen[h]; !ok {
@@ -326,20 +385,54 @@ func (s *Scraper) scrape(ctx context.Context, st *targetState, at time.Time) (in
 		}
 	}
 	st.seen = seen
-	if len(errs) > 0 {
-		// Refused series (MaxSeries) or ordering problems: the scrape
-		// worked, so the target stays up, but the problem is logged.
-		s.opts.Log.Error(errors.Join(errs...), "store scraped samples", "url", st.target.URL)
+	if refused > 0 {
+		s.opts.Log.Error(firstErr, "the store refused new series of a scrape", "url", url, "refused", refused)
 	}
-	return len(seen), nil
+	return kept, nil
 }
 
-func (s *Scraper) fetch(ctx context.Context, url string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
+// scrapeError is a failed scrape; reason is the failures metric's label.
+type scrapeError struct {
+	reason string
+	err    error
+}
+
+func (e *scrapeError) Error() string { return e.err.Error() }
+func (e *scrapeError) Unwrap() error { return e.err }
+
+// failureReason is the failures metric's label for a scrape's error.
+func failureReason(err error) string {
+	var se *scrapeError
+	if errors.As(err, &se) {
+		return se.reason
+	}
+	return FailureConnection
+}
+
+// scrapeFailure turns an error of reading or parsing url's body into what
+// the target reports, with the reason it is counted under.
+func (s *Scraper) scrapeFailure(ctx context.Context, url string, err error) error {
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return &scrapeError{reason: FailureBodyTooLarge, err: fmt.Errorf("scrape %s: response exceeds %d bytes; expose fewer metrics or raise metrics.bodySizeLimitBytes", url, s.opts.MaxBodyBytes)}
+	case errors.Is(err, errSampleLimit):
+		return &scrapeError{reason: FailureSampleLimit, err: fmt.Errorf("scrape %s: %w", url, err)}
+	case errors.Is(err, errLabelLimit):
+		return &scrapeError{reason: FailureLabelLimit, err: fmt.Errorf("scrape %s: %w", url, err)}
+	case errors.Is(err, errParse):
+		return &scrapeError{reason: FailureParse, err: fmt.Errorf("parse metrics from %s: %w", url, err)}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &scrapeError{reason: FailureTimeout, err: fmt.Errorf("scrape %s: body not read within %s; make the endpoint faster or raise the scrape timeout", url, s.opts.Timeout)}
+	}
+	return &scrapeError{reason: FailureConnection, err: fmt.Errorf("read %s: %w", url, err)}
+}
+
+// get requests url and returns the body of a 200 answer, read at most
+// MaxBodyBytes and one byte more (so that a larger one is told apart).
+func (s *Scraper) get(ctx context.Context, url string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("build request for %s: %w", url, err)
+		return nil, &scrapeError{reason: FailureInvalidTarget, err: fmt.Errorf("build request for %s: %w", url, err)}
 	}
 	// Only the text format is parsed; ask for it explicitly so servers
 	// that default to OpenMetrics or protobuf answer in it.
@@ -348,93 +441,20 @@ func (s *Scraper) fetch(ctx context.Context, url string) ([]byte, error) {
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("scrape %s: no response within %s; make the endpoint faster or raise the scrape timeout", url, s.opts.Timeout)
+			return nil, &scrapeError{reason: FailureTimeout, err: fmt.Errorf("scrape %s: no response within %s; make the endpoint faster or raise the scrape timeout", url, s.opts.Timeout)}
 		}
-		return nil, fmt.Errorf("scrape %s: %w", url, err)
+		return nil, &scrapeError{reason: FailureConnection, err: fmt.Errorf("scrape %s: %w", url, err)}
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: server returned %s", url, resp.Status)
+		resp.Body.Close()
+		return nil, &scrapeError{reason: FailureHTTPStatus, err: fmt.Errorf("scrape %s: server returned %s", url, resp.Status)}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxBodyBytes+1))
-	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("scrape %s: body not read within %s; make the endpoint faster or raise the scrape timeout", url, s.opts.Timeout)
-		}
-		return nil, fmt.Errorf("read %s: %w", url, err)
-	}
-	if int64(len(body)) > s.opts.MaxBodyBytes {
-		return nil, fmt.Errorf("scrape %s: response exceeds %d bytes; expose fewer metrics or raise the body size limit", url, s.opts.MaxBodyBytes)
-	}
-	return body, nil
+	return readCloser{Reader: io.LimitReader(resp.Body, s.opts.MaxBodyBytes+1), Closer: resp.Body}, nil
 }
 
-// flatten turns one exposition metric into Prometheus' float series, the
-// way Prometheus ingests the text format (summaries and classic histograms
-// become _sum, _count, quantile and _bucket series).
-func flatten(name string, typ dto.MetricType, m *dto.Metric, add func(name string, m *dto.Metric, extra []string, v float64)) {
-	switch typ {
-	case dto.MetricType_COUNTER:
-		add(name, m, nil, m.GetCounter().GetValue())
-	case dto.MetricType_GAUGE:
-		add(name, m, nil, m.GetGauge().GetValue())
-	case dto.MetricType_SUMMARY:
-		s := m.GetSummary()
-		for _, q := range s.GetQuantile() {
-			add(name, m, []string{model.QuantileLabel, formatFloat(q.GetQuantile())}, q.GetValue())
-		}
-		add(name+"_sum", m, nil, s.GetSampleSum())
-		add(name+"_count", m, nil, float64(s.GetSampleCount()))
-	case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
-		h := m.GetHistogram()
-		count := float64(h.GetSampleCount())
-		if h.SampleCountFloat != nil {
-			count = h.GetSampleCountFloat()
-		}
-		sawInf := false
-		for _, b := range h.GetBucket() {
-			c := float64(b.GetCumulativeCount())
-			if b.CumulativeCountFloat != nil {
-				c = b.GetCumulativeCountFloat()
-			}
-			sawInf = sawInf || math.IsInf(b.GetUpperBound(), 1)
-			add(name+"_bucket", m, []string{model.BucketLabel, formatFloat(b.GetUpperBound())}, c)
-		}
-		if !sawInf {
-			add(name+"_bucket", m, []string{model.BucketLabel, "+Inf"}, count)
-		}
-		add(name+"_sum", m, nil, h.GetSampleSum())
-		add(name+"_count", m, nil, count)
-	default:
-		add(name, m, nil, m.GetUntyped().GetValue())
-	}
-}
-
-func formatFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "+Inf"
-	case math.IsInf(f, -1):
-		return "-Inf"
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
-func sampleLabels(b *labels.Builder, name string, m *dto.Metric, extra []string, target labels.Labels) labels.Labels {
-	b.Reset(labels.EmptyLabels())
-	for _, lp := range m.GetLabel() {
-		n := lp.GetName()
-		if target.Has(n) {
-			n = "exported_" + n
-		}
-		b.Set(n, lp.GetValue())
-	}
-	for i := 0; i+1 < len(extra); i += 2 {
-		b.Set(extra[i], extra[i+1])
-	}
-	target.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
-	b.Set(model.MetricNameLabel, name)
-	return b.Labels()
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 var _ storage.Appendable = (*Store)(nil)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -24,6 +25,21 @@ const (
 	// DefaultMaxSeries bounds memory when a pod exposes an unexpected
 	// high-cardinality metric under a requested name.
 	DefaultMaxSeries = 100_000
+	// DefaultMaxBytes bounds what the series' labels, bookkeeping and
+	// chunks may take together: 100,000 series of typical scrape data
+	// (about 600 bytes of labels and bookkeeping and 700 of chunks each
+	// over 30 minutes at 5 s) fit in it, so for such data MaxSeries binds
+	// first; series with long labels or values that do not compress hit it
+	// instead. docs/profiles.md has the arithmetic for a 512 MiB pod.
+	DefaultMaxBytes = 128 << 20
+
+	// seriesOverhead is what a series costs besides its labels and chunk
+	// bytes, as charged against MaxBytes: the series record (128 bytes),
+	// its head chunk and appender objects, its entries in the hash and
+	// inverted indexes and in the slab. BenchmarkSeriesOverhead measures
+	// about 370 bytes with a young head chunk; the rest is room for the head
+	// chunk's spare capacity.
+	seriesOverhead = 512
 
 	// samplesPerChunk matches Prometheus' head (120 samples = 10 minutes at
 	// 5 s): fewer samples lose compression, more make retention coarser.
@@ -41,6 +57,28 @@ var errSeriesDeleted = errors.New("series was removed by retention")
 // Options.MaxSeries. Existing series keep accepting samples.
 var ErrSeriesLimit = errors.New("series limit reached")
 
+// ErrBytesLimit is returned when a new series would take the store past
+// Options.MaxBytes, or a sample arrives while the store is past it.
+var ErrBytesLimit = errors.New("store byte limit reached")
+
+// limitError is a refusal at MaxSeries or MaxBytes. Its message is built
+// only when read: a scrape may be refused thousands of series, and
+// formatting each one's labels (which may be long) would cost more than
+// the refusal saves.
+type limitError struct {
+	lset  labels.Labels
+	err   error
+	limit int64
+	// what the limit is called in the configuration.
+	setting string
+}
+
+func (e *limitError) Error() string {
+	return fmt.Sprintf("append series %.200s: %v (%d); raise %s or request fewer metric names", e.lset.String(), e.err, e.limit, e.setting)
+}
+
+func (e *limitError) Unwrap() error { return e.err }
+
 // Options configures a Store. The zero value gives the documented defaults.
 type Options struct {
 	// Retention is how long samples stay queryable, measured back from Now.
@@ -51,6 +89,15 @@ type Options struct {
 	// with ErrSeriesLimit and counted in Stats.RefusedSeries. Zero means
 	// DefaultMaxSeries; a negative value removes the cap.
 	MaxSeries int
+	// MaxBytes caps what the store holds: every series' labels and
+	// bookkeeping (a fixed estimate per series) and its chunks. A new
+	// series that would take the store past it is refused with
+	// ErrBytesLimit and counted in Stats.RefusedSeriesForBytes; while the
+	// store is past it (existing series grow their chunks), samples other
+	// than staleness markers are refused too and counted in
+	// Stats.RefusedSamples, until retention frees room. Zero means
+	// DefaultMaxBytes; a negative value removes the cap.
+	MaxBytes int64
 	// Now is the clock retention is measured against. Nil means time.Now.
 	Now func() time.Time
 }
@@ -61,6 +108,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSeries == 0 {
 		o.MaxSeries = DefaultMaxSeries
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -96,9 +146,17 @@ type Store struct {
 	gens    []uint32
 	free    []uint32
 
-	refused      atomic.Uint64
-	minValidTime atomic.Int64
-	requested    Registry
+	// used is what the series and their chunks take, as charged against
+	// MaxBytes (seriesCost plus chunk bytes).
+	used atomic.Int64
+	// refused counts series refused at MaxSeries, refusedBytes those
+	// refused at MaxBytes, refusedSamples the samples of existing series
+	// refused while the store was past MaxBytes.
+	refused        atomic.Uint64
+	refusedBytes   atomic.Uint64
+	refusedSamples atomic.Uint64
+	minValidTime   atomic.Int64
+	requested      Registry
 }
 
 // NewStore returns an empty store.
@@ -133,11 +191,32 @@ func (s *Store) Append(lset labels.Labels, t int64, v float64) error {
 		if err != nil {
 			return err
 		}
-		if err := ser.appendFloat(0, t, v, s.minValidTime.Load()); !errors.Is(err, errSeriesDeleted) {
+		if err := s.admitSample(ser, v, 0); err != nil {
+			return err
+		}
+		grown, err := ser.appendFloat(0, t, v, s.minValidTime.Load())
+		s.used.Add(int64(grown))
+		if !errors.Is(err, errSeriesDeleted) {
 			return err
 		}
 	}
 }
+
+// admitSample refuses a sample of an existing series while the store is
+// past MaxBytes (pending is what the caller's transaction has grown it by
+// so far). Staleness markers always pass: they end series, as Prometheus'
+// sample_limit lets them through.
+func (s *Store) admitSample(ser *memSeries, v float64, pending int64) error {
+	if s.opts.MaxBytes <= 0 || s.used.Load()+pending <= s.opts.MaxBytes || value.IsStaleNaN(v) {
+		return nil
+	}
+	s.refusedSamples.Add(1)
+	return &limitError{lset: ser.lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
+}
+
+// seriesCost is what a series is charged against MaxBytes besides its
+// chunks.
+func seriesCost(lset labels.Labels) int64 { return seriesOverhead + int64(lset.ByteSize()) }
 
 // cutoff is the oldest timestamp (ms) retention still keeps.
 func (s *Store) cutoff() int64 {
@@ -158,10 +237,11 @@ func (s *Store) Trim() {
 	}
 	s.mtx.RLock()
 	var empty []*memSeries
+	freed := 0
 	for _, ser := range s.byHash {
 		for ; ser != nil; ser = ser.hashNext {
 			ser.mtx.Lock()
-			ser.trim(cut)
+			freed += ser.trim(cut)
 			if ser.empty() {
 				empty = append(empty, ser)
 			}
@@ -169,6 +249,7 @@ func (s *Store) Trim() {
 		}
 	}
 	s.mtx.RUnlock()
+	s.used.Add(-int64(freed))
 	if len(empty) == 0 {
 		return
 	}
@@ -207,6 +288,7 @@ func (s *Store) removeLocked(ser *memSeries) {
 			}
 		}
 	}
+	s.used.Add(-seriesCost(ser.lset) - int64(ser.chunkBytes()))
 	idx := uint32(ser.ref)
 	s.slabMtx.Lock()
 	s.slot(idx).Store(nil)
@@ -295,8 +377,14 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 	}
 	if s.opts.MaxSeries > 0 && s.all >= s.opts.MaxSeries {
 		s.refused.Add(1)
-		return nil, false, fmt.Errorf("append series %s: %w (%d); raise MaxSeries or request fewer metric names", lset, ErrSeriesLimit, s.opts.MaxSeries)
+		return nil, false, &limitError{lset: lset, err: ErrSeriesLimit, limit: int64(s.opts.MaxSeries), setting: "metrics.maxSeries"}
 	}
+	cost := seriesCost(lset)
+	if s.opts.MaxBytes > 0 && s.used.Load()+cost > s.opts.MaxBytes {
+		s.refusedBytes.Add(1)
+		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
+	}
+	s.used.Add(cost)
 	ser = &memSeries{lset: lset.Copy(), hashNext: s.byHash[h]}
 	s.allocRef(ser)
 	s.byHash[h] = ser
@@ -314,8 +402,15 @@ type Stats struct {
 	TimestampBuckets int
 	// ChunkBytes is the size of the encoded chunks.
 	ChunkBytes int
-	// RefusedSeries counts series refused because of MaxSeries.
-	RefusedSeries uint64
+	// RefusedSeries counts new series refused, at MaxSeries or MaxBytes;
+	// RefusedSeriesForBytes those refused at MaxBytes.
+	RefusedSeries, RefusedSeriesForBytes uint64
+	// RefusedSamples counts samples of existing series refused while the
+	// store was past MaxBytes.
+	RefusedSamples uint64
+	// UsedBytes is what the store charges against MaxBytes: labels, a
+	// fixed estimate of bookkeeping per series, and chunks.
+	UsedBytes int64
 	// MinTime and MaxTime bound the stored samples (ms); zero when empty.
 	MinTime, MaxTime int64
 }
@@ -323,7 +418,12 @@ type Stats struct {
 // Stats walks the store. It decodes every timestamp, so it is meant for
 // debugging, not for a hot path.
 func (s *Store) Stats() Stats {
-	st := Stats{RefusedSeries: s.refused.Load()}
+	st := Stats{
+		RefusedSeries:         s.refused.Load() + s.refusedBytes.Load(),
+		RefusedSeriesForBytes: s.refusedBytes.Load(),
+		RefusedSamples:        s.refusedSamples.Load(),
+		UsedBytes:             s.used.Load(),
+	}
 	ts := map[int64]struct{}{}
 	first := true
 	var it chunkenc.Iterator
@@ -439,6 +539,16 @@ type memSeries struct {
 
 func (s *memSeries) empty() bool { return s.head.chunk == nil && s.closed == "" }
 
+// chunkBytes is what the series' chunks take, as charged against
+// Options.MaxBytes: the closed chunks' string and the head's bytes.
+func (s *memSeries) chunkBytes() int {
+	n := len(s.closed)
+	if s.head.chunk != nil {
+		n += len(s.head.chunk.Bytes())
+	}
+	return n
+}
+
 // lastT is the timestamp of the newest sample: the head's end. A series
 // without a head has no samples left (Trim drops the head last).
 func (s *memSeries) lastT() int64 {
@@ -502,7 +612,10 @@ func (s *memSeries) closeHead() {
 	s.closed = unsafe.String(unsafe.SliceData(buf), len(buf))
 }
 
-func (s *memSeries) trim(cut int64) {
+// trim drops the chunks entirely older than cut and returns the bytes it
+// freed (as chunkBytes counts them).
+func (s *memSeries) trim(cut int64) int {
+	before := s.chunkBytes()
 	rest := s.closed
 	for rest != "" {
 		c, next := nextClosed(rest)
@@ -519,6 +632,7 @@ func (s *memSeries) trim(cut int64) {
 		s.head = chunkMeta{}
 		s.app = nil
 	}
+	return before - s.chunkBytes()
 }
 
 // cutHead closes the head chunk and starts a new one of encoding enc.
@@ -527,7 +641,9 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 		s.closeHead()
 	}
 	if minValid != math.MinInt64 {
-		s.trim(minValid)
+		// The caller measures the chunk bytes before and after, which
+		// counts what this frees.
+		_ = s.trim(minValid)
 	}
 	c, err := chunkenc.NewEmptyChunk(enc)
 	if err != nil {
@@ -556,18 +672,23 @@ func (s *memSeries) checkOrder(t int64, same func() bool) (dup bool, err error) 
 	return false, storage.ErrDuplicateSampleForTimestamp
 }
 
-func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) error {
+// appendFloat appends one float sample and returns how many bytes its
+// chunks grew by (negative when cutting a chunk let retention drop older
+// ones), for the store's byte account.
+func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown int, err error) {
 	s.mtx.Lock()
 	defer s.mtx.Unlock()
 	if s.deleted.Load() {
-		return errSeriesDeleted
+		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
 		return s.lastHist == nil && math.Float64bits(s.lastV) == math.Float64bits(v)
 	})
 	if dup || err != nil {
-		return err
+		return 0, err
 	}
+	before := s.chunkBytes()
+	defer func() { grown = s.chunkBytes() - before }()
 	// Scraped samples carry no start timestamp and go to classic XOR
 	// chunks, which are as small as XOR2 on scrape data and faster to
 	// decode. A sample with a start timestamp needs XOR2, which stores it;
@@ -579,20 +700,22 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) error {
 	if cur := s.head.chunk; cur == nil || s.head.chunk.NumSamples() >= samplesPerChunk ||
 		(cur.Encoding() != enc && cur.Encoding() != chunkenc.EncXOR2) {
 		if err := s.cutHead(enc, t, minValid); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	s.app.Append(st, t, v)
 	s.head.maxT = t
 	s.lastV, s.lastHist = v, nil
-	return nil
+	return 0, nil
 }
 
-func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, minValid int64) error {
+// appendHistogram appends one histogram sample and returns how many bytes
+// its chunks grew by, as appendFloat does.
+func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, minValid int64) (grown int, err error) {
 	s.mtx.Lock()
 	defer s.mtx.Unlock()
 	if s.deleted.Load() {
-		return errSeriesDeleted
+		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
 		if s.lastHist == nil {
@@ -604,8 +727,10 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		return s.lastHist.fh != nil && fh.Equals(s.lastHist.fh)
 	})
 	if dup || err != nil {
-		return err
+		return 0, err
 	}
+	before := s.chunkBytes()
+	defer func() { grown = s.chunkBytes() - before }()
 	enc := chunkenc.EncFloatHistogramST
 	if h != nil {
 		enc = chunkenc.EncHistogramST
@@ -614,7 +739,7 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	if s.head.chunk == nil || s.head.chunk.Encoding() != enc ||
 		s.head.chunk.NumSamples() >= samplesPerChunk || len(s.head.chunk.Bytes()) >= maxHistogramChunkBytes {
 		if err := s.cutHead(enc, t, minValid); err != nil {
-			return err
+			return 0, err
 		}
 		// The previous appender lets the new chunk detect a counter reset
 		// across the chunk boundary; only a chunk of the same kind can tell.
@@ -634,7 +759,7 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		c, recoded, s.app, err = s.app.AppendFloatHistogram(prev, st, t, fh, false)
 	}
 	if err != nil {
-		return fmt.Errorf("append histogram: %w", err)
+		return 0, fmt.Errorf("append histogram: %w", err)
 	}
 	switch {
 	case c == nil:
@@ -651,5 +776,5 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	} else {
 		s.lastHist = &lastHistogram{fh: fh.Copy()}
 	}
-	return nil
+	return 0, nil
 }

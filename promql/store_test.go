@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -257,5 +260,120 @@ func TestIteratorNextAfterSeekAndBounds(t *testing.T) {
 		if diff := cmp.Diff(tc.want, walk(tc.seek)); diff != "" {
 			t.Errorf("seek %d (-want +got):\n%s", tc.seek, diff)
 		}
+	}
+}
+
+// TestIssue10StoreByteBudget: the store charges every series its labels,
+// a fixed bookkeeping estimate and its chunks against Options.MaxBytes; a
+// new series past it is refused (ErrBytesLimit) and counted, and while the
+// store is past it (existing series grew their chunks) their samples are
+// refused too, staleness markers excepted, until retention frees room.
+// Label bytes count: a few series with long labels fill what many short
+// ones would not.
+func TestIssue10StoreByteBudget(t *testing.T) {
+	now := dataStart
+	long := strings.Repeat("v", 3000)
+	// Room for two series of 3 KB labels and their first samples.
+	budget := 2*(seriesCost(series("big", "v", long))) + 100
+	s := NewStore(Options{MaxBytes: budget, Retention: time.Minute, Now: func() time.Time { return now }})
+	ts := dataStart.UnixMilli()
+	type result struct {
+		Errs                                []string
+		Series                              int
+		RefusedSeries, RefusedForBytes, Smp uint64
+	}
+	var got result
+	record := func(err error) {
+		switch {
+		case err == nil:
+			got.Errs = append(got.Errs, "ok")
+		case errors.Is(err, ErrBytesLimit):
+			got.Errs = append(got.Errs, "bytes limit")
+		default:
+			got.Errs = append(got.Errs, err.Error())
+		}
+	}
+	record(s.Append(series("big", "v", "1"+long), ts, 1))
+	record(s.Append(series("big", "v", "2"+long), ts, 1))
+	// A third long series does not fit; a short one does not either: the
+	// budget is bytes, not series.
+	record(s.Append(series("big", "v", "3"+long), ts, 1))
+	// Existing series keep taking samples until their chunks take the
+	// store past the budget (100 bytes of room: a few dozen samples of
+	// values that do not compress); then they are refused, but for
+	// staleness markers.
+	refusedAt := 0
+	for i := 1; i <= 200 && refusedAt == 0; i++ {
+		if err := s.Append(series("big", "v", "1"+long), ts+int64(i)*5000, math.Float64frombits(uint64(i)*0x9E3779B97F4A7C15)); errors.Is(err, ErrBytesLimit) {
+			refusedAt = i
+		}
+	}
+	if refusedAt == 0 {
+		t.Fatal("200 incompressible samples never took the store past its budget")
+	}
+	record(s.Append(series("big", "v", "2"+long), ts+5000, 2))
+	record(s.Append(series("big", "v", "2"+long), ts+10000, math.Float64frombits(value.StaleNaN)))
+	st := s.Stats()
+	got.Series, got.RefusedSeries, got.RefusedForBytes, got.Smp = st.SeriesCount, st.RefusedSeries, st.RefusedSeriesForBytes, st.RefusedSamples
+	want := result{Errs: []string{"ok", "ok", "bytes limit", "bytes limit", "ok"}, Series: 2, RefusedSeries: 1, RefusedForBytes: 1, Smp: 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if st.UsedBytes <= budget || st.UsedBytes > budget+200 {
+		t.Errorf("used %d bytes, want a little over the budget of %d (one sample's growth)", st.UsedBytes, budget)
+	}
+
+	// Retention frees the room: once both series have expired, the store
+	// charges nothing and takes a new series.
+	now = now.Add(2 * time.Minute)
+	s.Trim()
+	if got := s.Stats().UsedBytes; got != 0 {
+		t.Errorf("used %d bytes after every series expired, want 0", got)
+	}
+	if err := s.Append(series("big", "v", "3"+long), now.UnixMilli(), 1); err != nil {
+		t.Errorf("a new series after retention: %v", err)
+	}
+}
+
+// TestIssue10StoreByteAccount: what the store charges is what its series
+// hold: after appends through both paths (Append, and transactions that
+// cut and trim chunks) and series expiring, Usage.UsedBytes equals the
+// labels, bookkeeping and chunk bytes of the series left.
+func TestIssue10StoreByteAccount(t *testing.T) {
+	now := dataStart
+	s := NewStore(Options{Retention: 10 * time.Minute, Now: func() time.Time { return now }})
+	for i := range 600 {
+		now = dataStart.Add(time.Duration(i) * 5 * time.Second)
+		app := s.Appender(context.Background())
+		for j := range 20 {
+			if _, err := app.Append(0, series("x", "j", fmt.Sprint(j)), now.UnixMilli(), float64(i*j)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if i < 300 {
+			if err := s.Append(series("early"), now.UnixMilli(), float64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%50 == 0 {
+			s.Trim()
+		}
+	}
+	s.Trim()
+	var want int64
+	for _, ser := range s.byHash {
+		for ; ser != nil; ser = ser.hashNext {
+			want += seriesCost(ser.lset) + int64(ser.chunkBytes())
+		}
+	}
+	u := s.Usage()
+	if u.UsedBytes != want {
+		t.Errorf("charged %d bytes, the series hold %d", u.UsedBytes, want)
+	}
+	if u.Series != 20 {
+		t.Errorf("%d series left, want the 20 live ones", u.Series)
 	}
 }

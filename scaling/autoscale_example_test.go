@@ -20,7 +20,13 @@ func (c constSource) Eval(context.Context, string, time.Time, map[string]string)
 // then record the scale in the workload's History.
 func ExampleDecide() {
 	ctx := context.Background()
-	scaling.RegisterScaler(scaling.SourcePromQL, scaling.QueryScaler(constSource(103)))
+	// The component that owns a metrics pipeline builds its sources once
+	// and gives them to its webhook and its autoscaler alike.
+	sources := scaling.NewSources()
+	if err := sources.Register(scaling.SourcePromQL, scaling.Source{New: scaling.QueryScaler(constSource(103))}); err != nil {
+		fmt.Println(err)
+		return
+	}
 
 	minR, maxR := int32(1), int32(10)
 	cfg := &scaling.Config{
@@ -33,7 +39,7 @@ func ExampleDecide() {
 	}
 	scalers := make([]scaling.Scaler, len(cfg.Triggers))
 	for i, t := range cfg.Triggers {
-		s, err := scaling.NewScaler(ctx, scaling.ScalerConfig{Trigger: t, Namespace: "shop", Name: "cart"})
+		s, err := sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: t, Namespace: "shop", Name: "cart"})
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -82,6 +82,29 @@ func ctCPU(util int32) autoscalingv2.MetricSpec {
 	}
 }
 
+// ctSources are the trigger sources the contract tests admit triggers
+// against: the built-in cron source, and "promql" and "prometheus" stand-ins
+// whose only check is that a query is there (the real PromQL checks belong
+// to the promql source, tested in controllers/autoscaler).
+func ctSources() *scaling.Sources {
+	s := scaling.NewSources()
+	query := scaling.Source{
+		Validate: func(t scaling.Trigger, p *field.Path) field.ErrorList {
+			if t.Query == "" {
+				return field.ErrorList{field.Required(p.Child("query"), "must be a query")}
+			}
+			return nil
+		},
+		New: scaling.QueryScaler(nil),
+	}
+	for name, src := range map[string]scaling.Source{scaling.SourceCron: scaling.CronSource(), scaling.SourcePromQL: query, scaling.SourcePrometheus: query} {
+		if err := s.Register(name, src); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
 func ctTrigger(name, query string, threshold float64) scaling.Trigger {
 	return scaling.Trigger{Name: name, Type: scaling.TargetAverageValue, Query: query, Threshold: threshold}
 }

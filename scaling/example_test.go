@@ -56,39 +56,39 @@ func ExampleDefault_pinsFollowReplicas() {
 	// Output: replicas 5, scaleConfig 5..5
 }
 
-// A validating webhook turns the list into one 422 with every cause.
+// A validating webhook turns the list into one 422 with every cause. Triggers
+// are checked against the trigger sources the autoscaler has: here only the
+// built-in cron source, which needs type AverageValue and a window it can
+// read.
 func ExampleValidate() {
+	sources := scaling.NewSources()
+	if err := sources.Register(scaling.SourceCron, scaling.CronSource()); err != nil {
+		fmt.Println(err)
+		return
+	}
 	w := scaling.Workload{
 		Replicas: exampleInt32(7),
 		Config: &scaling.Config{
 			MinReplicas: exampleInt32(5),
 			MaxReplicas: exampleInt32(3),
 			Triggers: []scaling.Trigger{{
-				Name: "rps", Type: scaling.TargetAverageValue, Threshold: 100,
-				Query: `http_requests_total{namespace="${namespace}"}[5m]`,
+				Name: "office-hours", Type: scaling.TargetValue, Source: scaling.SourceCron, Threshold: 1,
+				Metadata: map[string]string{"start": "08:00", "end": "8pm"},
 			}},
 		},
 		Groups: []scaling.Group{{Name: "rack-a"}, {Name: "rack-a"}},
 	}
-	errs, warnings := scaling.Validate(w, exampleLayout())
+	errs, warnings := scaling.Validate(w, exampleLayout(), sources)
 	for _, e := range errs {
 		fmt.Println(e)
 	}
 	fmt.Println(len(warnings), "warnings")
 	// Output:
 	// spec.scaleConfig.minReplicas: Invalid value: 5: must be less than or equal to maxReplicas (3); raise maxReplicas or lower minReplicas
-	// spec.scaleConfig.triggers[0].query: Invalid value: "http_requests_total{namespace=\"${namespace}\"}[5m]": must yield an instant vector or a scalar, not a range vector; wrap it in a function such as rate(...) or avg_over_time(...)
+	// spec.scaleConfig.triggers[0].type: Unsupported value: "Value": supported values: "AverageValue"
+	// spec.scaleConfig.triggers[0].metadata[end]: Invalid value: "8pm": must be a time of day written HH:mm, such as 19:00: the window closes then
 	// spec.racks[1].name: Duplicate value: "rack-a"
 	// 0 warnings
-}
-
-// A scale config held in an annotation is decoded strictly (V9).
-func ExampleDecodeConfigJSON() {
-	path := field.NewPath("metadata", "annotations").Key("scaleplane.io/scale-config")
-	_, errs := scaling.DecodeConfigJSON([]byte(`{"minReplicas":1,"maxReplica":5}`), path)
-	fmt.Println(errs.ToAggregate())
-	// Output:
-	// metadata.annotations[scaleplane.io/scale-config]: Invalid value: "maxReplica": unknown field "maxReplica"; remove it or correct its spelling (field names are case-sensitive)
 }
 
 // After kubectl scale wrote 5 through /scale, the controller fans it out

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -37,7 +38,7 @@ func FuzzDecodeDefaultValidate(f *testing.F) {
 	}
 	path := field.NewPath("metadata", "annotations").Key("scaleplane.io/scale-config")
 	f.Fuzz(func(t *testing.T, data []byte, replicas int32, hasReplicas bool, racks uint8, oldReplicas int32, inAnnotation, targetSelf bool) {
-		c, errs := scaling.DecodeConfigJSON(data, path)
+		c, errs := profile.DecodeConfigJSON(data, path)
 		if len(errs) > 0 {
 			if c != nil {
 				t.Fatalf("DecodeConfigJSON returned a config along with errors %v", errs)
@@ -53,7 +54,7 @@ func FuzzDecodeDefaultValidate(f *testing.F) {
 		}
 		old := scaling.Default(nil, scaling.Workload{Replicas: &oldReplicas, Config: c.DeepCopy()}, l)
 
-		scaling.Validate(cur, l)
+		scaling.Validate(cur, l, ctSources())
 		for _, o := range []*scaling.Workload{nil, &old} {
 			before := cur.Config.DeepCopy()
 			once := scaling.Default(o, cur, l)
@@ -64,7 +65,7 @@ func FuzzDecodeDefaultValidate(f *testing.F) {
 			if diff := cmp.Diff(once, twice); diff != "" {
 				t.Fatalf("Default is not idempotent (-once +twice):\n%s", diff)
 			}
-			scaling.Validate(once, l)
+			scaling.Validate(once, l, ctSources())
 
 			fanned, write := scaling.FanOut(once)
 			if _, again := scaling.FanOut(fanned); again {

@@ -4,24 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Scalers turn a trigger into numbers, KEDA's shape in Go: a scaler
 // describes its metric, returns samples with an activity flag, and closes.
-// Constructors are registered by trigger source, so a library user adds a
-// trigger type with RegisterScaler instead of editing scaleplane. Decisions
+// Trigger sources (a constructor, the trigger types it supports and its
+// admission checks) are registered in a Sources value that belongs to the
+// component that owns them and is handed to both the webhook and the
+// autoscaler, so a library user adds a trigger source without editing
+// scaleplane, and two managers in one process never share one. Decisions
 // never call scalers: the controller samples every trigger, then hands the
 // samples to Decide as TriggerResults.
 
-// Trigger sources scaleplane knows. "promql" and "prometheus" are registered
-// by the process that owns a metrics store or a server client (see
-// QueryScaler); "cron" is built in.
+// Trigger sources scaleplane knows. "promql" and "prometheus" are built by
+// the component that owns a metrics store or a server client (see
+// QueryScaler); "cron" is CronSource.
 const (
 	SourcePromQL     = "promql"
 	SourcePrometheus = "prometheus"
@@ -79,57 +85,128 @@ type ScalerConfig struct {
 // trigger's metadata and reports what to change when it is wrong.
 type ScalerConstructor func(ctx context.Context, cfg ScalerConfig) (Scaler, error)
 
-var scalerRegistry = struct {
-	sync.RWMutex
-	ctors map[string]ScalerConstructor
-}{ctors: map[string]ScalerConstructor{SourceCron: newCronScaler}}
-
-// RegisterScaler makes a trigger source available to NewScaler. Registering
-// a source again replaces its constructor, so a program can swap a built-in
-// scaler. It panics on an empty source or a nil constructor: both are
-// programming errors.
-func RegisterScaler(source string, ctor ScalerConstructor) {
-	if source == "" || ctor == nil {
-		panic("scaling: RegisterScaler needs a source name and a constructor")
-	}
-	scalerRegistry.Lock()
-	defer scalerRegistry.Unlock()
-	scalerRegistry.ctors[source] = ctor
+// Source is one trigger source: what builds its scalers, which trigger
+// types they accept, and what admission checks of a trigger naming it.
+type Source struct {
+	// Types are the trigger types the source's scalers accept; empty means
+	// both Value and AverageValue.
+	Types []TargetType
+	// Validate checks what only this source knows (its query, its
+	// metadata) for admission (V5, V10, V11), reporting under path, the
+	// trigger's path. Nil checks nothing. It must be pure and cheap: it
+	// runs on every admission request of a workload with triggers.
+	Validate func(t Trigger, path *field.Path) field.ErrorList
+	// New builds the scaler of one trigger.
+	New ScalerConstructor
 }
 
-// ScalerSources lists the registered trigger sources, sorted.
-func ScalerSources() []string {
-	scalerRegistry.RLock()
-	defer scalerRegistry.RUnlock()
-	out := make([]string, 0, len(scalerRegistry.ctors))
-	for s := range scalerRegistry.ctors {
-		out = append(out, s)
+// supports reports whether the source's scalers accept type t.
+func (s Source) supports(t TargetType) bool {
+	return len(s.Types) == 0 || slices.Contains(s.Types, t)
+}
+
+// Sources is a registry of trigger sources by name, with the name a
+// trigger without a source uses. Build one per component with NewSources,
+// register the sources before the webhook and the autoscaler use it, and
+// give the same value to both, so admission accepts exactly the triggers
+// the autoscaler can build. It is safe for concurrent use.
+type Sources struct {
+	mu      sync.RWMutex
+	sources map[string]Source
+	def     string
+}
+
+// NewSources returns an empty registry whose default source is "promql".
+func NewSources() *Sources {
+	return &Sources{sources: map[string]Source{}, def: SourcePromQL}
+}
+
+// Register makes a trigger source available under name. Registering a
+// name again replaces its source, so a program can swap a built-in one.
+func (s *Sources) Register(name string, src Source) error {
+	if name == "" {
+		return errors.New("register trigger source: the name is empty")
 	}
-	sort.Strings(out)
-	return out
+	if src.New == nil {
+		return fmt.Errorf("register trigger source %q: the constructor is nil", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sources[name] = src
+	return nil
+}
+
+// SetDefault names the source of triggers that name none.
+func (s *Sources) SetDefault(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.def = name
+}
+
+// Default is the name of the source of triggers that name none; "" for a
+// nil registry.
+func (s *Sources) Default() string {
+	if s == nil {
+		return ""
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.def
+}
+
+// Lookup returns the source called name, or the default source for "".
+func (s *Sources) Lookup(name string) (Source, bool) {
+	if s == nil {
+		return Source{}, false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if name == "" {
+		name = s.def
+	}
+	src, ok := s.sources[name]
+	return src, ok
+}
+
+// Names lists the registered sources, sorted; nil for a nil registry.
+func (s *Sources) Names() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Sorted(maps.Keys(s.sources))
+}
+
+// empty reports whether no source is registered (or s is nil).
+func (s *Sources) empty() bool {
+	if s == nil {
+		return true
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.sources) == 0
 }
 
 // ErrUnknownSource is returned by NewScaler for a source nobody registered.
 var ErrUnknownSource = errors.New("unknown trigger source")
 
-// NewScaler builds the scaler for cfg.Trigger from the constructor
-// registered for its source ("promql" when empty).
-func NewScaler(ctx context.Context, cfg ScalerConfig) (Scaler, error) {
-	source := cfg.Trigger.Source
-	if source == "" {
-		source = SourcePromQL
+// NewScaler builds the scaler for cfg.Trigger with the constructor of its
+// source (the default source when it names none).
+func (s *Sources) NewScaler(ctx context.Context, cfg ScalerConfig) (Scaler, error) {
+	name := cfg.Trigger.Source
+	if name == "" {
+		name = s.Default()
 	}
-	scalerRegistry.RLock()
-	ctor, ok := scalerRegistry.ctors[source]
-	scalerRegistry.RUnlock()
+	src, ok := s.Lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("trigger %q: %w %q (registered: %s)", cfg.Trigger.Name, ErrUnknownSource, source, strings.Join(ScalerSources(), ", "))
+		return nil, fmt.Errorf("trigger %q: %w %q (registered: %s)", cfg.Trigger.Name, ErrUnknownSource, name, strings.Join(s.Names(), ", "))
 	}
-	s, err := ctor(ctx, cfg)
+	sc, err := src.New(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("trigger %q (source %s): %w", cfg.Trigger.Name, source, err)
+		return nil, fmt.Errorf("trigger %q (source %s): %w", cfg.Trigger.Name, name, err)
 	}
-	return s, nil
+	return sc, nil
 }
 
 // MetricSource evaluates a query at a time: the embedded PromQL store, or a
@@ -140,12 +217,11 @@ type MetricSource interface {
 }
 
 // QueryScaler returns a constructor for triggers whose Query is evaluated by
-// src. The query's ${namespace}, ${name} and ${key} placeholders (key from
-// ScalerConfig.Vars) are expanded once, at construction; src receives the
-// expanded query and the variables. Register it for "promql" with the
-// embedded store, and for "prometheus" with a remote client:
-//
-//	scaling.RegisterScaler(scaling.SourcePromQL, scaling.QueryScaler(store))
+// src. src receives the query as written and the placeholder values: the
+// trigger's ScalerConfig.Vars, with ${namespace} and ${name} always set to
+// the workload's. Replacing them is src's business, because only it knows
+// how to escape a value for its query language. Build the "promql" source
+// with it over the embedded store, and "prometheus" over a remote client.
 func QueryScaler(src MetricSource) ScalerConstructor {
 	return func(_ context.Context, cfg ScalerConfig) (Scaler, error) {
 		if strings.TrimSpace(cfg.Trigger.Query) == "" {
@@ -156,36 +232,8 @@ func QueryScaler(src MetricSource) ScalerConstructor {
 			vars[k] = v
 		}
 		vars["namespace"], vars["name"] = cfg.Namespace, cfg.Name
-		return &queryScaler{src: src, metric: triggerMetric(cfg.Trigger), query: ExpandPlaceholders(cfg.Trigger.Query, vars), vars: vars}, nil
+		return &queryScaler{src: src, metric: triggerMetric(cfg.Trigger), query: cfg.Trigger.Query, vars: vars}, nil
 	}
-}
-
-// ExpandPlaceholders replaces every ${key} in s by vars[key]; unknown keys
-// are left as written so that the query fails visibly.
-func ExpandPlaceholders(s string, vars map[string]string) string {
-	if !strings.Contains(s, "${") {
-		return s
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			break
-		}
-		j := strings.IndexByte(s[i:], '}')
-		if j < 0 {
-			break
-		}
-		b.WriteString(s[:i])
-		if v, ok := vars[s[i+2:i+j]]; ok {
-			b.WriteString(v)
-		} else {
-			b.WriteString(s[i : i+j+1])
-		}
-		s = s[i+j+1:]
-	}
-	b.WriteString(s)
-	return b.String()
 }
 
 func triggerMetric(t Trigger) ScalerMetric {
@@ -239,42 +287,100 @@ type cronScaler struct {
 	replicas   int64
 }
 
+// CronSource is the built-in "cron" trigger source: scalers that ask for a
+// fixed count during a daily window (see cronScaler). Admission checks its
+// metadata as the scaler reads it, and refuses a query (a cron trigger reads
+// none) and any type but AverageValue.
+func CronSource() Source {
+	return Source{Types: []TargetType{TargetAverageValue}, Validate: validateCron, New: newCronScaler}
+}
+
+// cronKeys are the metadata keys a cron trigger reads.
+var cronKeys = []string{"days", "desiredReplicas", "end", "start", "timezone"}
+
+// cronProblem is one metadata value the cron scaler cannot use.
+type cronProblem struct{ key, msg string }
+
+// parseCron reads a cron trigger's metadata into s, returning every value
+// it cannot use. Both admission and the scaler read metadata with it.
+func parseCron(md map[string]string, s *cronScaler) []cronProblem {
+	var probs []cronProblem
+	var ok bool
+	s.replicas = 1
+	if s.start, ok = clockMinutes(md["start"]); !ok {
+		probs = append(probs, cronProblem{"start", "must be a time of day written HH:mm, such as 08:00: the window opens then"})
+	}
+	if s.end, ok = clockMinutes(md["end"]); !ok {
+		probs = append(probs, cronProblem{"end", "must be a time of day written HH:mm, such as 19:00: the window closes then"})
+	} else if s.end == s.start {
+		probs = append(probs, cronProblem{"end", "must differ from start: the window would be empty"})
+	}
+	if tz := md["timezone"]; tz != "" && !knownZone(tz) {
+		probs = append(probs, cronProblem{"timezone", "must be an IANA time zone such as Europe/Paris; leave it out for UTC"})
+	} else {
+		s.loc, _ = time.LoadLocation(tz)
+	}
+	var err error
+	if s.days, err = parseWeekdays(md["days"]); err != nil {
+		probs = append(probs, cronProblem{"days", err.Error()})
+	}
+	if v, set := md["desiredReplicas"]; set {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 0 {
+			probs = append(probs, cronProblem{"desiredReplicas", "must be an integer of at least 0, written as a string such as \"3\""})
+		}
+		s.replicas = n
+	}
+	for k := range md {
+		if !slices.Contains(cronKeys, k) {
+			probs = append(probs, cronProblem{k, "is not read by a cron trigger"})
+		}
+	}
+	slices.SortStableFunc(probs, func(a, b cronProblem) int { return strings.Compare(a.key, b.key) })
+	return probs
+}
+
+// validateCron is V11 for cron triggers: the metadata the scaler reads is
+// usable and holds nothing else, and there is no query.
+func validateCron(t Trigger, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if t.Query != "" {
+		errs = append(errs, field.Forbidden(p.Child("query"), "a cron trigger reads its window from metadata, not a query; remove query"))
+	}
+	if len(t.Metadata) == 0 {
+		return append(errs, field.Required(p.Child("metadata"), `a cron trigger needs its window, e.g. {start: "08:00", end: "19:00"}`))
+	}
+	probs := parseCron(t.Metadata, &cronScaler{})
+	for _, pr := range probs {
+		mp := p.Child("metadata").Key(pr.key)
+		v, set := t.Metadata[pr.key]
+		switch {
+		case !slices.Contains(cronKeys, pr.key):
+			errs = append(errs, field.NotSupported(mp, pr.key, cronKeys))
+		case !set:
+			errs = append(errs, field.Required(mp, pr.msg))
+		default:
+			errs = append(errs, field.Invalid(mp, v, pr.msg))
+		}
+	}
+	return errs
+}
+
 func newCronScaler(_ context.Context, cfg ScalerConfig) (Scaler, error) {
 	t := cfg.Trigger
 	if t.Type != TargetAverageValue {
 		return nil, fmt.Errorf("type %q: a cron trigger needs type %s", t.Type, TargetAverageValue)
 	}
-	md := t.Metadata
-	s := &cronScaler{metric: triggerMetric(t), replicas: 1}
-	var errs []error
-	var ok bool
-	if s.start, ok = clockMinutes(md["start"]); !ok {
-		errs = append(errs, fmt.Errorf("metadata.start %q: want HH:mm", md["start"]))
+	s := &cronScaler{metric: triggerMetric(t)}
+	probs := parseCron(t.Metadata, s)
+	if len(probs) == 0 {
+		return s, nil
 	}
-	if s.end, ok = clockMinutes(md["end"]); !ok {
-		errs = append(errs, fmt.Errorf("metadata.end %q: want HH:mm", md["end"]))
-	} else if s.end == s.start {
-		errs = append(errs, fmt.Errorf("metadata.end %q equals start: the window would be empty", md["end"]))
+	errs := make([]error, len(probs))
+	for i, pr := range probs {
+		errs[i] = fmt.Errorf("metadata.%s %q: %s", pr.key, t.Metadata[pr.key], pr.msg)
 	}
-	loc, err := time.LoadLocation(md["timezone"])
-	if err != nil {
-		errs = append(errs, fmt.Errorf("metadata.timezone %q: %w", md["timezone"], err))
-	}
-	s.loc = loc
-	if s.days, err = parseWeekdays(md["days"]); err != nil {
-		errs = append(errs, fmt.Errorf("metadata.days: %w", err))
-	}
-	if v, set := md["desiredReplicas"]; set {
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("metadata.desiredReplicas %q: want an integer >= 0", v))
-		}
-		s.replicas = n
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return nil, errors.Join(errs...)
 }
 
 func (s *cronScaler) Metric() ScalerMetric { return s.metric }

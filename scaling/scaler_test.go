@@ -14,10 +14,12 @@ type fakeSource struct {
 	values map[string]float64
 	err    error
 	seen   []string
+	vars   map[string]string
 }
 
-func (f *fakeSource) Eval(_ context.Context, query string, _ time.Time, _ map[string]string) (float64, bool, error) {
+func (f *fakeSource) Eval(_ context.Context, query string, _ time.Time, vars map[string]string) (float64, bool, error) {
 	f.seen = append(f.seen, query)
+	f.vars = vars
 	if f.err != nil {
 		return 0, false, f.err
 	}
@@ -25,14 +27,31 @@ func (f *fakeSource) Eval(_ context.Context, query string, _ time.Time, _ map[st
 	return v, ok, nil
 }
 
+// testSources are cron and a query source over src, registered as
+// "test-query" and as the default "promql".
+func testSources(t *testing.T, src MetricSource) *Sources {
+	t.Helper()
+	s := NewSources()
+	for name, source := range map[string]Source{
+		SourceCron:   CronSource(),
+		SourcePromQL: {New: QueryScaler(src)},
+		"test-query": {New: QueryScaler(src)},
+	} {
+		if err := s.Register(name, source); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 func TestQueryScaler(t *testing.T) {
-	src := &fakeSource{values: map[string]float64{`sum(rate(http_requests_total{namespace="shop",job="cart"}[1m]))`: 42}}
-	RegisterScaler("test-query", QueryScaler(src))
+	const query = `sum(rate(http_requests_total{namespace="${namespace}",job="${name}"}[1m]))`
+	src := &fakeSource{values: map[string]float64{query: 42}}
+	sources := testSources(t, src)
 	ctx := context.Background()
 	threshold := 3.0
-	trigger := Trigger{Name: "rps", Type: TargetAverageValue, Source: "test-query", Threshold: 20, ActivationThreshold: &threshold,
-		Query: `sum(rate(http_requests_total{namespace="${namespace}",job="${name}"}[1m]))`}
-	s, err := NewScaler(ctx, ScalerConfig{Trigger: trigger, Namespace: "shop", Name: "cart"})
+	trigger := Trigger{Name: "rps", Type: TargetAverageValue, Source: "test-query", Threshold: 20, ActivationThreshold: &threshold, Query: query}
+	s, err := sources.NewScaler(ctx, ScalerConfig{Trigger: trigger, Namespace: "shop", Name: "cart", Vars: map[string]string{"kind": "Function", "name": "ignored"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +67,17 @@ func TestQueryScaler(t *testing.T) {
 	if diff := cmp.Diff(Sample{Value: 42, OK: true}, got); diff != "" {
 		t.Errorf("Sample (-want +got):\n%s", diff)
 	}
+	// The source gets the query as written and the values to fill in:
+	// escaping them is its business.
+	if diff := cmp.Diff(map[string]string{"namespace": "shop", "name": "cart", "kind": "Function"}, src.vars); diff != "" {
+		t.Errorf("placeholder values (-want +got):\n%s", diff)
+	}
 	if diff := cmp.Diff(ScalerMetric{Name: "rps", Type: TargetAverageValue, Threshold: 20, ActivationThreshold: 3}, s.Metric()); diff != "" {
 		t.Errorf("Metric (-want +got):\n%s", diff)
 	}
 
 	// No data is not zero.
-	empty, err := NewScaler(ctx, ScalerConfig{Trigger: Trigger{Name: "x", Source: "test-query", Query: "absent"}})
+	empty, err := sources.NewScaler(ctx, ScalerConfig{Trigger: Trigger{Name: "x", Source: "test-query", Query: "absent"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,48 +90,62 @@ func TestQueryScaler(t *testing.T) {
 	if _, err := s.Sample(ctx, t0); err == nil || !errors.Is(err, src.err) {
 		t.Errorf("Sample error = %v, want it to wrap %v", err, src.err)
 	}
-	if _, err := NewScaler(ctx, ScalerConfig{Trigger: Trigger{Name: "x", Source: "test-query"}}); err == nil {
+	if _, err := sources.NewScaler(ctx, ScalerConfig{Trigger: Trigger{Name: "x", Source: "test-query"}}); err == nil {
 		t.Error("NewScaler accepted an empty query")
 	}
 }
 
-func TestNewScalerSources(t *testing.T) {
+func TestSources(t *testing.T) {
 	ctx := context.Background()
-	if _, err := NewScaler(ctx, ScalerConfig{Trigger: Trigger{Name: "x", Source: "nope"}}); !errors.Is(err, ErrUnknownSource) {
+	s := testSources(t, &fakeSource{values: map[string]float64{"up": 1}})
+	if _, err := s.NewScaler(ctx, ScalerConfig{Trigger: Trigger{Name: "x", Source: "nope"}}); !errors.Is(err, ErrUnknownSource) {
 		t.Errorf("unknown source: err = %v, want ErrUnknownSource", err)
 	}
-	// An empty source means promql.
-	RegisterScaler(SourcePromQL, QueryScaler(&fakeSource{values: map[string]float64{"up": 1}}))
-	s, err := NewScaler(ctx, ScalerConfig{Trigger: Trigger{Name: "x", Query: "up"}})
+	// An empty source means the default, promql.
+	sc, err := s.NewScaler(ctx, ScalerConfig{Trigger: Trigger{Name: "x", Query: "up"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Sample(ctx, t0); got != (Sample{Value: 1, OK: true}) {
+	if got, _ := sc.Sample(ctx, t0); got != (Sample{Value: 1, OK: true}) {
 		t.Errorf("empty source sampled %+v, want the promql scaler's {1 true}", got)
 	}
-	sources := ScalerSources()
-	want := map[string]bool{SourceCron: true, SourcePromQL: true}
-	for _, s := range sources {
-		delete(want, s)
+	if diff := cmp.Diff([]string{SourceCron, SourcePromQL, "test-query"}, s.Names()); diff != "" {
+		t.Errorf("Names (-want +got):\n%s", diff)
 	}
-	if len(want) != 0 {
-		t.Errorf("ScalerSources() = %v, missing %v", sources, want)
+	s.SetDefault(SourceCron)
+	if _, ok := s.Lookup(""); !ok || s.Default() != SourceCron {
+		t.Errorf("after SetDefault(cron): Default() = %q", s.Default())
+	}
+	// Registering is an error, not a panic, for what cannot work.
+	var errs []string
+	for _, bad := range []struct {
+		name string
+		src  Source
+	}{{"", CronSource()}, {"nil-constructor", Source{}}} {
+		if err := s.Register(bad.name, bad.src); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	want := []string{"register trigger source: the name is empty", `register trigger source "nil-constructor": the constructor is nil`}
+	if diff := cmp.Diff(want, errs); diff != "" {
+		t.Errorf("Register errors (-want +got):\n%s", diff)
+	}
+	// A nil registry is usable and empty.
+	var none *Sources
+	if _, ok := none.Lookup(""); ok || none.Names() != nil || none.Default() != "" {
+		t.Error("a nil Sources is not empty")
 	}
 }
 
-func TestExpandPlaceholders(t *testing.T) {
-	vars := map[string]string{"namespace": "shop", "name": "cart"}
-	tests := []struct{ in, want string }{
-		{"up", "up"},
-		{`x{ns="${namespace}",job="${name}"}`, `x{ns="shop",job="cart"}`},
-		{`x{a="${unknown}"}`, `x{a="${unknown}"}`},
-		{`x{a="${name"}`, `x{a="${name"}`},
-		{"${name}${name}", "cartcart"},
+// TestSourcesNotShared: two registries (two managers in one process) do not
+// see each other's sources.
+func TestSourcesNotShared(t *testing.T) {
+	a, b := NewSources(), NewSources()
+	if err := a.Register("only-in-a", CronSource()); err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		if diff := cmp.Diff(tc.want, ExpandPlaceholders(tc.in, vars)); diff != "" {
-			t.Errorf("ExpandPlaceholders(%q) (-want +got):\n%s", tc.in, diff)
-		}
+	if _, ok := b.Lookup("only-in-a"); ok {
+		t.Error("a source registered in one Sources is visible in another")
 	}
 }
 
@@ -138,7 +176,7 @@ func TestCronScaler(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := NewScaler(ctx, ScalerConfig{Trigger: tc.trigger})
+			s, err := testSources(t, nil).NewScaler(ctx, ScalerConfig{Trigger: tc.trigger})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +198,7 @@ func TestCronScalerDecide(t *testing.T) {
 	cfg := mkConfig(0, 10).Idle(1, 300).Obj()
 	cfg.Triggers = []Trigger{{Name: "office", Type: TargetAverageValue, Source: SourceCron, Threshold: 7,
 		Metadata: map[string]string{"start": "08:00", "end": "18:00", "desiredReplicas": "4"}}}
-	s, err := NewScaler(ctx, ScalerConfig{Trigger: cfg.Triggers[0]})
+	s, err := testSources(t, nil).NewScaler(ctx, ScalerConfig{Trigger: cfg.Triggers[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +234,7 @@ func TestCronScalerErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewScaler(context.Background(), ScalerConfig{Trigger: Trigger{Name: "c", Type: tc.typ, Source: SourceCron, Threshold: 1, Metadata: tc.md}})
+			_, err := testSources(t, nil).NewScaler(context.Background(), ScalerConfig{Trigger: Trigger{Name: "c", Type: tc.typ, Source: SourceCron, Threshold: 1, Metadata: tc.md}})
 			if err == nil {
 				t.Error("NewScaler accepted an invalid cron trigger")
 			}

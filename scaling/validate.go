@@ -3,12 +3,16 @@ package scaling
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Validate applies the validating admission rules V1–V8 to w (the object
-// after mutation) and returns every problem at its exact field path, plus the
-// W1–W2 warnings as sentences for the admission response. No rule depends
+// Validate applies the validating admission rules V1–V8, V10 and V11 to w
+// (the object after mutation) and returns every problem at its exact field
+// path, plus the W1–W2 warnings as sentences for the admission response.
+// sources are the trigger sources the autoscaler can build: a trigger is
+// checked against the one it names (V11), which checks what only it reads
+// (V10 for queries); nil or empty sources refuse every trigger. No rule depends
 // on the stored object: ratcheting (letting an UPDATE keep problems the
 // stored object already had) is the validating webhook's policy, which
 // compares the scaling fields of old and new as a whole.
@@ -17,14 +21,14 @@ import (
 // or an annotation the profile does not rewrite) is judged with the M2
 // defaults, so that Validate and the controllers agree on what it means.
 // V9 (strict JSON for an annotation) happens when the profile decodes the
-// annotation, with [DecodeConfigJSON].
-func Validate(w Workload, l Layout) (field.ErrorList, []string) {
+// annotation, with profile.DecodeConfigJSON (package profile, which reads every scale config).
+func Validate(w Workload, l Layout, sources *Sources) (field.ErrorList, []string) {
 	var errs field.ErrorList
 	errs = append(errs, validateReplicas(w.Replicas, l)...)
 	// The rules and the warnings read the same effective config.
 	eff := effectiveConfig(w)
 	if w.Config != nil {
-		errs = append(errs, validateConfig(w.Config, eff, l)...)
+		errs = append(errs, validateConfig(w.Config, eff, l, w.Name, sources)...)
 	}
 	errs = append(errs, validateGroups(w.Groups, l)...)
 	return errs, warnings(w.Replicas, eff, l)
@@ -70,7 +74,7 @@ func validateReplicas(r *int32, l Layout) field.ErrorList {
 }
 
 // validateConfig is V2–V7 for a present config c; eff is c with M2 applied.
-func validateConfig(c, eff *Config, l Layout) field.ErrorList {
+func validateConfig(c, eff *Config, l Layout, name string, sources *Sources) field.ErrorList {
 	p := configPath(l)
 	var errs field.ErrorList
 	errs = append(errs, validateBounds(c, eff, l, p)...)
@@ -78,7 +82,7 @@ func validateConfig(c, eff *Config, l Layout) field.ErrorList {
 		errs = append(errs, validateMetric(c.Metrics[i], func() *field.Path { return p.Child("metrics").Index(i) })...)
 	}
 	errs = append(errs, validateBehavior(c.Behavior, func() *field.Path { return p.Child("behavior") })...)
-	errs = append(errs, validateTriggers(c.Triggers, func() *field.Path { return p.Child("triggers") })...)
+	errs = append(errs, validateTriggers(c.Triggers, func() *field.Path { return p.Child("triggers") }, sources)...)
 	if len(c.Metrics) > 0 && len(c.Triggers) > 0 {
 		errs = append(errs, field.Forbidden(p.Child("triggers"),
 			"may not be set together with metrics: an HPA and scaleplane's autoscaler would fight over replicas; keep either metrics or triggers"))
@@ -89,6 +93,32 @@ func validateConfig(c, eff *Config, l Layout) field.ErrorList {
 	}
 	errs = append(errs, validateIdle(c.Idle, *eff.MaxReplicas, func() *field.Path { return p.Child("idle") })...)
 	errs = append(errs, validateSchedule(c.Schedule, func() *field.Path { return p.Child("schedule") })...)
+	errs = append(errs, validateDependsOn(c.DependsOn, name, func() *field.Path { return p.Child("dependsOn") })...)
+	return errs
+}
+
+// validateDependsOn is V11 for dependencies: each names another workload of
+// the kind, which the autoscaler looks up by name, so it must be an object
+// name (a DNS-1123 subdomain), once, and not the workload itself.
+func validateDependsOn(deps []string, self string, p lazyPath) field.ErrorList {
+	var errs field.ErrorList
+	seen := make(map[string]bool, len(deps))
+	for i, d := range deps {
+		dp := func() *field.Path { return p().Index(i) }
+		switch {
+		case d == "":
+			errs = append(errs, field.Required(dp(), "must name a workload of the same kind in the same namespace; remove the empty entry"))
+		case seen[d]:
+			errs = append(errs, field.Duplicate(dp(), d))
+		case self != "" && d == self:
+			errs = append(errs, field.Invalid(dp(), d, "a workload cannot depend on itself: it would wait for itself to be awake before waking; remove it"))
+		default:
+			for _, msg := range validation.IsDNS1123Subdomain(d) {
+				errs = append(errs, field.Invalid(dp(), d, "must be the name of a workload of the same kind in the same namespace: "+msg))
+			}
+		}
+		seen[d] = true
+	}
 	return errs
 }
 
@@ -121,7 +151,8 @@ func validateBounds(c, eff *Config, l Layout, p *field.Path) field.ErrorList {
 	return errs
 }
 
-// validateGroups is V8.
+// validateGroups is V8, and V11 for group names that end up in a label
+// selector.
 func validateGroups(groups []Group, l Layout) field.ErrorList {
 	var errs field.ErrorList
 	nameField, membersField := l.GroupNameField, l.GroupMembersField
@@ -142,6 +173,12 @@ func validateGroups(groups []Group, l Layout) field.ErrorList {
 			errs = append(errs, field.Duplicate(gp().Child(nameField), g.Name))
 		}
 		seen[g.Name] = true
+		if l.GroupNamesInSelector && g.Name != "" {
+			for _, msg := range validation.IsValidLabelValue(g.Name) {
+				errs = append(errs, field.Invalid(gp().Child(nameField), g.Name,
+					msg+"; group names are label values of the pods' selector (the profile's pods.memberGroupLabel), so rename the group"))
+			}
+		}
 		if g.Members != nil && *g.Members < 0 {
 			errs = append(errs, field.Invalid(gp().Child(membersField), *g.Members, "must be greater than or equal to 0"))
 		}

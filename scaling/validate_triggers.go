@@ -1,7 +1,6 @@
 package scaling
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -12,39 +11,30 @@ import (
 	// runs in (distroless images have none): embed the IANA database.
 	_ "time/tzdata"
 
-	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 var triggerTypes = []string{string(TargetAverageValue), string(TargetValue)}
 
-// promqlParser parses trigger queries with the feature set the embedded
-// evaluator accepts (promql/eval.go's parserOptions, repeated here so that
-// the decisions do not depend on the metrics pipeline): admission must not
-// refuse a query the autoscaler would run. A remote server may lack experimental
-// functions; it says so when queried, and the autoscaler keeps the current
-// count on errors.
-var promqlParser = parser.NewParser(parser.Options{
-	EnableExperimentalFunctions:  true,
-	ExperimentalDurationExpr:     true,
-	EnableExtendedRangeSelectors: true,
-	EnableBinopFillModifiers:     true,
-})
-
-// promqlSource reports whether a trigger source evaluates Query as PromQL.
-// Other sources (cron, user-registered scalers) read their Metadata, and
-// their own scaler validates it.
-func promqlSource(source string) bool {
-	return source == "" || source == "promql" || source == "prometheus"
-}
-
-// validateTriggers is V5.
-func validateTriggers(ts []Trigger, p lazyPath) field.ErrorList {
+// validateTriggers is V5 and the source part of V10 and V11: the rules
+// every trigger follows are here, what a source reads (its query, its
+// metadata) its own Source.Validate checks. Without sources no trigger is
+// accepted: nothing would ever read it.
+func validateTriggers(ts []Trigger, p lazyPath, sources *Sources) field.ErrorList {
 	var errs field.ErrorList
 	seen := make(map[string]bool, len(ts))
+	none := len(ts) > 0 && sources.empty()
+	// The list's path is built once, and only when a trigger needs it.
+	var list *field.Path
 	for i, t := range ts {
-		// Built only for an error: most triggers have none.
-		tp := func() *field.Path { return p().Index(i) }
+		// Built only for an error, or for a source that checks something:
+		// most triggers have no error.
+		tp := func() *field.Path {
+			if list == nil {
+				list = p()
+			}
+			return list.Index(i)
+		}
 		switch {
 		case t.Name == "":
 			errs = append(errs, field.Required(tp().Child("name"), "every trigger needs a name, used in events and metrics"))
@@ -52,20 +42,14 @@ func validateTriggers(ts []Trigger, p lazyPath) field.ErrorList {
 			errs = append(errs, field.Duplicate(tp().Child("name"), t.Name))
 		}
 		seen[t.Name] = true
+		validType := false
 		switch t.Type {
 		case TargetValue, TargetAverageValue:
+			validType = true
 		case "":
 			errs = append(errs, field.Required(tp().Child("type"), "must be Value or AverageValue"))
 		default:
 			errs = append(errs, field.NotSupported(tp().Child("type"), t.Type, triggerTypes))
-		}
-		if promqlSource(t.Source) {
-			if strings.TrimSpace(t.Query) == "" {
-				errs = append(errs, field.Required(tp().Child("query"),
-					`must be a PromQL expression, e.g. sum(rate(http_requests_total{namespace="${namespace}"}[1m]))`))
-			} else if err := checkQuery(t.Query); err != nil {
-				errs = append(errs, field.Invalid(tp().Child("query"), t.Query, err.Error()))
-			}
 		}
 		if !(t.Threshold > 0) || math.IsInf(t.Threshold, 1) {
 			errs = append(errs, field.Invalid(tp().Child("threshold"), t.Threshold,
@@ -75,108 +59,39 @@ func validateTriggers(ts []Trigger, p lazyPath) field.ErrorList {
 			errs = append(errs, field.Invalid(tp().Child("activationThreshold"), *a,
 				"must be a number greater than or equal to 0"))
 		}
+		if none {
+			errs = append(errs, field.Forbidden(tp(),
+				"this scaleplane has no trigger autoscaler, so no trigger would ever be read; remove triggers (use metrics for an HPA), or run scaleplane with its autoscaler (the webhook needs the autoscaler's trigger sources)"))
+			continue
+		}
+		errs = append(errs, validateSource(t, tp, validType, sources)...)
 	}
 	return errs
 }
 
-// checkQuery parses q as the autoscaler will evaluate it, or returns the
-// answer it gave for q before: parsing allocates a syntax tree, which made
-// it the largest cost of validating a config with triggers, while the
-// answer depends on q alone and the same few queries come back on every
-// edit of a workload.
-func checkQuery(q string) error {
-	if len(q) > maxCachedQueryLen {
-		return parseQuery(q)
+// validateSource is V11 for a trigger's source: it is registered and
+// supports the trigger's type, and its own checks pass.
+func validateSource(t Trigger, tp lazyPath, validType bool, sources *Sources) field.ErrorList {
+	src, ok := sources.Lookup(t.Source)
+	switch {
+	case !ok && t.Source == "":
+		return field.ErrorList{field.Required(tp().Child("source"), fmt.Sprintf(
+			"this scaleplane has no default trigger source (%q is not registered); name one of: %s", sources.Default(), strings.Join(sources.Names(), ", ")))}
+	case !ok:
+		return field.ErrorList{field.NotSupported(tp().Child("source"), t.Source, sources.Names())}
 	}
-	if a, ok := queryResults.get(q); ok {
-		return a.err
-	}
-	err := parseQuery(q)
-	queryResults.put(q, queryAnswer{err: err})
-	return err
-}
-
-// Bounds of the query cache: queries are written by users, so neither the
-// number of entries nor their size may grow with what they send. Real
-// trigger queries are far shorter than the limit, and a cluster has far
-// fewer distinct ones than entries.
-const (
-	maxCachedQueries  = 1024
-	maxCachedQueryLen = 4096
-)
-
-var queryResults = queryCache{results: make(map[string]queryAnswer)}
-
-// queryCache remembers checkQuery's answers. When it is full it starts
-// over, which keeps it bounded without bookkeeping per entry; queries still
-// in use come back at their next review.
-type queryCache struct {
-	mu      sync.RWMutex
-	results map[string]queryAnswer
-}
-
-// queryAnswer is what parseQuery said of a query; err is nil for a valid
-// one. It is an immutable value, so every review may share it.
-type queryAnswer struct{ err error }
-
-func (c *queryCache) get(q string) (queryAnswer, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	a, ok := c.results[q]
-	return a, ok
-}
-
-func (c *queryCache) put(q string, a queryAnswer) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.results) >= maxCachedQueries {
-		clear(c.results)
-	}
-	c.results[q] = a
-}
-
-// parseQuery parses q. Placeholders are replaced by a same-length
-// identifier so that the parser's line:column positions point into the
-// query the user wrote.
-func parseQuery(q string) error {
-	expr, err := promqlParser.ParseExpr(fillPlaceholders(q))
-	if err != nil {
-		// The parser's message starts with line:column of the first
-		// problem.
-		return fmt.Errorf("must be valid PromQL: %s", err.Error())
-	}
-	switch expr.Type() {
-	case parser.ValueTypeScalar, parser.ValueTypeVector:
-		return nil
-	case parser.ValueTypeMatrix:
-		return errors.New("must yield an instant vector or a scalar, not a range vector; wrap it in a function such as rate(...) or avg_over_time(...)")
-	default:
-		return fmt.Errorf("must yield an instant vector or a scalar, not a %s; compute a number, e.g. sum(rate(requests_total[1m]))", expr.Type())
-	}
-}
-
-// fillPlaceholders replaces every ${...} in q with as many x characters:
-// valid as a metric name, a label value and a regular expression alike.
-func fillPlaceholders(q string) string {
-	if !strings.Contains(q, "${") {
-		return q
-	}
-	b := []byte(q)
-	for i := 0; i+1 < len(b); i++ {
-		if b[i] != '$' || b[i+1] != '{' {
-			continue
+	var errs field.ErrorList
+	if validType && !src.supports(t.Type) {
+		supported := make([]string, len(src.Types))
+		for i, st := range src.Types {
+			supported[i] = string(st)
 		}
-		end := strings.IndexByte(q[i+2:], '}')
-		if end < 0 {
-			break
-		}
-		end += i + 2
-		for j := i; j <= end; j++ {
-			b[j] = 'x'
-		}
-		i = end
+		errs = append(errs, field.NotSupported(tp().Child("type"), t.Type, supported))
 	}
-	return string(b)
+	if src.Validate != nil {
+		errs = append(errs, src.Validate(t, tp())...)
+	}
+	return errs
 }
 
 // validateIdle is V7 for scale-to-zero settings; maxReplicas is the

@@ -5,6 +5,9 @@ import "k8s.io/apimachinery/pkg/util/validation/field"
 // Workload is a profile's view of one workload object: the values the
 // contract talks about, with no knowledge of where they live in the object.
 type Workload struct {
+	// Name is metadata.name; empty when not known (a create with
+	// generateName), and then no rule that needs it applies.
+	Name string
 	// Replicas is R; nil when the field is absent.
 	Replicas *int32
 	// Config is C; nil when absent.
@@ -63,4 +66,8 @@ type Layout struct {
 	// an HPA is namespaced and reads its target's /scale in its own
 	// namespace (KEDA's ScaledObject likewise), so C4 never wants one.
 	ClusterScoped bool
+	// GroupNamesInSelector is true when group names become label values of
+	// the pods' selectors (the profile's pods.memberGroupLabel, or ${group} in a
+	// pod label), so they must be valid label values (V11).
+	GroupNamesInSelector bool
 }

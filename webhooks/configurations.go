@@ -4,7 +4,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // Configurations returns the webhook configurations that route every view's
@@ -15,8 +16,8 @@ import (
 //
 // Every field the API server would default is set, so a configuration read
 // back from the cluster compares equal to the one written. The names come
-// from wc, with the defaults of package config when empty.
-func Configurations(views []*config.View, wc config.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+// from wc, with the defaults of package api/config/v1alpha2 when empty.
+func Configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	mutatingName, validatingName := configurationNames(wc)
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingWebhookConfiguration"},
@@ -30,7 +31,7 @@ func Configurations(views []*config.View, wc config.Webhook, clientConfig func(p
 	}
 	timeout := wc.TimeoutSeconds
 	if timeout == 0 {
-		timeout = config.DefaultWebhookTimeoutSeconds
+		timeout = configv1alpha2.DefaultWebhookTimeoutSeconds
 	}
 	for _, view := range views {
 		gvr := view.GVR()
@@ -80,13 +81,13 @@ func ServiceClientConfig(namespace, name string, port int32) func(path string) a
 	}
 }
 
-func configurationNames(wc config.Webhook) (mutating, validating string) {
+func configurationNames(wc configv1alpha2.Webhook) (mutating, validating string) {
 	mutating, validating = wc.MutatingConfigurationName, wc.ValidatingConfigurationName
 	if mutating == "" {
-		mutating = config.DefaultMutatingConfigurationName
+		mutating = configv1alpha2.DefaultMutatingConfigurationName
 	}
 	if validating == "" {
-		validating = config.DefaultValidatingConfigurationName
+		validating = configv1alpha2.DefaultValidatingConfigurationName
 	}
 	return mutating, validating
 }

@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // entrySummary is what a test asserts of one webhook entry.
@@ -64,13 +65,13 @@ func urlConfig(path string) admissionregistrationv1.WebhookClientConfig {
 
 func TestConfigurations(t *testing.T) {
 	views := testViews(t)
-	wc := config.Webhook{
+	wc := configv1alpha2.Webhook{
 		MutatingConfigurationName:   "m",
 		ValidatingConfigurationName: "v",
 		TimeoutSeconds:              5,
 		NamespaceSelector:           &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/enabled": "true"}},
 	}
-	m, v := Configurations([]*config.View{views[zonedDatabase], views[function]}, wc, urlConfig)
+	m, v := Configurations([]*profile.Compiled{views[zonedDatabase], views[function]}, wc, urlConfig)
 	if m.Name != "m" || v.Name != "v" {
 		t.Errorf("names %q, %q, want m, v", m.Name, v.Name)
 	}
@@ -111,12 +112,12 @@ func TestConfigurations(t *testing.T) {
 }
 
 func TestConfigurationsDefaults(t *testing.T) {
-	m, v := Configurations(sampleViews(t), config.Webhook{}, urlConfig)
-	if m.Name != config.DefaultMutatingConfigurationName || v.Name != config.DefaultValidatingConfigurationName {
+	m, v := Configurations(sampleViews(t), configv1alpha2.Webhook{}, urlConfig)
+	if m.Name != configv1alpha2.DefaultMutatingConfigurationName || v.Name != configv1alpha2.DefaultValidatingConfigurationName {
 		t.Errorf("names %q, %q", m.Name, v.Name)
 	}
-	if got := *m.Webhooks[0].TimeoutSeconds; got != config.DefaultWebhookTimeoutSeconds {
-		t.Errorf("timeout %d, want the default %d", got, config.DefaultWebhookTimeoutSeconds)
+	if got := *m.Webhooks[0].TimeoutSeconds; got != configv1alpha2.DefaultWebhookTimeoutSeconds {
+		t.Errorf("timeout %d, want the default %d", got, configv1alpha2.DefaultWebhookTimeoutSeconds)
 	}
 	if len(m.Webhooks) != 3 || len(v.Webhooks) != 6 {
 		t.Errorf("%d mutating and %d validating entries, want 3 and 6", len(m.Webhooks), len(v.Webhooks))
@@ -134,7 +135,7 @@ func fakeClient(t *testing.T, objs ...client.Object) client.WithWatch {
 
 func TestSyncConfigurations(t *testing.T) {
 	views := testViews(t)
-	wc := config.Webhook{}
+	wc := configv1alpha2.Webhook{}
 	// The cluster's configurations as an older release left them: the
 	// RackedCluster entries with a tuned failure policy and an outdated rule,
 	// an entry of a profile since removed, and no Function or foreign entries.
@@ -144,14 +145,14 @@ func TestSyncConfigurations(t *testing.T) {
 		cc.CABundle = []byte("CA-from-injector")
 		return cc
 	}
-	oldViews := []*config.View{views[rackedCluster], views[workerGroup]}
+	oldViews := []*profile.Compiled{views[rackedCluster], views[workerGroup]}
 	haveM, haveV := Configurations(oldViews, wc, withCA)
 	haveM.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
 	haveM.Webhooks[0].Rules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
 	haveV.Webhooks[0].Rules[0].APIVersions = []string{"v1alpha0"}
 	c := fakeClient(t, haveM, haveV)
 
-	newViews := []*config.View{views[rackedCluster], views[function], views[zonedDatabase]}
+	newViews := []*profile.Compiled{views[rackedCluster], views[function], views[zonedDatabase]}
 	if err := SyncConfigurations(context.Background(), c, newViews, wc); err != nil {
 		t.Fatal(err)
 	}
@@ -189,14 +190,14 @@ func TestSyncConfigurations(t *testing.T) {
 
 func TestSyncConfigurationsURLClientConfig(t *testing.T) {
 	views := testViews(t)
-	haveM, haveV := Configurations([]*config.View{views[function]}, config.Webhook{}, urlConfig)
+	haveM, haveV := Configurations([]*profile.Compiled{views[function]}, configv1alpha2.Webhook{}, urlConfig)
 	c := fakeClient(t, haveM, haveV)
-	if err := SyncConfigurations(context.Background(), c, []*config.View{views[function], views[workerGroup]}, config.Webhook{}); err != nil {
+	if err := SyncConfigurations(context.Background(), c, []*profile.Compiled{views[function], views[workerGroup]}, configv1alpha2.Webhook{}); err != nil {
 		t.Fatal(err)
 	}
 	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	_ = c.Get(context.Background(), client.ObjectKey{Name: haveV.Name}, got)
-	_, want := Configurations([]*config.View{views[function], views[workerGroup]}, config.Webhook{}, urlConfig)
+	_, want := Configurations([]*profile.Compiled{views[function], views[workerGroup]}, configv1alpha2.Webhook{}, urlConfig)
 	if diff := cmp.Diff(want.Webhooks, got.Webhooks); diff != "" {
 		t.Errorf("validating entries (-want +got):\n%s", diff)
 	}
@@ -204,8 +205,8 @@ func TestSyncConfigurationsURLClientConfig(t *testing.T) {
 
 func TestSyncConfigurationsErrors(t *testing.T) {
 	views := testViews(t)
-	all := []*config.View{views[rackedCluster]}
-	emptyM, emptyV := Configurations(nil, config.Webhook{}, urlConfig)
+	all := []*profile.Compiled{views[rackedCluster]}
+	emptyM, emptyV := Configurations(nil, configv1alpha2.Webhook{}, urlConfig)
 	tests := []struct {
 		name string
 		objs []client.Object
@@ -220,7 +221,7 @@ func TestSyncConfigurationsErrors(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := SyncConfigurations(context.Background(), fakeClient(t, tc.objs...), all, config.Webhook{})
+			err := SyncConfigurations(context.Background(), fakeClient(t, tc.objs...), all, configv1alpha2.Webhook{})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -230,5 +231,37 @@ func TestSyncConfigurationsErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestIssue11SyncFillsShippedEmptyConfigurations: the release manifest and
+// the chart ship both configurations without entries (config/webhook); at
+// start-up the binary fills them from its profiles with its own Service,
+// exactly as Configurations makes them, and a second sync changes nothing.
+func TestIssue11SyncFillsShippedEmptyConfigurations(t *testing.T) {
+	views := sampleViews(t)
+	wc := configv1alpha2.Webhook{TimeoutSeconds: 7}
+	emptyM, emptyV := Configurations(nil, wc, urlConfig)
+	c := fakeClient(t, emptyM, emptyV)
+	service := ServiceClientConfig(serviceNamespace, serviceName, servicePort)
+	for range 2 {
+		if err := SyncConfigurationsWith(context.Background(), c, views, wc, service); err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+	}
+	wantM, wantV := Configurations(views, wc, service)
+	gotM := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	gotV := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: wantM.Name}, gotM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: wantV.Name}, gotV); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantM.Webhooks, gotM.Webhooks); diff != "" {
+		t.Errorf("mutating entries (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantV.Webhooks, gotV.Webhooks); diff != "" {
+		t.Errorf("validating entries (-want +got):\n%s", diff)
 	}
 }

@@ -6,15 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -22,78 +20,59 @@ import (
 // needs it. Profile paths lie under .spec (checked when the profile is
 // loaded) and the config annotation under .metadata.annotations, and
 // admission reads no status: so only the spec fields a view's paths start
-// with, and name, namespace, generation and annotations of metadata, are
-// decoded into u. Everything else (managedFields, status, the rest of the
+// with, and name, namespace, generation and (for a config in an
+// annotation) annotations of metadata, are decoded into u. Everything else (managedFields, status, the rest of the
 // spec) is skipped over and never built into maps. Objects written with
 // kubectl apply carry large managedFields and workloads large pod
 // templates; not decoding them is most of what makes a review cheap.
 type object struct {
 	// u is what the view reads and writes: a partial copy of the object in
 	// which every field present is at the path it has in the object, and
-	// present exactly when it is present (and not null) in the object;
-	// except the scale config while config is set.
+	// present exactly when it is present (and not null) in the object.
 	u *unstructured.Unstructured
-
-	// config is the scale config decoded straight from the request's
-	// bytes, which are kept in rawConfig; it is then missing from u until
-	// materialize puts it there. nil when the config is in u or absent.
-	config    *scaling.Config
-	rawConfig rawJSON
-	configKey string
 }
 
-// read is the view's Read of the object, with the scale config decoded
-// from the request's bytes when the decoder could.
-func (o *object) read(view *config.View) (scaling.Workload, field.ErrorList) {
-	w, errs := view.Read(o.u)
-	if o.config != nil {
-		w.Config = o.config
-	}
-	return w, errs
-}
-
-// materialize puts the scale config into u, for View.WriteSpec and for
-// encoding u; reading never needs it.
-func (o *object) materialize() error {
-	if o.config == nil {
-		return nil
-	}
-	var v interface{}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(o.rawConfig, &v); err != nil {
-		return fmt.Errorf("decode %s: %w", o.configKey, err)
-	}
-	o.u.Object["spec"].(map[string]interface{})[o.configKey] = v
-	o.config = nil
-	return nil
+// read is the view's Read of the object: the one decoder of the scale
+// config, as in the controllers.
+func (o *object) read(view *profile.Compiled) (scaling.Workload, field.ErrorList) {
+	return view.Read(o.u)
 }
 
 // decoder decodes the objects of one view. It is built once per handler:
 // the spec fields it decodes become the fields of a struct type made for
 // them, so one pass of the JSON decoder over the request's bytes fills
-// spec and metadata and skips everything else without allocating.
+// spec and metadata and skips everything else without allocating. The
+// fields it keeps are decoded as the API machinery decodes an object
+// (sigs.k8s.io/json into unstructured form), so the view reads the values
+// the API server stores, by the same decoder as everywhere else.
 type decoder struct {
 	keys []string
 	typ  reflect.Type
-	// configKey is the index in keys of the scale config, when it is a
-	// spec field of its own (.spec.scaleConfig) that no other path shares:
-	// it is then kept as raw bytes and decoded straight into a
-	// scaling.Config, sparing the maps an unstructured config costs. -1
-	// otherwise.
-	configKey int
 }
 
-// metaFields are the metadata fields a view reads.
+// metaCore are the metadata fields every view reads.
+type metaCore struct {
+	Name       *string `json:"name"`
+	Namespace  *string `json:"namespace"`
+	Generation *int64  `json:"generation"`
+}
+
+// metaFields adds the annotations, for a view whose config is in one.
+// Other views leave them undecoded: objects written with kubectl apply
+// carry their whole spec again in an annotation.
 type metaFields struct {
-	Name        *string                `json:"name"`
-	Namespace   *string                `json:"namespace"`
-	Generation  *int64                 `json:"generation"`
+	metaCore
 	Annotations map[string]interface{} `json:"annotations"`
 }
 
+// metadata is what the decoded metadata turns into for the view.
+type metadata interface{ object() map[string]interface{} }
+
 func newDecoder(l scaling.Layout) *decoder {
-	d := &decoder{keys: specKeys(l), configKey: -1}
-	if k, ok := ownConfigKey(l); ok {
-		d.configKey = slices.Index(d.keys, k)
+	d := &decoder{keys: specKeys(l)}
+	meta := reflect.TypeFor[*metaCore]()
+	if l.ConfigInAnnotation {
+		meta = reflect.TypeFor[*metaFields]()
 	}
 	specFields := make([]reflect.StructField, len(d.keys))
 	for i, k := range d.keys {
@@ -102,13 +81,10 @@ func newDecoder(l scaling.Layout) *decoder {
 			Type: reflect.TypeFor[interface{}](),
 			Tag:  reflect.StructTag(fmt.Sprintf(`json:%q`, k)),
 		}
-		if i == d.configKey {
-			specFields[i].Type = reflect.TypeFor[rawJSON]()
-		}
 	}
 	d.typ = reflect.StructOf([]reflect.StructField{
 		{Name: "Spec", Type: reflect.PointerTo(reflect.StructOf(specFields)), Tag: `json:"spec"`},
-		{Name: "Metadata", Type: reflect.TypeFor[*metaFields](), Tag: `json:"metadata"`},
+		{Name: "Metadata", Type: meta, Tag: `json:"metadata"`},
 	})
 	return d
 }
@@ -134,27 +110,6 @@ func specKeys(l scaling.Layout) []string {
 	return keys
 }
 
-// ownConfigKey returns the config's key when the config is a spec field of
-// its own: spec.<key>, with no other path under that key.
-func ownConfigKey(l scaling.Layout) (string, bool) {
-	if l.ConfigInAnnotation || l.ConfigPath == nil {
-		return "", false
-	}
-	key, ok := strings.CutPrefix(l.ConfigPath.String(), "spec.")
-	if !ok || key == "" || strings.ContainsAny(key, ".[]") {
-		return "", false
-	}
-	for _, p := range []*field.Path{l.ReplicasPath, l.GroupsPath} {
-		if p == nil {
-			continue
-		}
-		if s := p.String(); s == "spec."+key || strings.HasPrefix(s, "spec."+key+".") || strings.HasPrefix(s, "spec."+key+"[") {
-			return "", false
-		}
-	}
-	return key, true
-}
-
 func contains(l []string, s string) bool {
 	for _, e := range l {
 		if e == s {
@@ -170,7 +125,8 @@ func contains(l []string, s string) bool {
 // ourselves (rather than through a scheme) is what lets any profiled kind
 // through.
 func (d *decoder) decode(raw []byte) (*object, error) {
-	data := bytes.TrimSpace(raw)
+	// JSON's whitespace only, as the decoder below accepts it.
+	data := bytes.Trim(raw, " \t\r\n")
 	if len(data) == 0 {
 		return nil, errors.New("the request holds no object")
 	}
@@ -187,44 +143,16 @@ func (d *decoder) decode(raw []byte) (*object, error) {
 	if spec := top.Elem().Field(0); !spec.IsNil() {
 		m := make(map[string]interface{}, len(d.keys))
 		for i, k := range d.keys {
-			f := spec.Elem().Field(i)
-			if i == d.configKey {
-				if o.setConfig(m, k, f.Interface().(rawJSON)) != nil {
-					// A number beyond float64: reported as before.
-					return d.decodeLoosely(data)
-				}
-				continue
-			}
-			if v := f.Interface(); v != nil {
+			if v := spec.Elem().Field(i).Interface(); v != nil {
 				m[k] = v
 			}
 		}
 		o.u.Object["spec"] = m
 	}
-	if md := top.Elem().Field(1).Interface().(*metaFields); md != nil {
-		o.u.Object["metadata"] = md.object()
+	if md := top.Elem().Field(1); !md.IsNil() {
+		o.u.Object["metadata"] = md.Interface().(metadata).object()
 	}
 	return o, nil
-}
-
-// setConfig decodes the scale config raw (nil when absent or null) found
-// at spec[key]: straight into a scaling.Config when the JSON decoder can
-// match the view's reading exactly, else into spec as unstructured, for the
-// view to read and to report errors at their paths.
-func (o *object) setConfig(spec map[string]interface{}, key string, raw rawJSON) error {
-	if raw == nil {
-		return nil
-	}
-	if cfg, ok := config.DecodeSpecConfigJSON(raw); ok {
-		o.config, o.rawConfig, o.configKey = cfg, raw, key
-		return nil
-	}
-	var v interface{}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v); err != nil {
-		return fmt.Errorf("decode %s: %w", key, err)
-	}
-	spec[key] = v
-	return nil
 }
 
 // decodeLoosely decodes spec and metadata whole, so that the view reports
@@ -246,7 +174,7 @@ func (d *decoder) decodeLoosely(data []byte) (*object, error) {
 			continue
 		}
 		var v interface{}
-		if err := utiljson.Unmarshal(part.data, &v); err != nil {
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(part.data, &v); err != nil {
 			return nil, fmt.Errorf("decode %s: %w", part.name, err)
 		}
 		if v != nil {
@@ -258,6 +186,14 @@ func (d *decoder) decodeLoosely(data []byte) (*object, error) {
 
 // object returns the metadata fields as unstructured values.
 func (f *metaFields) object() map[string]interface{} {
+	m := f.metaCore.object()
+	if f.Annotations != nil {
+		m["annotations"] = f.Annotations
+	}
+	return m
+}
+
+func (f *metaCore) object() map[string]interface{} {
 	m := make(map[string]interface{}, 4)
 	if f.Name != nil {
 		m["name"] = *f.Name
@@ -267,9 +203,6 @@ func (f *metaFields) object() map[string]interface{} {
 	}
 	if f.Generation != nil {
 		m["generation"] = *f.Generation
-	}
-	if f.Annotations != nil {
-		m["annotations"] = f.Annotations
 	}
 	return m
 }

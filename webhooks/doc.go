@@ -1,15 +1,19 @@
 // Package webhooks owns scaleplane's admission for profiled workload kinds:
 // a mutating and a validating webhook on each kind's main resource (contract
-// rules M1–M6, V1–V9, W1–W2) and a validating webhook on its /scale
+// rules M1–M6, V1–V11, W1–W2) and a validating webhook on its /scale
 // subresource (S1), plus the webhook configurations that route requests to
 // them and a start-up sync that keeps those configurations' rules in line
 // with the profiles.
 //
-// Handlers work on unstructured objects through a [config.View]: they
-// translate the request into a [scaling.Workload], let package scaling
+// Handlers work on unstructured objects through a [profile.Compiled]: they
+// decode the request's object as the API machinery does (sigs.k8s.io/json,
+// only the fields a compiled profile reads), read it with
+// [profile.Compiled.Read], the one decoder of the scale config that the
+// controllers use too, so validation and defaulting never disagree on what
+// a config says; let package scaling
 // decide, and translate the answer back into a JSON patch or into one 422
 // Invalid that lists every field error. The patch is defined as the
-// jsonpatch diff of the decoded object before and after View.WriteSpec;
+// jsonpatch diff of the decoded object before and after Compiled.WriteSpec;
 // for profiles with plain paths it is computed from the scaling.Workload
 // before and after defaulting instead (the few fields WriteSpec owns), which
 // TestDirectPatch and FuzzMutate hold to that diff, and anything unusual
@@ -32,6 +36,13 @@
 // where dots in the group become dashes (the empty core group is "core").
 // Webhook entries are named "<resource>.<version>.<group>", and
 // "scale.<resource>.<version>.<group>" for /scale.
+//
+// The HTTP side is this package's too (server.go): Setup serves every hook
+// with a strict AdmissionReview transport that answers what is not an API
+// server's review with an HTTP error (400 without request.uid, 405, 413,
+// 415) instead of controller-runtime's allowed answer, and NewServer is a
+// webhook server bounded by package serving (timeouts, body and in-flight
+// limits, HTTP/2 off unless asked for).
 //
 // Decisions where the contract is silent, for docs and reviewers:
 //

@@ -7,7 +7,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -15,8 +16,8 @@ import (
 // and keep the cluster's webhook configurations in line with the profiles
 // at start-up.
 func Example() {
-	cfg := config.SampleConfiguration()
-	views, err := cfg.Views()
+	cfg := profile.SampleConfiguration()
+	views, err := profile.CompileAll(cfg.Profiles)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return
@@ -30,7 +31,10 @@ func Example() {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
-	if err := webhooks.Setup(mgr, views); err != nil {
+	// This process runs no trigger autoscaler, so it refuses triggers (no
+	// Sources). A process that runs one gives the webhooks the same Sources
+	// as its autoscaler, as cmd/scaleplane/app does.
+	if err := webhooks.Setup(mgr, views, webhooks.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
@@ -48,15 +52,15 @@ func Example() {
 // The webhook configurations for the sample profiles, calling the Service
 // of config/webhook.
 func ExampleConfigurations() {
-	var views []*config.View
-	for _, p := range config.SampleProfiles()[:1] {
-		v, err := config.NewView(p)
+	var views []*profile.Compiled
+	for _, p := range profile.Samples()[:1] {
+		v, err := profile.Compile(p)
 		if err != nil {
 			panic(err)
 		}
 		views = append(views, v)
 	}
-	mutating, validating := webhooks.Configurations(views, config.Webhook{},
+	mutating, validating := webhooks.Configurations(views, configv1alpha2.Webhook{},
 		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	for _, w := range mutating.Webhooks {
 		fmt.Println(mutating.Name, w.Name, *w.ClientConfig.Service.Path, w.Rules[0].Resources, w.Rules[0].Operations)

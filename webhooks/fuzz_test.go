@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -65,6 +65,15 @@ func addSeeds(f *testing.F) {
 	f.Add(uint8(1), []byte(`{"spec":{"replicas":1e400}}`), []byte(`{}`))
 	f.Add(uint8(2), []byte(`{"spec":{"replicas":1.5,"scalePolicy":{"minReplicas":-0}}}`), []byte(nil))
 	f.Add(uint8(3), []byte(`{"metadata":{"annotations":{"scaleplane.io/scale-config":"{\"minReplicas\":1,\"minReplicas\":2}"}}}`), []byte(nil))
+	// Issue 10 item 5: spaces JSON does not allow around an annotation
+	// that defaulting rewrites (M2 fills maxReplicas).
+	for _, space := range unicodeSpaces {
+		for _, ann := range []string{space + `{"minReplicas":2}`, `{"minReplicas":2}` + space} {
+			o := makeObj(zonedDatabase, "zdb").replicas(3).groups("eu-1", 3).annotate(annotationKey, ann)
+			f.Add(kindIndex(zonedDatabase), o.raw(), []byte(nil))
+			f.Add(kindIndex(zonedDatabase), o.raw(), o.raw())
+		}
+	}
 }
 
 func kindIndex(kind string) uint8 {
@@ -76,7 +85,7 @@ func kindIndex(kind string) uint8 {
 	panic(kind)
 }
 
-func fuzzRequest(views map[string]*config.View, k uint8, object, old []byte) (*config.View, admission.Request) {
+func fuzzRequest(views map[string]*profile.Compiled, k uint8, object, old []byte) (*profile.Compiled, admission.Request) {
 	view := views[fuzzKinds[int(k)%len(fuzzKinds)]]
 	op := admissionv1.Create
 	if len(old) > 0 {
@@ -139,7 +148,7 @@ func FuzzMutate(f *testing.F) {
 
 // checkDirectPatch: where the mutating webhook computes a patch directly,
 // it is the patch the diff gives. It reports whether it compared one.
-func checkDirectPatch(t *testing.T, view *config.View, req admission.Request) bool {
+func checkDirectPatch(t *testing.T, view *profile.Compiled, req admission.Request) bool {
 	t.Helper()
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return false
@@ -215,7 +224,7 @@ func TestDirectPatch(t *testing.T) {
 
 // checkOldSkipped: when mayFollowPins says the stored object cannot matter,
 // defaulting with it gives what defaulting without it gives.
-func checkOldSkipped(t *testing.T, view *config.View, req admission.Request) {
+func checkOldSkipped(t *testing.T, view *profile.Compiled, req admission.Request) {
 	if req.Operation != admissionv1.Update {
 		return
 	}
@@ -247,7 +256,7 @@ func FuzzValidate(f *testing.F) {
 	views := testViews(f)
 	f.Fuzz(func(t *testing.T, k uint8, object, old []byte) {
 		view, req := fuzzRequest(views, k, object, old)
-		resp := NewValidator(view).Handle(context.Background(), req)
+		resp := NewValidator(view, testSources()).Handle(context.Background(), req)
 		if len(resp.Patches) > 0 || resp.PatchType != nil {
 			t.Fatalf("validation patched: %+v", resp.Patches)
 		}

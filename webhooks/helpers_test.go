@@ -3,6 +3,7 @@ package webhooks
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -11,9 +12,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/scaleplane/scaleplane/config"
-	"github.com/scaleplane/scaleplane/config/configtest"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/profile/profiletest"
+	"github.com/scaleplane/scaleplane/promql"
+	"github.com/scaleplane/scaleplane/scaling"
 )
+
+// testSources are the trigger sources of scaleplane's autoscaler (cron and
+// promql over an embedded store) with the default query limits, built once:
+// the validating handler admits triggers against them.
+var testSources = sync.OnceValue(func() *scaling.Sources {
+	s, err := autoscaler.NewSources(promql.NewEvaluator(promql.NewStore(promql.Options{}), promql.EvaluatorOptions{}), nil, promql.Limits{})
+	if err != nil {
+		panic(err)
+	}
+	return s
+})
 
 // obj is a JSON object literal for test objects.
 type obj = map[string]interface{}
@@ -38,7 +54,7 @@ const (
 )
 
 func makeObj(kind, name string) *objBuilder {
-	apiVersion := config.SampleGroup + "/" + config.SampleVersion
+	apiVersion := profile.SampleGroup + "/" + profile.SampleVersion
 	if kind == zonedDatabase {
 		apiVersion = "data.example.org/v1beta1"
 	}
@@ -89,7 +105,7 @@ func (b *objBuilder) config(c obj) *objBuilder {
 		if err != nil {
 			panic(err)
 		}
-		return b.annotate(config.AnnotationScaleConfig, string(data))
+		return b.annotate(v1alpha1.AnnotationScaleConfig, string(data))
 	}
 	return b.set(".spec.scaleConfig", c)
 }
@@ -138,24 +154,24 @@ func (b *objBuilder) raw() []byte {
 // replicas deep in the spec, zones named by zoneName with a size, status
 // zones as a map, and the scale config in an annotation. The e2e suite
 // installs a CRD of this shape (e2e/admission/testdata).
-func foreignProfile() config.Profile { return configtest.ZonedDatabase() }
+func foreignProfile() v1alpha1.ScaleProfileSpec { return profiletest.ZonedDatabase() }
 
 // views are the views of the three samples and the foreign kind, by kind.
-func testViews(t testing.TB) map[string]*config.View {
+func testViews(t testing.TB) map[string]*profile.Compiled {
 	t.Helper()
-	out := map[string]*config.View{}
-	for _, p := range append(config.SampleProfiles(), foreignProfile()) {
-		v, err := config.NewView(p)
+	out := map[string]*profile.Compiled{}
+	for _, p := range append(profile.Samples(), foreignProfile()) {
+		v, err := profile.Compile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[p.Kind] = v
+		out[p.Target.Kind] = v
 	}
 	return out
 }
 
 // request is an admission request for view's kind.
-func request(view *config.View, op admissionv1.Operation, name string, object, old []byte) admission.Request {
+func request(view *profile.Compiled, op admissionv1.Operation, name string, object, old []byte) admission.Request {
 	gvk, gvr := view.GVK(), view.GVR()
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID:       types.UID("req-" + name),
@@ -169,11 +185,11 @@ func request(view *config.View, op admissionv1.Operation, name string, object, o
 	}}
 }
 
-func create(view *config.View, b *objBuilder) admission.Request {
+func create(view *profile.Compiled, b *objBuilder) admission.Request {
 	return request(view, admissionv1.Create, b.o["metadata"].(obj)["name"].(string), b.raw(), nil)
 }
 
-func update(view *config.View, old, cur *objBuilder) admission.Request {
+func update(view *profile.Compiled, old, cur *objBuilder) admission.Request {
 	return request(view, admissionv1.Update, cur.o["metadata"].(obj)["name"].(string), cur.raw(), old.raw())
 }
 

@@ -37,12 +37,21 @@ var (
 		Name: "scaleplane_admission_warnings_total",
 		Help: "Admission warnings (contract rules W1, W2) returned by scaleplane's webhooks, by webhook and workload kind.",
 	}, []string{"webhook", "kind"})
+
+	// refusedReviews counts what the review transport answered with an
+	// HTTP error before any handler judged it: an API server never sends
+	// such a request, so a count that grows is a misconfiguration or a
+	// client that is not the API server.
+	refusedReviews = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scaleplane_admission_requests_refused_total",
+		Help: "Requests to the webhook server's admission paths that were not an API server's AdmissionReview for the path, by HTTP status (400 malformed or misrouted, 405 method, 413 too large, 415 content type).",
+	}, []string{"code"})
 )
 
 func init() {
 	// controller-runtime's registry is what its metrics server exposes, so
 	// the counters appear next to controller_runtime_webhook_*.
-	metrics.Registry.MustRegister(reviews, warnings)
+	metrics.Registry.MustRegister(reviews, warnings, refusedReviews)
 }
 
 // observe records one review.

@@ -30,10 +30,10 @@ func TestMetrics(t *testing.T) {
 
 	ctx := context.Background()
 	NewMutator(view).Handle(ctx, create(view, makeObj(workerGroup, "wg").replicas(2)))
-	NewValidator(view).Handle(ctx, create(view, makeObj(workerGroup, "wg").replicas(2)))
-	NewValidator(view).Handle(ctx, create(view, makeObj(workerGroup, "wg").replicas(9).config(obj{"minReplicas": 1, "maxReplicas": 3})))
-	NewValidator(view).Handle(ctx, create(view, makeObj(workerGroup, "wg").replicas(-1)))
-	NewValidator(view).Handle(ctx, request(view, admissionv1.Create, "wg", []byte("{"), nil))
+	NewValidator(view, testSources()).Handle(ctx, create(view, makeObj(workerGroup, "wg").replicas(2)))
+	NewValidator(view, testSources()).Handle(ctx, create(view, makeObj(workerGroup, "wg").replicas(9).config(obj{"minReplicas": 1, "maxReplicas": 3})))
+	NewValidator(view, testSources()).Handle(ctx, create(view, makeObj(workerGroup, "wg").replicas(-1)))
+	NewValidator(view, testSources()).Handle(ctx, request(view, admissionv1.Create, "wg", []byte("{"), nil))
 
 	got := read()
 	want := counts{

@@ -12,7 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -26,12 +26,12 @@ import (
 // validating webhook refuses it with every field error in one 422, which is
 // the one place users see admission problems. Defaulting half of such an
 // object would only produce a patch for an object that is refused anyway.
-func NewMutator(view *config.View) admission.Handler {
+func NewMutator(view *profile.Compiled) admission.Handler {
 	return &mutator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout()), paths: newPatchPaths(view.Layout())}
 }
 
 type mutator struct {
-	view  *config.View
+	view  *profile.Compiled
 	kind  string
 	dec   *decoder
 	paths patchPaths
@@ -92,9 +92,6 @@ func patchResponse(ops []jsonpatch.JsonPatchOperation) admission.Response {
 // would give, without walking managedFields twice more. FuzzMutate applies
 // each patch to the whole object to prove it.
 func (h *mutator) diffPatch(obj *object, want scaling.Workload) admission.Response {
-	if err := obj.materialize(); err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("decode %s %q: %w", h.kind, obj.u.GetName(), err))
-	}
 	original, err := json.Marshal(obj.u.Object)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode %s %q: %w", h.kind, obj.u.GetName(), err))
@@ -139,7 +136,7 @@ func mayFollowPins(d scaling.Workload) bool {
 }
 
 // writesSomething reports whether writing want over cur would change one of
-// the fields View.WriteSpec owns: R, C's bounds (or C's existence) and the
+// the fields Compiled.WriteSpec owns: R, C's bounds (or C's existence) and the
 // groups' members.
 func writesSomething(cur, want scaling.Workload) bool {
 	if !sameInt32(cur.Replicas, want.Replicas) {

@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -13,7 +12,7 @@ import (
 )
 
 // The mutating webhook's patch is, by definition, the jsonpatch diff of the
-// decoded object before and after View.WriteSpec. Encoding the object twice
+// decoded object before and after Compiled.WriteSpec. Encoding the object twice
 // and decoding both again to diff them cost a defaulting review about a
 // thousand allocations, for a patch of a few operations on fields known in
 // advance: WriteSpec writes only R, C's bounds (or a new C holding them) and
@@ -155,17 +154,10 @@ func (pp patchPaths) directPatch(obj *object, cur, want scaling.Workload) ([]jso
 }
 
 // hasBound reports whether the config holds the key bound (even as null);
-// read says whether Read found a number there. known is false when the
-// bytes of a config decoded straight from the request cannot tell at a
-// glance.
+// read says whether Read found a number there.
 func (o *object) hasBound(config []string, bound string, read bool) (present, known bool) {
 	if read {
 		return true, true
-	}
-	if o.config != nil {
-		// Without a number, the key is absent unless it is null (or
-		// nested somewhere, which the diff sorts out).
-		return false, !bytes.Contains(o.rawConfig, []byte(strconv.Quote(bound)))
 	}
 	raw, found, _ := lookupIn(o.u.Object, config)
 	m, ok := raw.(map[string]interface{})

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -38,9 +38,9 @@ import (
 // stored object, so its resourceVersion is the parent's, and a range just
 // written with kubectl apply must not be judged by a stale copy. live may be
 // nil to trust the cache alone.
-func NewScaleValidator(view *config.View, cached, live client.Reader) admission.Handler {
+func NewScaleValidator(view *profile.Compiled, cached, live client.Reader) admission.Handler {
 	l := view.Layout()
-	p := view.Profile()
+	p := view.Spec()
 	h := &scaleValidator{view: view, kind: kindLabel(view), cached: cached, live: live}
 	if l.ConfigInAnnotation {
 		h.minName = fmt.Sprintf("minReplicas in the annotation %s", p.ScaleConfig.Annotation)
@@ -55,7 +55,7 @@ func NewScaleValidator(view *config.View, cached, live client.Reader) admission.
 }
 
 type scaleValidator struct {
-	view   *config.View
+	view   *profile.Compiled
 	kind   string
 	cached client.Reader
 	live   client.Reader

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // reader is a client.Reader over fixed objects, standing in for the
@@ -60,7 +60,7 @@ func parents(bs ...*objBuilder) *reader {
 
 // scaleRequest is an UPDATE of name's /scale from oldReplicas to replicas,
 // built from the parent at resourceVersion rv as the API server builds it.
-func scaleRequest(view *config.View, name string, oldReplicas, replicas int32, rv string) admission.Request {
+func scaleRequest(view *profile.Compiled, name string, oldReplicas, replicas int32, rv string) admission.Request {
 	gvr := view.GVR()
 	mk := func(n int32) []byte {
 		data, _ := json.Marshal(autoscalingv1.Scale{

@@ -10,8 +10,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/scaling"
 )
+
+// Options configures the webhooks of Setup.
+type Options struct {
+	// Sources are the trigger sources of the autoscaler that reads the
+	// triggers these webhooks admit: a trigger is accepted only when its
+	// source is registered, supports its type and accepts what it reads
+	// (V11), and its query is within the query limits (V10). Give the
+	// autoscaler the same value. Nil refuses every trigger, which is right
+	// for a process that runs no trigger autoscaler.
+	Sources *scaling.Sources
+	// OnReview, when set, is told about every review the handlers answer
+	// (see ReviewHook). `scaleplane dev` prints each refusal with it.
+	OnReview ReviewHook
+}
 
 // Setup registers the mutating, validating and /scale handlers of every
 // view on mgr's webhook server, at the paths MutatePath, ValidatePath and
@@ -22,11 +37,14 @@ import (
 // list.
 //
 // Two views of one resource are an error: their paths would collide.
-func Setup(mgr manager.Manager, views []*config.View) error {
+func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 	srv := mgr.GetWebhookServer()
 	if srv == nil {
 		return fmt.Errorf("set up webhooks: the manager has no webhook server; give it one in manager.Options.WebhookServer")
 	}
+	// A request that is not an API server's AdmissionReview gets an HTTP
+	// error, not an answer (server.go).
+	srv = strictReviews(srv)
 	seen := make(map[schema.GroupVersionResource]bool, len(views))
 	for _, v := range views {
 		gvr := v.GVR()
@@ -38,9 +56,9 @@ func Setup(mgr manager.Manager, views []*config.View) error {
 	log := ctrl.Log.WithName("webhooks")
 	for _, v := range views {
 		gvr := v.GVR()
-		srv.Register(MutatePath(gvr), &webhook.Admission{Handler: NewMutator(v)})
-		srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: NewValidator(v)})
-		srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: NewScaleValidator(v, mgr.GetClient(), mgr.GetAPIReader())})
+		srv.Register(MutatePath(gvr), &webhook.Admission{Handler: hooked(roleMutate, NewMutator(v), opts.OnReview)})
+		srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: hooked(roleValidate, NewValidator(v, opts.Sources), opts.OnReview)})
+		srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: hooked(roleScale, NewScaleValidator(v, mgr.GetClient(), mgr.GetAPIReader()), opts.OnReview)})
 
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(v.GVK())

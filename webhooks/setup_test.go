@@ -18,7 +18,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // newTestManager is a manager that is never started; its API server
@@ -40,9 +41,9 @@ func newTestManager(t *testing.T) manager.Manager {
 // and Configurations names, as the API server does.
 func TestSetup(t *testing.T) {
 	views := testViews(t)
-	all := []*config.View{views[rackedCluster], views[function], views[workerGroup], views[zonedDatabase]}
+	all := []*profile.Compiled{views[rackedCluster], views[function], views[workerGroup], views[zonedDatabase]}
 	mgr := newTestManager(t)
-	if err := Setup(mgr, all); err != nil {
+	if err := Setup(mgr, all, Options{Sources: testSources()}); err != nil {
 		t.Fatal(err)
 	}
 	mux := mgr.GetWebhookServer().WebhookMux()
@@ -70,7 +71,7 @@ func TestSetup(t *testing.T) {
 		return *out.Response
 	}
 
-	m, v := Configurations(all, config.Webhook{}, urlConfig)
+	m, v := Configurations(all, configv1alpha2.Webhook{}, urlConfig)
 	if len(m.Webhooks) != len(all) || len(v.Webhooks) != 2*len(all) {
 		t.Fatalf("unexpected entry counts %d, %d", len(m.Webhooks), len(v.Webhooks))
 	}
@@ -102,7 +103,7 @@ func TestSetup(t *testing.T) {
 
 func TestSetupRejectsDuplicates(t *testing.T) {
 	views := testViews(t)
-	err := Setup(newTestManager(t), []*config.View{views[function], views[rackedCluster], views[function]})
+	err := Setup(newTestManager(t), []*profile.Compiled{views[function], views[rackedCluster], views[function]}, Options{})
 	if diff := cmp.Diff("set up webhooks: two profiles name samples.scaleplane.io/v1alpha1, Resource=functions; keep one", errString(err)); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}

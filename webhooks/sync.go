@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // SyncConfigurations brings the two webhook configurations named in wc in
@@ -33,14 +34,26 @@ import (
 //
 // Both configurations must exist (apply config/webhook first) and the
 // mutating one must keep at least one entry to copy a clientConfig from
-// when it gains one; the validating one likewise. Writes are updates with
-// optimistic concurrency, retried on conflict, and happen only on a change.
-func SyncConfigurations(ctx context.Context, c client.Client, views []*config.View, wc config.Webhook) error {
+// when it gains one; the validating one likewise (SyncConfigurationsWith
+// lifts that). Writes are updates with optimistic concurrency, retried on
+// conflict, and happen only on a change.
+func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook) error {
+	return SyncConfigurationsWith(ctx, c, views, wc, nil)
+}
+
+// SyncConfigurationsWith is SyncConfigurations for configurations that may
+// have no entry yet: the release manifest and the Helm chart ship them
+// empty, since which kinds are profiled is only known from the
+// configuration scaleplane runs with. A new entry of a configuration with
+// no entry to copy from gets clientConfig(path), the Service (or URL) the
+// binary serves on; a nil clientConfig makes that an error, as in
+// SyncConfigurations.
+func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
 	wantM, wantV := Configurations(views, wc, pathOnly)
 	errM := syncConfiguration(ctx, c, &admissionregistrationv1.MutatingWebhookConfiguration{}, "MutatingWebhookConfiguration", wantM.Name,
 		func(obj client.Object) (bool, error) {
 			have := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
-			merged, err := mergeEntries(have.Webhooks, wantM.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) entry {
+			merged, err := mergeEntries(have.Webhooks, wantM.Webhooks, clientConfig, func(w *admissionregistrationv1.MutatingWebhook) entry {
 				return entry{w.Name, &w.ClientConfig, &w.Rules}
 			})
 			if err != nil || equality.Semantic.DeepEqual(merged, have.Webhooks) {
@@ -52,7 +65,7 @@ func SyncConfigurations(ctx context.Context, c client.Client, views []*config.Vi
 	errV := syncConfiguration(ctx, c, &admissionregistrationv1.ValidatingWebhookConfiguration{}, "ValidatingWebhookConfiguration", wantV.Name,
 		func(obj client.Object) (bool, error) {
 			have := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-			merged, err := mergeEntries(have.Webhooks, wantV.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) entry {
+			merged, err := mergeEntries(have.Webhooks, wantV.Webhooks, clientConfig, func(w *admissionregistrationv1.ValidatingWebhook) entry {
 				return entry{w.Name, &w.ClientConfig, &w.Rules}
 			})
 			if err != nil || equality.Semantic.DeepEqual(merged, have.Webhooks) {
@@ -105,8 +118,9 @@ type entry struct {
 
 // mergeEntries returns want's entries in want's order, each taken from have
 // with want's rules when have has it, else want's entry with a clientConfig
-// derived from have's first entry. It does not change have.
-func mergeEntries[W any](have, want []W, fields func(*W) entry) ([]W, error) {
+// derived from have's first entry, or from fallback when have is empty. It
+// does not change have.
+func mergeEntries[W any](have, want []W, fallback func(path string) admissionregistrationv1.WebhookClientConfig, fields func(*W) entry) ([]W, error) {
 	byName := make(map[string]*W, len(have))
 	for i := range have {
 		byName[fields(&have[i]).name] = &have[i]
@@ -120,15 +134,20 @@ func mergeEntries[W any](have, want []W, fields func(*W) entry) ([]W, error) {
 			out = append(out, kept)
 			continue
 		}
-		if len(have) == 0 {
+		added := deepCopy(want[i])
+		path := *w.clientConfig.Service.Path
+		switch {
+		case len(have) > 0:
+			cc, err := withPath(*fields(&have[0]).clientConfig, path)
+			if err != nil {
+				return nil, fmt.Errorf("entry %q: %w", w.name, err)
+			}
+			*fields(&added).clientConfig = cc
+		case fallback != nil:
+			*fields(&added).clientConfig = fallback(path)
+		default:
 			return nil, fmt.Errorf("it has no webhook entry to copy a clientConfig from for the new entry %q; apply config/webhook (or Configurations' output) first", w.name)
 		}
-		added := deepCopy(want[i])
-		cc, err := withPath(*fields(&have[0]).clientConfig, *w.clientConfig.Service.Path)
-		if err != nil {
-			return nil, fmt.Errorf("entry %q: %w", w.name, err)
-		}
-		*fields(&added).clientConfig = cc
 		out = append(out, added)
 	}
 	return out, nil
@@ -175,9 +194,12 @@ type ConfigurationSync struct {
 	// configurations. NewConfigurationSync builds one.
 	Client client.Client
 	// Views are the profiles the configurations are made to match.
-	Views []*config.View
+	Views []*profile.Compiled
 	// Webhook names the configurations.
-	Webhook config.Webhook
+	Webhook configv1alpha2.Webhook
+	// ClientConfig, when set, gives the clientConfig of a new entry in a
+	// configuration that has none to copy (see SyncConfigurationsWith).
+	ClientConfig func(path string) admissionregistrationv1.WebhookClientConfig
 	// Timeout bounds the retries; when it passes, Start returns the last
 	// error and the manager stops, so a misconfigured installation is seen
 	// at once rather than serving with stale rules. Default 2 minutes.
@@ -191,7 +213,7 @@ var (
 
 // NewConfigurationSync returns a ConfigurationSync using a live client
 // built from mgr's config; add it with mgr.Add.
-func NewConfigurationSync(mgr manager.Manager, views []*config.View, wc config.Webhook) (*ConfigurationSync, error) {
+func NewConfigurationSync(mgr manager.Manager, views []*profile.Compiled, wc configv1alpha2.Webhook) (*ConfigurationSync, error) {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return nil, fmt.Errorf("build the webhook configuration client: %w", err)
@@ -211,7 +233,7 @@ func (s *ConfigurationSync) Start(ctx context.Context) error {
 	var last error
 	err := wait.ExponentialBackoffWithContext(retryCtx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second},
 		func(ctx context.Context) (bool, error) {
-			last = SyncConfigurations(ctrl.LoggerInto(ctx, log), s.Client, s.Views, s.Webhook)
+			last = SyncConfigurationsWith(ctrl.LoggerInto(ctx, log), s.Client, s.Views, s.Webhook, s.ClientConfig)
 			if last != nil {
 				log.Error(last, "webhook configurations not in line with the profiles yet; retrying")
 			}

@@ -9,15 +9,16 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 func TestConfigurationSync(t *testing.T) {
 	views := testViews(t)
-	all := []*config.View{views[function], views[workerGroup]}
+	all := []*profile.Compiled{views[function], views[workerGroup]}
 
 	t.Run("brings the configurations in line", func(t *testing.T) {
-		haveM, haveV := Configurations(all[:1], config.Webhook{}, urlConfig)
+		haveM, haveV := Configurations(all[:1], configv1alpha2.Webhook{}, urlConfig)
 		c := fakeClient(t, haveM, haveV)
 		s := &ConfigurationSync{Client: c, Views: all}
 		if err := s.Start(context.Background()); err != nil {

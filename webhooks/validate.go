@@ -8,13 +8,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // NewValidator returns the validating handler of view's kind. CREATE and
 // UPDATE requests are checked with the view's read errors (wrong types, V9)
-// and [scaling.Validate] (V1–V8); every problem goes into one 422 Invalid
+// and [scaling.Validate] (V1–V8, V10, V11) with sources, the trigger
+// sources of the autoscaler (nil refuses every trigger: nothing would read
+// it); every problem goes into one 422 Invalid
 // whose causes carry the field paths, and the W1–W2 warnings are returned as
 // admission warnings whether or not the request is allowed. Every other
 // operation is allowed.
@@ -24,14 +26,15 @@ import (
 // when they no longer pass (a profile's maxReplicas was lowered, a rule was
 // added in a newer release), with each old problem returned as a warning.
 // Otherwise an object could not even have its finalizers removed.
-func NewValidator(view *config.View) admission.Handler {
-	return &validator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout())}
+func NewValidator(view *profile.Compiled, sources *scaling.Sources) admission.Handler {
+	return &validator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout()), sources: sources}
 }
 
 type validator struct {
-	view *config.View
-	kind string
-	dec  *decoder
+	view    *profile.Compiled
+	kind    string
+	dec     *decoder
+	sources *scaling.Sources
 }
 
 func (h *validator) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -52,7 +55,7 @@ func (h *validator) handle(req admission.Request) admission.Response {
 	cur, readErrs := obj.read(h.view)
 	// The stored object serves only to ratchet, which can only take errors
 	// away: it is decoded only for a request that has some.
-	verrs, warns := scaling.Validate(cur, l)
+	verrs, warns := scaling.Validate(cur, l, h.sources)
 	if len(readErrs)+len(verrs) == 0 {
 		return admission.Allowed("").WithWarnings(warns...)
 	}

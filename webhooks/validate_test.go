@@ -182,7 +182,7 @@ func TestValidate(t *testing.T) {
 		req: func() admission.Request {
 			return create(views[zonedDatabase], makeObj(zonedDatabase, "zdb").replicas(2).annotate(annotationKey, `{"minReplicas":2,"maxReplicas":2,"maxReplica":4}`))
 		},
-		want: []cause{{invalidValue, annotationCfg}},
+		want: []cause{{invalidValue, annotationCfg + ".maxReplica"}},
 	}, {
 		name: "a field of the wrong type",
 		kind: rackedCluster,
@@ -275,7 +275,7 @@ func TestValidate(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := NewValidator(views[tc.kind]).Handle(context.Background(), tc.req())
+			resp := NewValidator(views[tc.kind], testSources()).Handle(context.Background(), tc.req())
 			if len(resp.Patches) > 0 || resp.PatchType != nil {
 				t.Errorf("a validating response carries a patch: %+v", resp.Patches)
 			}
@@ -330,5 +330,117 @@ func TestDifferentConfigs(t *testing.T) {
 				t.Errorf("differentConfigs(%+v, %+v), but they are semantically equal", a, b)
 			}
 		}
+	}
+}
+
+// TestV10V11Admission: every query over a cost bound and every reference
+// that does not resolve is refused by the validating webhook in one 422,
+// each at its field path with the offending value and the bound or the
+// allowed values in its message (issue 10 items 1, 2 and 4). With no
+// trigger sources (a webhook beside no trigger autoscaler) any trigger is
+// refused.
+func TestV10V11Admission(t *testing.T) {
+	views := testViews(t)
+	const tp = "spec.scalePolicy.triggers"
+	wg := func(c obj) admission.Request {
+		return create(views[workerGroup], makeObj(workerGroup, "wg").replicas(1).config(c))
+	}
+	withTriggers := func(ts ...obj) obj {
+		c := fullTriggerConfig()
+		c["triggers"] = list{}
+		for _, tr := range ts {
+			c["triggers"] = append(c["triggers"].(list), tr)
+		}
+		return c
+	}
+	query := func(name, q string) obj { return obj{"name": name, "type": "AverageValue", "query": q, "threshold": 1} }
+	type want struct {
+		Type     metav1.CauseType
+		Field    string
+		Contains string
+	}
+	long := strings.Repeat("a + ", 30_000) + "a"
+	tests := []struct {
+		name    string
+		sources *scaling.Sources
+		req     admission.Request
+		want    []want
+	}{{
+		name: "V10 every cost bound in one refusal",
+		req: wg(withTriggers(
+			query("subquery", `max_over_time(sum(rate(x[5m]))[10y:1ms])`),
+			query("long", long),
+			query("deep", strings.Repeat("(", 101)+"1"+strings.Repeat(")", 101)),
+			query("range", `sum(rate(x[1d]))`),
+			query("regex", `up{a=~"`+strings.Repeat(".{1000}", 500)+`"}`),
+		)),
+		want: []want{
+			{invalidValue, tp + "[0].query", "315360000001 points per series, over the limit of 11000"},
+			{invalidValue, tp + "[1].query", "120001 bytes long, over the limit of 4096 bytes"},
+			{invalidValue, tp + "[2].query", "nests 101 levels deep at offset 100, over the limit of 100"},
+			{invalidValue, tp + "[3].query", "17280 points per series, over the limit of 11000"},
+			{invalidValue, tp + "[4].query", "500501 instructions by the string at offset 6, over the limit of 10000"},
+		},
+	}, {
+		name: "V11 every unresolved reference in one refusal",
+		req: wg(func() obj {
+			c := withTriggers(
+				query("typo", `sum(up{namespace="${namspace}"})`),
+				obj{"name": "kafka", "type": "AverageValue", "source": "kafka", "query": "sum(up)", "threshold": 1},
+				obj{"name": "cron", "type": "Value", "source": "cron", "threshold": 1, "metadata": obj{"start": "08:00", "end": "19:00", "timeZone": "Europe/Paris"}},
+				obj{"name": "url", "type": "Value", "query": "sum(up)", "threshold": 1, "metadata": obj{"serverAddress": "http://10.0.0.1"}},
+			)
+			c["dependsOn"] = list{"", "wg", "db", "db", "Not_A_Name"}
+			return c
+		}()),
+		want: []want{
+			{invalidValue, tp + "[0].query", "unknown placeholder ${namspace}; known placeholders: ${kind}, ${namespace}, ${name}, ${resource}"},
+			{notSupported, tp + "[1].source", `supported values: "cron", "promql"`},
+			{notSupported, tp + "[2].type", `supported values: "AverageValue"`},
+			{notSupported, tp + "[2].metadata[timeZone]", `supported values: "days", "desiredReplicas", "end", "start", "timezone"`},
+			{forbidden, tp + "[3].metadata[serverAddress]", "autoscaler.prometheusURL"},
+			{required, "spec.scalePolicy.dependsOn[0]", "remove the empty entry"},
+			{invalidValue, "spec.scalePolicy.dependsOn[1]", "cannot depend on itself"},
+			{duplicate, "spec.scalePolicy.dependsOn[3]", ""},
+			{invalidValue, "spec.scalePolicy.dependsOn[4]", "must be the name of a workload"},
+		},
+	}, {
+		name: "V11 group names in the /scale selector",
+		req:  create(views[rackedCluster], makeObj(rackedCluster, "db").replicas(2).config(obj{"minReplicas": 1, "maxReplicas": 4}).groups("rack/a", 1, "rack-b", 1)),
+		want: []want{{invalidValue, "spec.racks[0].name", "group names are label values of the pods' selector"}},
+	}, {
+		name:    "V11 no trigger autoscaler",
+		sources: scaling.NewSources(),
+		req:     wg(withTriggers(query("rps", "sum(up)"))),
+		want:    []want{{forbidden, tp + "[0]", "this scaleplane has no trigger autoscaler"}},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sources := tc.sources
+			if sources == nil {
+				sources = testSources()
+			}
+			kind := workerGroup
+			if strings.Contains(tc.name, "group names") {
+				kind = rackedCluster
+			}
+			resp := NewValidator(views[kind], sources).Handle(context.Background(), tc.req)
+			if resp.Allowed || resp.Result.Code != http.StatusUnprocessableEntity {
+				t.Fatalf("allowed %v code %d, want a 422: %s", resp.Allowed, resp.Result.Code, resp.Result.Message)
+			}
+			var got []want
+			for i, c := range resp.Result.Details.Causes {
+				w := want{c.Type, c.Field, ""}
+				if i < len(tc.want) && strings.Contains(c.Message, tc.want[i].Contains) {
+					w.Contains = tc.want[i].Contains
+				} else {
+					w.Contains = c.Message
+				}
+				got = append(got, w)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("causes (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

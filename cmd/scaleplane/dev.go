@@ -1,3 +1,5 @@
+//go:build !nodev
+
 package main
 
 import (
@@ -5,20 +7,27 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+	"github.com/scaleplane/scaleplane/cmd/scaleplane/devworld"
 	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/controlplane"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // ReadyLine is what `scaleplane dev` prints once everything answers; scripts
@@ -26,13 +35,19 @@ import (
 const ReadyLine = "scaleplane dev: ready"
 
 func devMain(args []string) int {
+	if len(args) > 0 && args[0] == "load" {
+		return devLoadMain(args[1:])
+	}
 	fs := flag.NewFlagSet("scaleplane dev", flag.ContinueOnError)
 	var (
-		kubeconfig = fs.String("kubeconfig", "./scaleplane-dev.kubeconfig", "where to write the kubeconfig of the embedded cluster")
-		keep       = fs.Bool("keep", false, "keep the data folder (etcd data, logs, kubeconfig) after exit")
+		kubeconfig = fs.String("kubeconfig", "./scaleplane-dev.kubeconfig", "kubeconfig to add the embedded cluster to: a new file is written and removed at exit; to an existing one a scaleplane-dev cluster, user and context are added (and made current) and removed at exit")
+		keep       = fs.Bool("keep", false, "keep the data folder (etcd data, logs, kubeconfig) after exit; a later start with --data-dir reuses it")
 		configPath = fs.String("config", "", "component configuration; default: the three sample profiles")
-		dataDir    = fs.String("data-dir", "", "data folder; default a new temporary folder")
+		dataDir    = fs.String("data-dir", "", "data folder: a new or empty folder, or one a previous dev made; default a new temporary folder")
+		verbose    bool
 	)
+	fs.BoolVar(&verbose, "v", false, "also print controller-runtime's logs here (they always go to "+devLogFile+" in the data folder)")
+	fs.BoolVar(&verbose, "verbose", false, "same as -v")
 	zapOpts := zap.Options{Development: true}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -41,10 +56,11 @@ func devMain(args []string) int {
 		}
 		return 2
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	ctx, cancel := signalContext()
+	// A closed terminal (SIGHUP) stops dev as Ctrl-C does, so it cleans
+	// up; a kill it cannot catch is undone by the next start.
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer cancel()
-	if err := dev(ctx, devOptions{kubeconfig: *kubeconfig, keep: *keep, configPath: *configPath, dataDir: *dataDir}); err != nil {
+	if err := dev(ctx, devOptions{kubeconfig: *kubeconfig, keep: *keep, configPath: *configPath, dataDir: *dataDir, verbose: verbose, zap: &zapOpts}); err != nil {
 		fmt.Fprintf(os.Stderr, "scaleplane dev: %v\n", err)
 		return 1
 	}
@@ -53,43 +69,74 @@ func devMain(args []string) int {
 
 type devOptions struct {
 	kubeconfig, configPath, dataDir string
-	keep                            bool
+	keep, verbose                   bool
+	zap                             *zap.Options
 }
+
+func devLog(msg string) { fmt.Println("scaleplane dev: " + msg) }
 
 // dev runs a control plane and scaleplane until ctx ends, then stops both
 // and removes what it made. Every exit path, including a failure halfway
-// through start-up, goes through the deferred stops: no etcd,
-// kube-apiserver or kube-controller-manager outlives it.
+// through start-up, goes through the deferred stops; a kill that skips
+// them (kill -9, OOM) takes the control plane with it through the
+// parent-death signal (see package controlplane), and the next start
+// undoes the rest from the state file in the data folder.
+//
+// It never deletes or overwrites what the user made: a non-empty data
+// folder it did not make is refused, and a kubeconfig the user has gets
+// entries added and removed again, never replaced.
 func dev(ctx context.Context, o devOptions) (err error) {
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	if o.configPath != "" {
-		if cfg, err = config.Load(o.configPath); err != nil {
+		var warnings []string
+		cfg, warnings, err = app.LoadConfiguration(o.configPath)
+		for _, w := range warnings {
+			devLog("warning: " + w)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	dir := o.dataDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "scaleplane-dev-"); err != nil {
-			return fmt.Errorf("create data folder: %w", err)
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create data folder: %w", err)
+	self, err := controlplane.Self()
+	if err != nil {
+		return fmt.Errorf("read own process: %w", err)
+	}
+	// Before this run adds anything: what killed runs left in their
+	// temporary folders (and in kubeconfig files) goes first. A failure
+	// here is reported and does not stop this run.
+	if err := cleanCrashedRuns(os.TempDir(), devLog); err != nil {
+		devLog(fmt.Sprintf("could not clean up after a killed run: %v", err))
+	}
+	folder, err := openDataFolder(o.dataDir, o.keep, self, devLog)
+	if err != nil {
+		return err
 	}
 	defer func() {
-		if o.keep {
-			fmt.Printf("scaleplane dev: data kept in %s\n", dir)
-			return
+		if closeErr := folder.close(); closeErr != nil {
+			err = errors.Join(err, closeErr)
+		} else if o.keep {
+			devLog("data kept in " + folder.path)
 		}
-		_ = os.RemoveAll(dir)
-		_ = os.Remove(o.kubeconfig)
 	}()
+	logPath, err := devLogger(folder.path, o.verbose, o.zap)
+	if err != nil {
+		return err
+	}
+	kc, err := readUserKubeconfig(o.kubeconfig, self)
+	if err != nil {
+		return err
+	}
+	term := newTerminal(os.Stdout, time.Now())
+	// Last: what is queued is printed after everything else has stopped.
+	defer term.stop()
 
 	crds, err := config.SampleCRDs()
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	cp, err := controlplane.Start(ctx, controlplane.Options{CRDs: crds, HPAController: true, Dir: dir})
+	devLog("starting the control plane: etcd, kube-apiserver, kube-controller-manager")
+	cp, err := controlplane.Start(ctx, controlplane.Options{CRDs: crds, HPAController: true, Dir: folder.path})
 	if err != nil {
 		return err
 	}
@@ -99,12 +146,27 @@ func dev(ctx context.Context, o devOptions) (err error) {
 		}
 	}()
 	cpTime := time.Since(start)
-	data, err := os.ReadFile(cp.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("read kubeconfig: %w", err)
+	devLog(fmt.Sprintf("control plane up in %s", cpTime.Round(100*time.Millisecond)))
+	if folder.state.Processes, err = cp.Processes(); err != nil {
+		return err
 	}
-	if err := os.WriteFile(o.kubeconfig, data, 0o600); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
+	edit := kc.edit()
+	folder.state.Kubeconfig = &edit
+	if err := folder.save(); err != nil {
+		return err
+	}
+	if err := kc.add(cp.Kubeconfig, self); err != nil {
+		return err
+	}
+	defer func() {
+		if rmErr := kc.remove(self, edit); rmErr != nil {
+			err = errors.Join(err, rmErr)
+		}
+	}()
+	if folder.previous != nil {
+		if err := removeStaleWebhooks(ctx, cp.Client, folder.previous.Webhooks); err != nil {
+			return err
+		}
 	}
 
 	ports, err := freePorts(3)
@@ -113,24 +175,42 @@ func dev(ctx context.Context, o devOptions) (err error) {
 	}
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = ports[0]
-	cfg.Webhook.CertDir = filepath.Join(dir, "certs")
+	cfg.Webhook.CertDir = filepath.Join(folder.path, devCertsFolder)
+	webhookURL := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
 	probeAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
+	// Recorded before scaleplane creates them, so a kill at any point
+	// leaves none unrecorded.
+	folder.state.Webhooks = &webhookRecord{URL: webhookURL, Mutating: cfg.Webhook.MutatingConfigurationName, Validating: cfg.Webhook.ValidatingConfigurationName}
+	if err := folder.save(); err != nil {
+		return err
+	}
 	a, err := app.New(app.Options{
 		Config:      cfg,
 		RestConfig:  cp.Config,
 		CertMode:    app.CertSelfSigned,
-		WebhookURL:  "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		WebhookURL:  webhookURL,
 		WebhookIPs:  []string{"127.0.0.1"},
 		MetricsAddr: metricsAddr,
 		ProbeAddr:   probeAddr,
 		Dev:         true,
+		// The terminal's lines: refusals from the webhooks, activity from
+		// the metrics server.
+		OnAdmission:      term.admission,
+		OnMetricsRequest: term.metricsRequest,
 	})
+	if err != nil {
+		return err
+	}
+	// The sample pods: dev plays the sample kinds' operators and the
+	// kubelet. Only here; the in-cluster path never builds a World.
+	world, err := devworld.New(devworld.Options{RestConfig: cp.Config, Kinds: devworld.SampleKinds(cfg.Profiles), Notify: term.pods})
 	if err != nil {
 		return err
 	}
 	runCtx, stopApp := context.WithCancel(ctx)
 	appDone := make(chan error, 1)
+	devLog("starting scaleplane: webhook certificate, webhook configurations, informer caches")
 	go func() { appDone <- a.Run(runCtx) }()
 	defer func() {
 		stopApp()
@@ -139,24 +219,63 @@ func dev(ctx context.Context, o devOptions) (err error) {
 			err = runErr
 		}
 	}()
-	if err := waitReady(ctx, "http://"+probeAddr+"/readyz", appDone); err != nil {
+	worldDone := make(chan error, 1)
+	go func() { worldDone <- world.Start(runCtx) }()
+	defer func() {
+		stopApp()
+		// Every pod's server is stopped when Start returns.
+		if wErr := <-worldDone; wErr != nil && !errors.Is(wErr, context.Canceled) && err == nil {
+			err = fmt.Errorf("sample pods: %w", wErr)
+		}
+	}()
+	if err := waitReady(ctx, "http://"+probeAddr, appDone); err != nil {
 		return err
 	}
-	printReady(o.kubeconfig, cpTime, time.Since(start), metricsAddr)
+	if err := term.watchEvents(runCtx, cp.Config); err != nil {
+		return err
+	}
+	exe, _ := os.Executable()
+	printReady(os.Stdout, readyInfo{kubeconfig: kc.path, createdKubeconfig: edit.CreatedFile, previousContext: edit.PreviousContext,
+		dataDir: folder.path, keep: o.keep, cpTime: cpTime, total: time.Since(start), metricsAddr: metricsAddr,
+		controlPlaneBin: controlplane.BinaryDir(), executable: exe, logPath: logPath})
+	term.start()
 	select {
 	case <-ctx.Done():
-		fmt.Println("scaleplane dev: stopping")
+		devLog("stopping")
 		return nil
 	case err := <-appDone:
 		appDone <- err // for the deferred wait
 		return fmt.Errorf("scaleplane stopped: %w", err)
+	case err := <-worldDone:
+		worldDone <- err // for the deferred wait
+		return fmt.Errorf("sample pods stopped: %w", err)
 	}
 }
 
-func waitReady(ctx context.Context, url string, appDone chan error) error {
+// readyChecks are scaleplane's readiness checks, in the order they
+// usually pass, with what each means to a person waiting.
+var readyChecks = []struct{ name, done string }{
+	{certs.ReadyzName, "webhook certificate in place"},
+	{"webhook", "webhook server serving"},
+	{"informers", "informer caches synced"},
+}
+
+// waitReady polls the probe server until /readyz passes, printing each
+// check the first time it passes.
+func waitReady(ctx context.Context, probeBase string, appDone chan error) error {
 	// Each probe is bounded: a freed port can be taken by a process that
 	// accepts and never answers, and a probe must not outlive its tick.
 	probe := &http.Client{Timeout: time.Second}
+	ok := func(ctx context.Context, path string) bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, probeBase+path, nil)
+		resp, err := probe.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	passed := map[string]bool{}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
 		case err := <-appDone:
@@ -164,13 +283,13 @@ func waitReady(ctx context.Context, url string, appDone chan error) error {
 			return false, fmt.Errorf("scaleplane stopped while starting: %w", err)
 		default:
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := probe.Do(req)
-		if err != nil {
-			return false, nil
+		for _, c := range readyChecks {
+			if !passed[c.name] && ok(ctx, "/readyz/"+c.name) {
+				passed[c.name] = true
+				devLog("  " + c.done)
+			}
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return ok(ctx, "/readyz"), nil
 	})
 	if err != nil {
 		return fmt.Errorf("wait for scaleplane to be ready: %w", err)
@@ -178,13 +297,36 @@ func waitReady(ctx context.Context, url string, appDone chan error) error {
 	return nil
 }
 
-func printReady(kubeconfig string, cpTime, total time.Duration, metricsAddr string) {
-	abs, _ := filepath.Abs(kubeconfig)
-	bin, _ := filepath.Abs(controlplane.BinaryDir())
-	fmt.Printf("%s (control plane %s, total %s)\n", ReadyLine, cpTime.Round(time.Millisecond), total.Round(time.Millisecond))
-	fmt.Printf(`
+type readyInfo struct {
+	kubeconfig        string
+	createdKubeconfig bool
+	previousContext   string
+	dataDir           string
+	keep              bool
+	cpTime, total     time.Duration
+	metricsAddr       string
+	controlPlaneBin   string
+	executable        string
+	logPath           string
+}
+
+// printReady prints the ready line and the walkthrough: commands a person
+// pastes into another terminal, each with what it shows. e2e/demo runs
+// every line that starts with "$ " and checks what it says.
+func printReady(out io.Writer, r readyInfo) {
+	bin, _ := filepath.Abs(r.controlPlaneBin)
+	path := bin
+	// scaleplane itself (for `scaleplane dev load` and `explain`), also
+	// when `go run` built it in a temporary folder.
+	if exeDir := filepath.Dir(r.executable); r.executable != "" && exeDir != bin {
+		path += ":" + exeDir
+	}
+	fmt.Fprintf(out, "%s (control plane %s, total %s)\n", ReadyLine, r.cpTime.Round(time.Millisecond), r.total.Round(time.Millisecond))
+	fmt.Fprintf(out, `
 In another terminal, from the repository root:
-  $ export KUBECONFIG=%s PATH=%s:$PATH
+  $ export KUBECONFIG=%s PATH=%s:$PATH SCALEPLANE_SERVER=http://%s
+
+Defaults, fan-out to racks, the built-in HPA and admission:
   $ kubectl apply -f config/samples/rackedcluster.yaml
   $ kubectl get rcl demo -o jsonpath='{.spec.racks[*].members} {.spec.scaleConfig}{"\n"}'
   $ kubectl scale rcl/demo --replicas=5
@@ -192,11 +334,57 @@ In another terminal, from the repository root:
   $ kubectl apply -f config/samples/rackedcluster-autoscaled.yaml
   $ kubectl get hpa
   $ kubectl apply -f config/samples/function.yaml -f config/samples/workergroup.yaml
-  $ kubectl get rcl,fn,wg
+  $ kubectl get rcl,fn,wg,pods
   $ kubectl apply -f config/samples/invalid-rackedcluster.yaml   # refused: every field path is named
-Debug endpoints: http://%s/debug/store
-Press Ctrl-C to stop; everything is removed (keep it with --keep).
-`, abs, bin, metricsAddr)
+
+Autoscaling on requests per second, to zero and back (about two minutes):
+  $ kubectl apply -f config/samples/rackedcluster-promql.yaml    # starts at 0 replicas: no pods, nothing to scrape
+  $ kubectl get rcl web -w &                                     # a row per change: REPLICAS rises, READY follows (kill %%1 ends it)
+  $ scaleplane dev load default/web --rps 35 --duration 60s      # wakes it (POST /activity), then 4 members per rack
+  $ kubectl wait rcl/web --for=jsonpath='{.spec.replicas}'=0 --timeout=3m   # no requests for 30 s: back to 0, pods stopped
+  $ curl -sX POST $SCALEPLANE_SERVER/activity/default/rackedclusters/web   # activity wakes it to 1
+  $ scaleplane explain default/rackedclusters/web                # each decision and why
+This terminal prints each step as it happens. Debug endpoints: http://%s/debug/store
+`, r.kubeconfig, path, r.metricsAddr, r.metricsAddr)
+	if r.createdKubeconfig {
+		fmt.Fprintf(out, "Kubeconfig: %s, written for this run and removed at exit.\n", r.kubeconfig)
+	} else {
+		prev := "no context"
+		if r.previousContext != "" {
+			prev = r.previousContext
+		}
+		fmt.Fprintf(out, "Kubeconfig: %s is yours: cluster, user and context %s were added to it and the context made current; at exit they are removed and %s is current again.\n", r.kubeconfig, devKubeconfigName, prev)
+	}
+	if r.keep {
+		fmt.Fprintf(out, "Data folder: %s (etcd data, credentials, logs), kept at exit (--keep).\n", r.dataDir)
+	} else {
+		fmt.Fprintf(out, "Data folder: %s (etcd data, credentials, logs), removed at exit (keep it with --keep).\n", r.dataDir)
+	}
+	fmt.Fprintf(out, "Logs: %s (-v prints them here too).\n", r.logPath)
+	fmt.Fprintln(out, "Press Ctrl-C to stop.")
+}
+
+// devLogger sends controller-runtime's (and client-go's) logs to
+// devLogFile in the data folder, and to stderr too when verbose, so that
+// the terminal shows what happens rather than every reconcile.
+func devLogger(folder string, verbose bool, opts *zap.Options) (string, error) {
+	path := filepath.Join(folder, devLogFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("open log file: %w", err)
+	}
+	// The file stays open for the life of the process: writers may log
+	// until the very end.
+	var w io.Writer = f
+	if verbose {
+		w = io.MultiWriter(f, os.Stderr)
+	}
+	o := *opts
+	o.DestWriter = w
+	logger := zap.New(zap.UseFlagOptions(&o))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger.WithName("klog"))
+	return path, nil
 }
 
 // freePorts asks the kernel for n free loopback ports.

@@ -4,6 +4,7 @@
 //	scaleplane --config=/etc/scaleplane/config.yaml   run in a cluster
 //	scaleplane dev                                    run everything on an embedded control plane
 //	scaleplane explain NAMESPACE/RESOURCE/NAME         show the autoscaler's last decisions
+//	scaleplane version                                 print version, commit and Go version
 package main
 
 import (
@@ -21,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 )
 
 func main() {
@@ -35,6 +35,8 @@ func run(args []string) int {
 			return devMain(args[1:])
 		case "explain":
 			return explainMain(args[1:])
+		case "version":
+			return versionMain(args[1:])
 		case "help", "-h", "--help":
 			usage()
 			return 0
@@ -49,7 +51,9 @@ func usage() {
 Usage:
   scaleplane [flags]                      run the webhooks, controllers and autoscaler
   scaleplane dev [flags]                  run everything on an embedded local control plane
+  scaleplane dev load NS/NAME [flags]     send requests to a dev workload's sample pods
   scaleplane explain NS/RESOURCE/NAME     print the autoscaler's last decisions for a workload
+  scaleplane version [-o json]            print the version, commit and Go version
 
 Run 'scaleplane <command> -h' for a command's flags.
 `)
@@ -76,6 +80,7 @@ func serveMain(args []string) int {
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8443", "metrics and debug endpoints (HTTPS, Kubernetes authn/authz); 0 disables")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz; 0 disables")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "run controllers and the autoscaler on one replica at a time")
+	bindInstallFlags(fs, &opts)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -89,10 +94,13 @@ func serveMain(args []string) int {
 	opts.CertMode = app.CertMode(certMode)
 
 	if *configPath == "" {
-		fmt.Fprintln(os.Stderr, "scaleplane: --config is required: pass the component configuration file (see config/samples/scaleplane-config.yaml)")
+		fmt.Fprintln(os.Stderr, "scaleplane: --config is required: pass the component configuration file (see config/samples/deploy/scaleplane-config.yaml)")
 		return 2
 	}
-	cfg, err := config.Load(*configPath)
+	cfg, warnings, err := app.LoadConfiguration(*configPath)
+	for _, w := range warnings {
+		fmt.Fprintf(os.Stderr, "scaleplane: warning: %s\n", w)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", err)
 		return 2
@@ -109,7 +117,7 @@ func serveMain(args []string) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	log.Info("starting", "profiles", len(a.Views), "certMode", opts.CertMode)
+	log.Info("starting", "version", currentVersion().Version, "commit", currentVersion().Commit, "profiles", len(a.Views), "certMode", opts.CertMode)
 	if err := a.Run(ctx); err != nil {
 		// A plain message, not a stack trace: the most common failures
 		// (cert-manager missing, RBAC) say what to install or grant.
@@ -124,6 +132,12 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("read kubeconfig %s: %w", kubeconfig, err)
+		}
+		// As ctrl.GetConfig does in a pod and with $KUBECONFIG: no
+		// client-side rate limit (API Priority and Fairness applies), rather
+		// than client-go's default of 5 requests/s for the whole manager.
+		if cfg.QPS == 0 {
+			cfg.QPS = -1
 		}
 		return cfg, nil
 	}

@@ -1,12 +1,22 @@
 package autoscaler
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
+
+// maxActivityBody is the largest body POST /activity/... accepts. It
+// reads none, but a gateway hook may send a small one ({}), which is
+// ignored; a larger one is refused rather than drained.
+const maxActivityBody = 1 << 10
 
 // ActivityResponse is the body of a successful POST /activity/...
 type ActivityResponse struct {
@@ -22,8 +32,22 @@ type ActivityResponse struct {
 // serveActivity answers POST /activity/{namespace}/{resource}/{name}: the
 // workload had activity now (a request reached a gateway, a message was
 // enqueued). It wakes a workload at zero on its next tick, which is queued
-// at once, and restarts its idle timer.
+// at once, and restarts its idle timer. A body over maxActivityBody is a
+// 413, a namespace or name that no object can have a 400, both before any
+// read of the cache.
 func (a *Autoscaler) serveActivity(w http.ResponseWriter, r *http.Request) {
+	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, maxActivityBody)); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the activity signal takes no body; send at most %d bytes", maxActivityBody))
+			return
+		}
+		writeProblem(w, http.StatusBadRequest, "read the request body: "+err.Error())
+		return
+	}
+	if !validObjectPath(w, r) {
+		return
+	}
 	k, ok := a.kindFor(w, r.PathValue("resource"))
 	if !ok {
 		return
@@ -48,4 +72,24 @@ func (a *Autoscaler) serveActivity(w http.ResponseWriter, r *http.Request) {
 	st.recordActivity(now)
 	k.enqueue(st)
 	writeJSON(w, http.StatusAccepted, ActivityResponse{Kind: k.kind, Namespace: nn.Namespace, Name: nn.Name, Recorded: now.UTC(), State: st.currentState()})
+}
+
+// validObjectPath answers 400 unless the path's namespace is a namespace
+// name and its name an object name (a DNS-1123 subdomain, which every
+// profiled custom resource's name is), so that no lookup is made for what
+// cannot exist.
+func validObjectPath(w http.ResponseWriter, r *http.Request) bool {
+	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	var problems []string
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		problems = append(problems, fmt.Sprintf("namespace %q is not a namespace name: %s", ns, strings.Join(errs, "; ")))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		problems = append(problems, fmt.Sprintf("name %q is not an object name: %s", name, strings.Join(errs, "; ")))
+	}
+	if len(problems) > 0 {
+		writeProblem(w, http.StatusBadRequest, strings.Join(problems, "; "))
+		return false
+	}
+	return true
 }

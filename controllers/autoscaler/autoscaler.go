@@ -1,7 +1,7 @@
 package autoscaler
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -18,7 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -26,20 +27,29 @@ import (
 // documented default; without Views there is nothing to scale.
 type Options struct {
 	// Views are the profiled kinds; each gets its own loop.
-	Views []*config.View
+	Views []*profile.Compiled
 	// PollingInterval is the tick period of workloads whose config sets no
-	// pollingIntervalSeconds. Default 15 s (config.Autoscaler).
+	// pollingIntervalSeconds. Default 15 s (configv1alpha2.Autoscaler).
 	PollingInterval time.Duration
-	// DefaultSource is the scaler source of triggers that name none.
-	// Default "promql" (the embedded store); "prometheus" when a remote
-	// server is configured as the default.
-	DefaultSource string
+	// Sources build the triggers' scalers; triggers naming none use
+	// Sources.Default(). Required: give the webhook the same value
+	// (NewSources builds the usual ones).
+	Sources *scaling.Sources
 	// OnTriggerQuery is called with every trigger query (placeholders
 	// expanded) whose source is "promql" when its scaler is built, so the
 	// embedded store requests the metric names before the first scrape.
 	OnTriggerQuery func(query string) error
-	// SampleTimeout bounds one trigger's sample. Default 10 s.
+	// SampleTimeout bounds one trigger's sample, also when the scaler
+	// ignores its context. Default 10 s.
 	SampleTimeout time.Duration
+	// CloseTimeout bounds closing a workload's scalers (deletion, changed
+	// triggers), also when a scaler ignores its context. Default
+	// DefaultCloseTimeout.
+	CloseTimeout time.Duration
+	// TickTimeout bounds the samples of all triggers of one workload in
+	// one tick, so a workload with many slow triggers holds a worker for
+	// one budget, not one timeout per trigger. Default 15 s.
+	TickTimeout time.Duration
 	// Tolerance and DownscaleStabilization are the process-wide HPA knobs
 	// (scaling.DecideInput); nil means the HPA's defaults.
 	Tolerance              *float64
@@ -62,13 +72,16 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.PollingInterval <= 0 {
-		o.PollingInterval = time.Duration(config.DefaultPollingIntervalSeconds) * time.Second
-	}
-	if o.DefaultSource == "" {
-		o.DefaultSource = scaling.SourcePromQL
+		o.PollingInterval = time.Duration(configv1alpha2.DefaultPollingIntervalSeconds) * time.Second
 	}
 	if o.SampleTimeout <= 0 {
 		o.SampleTimeout = 10 * time.Second
+	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = DefaultCloseTimeout
+	}
+	if o.TickTimeout <= 0 {
+		o.TickTimeout = 15 * time.Second
 	}
 	if o.HistoryLength <= 0 {
 		o.HistoryLength = DefaultHistoryLength
@@ -111,6 +124,9 @@ type env struct {
 // New validates opts and builds the autoscaler; nothing runs until the
 // manager starts.
 func New(opts Options) (*Autoscaler, error) {
+	if opts.Sources == nil {
+		return nil, errors.New("new autoscaler: Options.Sources is required; build them with NewSources and give the webhook the same value")
+	}
 	opts.defaults()
 	a := &Autoscaler{opts: opts, byResource: map[string]*kindLoop{}}
 	seen := map[schema.GroupVersionKind]bool{}
@@ -167,7 +183,7 @@ const (
 // reconciler and the memory of its workloads.
 type kindLoop struct {
 	a              *Autoscaler
-	view           *config.View
+	view           *profile.Compiled
 	kind, resource string
 	defaultMetrics []autoscalingv2.MetricSpec
 	podLabels      map[string]string
@@ -178,10 +194,13 @@ type kindLoop struct {
 	// wake enqueues a workload now (activity, dependencies); consumed by a
 	// source.Channel of the kind's controller.
 	wake chan event.GenericEvent
+
+	// running is the reconciles in flight (the worker gauges).
+	running inflight
 }
 
-func newKindLoop(a *Autoscaler, v *config.View) *kindLoop {
-	p := v.Profile()
+func newKindLoop(a *Autoscaler, v *profile.Compiled) *kindLoop {
+	p := v.Spec()
 	return &kindLoop{
 		a:              a,
 		view:           v,
@@ -198,46 +217,6 @@ func (k *kindLoop) newObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(k.view.GVK())
 	return u
-}
-
-// lookup returns a workload's memory, nil when never seen.
-func (k *kindLoop) lookup(ns, name string) *workload {
-	k.mu.RLock()
-	defer k.mu.RUnlock()
-	return k.workloads[types.NamespacedName{Namespace: ns, Name: name}]
-}
-
-// get returns a workload's memory, creating it.
-func (k *kindLoop) get(nn types.NamespacedName) *workload {
-	k.mu.RLock()
-	st := k.workloads[nn]
-	k.mu.RUnlock()
-	if st != nil {
-		return st
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if st = k.workloads[nn]; st == nil {
-		st = newWorkload(nn, k.a.opts.HistoryLength)
-		k.workloads[nn] = st
-	}
-	return st
-}
-
-// forget drops a deleted workload's memory, closes its scalers and removes
-// its metrics.
-func (k *kindLoop) forget(ctx context.Context, nn types.NamespacedName) {
-	k.mu.Lock()
-	st := k.workloads[nn]
-	delete(k.workloads, nn)
-	k.mu.Unlock()
-	if st == nil {
-		return
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.closeScalers(ctx)
-	k.deleteMetrics(st)
 }
 
 // enqueue asks for a tick of st now. At most one wake-up per workload is

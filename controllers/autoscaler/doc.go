@@ -18,10 +18,13 @@
 // scalers.go keeps each workload's scalers and adapts promql sources;
 // foreign.go finds HPAs and KEDA ScaledObjects we must not run beside;
 // setup.go registers the controllers and lists the pods to scrape;
-// explain.go and activity.go are the endpoints; metrics.go the Prometheus
-// metrics.
+// lifecycle.go keeps a workload's memory from first sight to deletion, with
+// the lock order and the bounds on every scaler call that keep a worker
+// from wedging; explain.go and activity.go are the endpoints; metrics.go
+// the Prometheus metrics (per workload, and the worker gauges per kind).
 //
 // It must not make scaling decisions (package scaling does), write anything
 // but R through /scale, run beside a built-in or foreign HPA for the same
-// workload, or emit a Warning on every tick for a condition that persists.
+// workload, emit a Warning on every tick for a condition that persists, or
+// hold a lock while taking another or while calling anything that can block.
 package autoscaler

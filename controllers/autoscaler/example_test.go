@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net/http/httptest"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
 )
 
@@ -14,14 +14,22 @@ import (
 // the "promql" trigger source, the scraper fed by the autoscaler's
 // Discoverer, and the endpoints on the metrics server.
 func Example() {
-	views, err := config.SampleConfiguration().Views()
+	views, err := profile.CompileAll(profile.SampleConfiguration().Profiles)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	store := promql.NewStore(promql.Options{})
-	autoscaler.RegisterSources(promql.NewEvaluator(store, promql.EvaluatorOptions{}), nil)
-	a, err := autoscaler.New(autoscaler.Options{Views: views, OnTriggerQuery: store.RequestQuery})
+	// One set of trigger sources per component, given to the webhook too
+	// (webhooks.Options.Sources), so that admission accepts exactly the
+	// triggers the autoscaler can read.
+	limits := promql.Limits{}
+	sources, err := autoscaler.NewSources(promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits}), nil, limits)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	a, err := autoscaler.New(autoscaler.Options{Views: views, Sources: sources, OnTriggerQuery: store.RequestQuery})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -78,6 +78,9 @@ func (r *ring) list() []Record {
 
 // serveExplain answers GET /debug/autoscaler/{namespace}/{resource}/{name}.
 func (a *Autoscaler) serveExplain(w http.ResponseWriter, r *http.Request) {
+	if !validObjectPath(w, r) {
+		return
+	}
 	k, ok := a.kindFor(w, r.PathValue("resource"))
 	if !ok {
 		return

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // Foreign autoscalers, found the way the HPA controller's C5 finds them
@@ -38,21 +38,27 @@ type foreignFinder struct {
 
 // kedaServed says whether ScaledObjects are served, asking the RESTMapper
 // at most once per interval, so that installing KEDA later is noticed
-// without a restart and without a discovery call per tick.
+// without a restart and without a discovery call per tick. The lock is not
+// held while the mapper asks the API server: the other workers meanwhile
+// use the previous answer instead of queueing behind a slow discovery.
 func (f *foreignFinder) kedaServed() (bool, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.keda || (!f.checked.IsZero() && f.now().Sub(f.checked) < f.interval) {
-		return f.keda, nil
+		keda := f.keda
+		f.mu.Unlock()
+		return keda, nil
 	}
 	f.checked = f.now()
+	f.mu.Unlock()
 	if _, err := f.mapper.RESTMapping(controllers.ScaledObjectGVK.GroupKind(), controllers.ScaledObjectGVK.Version); err != nil {
 		if meta.IsNoMatchError(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("look up %s: %w", controllers.ScaledObjectGVK, err)
 	}
+	f.mu.Lock()
 	f.keda = true
+	f.mu.Unlock()
 	return true, nil
 }
 
@@ -60,7 +66,7 @@ func (f *foreignFinder) kedaServed() (bool, error) {
 // over this package's own HPA index). Ours (C4) never exists for a config
 // with triggers; one left from a config that had metrics is being deleted by
 // C4 and, being controlled by u, is not counted.
-func (f *foreignFinder) find(ctx context.Context, v *config.View, u *unstructured.Unstructured) ([]string, error) {
+func (f *foreignFinder) find(ctx context.Context, v *profile.Compiled, u *unstructured.Unstructured) ([]string, error) {
 	served, err := f.kedaServed()
 	if err != nil {
 		return nil, err

@@ -98,7 +98,7 @@ func serveBehindMetricsServer(t *testing.T, a *Autoscaler) string {
 
 func newTestAutoscaler(t *testing.T, now time.Time) *Autoscaler {
 	t.Helper()
-	a, err := New(Options{Views: sampleViews(t), Now: func() time.Time { return now }})
+	a, err := New(Options{Views: sampleViews(t), Sources: testSources(t, nil), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}

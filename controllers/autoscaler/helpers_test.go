@@ -1,29 +1,31 @@
 package autoscaler
 
 import (
+	"context"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // sampleViews returns the views of the sample profiles.
-func sampleViews(t testing.TB) []*config.View {
+func sampleViews(t testing.TB) []*profile.Compiled {
 	t.Helper()
-	var out []*config.View
-	for _, p := range config.SampleProfiles() {
-		v, err := config.NewView(p)
+	var out []*profile.Compiled
+	for _, p := range profile.Samples() {
+		v, err := profile.Compile(p)
 		if err != nil {
-			t.Fatalf("view of %s: %v", p.Kind, err)
+			t.Fatalf("compile %s: %v", p.Target.Kind, err)
 		}
 		out = append(out, v)
 	}
 	return out
 }
 
-func viewOf(t testing.TB, kind string) *config.View {
+func viewOf(t testing.TB, kind string) *profile.Compiled {
 	t.Helper()
 	for _, v := range sampleViews(t) {
 		if v.GVK().Kind == kind {
@@ -35,6 +37,26 @@ func viewOf(t testing.TB, kind string) *config.View {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// testSources are the trigger sources of this package's tests: those of
+// NewSources (cron, and promql over embedded when it is not nil) and the
+// test scalers "fixed" and "blocking".
+func testSources(t testing.TB, embedded promql.Source) *scaling.Sources {
+	t.Helper()
+	s, err := NewSources(embedded, nil, promql.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ctor := range map[string]scaling.ScalerConstructor{
+		"fixed":    func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) { return fixedScaler{}, nil },
+		"blocking": func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) { return blockingScaler{}, nil },
+	} {
+		if err := s.Register(name, scaling.Source{New: ctor}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
 
 // cfg builds scale configs: cfg(0, 10).trigger("rps", 20).idle(1, 60).obj().
 type cfgBuilder struct{ c scaling.Config }
@@ -72,7 +94,7 @@ func (b *cfgBuilder) obj() *scaling.Config { return &b.c }
 // annotations.
 func rackedCluster(ns, name string, replicas int64, ann map[string]string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": config.SampleGroup + "/" + config.SampleVersion,
+		"apiVersion": profile.SampleGroup + "/" + profile.SampleVersion,
 		"kind":       "RackedCluster",
 		"metadata":   map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{"replicas": replicas, "racks": []any{

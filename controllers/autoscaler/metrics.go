@@ -1,6 +1,11 @@
 package autoscaler
 
 import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -23,10 +28,118 @@ var (
 		Name: "scaleplane_trigger_errors_total",
 		Help: "Ticks on which a trigger had no usable value (error, no data, NaN or Inf); no data at zero replicas is not counted.",
 	}, []string{"kind", "namespace", "name", "trigger"})
+	// scaleWrites is by kind only: a failing kind (schema, CEL, RBAC) is
+	// what an operator alerts on, and the workload is in the event.
+	scaleWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scaleplane_autoscaler_scale_writes_total",
+		Help: "Writes of replicas through /scale by the trigger autoscaler, by workload kind and result (success, error).",
+	}, []string{"kind", "result"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(desiredReplicas, triggerValue, triggerErrors)
+	metrics.Registry.MustRegister(desiredReplicas, triggerValue, triggerErrors, scaleWrites, liveAutoscalers)
+}
+
+// The worker gauges, one series per kind. They are computed when scraped,
+// so the age of a stuck tick keeps growing from one scrape to the next
+// instead of freezing at its last update.
+var (
+	workersDesc = prometheus.NewDesc("scaleplane_autoscaler_workers",
+		"Reconcile workers of a kind's autoscaler (MaxConcurrentReconciles).", []string{"kind"}, nil)
+	busyWorkersDesc = prometheus.NewDesc("scaleplane_autoscaler_busy_workers",
+		"Workers reconciling a workload of the kind now; at the worker count for longer than a tick, the kind's autoscaling has stalled.", []string{"kind"}, nil)
+	oldestTickDesc = prometheus.NewDesc("scaleplane_autoscaler_oldest_tick_seconds",
+		"Age of the kind's oldest reconcile in flight, 0 when no worker is busy; one that keeps growing is a stuck worker.", []string{"kind"}, nil)
+	workloadsDesc = prometheus.NewDesc("scaleplane_autoscaler_workloads",
+		"Workloads of the kind the autoscaler keeps in memory (History, scalers, explain records); back to 0 when they are all deleted.", []string{"kind"}, nil)
+)
+
+// liveAutoscalers collects the worker gauges of every autoscaler whose
+// manager runs (SetupWithManager adds it while the manager runs). Several
+// in one process (tests that start the app more than once) add up per kind,
+// the oldest tick being the oldest of all.
+var liveAutoscalers = &autoscalerSet{set: map[*Autoscaler]int{}}
+
+type autoscalerSet struct {
+	mu  sync.Mutex
+	set map[*Autoscaler]int
+}
+
+func (s *autoscalerSet) add(a *Autoscaler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.set[a]++
+}
+
+func (s *autoscalerSet) remove(a *Autoscaler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set[a]--; s.set[a] <= 0 {
+		delete(s.set, a)
+	}
+}
+
+func (s *autoscalerSet) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{workersDesc, busyWorkersDesc, oldestTickDesc, workloadsDesc} {
+		ch <- d
+	}
+}
+
+func (s *autoscalerSet) Collect(ch chan<- prometheus.Metric) {
+	for _, g := range s.gauges() {
+		ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(g.Workers), g.Kind)
+		ch <- prometheus.MustNewConstMetric(busyWorkersDesc, prometheus.GaugeValue, float64(g.Busy), g.Kind)
+		ch <- prometheus.MustNewConstMetric(oldestTickDesc, prometheus.GaugeValue, g.OldestTick.Seconds(), g.Kind)
+		ch <- prometheus.MustNewConstMetric(workloadsDesc, prometheus.GaugeValue, float64(g.Workloads), g.Kind)
+	}
+}
+
+// workerGauges are one kind's worker gauges.
+type workerGauges struct {
+	Kind                     string
+	Workers, Busy, Workloads int
+	OldestTick               time.Duration
+}
+
+// gauges reads every live autoscaler's loops, sorted by kind. The set's
+// lock is released before any loop is read (lock order, lifecycle.go).
+func (s *autoscalerSet) gauges() []workerGauges {
+	s.mu.Lock()
+	live := make([]*Autoscaler, 0, len(s.set))
+	for a := range s.set {
+		live = append(live, a)
+	}
+	s.mu.Unlock()
+	byKind := map[string]*workerGauges{}
+	for _, a := range live {
+		for _, k := range a.kinds {
+			g := byKind[k.kind]
+			if g == nil {
+				g = &workerGauges{Kind: k.kind}
+				byKind[k.kind] = g
+			}
+			g.Workers += a.opts.MaxConcurrentReconciles
+			busy, oldest := k.running.busy(a.opts.Now())
+			g.Busy += busy
+			g.OldestTick = max(g.OldestTick, oldest)
+			g.Workloads += k.remembered()
+		}
+	}
+	out := make([]workerGauges, 0, len(byKind))
+	for _, g := range byKind {
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, func(a, b workerGauges) int { return strings.Compare(a.Kind, b.Kind) })
+	return out
+}
+
+// observeWrite counts one /scale write.
+func observeWrite(kind string, err error) {
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	scaleWrites.WithLabelValues(kind, result).Inc()
 }
 
 // observe publishes a tick's numbers.

@@ -9,7 +9,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -87,16 +87,16 @@ type pause struct {
 // readPause reads the pause annotations as KEDA reads its own: a
 // paused-replicas count wins over paused, and scales to that count once.
 func readPause(ann map[string]string) pause {
-	if v, ok := ann[config.AnnotationPausedReplicas]; ok {
+	if v, ok := ann[v1alpha1.AnnotationPausedReplicas]; ok {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 		if err != nil || n < 0 {
 			return pause{Paused: true, Problem: fmt.Sprintf("annotation %s is %q: set a whole number >= 0, or remove it to resume autoscaling",
-				config.AnnotationPausedReplicas, v)}
+				v1alpha1.AnnotationPausedReplicas, v)}
 		}
 		hold := int32(n)
 		return pause{Paused: true, Hold: &hold}
 	}
-	if strings.EqualFold(strings.TrimSpace(ann[config.AnnotationPaused]), "true") {
+	if strings.EqualFold(strings.TrimSpace(ann[v1alpha1.AnnotationPaused]), "true") {
 		return pause{Paused: true}
 	}
 	return pause{}

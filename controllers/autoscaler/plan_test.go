@@ -9,7 +9,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -65,16 +65,16 @@ func TestReadPause(t *testing.T) {
 		want pause
 	}{
 		{"none", nil, pause{}},
-		{"paused", map[string]string{config.AnnotationPaused: "true"}, pause{Paused: true}},
-		{"paused, any case", map[string]string{config.AnnotationPaused: " True "}, pause{Paused: true}},
-		{"explicitly not paused", map[string]string{config.AnnotationPaused: "false"}, pause{}},
-		{"hold", map[string]string{config.AnnotationPausedReplicas: "4"}, pause{Paused: true, Hold: ptr(int32(4))}},
-		{"hold at zero", map[string]string{config.AnnotationPausedReplicas: "0"}, pause{Paused: true, Hold: ptr(int32(0))}},
-		{"hold wins over paused false", map[string]string{config.AnnotationPausedReplicas: "2", config.AnnotationPaused: "false"},
+		{"paused", map[string]string{v1alpha1.AnnotationPaused: "true"}, pause{Paused: true}},
+		{"paused, any case", map[string]string{v1alpha1.AnnotationPaused: " True "}, pause{Paused: true}},
+		{"explicitly not paused", map[string]string{v1alpha1.AnnotationPaused: "false"}, pause{}},
+		{"hold", map[string]string{v1alpha1.AnnotationPausedReplicas: "4"}, pause{Paused: true, Hold: ptr(int32(4))}},
+		{"hold at zero", map[string]string{v1alpha1.AnnotationPausedReplicas: "0"}, pause{Paused: true, Hold: ptr(int32(0))}},
+		{"hold wins over paused false", map[string]string{v1alpha1.AnnotationPausedReplicas: "2", v1alpha1.AnnotationPaused: "false"},
 			pause{Paused: true, Hold: ptr(int32(2))}},
-		{"bad hold is hands off, with what to fix", map[string]string{config.AnnotationPausedReplicas: "two"}, pause{Paused: true,
+		{"bad hold is hands off, with what to fix", map[string]string{v1alpha1.AnnotationPausedReplicas: "two"}, pause{Paused: true,
 			Problem: `annotation scaleplane.io/paused-replicas is "two": set a whole number >= 0, or remove it to resume autoscaling`}},
-		{"negative hold", map[string]string{config.AnnotationPausedReplicas: "-1"}, pause{Paused: true,
+		{"negative hold", map[string]string{v1alpha1.AnnotationPausedReplicas: "-1"}, pause{Paused: true,
 			Problem: `annotation scaleplane.io/paused-replicas is "-1": set a whole number >= 0, or remove it to resume autoscaling`}},
 	}
 	for _, tc := range cases {
@@ -205,14 +205,14 @@ func TestWarningsOncePerStateChange(t *testing.T) {
 		reason, note string
 		emit         bool
 	}{
-		{config.ReasonInvalidTrigger, "rps: no data", true},
-		{config.ReasonInvalidTrigger, "rps: no data", false},
-		{config.ReasonInvalidTrigger, "rps: no data", false},
-		{config.ReasonForeignAutoscaler, "HorizontalPodAutoscaler/ns/x", true},
-		{config.ReasonInvalidTrigger, "rps: value is NaN", true},
-		{config.ReasonInvalidTrigger, "", false},
-		{config.ReasonInvalidTrigger, "rps: value is NaN", true},
-		{config.ReasonForeignAutoscaler, "HorizontalPodAutoscaler/ns/x", false},
+		{v1alpha1.ReasonInvalidTrigger, "rps: no data", true},
+		{v1alpha1.ReasonInvalidTrigger, "rps: no data", false},
+		{v1alpha1.ReasonInvalidTrigger, "rps: no data", false},
+		{v1alpha1.ReasonForeignAutoscaler, "HorizontalPodAutoscaler/ns/x", true},
+		{v1alpha1.ReasonInvalidTrigger, "rps: value is NaN", true},
+		{v1alpha1.ReasonInvalidTrigger, "", false},
+		{v1alpha1.ReasonInvalidTrigger, "rps: value is NaN", true},
+		{v1alpha1.ReasonForeignAutoscaler, "HorizontalPodAutoscaler/ns/x", false},
 	}
 	w := warnings{}
 	var got, want []bool

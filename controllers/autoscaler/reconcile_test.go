@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -30,10 +30,6 @@ func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason,
 
 // fixedValue is the value the "fixed" test source reports.
 var fixedValue float64
-
-func init() {
-	scaling.RegisterScaler("fixed", func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) { return fixedScaler{}, nil })
-}
 
 type fixedScaler struct{}
 
@@ -83,7 +79,7 @@ func TestReconcileWrites(t *testing.T) {
 		{
 			name: "a change is written through /scale, then recorded and announced", obj: autoscaled(2, nil), value: 50, ticks: 1,
 			want: outcome{
-				Writes: []write{{5, "7", config.AutoscalerFieldManager}},
+				Writes: []write{{5, "7", v1alpha1.AutoscalerFieldManager}},
 				Events: []string{"Normal Scaled: Scaled up from 2 to 5: rps=50 > 10 per replica"},
 				State:  StateAutoscaling, ScaleEvents: 1, Written: []bool{true},
 			},
@@ -96,7 +92,7 @@ func TestReconcileWrites(t *testing.T) {
 			name: "a failed write records nothing, warns once, and no Normal event", obj: autoscaled(2, nil), value: 50, ticks: 2,
 			writeErr: []error{errors.New("etcd unavailable"), errors.New("etcd unavailable")},
 			want: outcome{
-				Writes: []write{{5, "7", config.AutoscalerFieldManager}, {5, "7", config.AutoscalerFieldManager}},
+				Writes: []write{{5, "7", v1alpha1.AutoscalerFieldManager}, {5, "7", v1alpha1.AutoscalerFieldManager}},
 				Events: []string{"Warning WriteFailed: write 5 replicas through /scale: update rackedclusters shop/cart/scale: etcd unavailable"},
 				State:  StateAutoscaling, Written: []bool{false, false},
 			},
@@ -105,24 +101,24 @@ func TestReconcileWrites(t *testing.T) {
 			name: "a conflict re-decides at the next reconcile without a Warning", obj: autoscaled(2, nil), value: 50, ticks: 1,
 			writeErr: []error{conflict},
 			want: outcome{
-				Writes: []write{{5, "7", config.AutoscalerFieldManager}},
+				Writes: []write{{5, "7", v1alpha1.AutoscalerFieldManager}},
 				State:  StateAutoscaling, Written: []bool{false}, Retick: true,
 			},
 		},
 		{
-			name: "paused: hands off", obj: autoscaled(2, map[string]string{config.AnnotationPaused: "true"}), value: 50, ticks: 1,
+			name: "paused: hands off", obj: autoscaled(2, map[string]string{v1alpha1.AnnotationPaused: "true"}), value: 50, ticks: 1,
 			want: outcome{State: StatePaused},
 		},
 		{
-			name: "paused-replicas: held once", obj: autoscaled(2, map[string]string{config.AnnotationPausedReplicas: "4"}), value: 50, ticks: 1,
+			name: "paused-replicas: held once", obj: autoscaled(2, map[string]string{v1alpha1.AnnotationPausedReplicas: "4"}), value: 50, ticks: 1,
 			want: outcome{
-				Writes: []write{{4, "7", config.AutoscalerFieldManager}},
+				Writes: []write{{4, "7", v1alpha1.AutoscalerFieldManager}},
 				Events: []string{"Normal Scaled: Held at 4 (from 2): annotation scaleplane.io/paused-replicas"},
 				State:  StateHeld, Written: []bool{true},
 			},
 		},
 		{
-			name: "a bad paused-replicas: hands off with a Warning", obj: autoscaled(2, map[string]string{config.AnnotationPausedReplicas: "x"}), value: 50, ticks: 2,
+			name: "a bad paused-replicas: hands off with a Warning", obj: autoscaled(2, map[string]string{v1alpha1.AnnotationPausedReplicas: "x"}), value: 50, ticks: 2,
 			want: outcome{
 				Events: []string{`Warning InvalidPauseAnnotation: annotation scaleplane.io/paused-replicas is "x": set a whole number >= 0, or remove it to resume autoscaling`},
 				State:  StatePaused,

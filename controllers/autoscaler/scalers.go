@@ -7,7 +7,11 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
@@ -23,37 +27,40 @@ type builtScaler struct {
 	err    error
 }
 
-// scalerVars are the placeholders a trigger query may use besides
-// ${namespace} and ${name} (which QueryScaler always sets).
-func (k *kindLoop) scalerVars() map[string]string {
-	return map[string]string{"kind": k.kind, "resource": k.resource}
+// scalerVars are the placeholder values of a workload's triggers besides
+// ${namespace} and ${name} (which QueryScaler always sets): together they
+// are promql.TriggerPlaceholders, the set admission allows.
+func (k *kindLoop) scalerVars(nn types.NamespacedName) map[string]string {
+	return promql.TriggerVars(nn.Namespace, nn.Name, k.kind, k.resource)
 }
 
 // ensureScalers builds the workload's scalers when its triggers changed
 // since the last build (not on every tick: a remote scaler may hold a
 // connection), closing the old ones.
 func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling.Config) {
-	if st.scalersFrom.matches(cfg.Triggers, k.a.opts.DefaultSource) && len(st.scalers) == len(cfg.Triggers) {
+	sources := k.a.opts.Sources
+	def := sources.Default()
+	if st.scalersFrom.matches(cfg.Triggers, def) && len(st.scalers) == len(cfg.Triggers) {
 		return
 	}
-	st.closeScalers(ctx)
-	st.scalersFrom = newScalersKey(cfg.Triggers, k.a.opts.DefaultSource)
+	k.closeScalers(ctx, st)
+	st.scalersFrom = newScalersKey(cfg.Triggers, def)
 	scrape := false
-	vars := k.scalerVars()
+	vars := k.scalerVars(st.nn)
 	for _, t := range cfg.Triggers {
 		if t.Source == "" {
-			t.Source = k.a.opts.DefaultSource
+			t.Source = def
 		}
 		b := builtScaler{name: t.Name, source: t.Source}
-		b.scaler, b.err = scaling.NewScaler(ctx, scaling.ScalerConfig{Trigger: t, Namespace: st.nn.Namespace, Name: st.nn.Name, Vars: vars})
+		b.scaler, b.err = sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: t, Namespace: st.nn.Namespace, Name: st.nn.Name, Vars: vars})
 		if b.err == nil && t.Source == scaling.SourcePromQL {
 			scrape = true
 			if hook := k.a.opts.OnTriggerQuery; hook != nil {
-				all := map[string]string{"namespace": st.nn.Namespace, "name": st.nn.Name}
-				for key, v := range vars {
-					all[key] = v
+				expanded, err := promql.Expand(t.Query, vars)
+				if err == nil {
+					err = hook(expanded)
 				}
-				if err := hook(scaling.ExpandPlaceholders(t.Query, all)); err != nil {
+				if err != nil {
 					b.err = fmt.Errorf("query %q: %w", t.Query, err)
 				}
 			}
@@ -65,31 +72,29 @@ func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling
 	st.mu.Unlock()
 }
 
-// closeScalers releases the workload's scalers.
-func (st *workload) closeScalers(ctx context.Context) {
-	for _, b := range st.scalers {
-		if b.scaler != nil {
-			_ = b.scaler.Close(ctx)
-		}
-	}
-	st.scalers, st.scalersFrom = nil, nil
-	st.mu.Lock()
-	st.scrape = false
-	st.mu.Unlock()
-}
-
-// sample reads every trigger at the same now, as Decide expects.
+// sample reads every trigger at the same now, as Decide expects. All
+// samples of the tick share Options.TickTimeout (V10): once it is spent,
+// the triggers not read yet have no value on this tick, which keeps the
+// count as any invalid trigger does. Each sample is also bounded on its
+// own (sampleBounded), even when its scaler ignores its context.
 func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []scaling.TriggerResult {
 	out := make([]scaling.TriggerResult, len(st.scalers))
+	tick, cancelTick := context.WithTimeout(ctx, k.a.opts.TickTimeout)
+	defer cancelTick()
 	for i, b := range st.scalers {
 		out[i].Name = b.name
-		if b.err != nil {
+		switch {
+		case b.err != nil:
 			out[i].Err = b.err
 			continue
+		case tick.Err() != nil && ctx.Err() == nil:
+			out[i].Err = fmt.Errorf("not read: the tick's %v for all triggers was spent on the triggers before it; make them faster or raise autoscaler.queries.tickTimeoutSeconds", k.a.opts.TickTimeout)
+			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, k.a.opts.SampleTimeout)
-		out[i].Sample, out[i].Err = b.scaler.Sample(sctx, now)
-		cancel()
+		out[i].Sample, out[i].Err = k.sampleBounded(tick, b.scaler, now)
+		if out[i].Err != nil && tick.Err() != nil && ctx.Err() == nil {
+			out[i].Err = fmt.Errorf("no answer before the tick's %v for all triggers ran out (autoscaler.queries.tickTimeoutSeconds): %w", k.a.opts.TickTimeout, out[i].Err)
+		}
 	}
 	return out
 }
@@ -158,15 +163,73 @@ func (m metricSource) Eval(ctx context.Context, query string, at time.Time, vars
 	return r.Value, true, nil
 }
 
-// RegisterSources registers the query scalers: "promql" over the embedded
-// store's evaluator and, when remote is not nil, "prometheus" over a
-// Prometheus-compatible server. Registration is process-wide (package
-// scaling's registry); call it once, before the manager starts.
-func RegisterSources(embedded, remote promql.Source) {
+// QuerySource is the trigger source of queries src evaluates: "promql"
+// over the embedded Evaluator, "prometheus" over a Remote. Admission checks
+// a trigger's query with checker (a query is required, within the limits,
+// parses, yields a number, and uses only promql.TriggerPlaceholders) and
+// refuses metadata, which no query source reads: in particular a trigger
+// cannot name the server it is sent to.
+func QuerySource(src promql.Source, checker *promql.TriggerChecker) scaling.Source {
+	return scaling.Source{
+		Validate: func(t scaling.Trigger, p *field.Path) field.ErrorList {
+			var errs field.ErrorList
+			if strings.TrimSpace(t.Query) == "" {
+				errs = append(errs, field.Required(p.Child("query"),
+					`must be a PromQL expression, e.g. sum(rate(http_requests_total{namespace="${namespace}"}[1m]))`))
+			} else if err := checker.Check(t.Query); err != nil {
+				errs = append(errs, field.Invalid(p.Child("query"), t.Query, err.Error()))
+			}
+			if len(t.Metadata) == 0 {
+				return errs
+			}
+			for _, key := range slices.Sorted(maps.Keys(t.Metadata)) {
+				errs = append(errs, field.Forbidden(p.Child("metadata").Key(key),
+					"a query trigger reads no metadata; the server it is sent to is scaleplane's configuration (autoscaler.prometheusURL); remove metadata"))
+			}
+			return errs
+		},
+		New: checkedQueryScaler(scaling.QueryScaler(MetricSource(src)), checker),
+	}
+}
+
+// checkedQueryScaler builds a query scaler only for a query admission would
+// accept: an object stored before a bound existed (or while the webhook was
+// bypassed) gets a scaler error, reported as an invalid trigger on every
+// tick, and its query is never parsed, requested or sent.
+func checkedQueryScaler(build scaling.ScalerConstructor, checker *promql.TriggerChecker) scaling.ScalerConstructor {
+	return func(ctx context.Context, cfg scaling.ScalerConfig) (scaling.Scaler, error) {
+		if q := cfg.Trigger.Query; strings.TrimSpace(q) != "" {
+			if err := checker.Check(q); err != nil {
+				return nil, fmt.Errorf("query: %w", err)
+			}
+		}
+		return build(ctx, cfg)
+	}
+}
+
+// NewSources builds the trigger sources of one component: "cron", "promql"
+// over the embedded evaluator and, when remote is not nil, "prometheus"
+// over a Prometheus-compatible server, which then is the default source.
+// Give the same value to the webhook (webhooks.Options.Sources) and to the
+// autoscaler (Options.Sources), so that admission accepts exactly the
+// triggers the autoscaler can build. Queries are checked against limits at
+// admission, as the evaluators check them before every evaluation.
+func NewSources(embedded, remote promql.Source, limits promql.Limits) (*scaling.Sources, error) {
+	s := scaling.NewSources()
+	checker := promql.NewTriggerChecker(limits)
+	if err := s.Register(scaling.SourceCron, scaling.CronSource()); err != nil {
+		return nil, err
+	}
 	if embedded != nil {
-		scaling.RegisterScaler(scaling.SourcePromQL, scaling.QueryScaler(MetricSource(embedded)))
+		if err := s.Register(scaling.SourcePromQL, QuerySource(embedded, checker)); err != nil {
+			return nil, err
+		}
 	}
 	if remote != nil {
-		scaling.RegisterScaler(scaling.SourcePrometheus, scaling.QueryScaler(MetricSource(remote)))
+		if err := s.Register(scaling.SourcePrometheus, QuerySource(remote, checker)); err != nil {
+			return nil, err
+		}
+		s.SetDefault(scaling.SourcePrometheus)
 	}
+	return s, nil
 }

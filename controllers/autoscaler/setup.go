@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/promql"
 )
@@ -40,6 +40,11 @@ func (a *Autoscaler) SetupWithManager(mgr manager.Manager) error {
 		events:  mgr.GetEventRecorder(EventRecorderName),
 		foreign: &foreignFinder{cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
 	})
+	// The worker gauges follow the manager's life, on every replica (a
+	// replica that is not the leader shows its workers idle).
+	if err := mgr.Add(gaugesWhileRunning{a}); err != nil {
+		return fmt.Errorf("add the autoscaler's worker gauges: %w", err)
+	}
 	for _, k := range a.kinds {
 		copts := controller.Options{MaxConcurrentReconciles: a.opts.MaxConcurrentReconciles}
 		if a.opts.SkipNameValidation {
@@ -80,17 +85,23 @@ func (a *Autoscaler) ScrapeWorkloads() []promql.Workload {
 		if len(k.podLabels) == 0 {
 			continue
 		}
+		// A copy of the map, so that no workload's lock is taken under the
+		// map's (see the lock order in lifecycle.go).
 		k.mu.RLock()
-		for nn, st := range k.workloads {
+		states := make([]*workload, 0, len(k.workloads))
+		for _, st := range k.workloads {
+			states = append(states, st)
+		}
+		k.mu.RUnlock()
+		for _, st := range states {
 			st.mu.Lock()
 			scrape := st.scrape && st.state == StateAutoscaling
 			st.mu.Unlock()
 			if !scrape {
 				continue
 			}
-			out = append(out, ScrapeWorkload(k.kind, k.podLabels, nn.Namespace, nn.Name))
+			out = append(out, ScrapeWorkload(k.kind, k.podLabels, st.nn.Namespace, st.nn.Name))
 		}
-		k.mu.RUnlock()
 	}
 	return out
 }
@@ -104,10 +115,10 @@ func (a *Autoscaler) ScrapeWorkloads() []promql.Workload {
 func ScrapeWorkload(kind string, podLabels map[string]string, namespace, name string) promql.Workload {
 	set := k8slabels.Set{}
 	for key, v := range podLabels {
-		if strings.Contains(v, config.GroupPlaceholder) {
+		if strings.Contains(v, v1alpha1.MemberGroupPlaceholder) {
 			continue
 		}
-		set[key] = strings.ReplaceAll(v, config.NamePlaceholder, name)
+		set[key] = strings.ReplaceAll(v, v1alpha1.NamePlaceholder, name)
 	}
 	return promql.Workload{
 		Namespace: namespace,
@@ -128,3 +139,17 @@ func (a *Autoscaler) Discoverer() promql.Discoverer {
 		return d.Targets(ctx)
 	})
 }
+
+// gaugesWhileRunning exports the autoscaler's worker gauges from the
+// manager's start to its stop.
+type gaugesWhileRunning struct{ a *Autoscaler }
+
+func (g gaugesWhileRunning) Start(ctx context.Context) error {
+	liveAutoscalers.add(g.a)
+	defer liveAutoscalers.remove(g.a)
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection is false: every replica reports its workers.
+func (gaugesWhileRunning) NeedLeaderElection() bool { return false }

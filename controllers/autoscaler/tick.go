@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -31,6 +31,7 @@ const (
 // Reconcile is one workload's tick: get it, decide whether it is ours and
 // whether a tick is due, sample, decide, write.
 func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	defer k.running.end(k.running.begin(k.a.opts.Now()))
 	e := k.a.env.Load()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("kind", k.kind, "namespace", req.Namespace, "name", req.Name))
 	u := k.newObject()
@@ -59,7 +60,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 		return reconcile.Result{}, nil
 	}
 	if ok, why := manages(w, k.view.Layout(), k.defaultMetrics); !ok {
-		st.closeScalers(ctx)
+		k.closeScalers(ctx, st)
 		k.deleteMetrics(st)
 		st.publish(StateNotManaged, why, 0, nil)
 		return reconcile.Result{}, nil
@@ -76,7 +77,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 		return k.hold(ctx, e, u, st, *w.Replicas, *p.Hold, interval)
 	case p.Paused:
 		st.publish(StatePaused, fmt.Sprintf("annotation %s is %q: remove it to resume autoscaling",
-			config.AnnotationPaused, u.GetAnnotations()[config.AnnotationPaused]), interval, nil)
+			v1alpha1.AnnotationPaused, u.GetAnnotations()[v1alpha1.AnnotationPaused]), interval, nil)
 		return reconcile.Result{}, nil
 	}
 
@@ -90,7 +91,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 			note = fmt.Sprintf("trigger autoscaler standing down: %s also scales this workload; remove it, or remove the scale config's triggers and idle settings",
 				strings.Join(foreign, ", "))
 		}
-		k.warn(e, u, st, config.ReasonForeignAutoscaler, actionAutoscale, note)
+		k.warn(e, u, st, v1alpha1.ReasonForeignAutoscaler, actionAutoscale, note)
 		if note != "" {
 			// HPAs are not watched here: look again next interval.
 			st.publish(StateForeign, note, interval, nil)
@@ -109,7 +110,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 
 	d := k.decide(ctx, e, st, w, now, activity)
 	k.signalDependencies(u.GetNamespace(), d)
-	k.warn(e, u, st, config.ReasonInvalidTrigger, actionAutoscale, triggerProblems(d))
+	k.warn(e, u, st, v1alpha1.ReasonInvalidTrigger, actionAutoscale, triggerProblems(d))
 	rec := Record{Decision: d, LastActivity: activity}
 	res := reconcile.Result{RequeueAfter: interval}
 	if d.Desired != d.Current {
@@ -121,15 +122,15 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 				// new count as soon as the watch delivers it.
 				st.lastTick = time.Time{}
 			} else {
-				k.warn(e, u, st, config.ReasonWriteFailed, actionScale, fmt.Sprintf("write %d replicas through /scale: %v", d.Desired, err))
+				k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, fmt.Sprintf("write %d replicas through /scale: %v", d.Desired, err))
 			}
 		} else {
 			rec.Written = true
 			// The HPA stores a scale event only after a successful update.
 			st.history.RecordScale(w.Config, d)
-			k.warn(e, u, st, config.ReasonWriteFailed, actionScale, "")
+			k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, "")
 			if e.events != nil {
-				e.events.Eventf(u, nil, corev1.EventTypeNormal, config.ReasonScaled, actionScale, "%s", eventNote(d))
+				e.events.Eventf(u, nil, corev1.EventTypeNormal, v1alpha1.ReasonScaled, actionScale, "%s", eventNote(d))
 			}
 		}
 	}
@@ -187,9 +188,11 @@ func (k *kindLoop) dependencies(ctx context.Context, e *env, ns string, names []
 // wakes them at once when this workload is waking.
 func (k *kindLoop) signalDependencies(ns string, d scaling.Decision) {
 	for _, name := range d.SignalDependencies {
-		dep := k.get(types.NamespacedName{Namespace: ns, Name: name})
+		dep, created := k.getOrCreate(types.NamespacedName{Namespace: ns, Name: name})
 		dep.recordActivity(d.Time)
-		if d.Action == scaling.ActionWakeUp || d.Action == scaling.ActionWait {
+		// A memory created here is for a name no reconcile has seen, maybe
+		// one that does not exist: its tick keeps it or forgets it.
+		if created || d.Action == scaling.ActionWakeUp || d.Action == scaling.ActionWait {
 			k.enqueue(dep)
 		}
 	}
@@ -198,15 +201,15 @@ func (k *kindLoop) signalDependencies(ns string, d scaling.Decision) {
 // hold applies scaleplane.io/paused-replicas: R goes to the count once,
 // then nothing happens until the annotation changes.
 func (k *kindLoop) hold(ctx context.Context, e *env, u *unstructured.Unstructured, st *workload, cur, hold int32, interval time.Duration) (reconcile.Result, error) {
-	msg := fmt.Sprintf("annotation %s holds the count at %d: remove it to resume autoscaling", config.AnnotationPausedReplicas, hold)
+	msg := fmt.Sprintf("annotation %s holds the count at %d: remove it to resume autoscaling", v1alpha1.AnnotationPausedReplicas, hold)
 	if cur == hold {
-		k.warn(e, u, st, config.ReasonWriteFailed, actionScale, "")
+		k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, "")
 		st.publish(StateHeld, msg, interval, nil)
 		return reconcile.Result{}, nil
 	}
 	now := k.a.opts.Now()
 	rec := Record{Decision: scaling.Decision{Time: now, Current: cur, Desired: hold, Action: actionFor(cur, hold),
-		Reason: fmt.Sprintf("Hold at %d: annotation %s", hold, config.AnnotationPausedReplicas), Recommended: -1, Stabilized: -1}}
+		Reason: fmt.Sprintf("Hold at %d: annotation %s", hold, v1alpha1.AnnotationPausedReplicas), Recommended: -1, Stabilized: -1}}
 	if err := k.writeScale(ctx, e, u, hold); err != nil {
 		rec.Error = err.Error()
 		st.publish(StateHeld, msg, interval, &rec)
@@ -215,14 +218,14 @@ func (k *kindLoop) hold(ctx context.Context, e *env, u *unstructured.Unstructure
 			// watch brings the new version; hold again then.
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
-		k.warn(e, u, st, config.ReasonWriteFailed, actionScale, fmt.Sprintf("write %d replicas through /scale: %v", hold, err))
+		k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, fmt.Sprintf("write %d replicas through /scale: %v", hold, err))
 		return reconcile.Result{RequeueAfter: interval}, nil
 	}
 	rec.Written = true
-	k.warn(e, u, st, config.ReasonWriteFailed, actionScale, "")
+	k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, "")
 	if e.events != nil {
-		e.events.Eventf(u, nil, corev1.EventTypeNormal, config.ReasonScaled, actionScale,
-			"Held at %d (from %d): annotation %s", hold, cur, config.AnnotationPausedReplicas)
+		e.events.Eventf(u, nil, corev1.EventTypeNormal, v1alpha1.ReasonScaled, actionScale,
+			"Held at %d (from %d): annotation %s", hold, cur, v1alpha1.AnnotationPausedReplicas)
 	}
 	st.publish(StateHeld, msg, interval, &rec)
 	return reconcile.Result{}, nil
@@ -252,7 +255,9 @@ func (k *kindLoop) writeScale(ctx context.Context, e *env, u *unstructured.Unstr
 		},
 		"spec": map[string]any{"replicas": int64(replicas)},
 	}}
-	if err := e.writer.SubResource("scale").Update(ctx, u, client.WithSubResourceBody(scale), client.FieldOwner(config.AutoscalerFieldManager)); err != nil {
+	err := e.writer.SubResource("scale").Update(ctx, u, client.WithSubResourceBody(scale), client.FieldOwner(v1alpha1.AutoscalerFieldManager))
+	observeWrite(k.kind, err)
+	if err != nil {
 		return fmt.Errorf("update %s %s/%s/scale: %w", k.resource, u.GetNamespace(), u.GetName(), err)
 	}
 	return nil

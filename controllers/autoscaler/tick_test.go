@@ -40,8 +40,8 @@ func fillStore(t testing.TB, s *promql.Store, ns string, names []string, rps, qu
 func newStoreAutoscaler(t testing.TB, now time.Time) (*Autoscaler, *promql.Store) {
 	t.Helper()
 	store := promql.NewStore(promql.Options{Now: func() time.Time { return now }})
-	RegisterSources(promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }}), nil)
-	a, err := New(Options{Views: sampleViews(t), Now: func() time.Time { return now }, OnTriggerQuery: store.RequestQuery})
+	sources := testSources(t, promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }}))
+	a, err := New(Options{Views: sampleViews(t), Sources: sources, Now: func() time.Time { return now }, OnTriggerQuery: store.RequestQuery})
 	if err != nil {
 		t.Fatalf("new: %v", err)
 	}
@@ -110,11 +110,13 @@ func TestDecideSamplesTheStore(t *testing.T) {
 func TestScalersRebuiltOnlyWhenTriggersChange(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	built := 0
-	scaling.RegisterScaler("counting", func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) {
+	a, _ := newStoreAutoscaler(t, now)
+	if err := a.opts.Sources.Register("counting", scaling.Source{New: func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) {
 		built++
 		return constScaler{}, nil
-	})
-	a, _ := newStoreAutoscaler(t, now)
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	k := a.byResource["rackedclusters"]
 	st := newWorkload(types.NamespacedName{Namespace: "shop", Name: "cart"}, 0)
 	c := &scaling.Config{MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(5)),
@@ -208,4 +210,47 @@ func benchmarkTick(b *testing.B, n int) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/workload")
+}
+
+// blockingScaler reads nothing until its context ends, like a remote
+// server that never answers.
+type blockingScaler struct{}
+
+func (blockingScaler) Metric() scaling.ScalerMetric { return scaling.ScalerMetric{} }
+func (blockingScaler) Sample(ctx context.Context, _ time.Time) (scaling.Sample, error) {
+	<-ctx.Done()
+	return scaling.Sample{}, ctx.Err()
+}
+func (blockingScaler) Close(context.Context) error { return nil }
+
+// TestV10TickTimeout: the triggers of one workload share one budget per
+// tick. With three triggers that never answer and a per-sample timeout of
+// an hour, the tick ends when the budget is spent: the first trigger fails
+// with the deadline, the others are not read, and the count is kept.
+func TestV10TickTimeout(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a, err := New(Options{Views: sampleViews(t), Sources: testSources(t, nil), Now: func() time.Time { return now }, SampleTimeout: time.Hour, TickTimeout: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := a.byResource["rackedclusters"]
+	c := &scaling.Config{MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(5))}
+	for _, name := range []string{"a", "b", "c"} {
+		c.Triggers = append(c.Triggers, scaling.Trigger{Name: name, Type: scaling.TargetAverageValue, Threshold: 1, Source: "blocking"})
+	}
+	st := newWorkload(types.NamespacedName{Namespace: "shop", Name: "cart"}, 0)
+	d := k.decide(context.Background(), nil, st, scaling.Workload{Replicas: ptr(int32(2)), Config: c}, now, time.Time{})
+	var got []string
+	for _, tr := range d.Triggers {
+		got = append(got, tr.Problem)
+	}
+	notRead := "not read: the tick's 10ms for all triggers was spent on the triggers before it; make them faster or raise autoscaler.queries.tickTimeoutSeconds"
+	spent := "no answer before the tick's 10ms for all triggers ran out (autoscaler.queries.tickTimeoutSeconds): stopped waiting: context deadline exceeded"
+	want := []string{spent, notRead, notRead}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trigger errors (-want +got):\n%s", diff)
+	}
+	if d.Desired != 2 {
+		t.Errorf("desired = %d, want the current 2 kept", d.Desired)
+	}
 }

@@ -15,9 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/e2e/controlplane"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 type obj = map[string]interface{}
@@ -25,9 +26,9 @@ type list = []interface{}
 
 // The kinds under test, and how kubectl names them.
 var gvks = map[string]schema.GroupVersionKind{
-	"RackedCluster": {Group: config.SampleGroup, Version: config.SampleVersion, Kind: "RackedCluster"},
-	"Function":      {Group: config.SampleGroup, Version: config.SampleVersion, Kind: "Function"},
-	"WorkerGroup":   {Group: config.SampleGroup, Version: config.SampleVersion, Kind: "WorkerGroup"},
+	"RackedCluster": {Group: profile.SampleGroup, Version: profile.SampleVersion, Kind: "RackedCluster"},
+	"Function":      {Group: profile.SampleGroup, Version: profile.SampleVersion, Kind: "Function"},
+	"WorkerGroup":   {Group: profile.SampleGroup, Version: profile.SampleVersion, Kind: "WorkerGroup"},
 	"ZonedDatabase": {Group: "data.example.org", Version: "v1beta1", Kind: "ZonedDatabase"},
 }
 
@@ -68,7 +69,7 @@ func scaleConfigJSON(c obj) map[string]string {
 	if err != nil {
 		panic(err)
 	}
-	return map[string]string{config.AnnotationScaleConfig: string(data)}
+	return map[string]string{v1alpha1.AnnotationScaleConfig: string(data)}
 }
 
 func kubectl(t *testing.T, args ...string) (string, error) {
@@ -136,7 +137,7 @@ func wantFields(t *testing.T, u *unstructured.Unstructured, want map[string]inte
 // annotationConfig decodes the scale config annotation of u.
 func annotationConfig(t *testing.T, u *unstructured.Unstructured) obj {
 	t.Helper()
-	s := u.GetAnnotations()[config.AnnotationScaleConfig]
+	s := u.GetAnnotations()[v1alpha1.AnnotationScaleConfig]
 	var c obj
 	if err := json.Unmarshal([]byte(s), &c); err != nil {
 		t.Fatalf("annotation %q: %v", s, err)

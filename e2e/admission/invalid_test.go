@@ -33,6 +33,7 @@ func TestInvalidObjects(t *testing.T) {
 	}
 	sc := "spec.scaleConfig"
 	ann := "metadata.annotations[scaleplane.io/scale-config]"
+	tq0 := "spec.scalePolicy.triggers[0].query"
 	tests := []struct {
 		name  string
 		m     manifest
@@ -108,14 +109,60 @@ func TestInvalidObjects(t *testing.T) {
 		{"negative members", manifest{kind: "RackedCluster", spec: obj{"racks": racks("a", 1, "b", -1)}}, []string{"spec.racks[1].members"}},
 		{"rack without a name", manifest{kind: "RackedCluster", spec: obj{"racks": list{obj{"members": 1}}}}, []string{"spec.racks[0].name"}},
 		// The foreign kind: V1, V8 at its own paths, V9 in its annotation.
-		{"foreign: unknown field in the annotation config", zdb(obj{"topology": obj{"replicasPerZone": 2}}, `{"minReplicas":2,"maxReplicas":2,"maxReplica":4}`), []string{ann}},
+		{"foreign: unknown field in the annotation config", zdb(obj{"topology": obj{"replicasPerZone": 2}}, `{"minReplicas":2,"maxReplicas":2,"maxReplica":4}`), []string{ann + ".maxReplica"}},
 		{"foreign: annotation that is not JSON", zdb(nil, `{"minReplicas": 2`), []string{ann}},
-		{"foreign: annotation with a string count", zdb(nil, `{"minReplicas":"two"}`), []string{ann}},
+		{"foreign: annotation with a string count", zdb(nil, `{"minReplicas":"two"}`), []string{ann + ".minReplicas"}},
+		// Issue 10 item 5: validation used to trim this space and the
+		// mutating webhook then answered 500 (M2 rewrites the annotation).
+		{"foreign: annotation after a no-break space", zdb(obj{"topology": obj{"replicasPerZone": 3}}, "\u00a0{\"minReplicas\":2}"), []string{ann}},
+		{"foreign: annotation before a form feed", zdb(obj{"topology": obj{"replicasPerZone": 3}}, "{\"minReplicas\":2}\f"), []string{ann}},
 		{"foreign: annotation min above max", zdb(nil, `{"minReplicas":4,"maxReplicas":2}`), []string{ann + ".minReplicas"}},
 		{"foreign: annotation bad behavior", zdb(nil, `{"minReplicas":1,"maxReplicas":3,"behavior":{"scaleUp":{"selectPolicy":"Fastest"}}}`), []string{ann + ".behavior.scaleUp.selectPolicy"}},
 		{"foreign: duplicate zones", zdb(obj{"topology": obj{"zones": zones("eu-1", 1, "eu-1", 1)}}, ""), []string{"spec.topology.zones[1].zoneName"}},
 		{"foreign: negative zone size", zdb(obj{"topology": obj{"zones": zones("eu-1", -3)}}, ""), []string{"spec.topology.zones[0].size"}},
 		{"foreign: replicas above its profile's bound", zdb(obj{"topology": obj{"replicasPerZone": 51}}, ""), []string{"spec.topology.replicasPerZone"}},
+		// V10: what a trigger query may cost (issue 10 items 1 and 2).
+		{"subquery over 10 years at 1ms", wg(func(c obj) {
+			trigger(c, 0)["query"] = `max_over_time(sum(rate(http_requests_total[5m]))[10y:1ms])`
+		}), []string{tq0}},
+		{"subquery over a year at the default step", wg(func(c obj) { trigger(c, 0)["query"] = `max_over_time(up[1y:])` }), []string{tq0}},
+		{"range selector over a day", wg(func(c obj) { trigger(c, 1)["query"] = `sum(rate(queue_depth[1d]))` }), []string{"spec.scalePolicy.triggers[1].query"}},
+		{"query of 5 KB", wg(func(c obj) { trigger(c, 0)["query"] = `sum(up{a="` + strings.Repeat("b", 5000) + `"})` }), []string{tq0}},
+		{"query nesting 101 deep", wg(func(c obj) {
+			trigger(c, 0)["query"] = strings.Repeat("(", 101) + "1" + strings.Repeat(")", 101)
+		}), []string{tq0}},
+		{"chain of 101 operators", wg(func(c obj) { trigger(c, 0)["query"] = strings.Repeat("a + ", 101) + "a" }), []string{tq0}},
+		{"regular expression bomb", wg(func(c obj) {
+			trigger(c, 0)["query"] = `up{a=~"` + strings.Repeat(".{1000}", 500) + `"}`
+		}), []string{tq0}},
+		// V11: references resolve (issue 10 item 4).
+		{"placeholder typo", wg(func(c obj) { trigger(c, 0)["query"] = `sum(up{namespace="${namspace}"})` }), []string{tq0}},
+		{"placeholder nobody fills", wg(func(c obj) { trigger(c, 0)["query"] = `sum(up{cluster="${cluster}"})` }), []string{tq0}},
+		{"unknown trigger source", wg(func(c obj) { trigger(c, 0)["source"] = "kafka" }), []string{"spec.scalePolicy.triggers[0].source"}},
+		{"source prometheus without a server", wg(func(c obj) { trigger(c, 0)["source"] = "prometheus" }), []string{"spec.scalePolicy.triggers[0].source"}},
+		{"cron trigger of type Value", wg(func(c obj) {
+			c["triggers"].(list)[0] = obj{"name": "office", "type": "Value", "source": "cron", "threshold": 1, "metadata": obj{"start": "08:00", "end": "19:00"}}
+		}), []string{"spec.scalePolicy.triggers[0].type"}},
+		{"cron trigger metadata it cannot read", wg(func(c obj) {
+			c["triggers"].(list)[0] = obj{"name": "office", "type": "AverageValue", "source": "cron", "threshold": 1,
+				"metadata": obj{"start": "8am", "end": "19:00", "timeZone": "Europe/Paris"}}
+		}), []string{"spec.scalePolicy.triggers[0].metadata[start]", "spec.scalePolicy.triggers[0].metadata[timeZone]"}},
+		{"cron trigger without a window", wg(func(c obj) {
+			c["triggers"].(list)[0] = obj{"name": "office", "type": "AverageValue", "source": "cron", "threshold": 1}
+		}), []string{"spec.scalePolicy.triggers[0].metadata"}},
+		{"server address in trigger metadata", wg(func(c obj) {
+			trigger(c, 0)["metadata"] = obj{"serverAddress": "http://kubernetes.default.svc:443"}
+		}), []string{"spec.scalePolicy.triggers[0].metadata[serverAddress]"}},
+		{"rack name that is no label value", manifest{kind: "RackedCluster", spec: obj{"racks": racks("rack/a", 1)}}, []string{"spec.racks[0].name"}},
+		{"rack name of 64 characters", manifest{kind: "RackedCluster", spec: obj{"racks": racks(strings.Repeat("r", 64), 1)}}, []string{"spec.racks[0].name"}},
+		{"empty dependsOn entry", wg(func(c obj) { c["dependsOn"] = list{"db", ""} }), []string{"spec.scalePolicy.dependsOn[1]"}},
+		{"duplicate dependsOn entry", wg(func(c obj) { c["dependsOn"] = list{"db", "db"} }), []string{"spec.scalePolicy.dependsOn[1]"}},
+		{"dependsOn not an object name", wg(func(c obj) { c["dependsOn"] = list{"Not_A_Name", "ns/db"} }), []string{"spec.scalePolicy.dependsOn[0]", "spec.scalePolicy.dependsOn[1]"}},
+		{"dependsOn the workload itself", func() manifest {
+			m := wg(func(c obj) { c["dependsOn"] = list{"self-dependent"} })
+			m.name = "self-dependent"
+			return m
+		}(), []string{"spec.scalePolicy.dependsOn[0]"}},
 		// Several problems: all reported in one refusal. (A negative count
 		// is refused by the API server's own /scale path check before any
 		// validating webhook runs, so this one is too large instead.)
@@ -128,11 +175,13 @@ func TestInvalidObjects(t *testing.T) {
 	// kube-apiserver refuses these itself, before any validating webhook:
 	// a negative count at a CRD's /scale specReplicasPath.
 	refusedByAPIServer := map[string]bool{"negative replicas": true, "workergroup negative replicas": true}
-	if len(tests) < 40 {
-		t.Fatalf("only %d invalid objects; the suite promises at least 40", len(tests))
+	if len(tests) < 70 {
+		t.Fatalf("only %d invalid objects; the suite promises at least 70", len(tests))
 	}
 	for i, tc := range tests {
-		tc.m.name = fmt.Sprintf("bad-%02d", i)
+		if tc.m.name == "" {
+			tc.m.name = fmt.Sprintf("bad-%02d", i)
+		}
 		tc.m.namespace = ns
 		t.Run(tc.name, func(t *testing.T) {
 			// One at a time, so that the webhook's refusal counter says

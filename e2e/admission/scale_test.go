@@ -11,7 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -79,7 +79,7 @@ func TestScaleOutsideRange(t *testing.T) {
 func TestSyncConfigurations(t *testing.T) {
 	ns := namespace(t)
 	ctx := context.Background()
-	mName, vName := config.DefaultMutatingConfigurationName, config.DefaultValidatingConfigurationName
+	mName, vName := configv1alpha2.DefaultMutatingConfigurationName, configv1alpha2.DefaultValidatingConfigurationName
 	read := func() (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 		m := &admissionregistrationv1.MutatingWebhookConfiguration{}
 		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/scaling"
@@ -59,14 +59,14 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 	// extrapolation over 1 s scrapes lands just across a boundary).
 	ex.setRate(45)
 	up := waitScale(t, ns, "web", ">= 4", func(r int64) bool { return r >= 4 })
-	note := findEvent(t, ns, "web", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled up from 1 to ") })
+	note := findEvent(t, ns, "web", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled up from 1 to ") })
 	if !strings.Contains(note, "rps=") || !strings.Contains(note, "> 10 per replica") {
 		t.Errorf("scale-up event does not name the trigger value: %q", note)
 	}
 
 	ex.setRate(3)
 	waitScale(t, ns, "web", "1", func(r int64) bool { return r == 1 })
-	findEvent(t, ns, "web", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled down from ") })
+	findEvent(t, ns, "web", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled down from ") })
 
 	// The explain endpoint has the decisions with their inputs.
 	x, err := e.explain(context.Background(), ns, "web")
@@ -100,7 +100,7 @@ func testIdleGoesToZeroAndActivityWakesIt(t *testing.T, e *env) {
 		"idle":     map[string]any{"replicasAtStart": int64(2), "timeoutSeconds": int64(3)},
 	}).create(t)
 	waitScale(t, ns, "fn", "0", func(r int64) bool { return r == 0 })
-	findEvent(t, ns, "fn", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled to zero from 1") })
+	findEvent(t, ns, "fn", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled to zero from 1") })
 
 	path := autoscaler.ActivityPath + ns + "/rackedclusters/fn"
 	cases := []struct {
@@ -124,7 +124,7 @@ func testIdleGoesToZeroAndActivityWakesIt(t *testing.T, e *env) {
 	}
 	// Woken to replicasAtStart (it sleeps again 3 s later: nobody calls).
 	waitScale(t, ns, "fn", "2", func(r int64) bool { return r == 2 })
-	note := findEvent(t, ns, "fn", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Woke up from 0 to 2") })
+	note := findEvent(t, ns, "fn", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Woke up from 0 to 2") })
 	if !strings.Contains(note, "activity at") {
 		t.Errorf("wake-up event does not name the activity: %q", note)
 	}
@@ -189,7 +189,7 @@ func testMetricsOutageKeepsTheCount(t *testing.T, e *env) {
 			if diff := cmp.Diff(scale{3, []int64{3, 3}}, s); diff != "" {
 				t.Errorf("scale during the outage (-want +got):\n%s", diff)
 			}
-			findEvent(t, ns, "db", config.ReasonInvalidTrigger, func(n string) bool { return strings.Contains(n, "rps: no data") })
+			findEvent(t, ns, "db", v1alpha1.ReasonInvalidTrigger, func(n string) bool { return strings.Contains(n, "rps: no data") })
 		})
 	}
 }
@@ -201,7 +201,7 @@ func testPausedIsLeftAlone(t *testing.T, e *env) {
 	ns := cluster.Namespace(t)
 	ex := newExporter(t, 45)
 	addPod(t, ns, "shop", ex)
-	rc(ns, "shop", 2).annotate(config.AnnotationPaused, "true").scaleConfig(map[string]any{
+	rc(ns, "shop", 2).annotate(v1alpha1.AnnotationPaused, "true").scaleConfig(map[string]any{
 		"minReplicas": int64(1), "maxReplicas": int64(8),
 		"triggers": []any{rpsTrigger(10)},
 	}).create(t)
@@ -222,7 +222,7 @@ func testPausedIsLeftAlone(t *testing.T, e *env) {
 		}
 		return x.State == autoscaler.StatePaused && len(x.Decisions) == 0, fmt.Sprintf("state %s, %d decisions", x.State, len(x.Decisions))
 	})
-	if m := managers(t, ns, "shop"); m[config.AutoscalerFieldManager] {
+	if m := managers(t, ns, "shop"); m[v1alpha1.AutoscalerFieldManager] {
 		t.Errorf("the autoscaler wrote a paused workload: managers %v", m)
 	}
 	if s, _ := getScale(ctx, ns, "shop"); s.Replicas != 3 {
@@ -230,15 +230,15 @@ func testPausedIsLeftAlone(t *testing.T, e *env) {
 	}
 
 	// Unpaused: 45 requests/s at 10 per replica.
-	kubectl("annotate", "rackedcluster/shop", config.AnnotationPaused+"-")
+	kubectl("annotate", "rackedcluster/shop", v1alpha1.AnnotationPaused+"-")
 	waitScale(t, ns, "shop", ">= 4", func(r int64) bool { return r >= 4 })
-	if m := managers(t, ns, "shop"); !m[config.AutoscalerFieldManager] {
-		t.Errorf("scale not written by %s: managers %v", config.AutoscalerFieldManager, m)
+	if m := managers(t, ns, "shop"); !m[v1alpha1.AutoscalerFieldManager] {
+		t.Errorf("scale not written by %s: managers %v", v1alpha1.AutoscalerFieldManager, m)
 	}
 
-	kubectl("annotate", "rackedcluster/shop", config.AnnotationPausedReplicas+"=2")
+	kubectl("annotate", "rackedcluster/shop", v1alpha1.AnnotationPausedReplicas+"=2")
 	waitScale(t, ns, "shop", "2", func(r int64) bool { return r == 2 })
-	findEvent(t, ns, "shop", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Held at 2 ") })
+	findEvent(t, ns, "shop", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Held at 2 ") })
 	x, err := e.explain(ctx, ns, "shop")
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +282,7 @@ func testForeignHPAStandsItDown(t *testing.T, e *env) {
 		})
 	}
 	waitState(autoscaler.StateForeign)
-	findEvent(t, ns, "api", config.ReasonForeignAutoscaler, func(n string) bool {
+	findEvent(t, ns, "api", v1alpha1.ReasonForeignAutoscaler, func(n string) bool {
 		return strings.Contains(n, "trigger autoscaler standing down: HorizontalPodAutoscaler/"+ns+"/theirs")
 	})
 	if err := cluster.Client.Delete(ctx, hpa); err != nil {
@@ -351,7 +351,7 @@ func testDependenciesWakeFirst(t *testing.T, e *env) {
 		t.Fatalf("report db ready: %v", err)
 	}
 	waitScale(t, ns, "app", "2", func(r int64) bool { return r == 2 })
-	note := findEvent(t, ns, "app", config.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Woke up from 0 to 2") })
+	note := findEvent(t, ns, "app", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Woke up from 0 to 2") })
 	if !strings.Contains(note, "activity at") {
 		t.Errorf("wake-up event: %q", note)
 	}

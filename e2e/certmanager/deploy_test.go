@@ -28,18 +28,19 @@ import (
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/certs/certmanagertest"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 const (
 	namespace      = "scaleplane-system"
 	secretName     = "scaleplane-webhook-server-cert"
-	mutatingName   = config.DefaultMutatingConfigurationName
-	validatingName = config.DefaultValidatingConfigurationName
+	mutatingName   = configv1alpha2.DefaultMutatingConfigurationName
+	validatingName = configv1alpha2.DefaultValidatingConfigurationName
 
 	// The admission loop during the renewal: a steady rate for a fixed time.
 	admissionRate   = 20 // per second
@@ -293,7 +294,7 @@ func TestCertManagerModeWithoutCRDs(t *testing.T) {
 			t.Errorf("stop second control plane: %v", err)
 		}
 	})
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = freePort(t)
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")
@@ -418,7 +419,7 @@ func writeOverlay(t *testing.T, block, dir string, paths map[string]string) stri
 // webhook configurations that call it there by URL.
 func newApp(t *testing.T, mode app.CertMode, port, probePort int) *app.App {
 	t.Helper()
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = port
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")
@@ -569,7 +570,7 @@ func webhookConfigurationsLeft(t *testing.T, c client.Client) []string {
 	t.Helper()
 	var left []string
 	ctx := context.Background()
-	wc := config.SampleConfiguration().Webhook
+	wc := profile.SampleConfiguration().Webhook
 	for _, obj := range []client.Object{&admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{}} {
 		name := wc.MutatingConfigurationName
 		if _, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok {

@@ -19,9 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // C4's owner reference at work: kube-controller-manager's garbage collector
@@ -52,9 +53,9 @@ func TestIssue14GarbageCollectorDeletesTheHPA(t *testing.T) {
 
 // clusterScopedRackedCluster is the sample RackedCluster CRD served
 // cluster-scoped as e2e.scaleplane.io/v1alpha1 ClusterRack, and its profile.
-func clusterScopedRackedCluster(t *testing.T) (*apiextensionsv1.CustomResourceDefinition, config.Profile) {
+func clusterScopedRackedCluster(t *testing.T) (*apiextensionsv1.CustomResourceDefinition, v1alpha1.ScaleProfileSpec) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "crd", "bases", "samples.scaleplane.io_rackedclusters.yaml"))
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "samples", "crd", "samples.scaleplane.io_rackedclusters.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +67,11 @@ func clusterScopedRackedCluster(t *testing.T) (*apiextensionsv1.CustomResourceDe
 	crd.Spec.Group = "e2e.scaleplane.io"
 	crd.Spec.Scope = apiextensionsv1.ClusterScoped
 	crd.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Kind: "ClusterRack", ListKind: "ClusterRackList", Plural: "clusterracks", Singular: "clusterrack"}
-	p := config.SampleProfiles()[0]
-	if p.Kind != "RackedCluster" {
-		t.Fatalf("first sample profile is %s, want RackedCluster", p.Kind)
+	p := profile.Samples()[0]
+	if p.Target.Kind != "RackedCluster" {
+		t.Fatalf("first sample profile is %s, want RackedCluster", p.Target.Kind)
 	}
-	p.Group, p.Kind, p.Resource = crd.Spec.Group, crd.Spec.Names.Kind, crd.Spec.Names.Plural
+	p.Target = v1alpha1.TargetKind{APIVersion: crd.Spec.Group + "/" + crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.Kind, Resource: crd.Spec.Names.Plural}
 	return crd, p
 }
 
@@ -86,12 +87,12 @@ func clusterScopedRackedCluster(t *testing.T) (*apiextensionsv1.CustomResourceDe
 func TestIssue14ClusterScopedWorkload(t *testing.T) {
 	crd, p := clusterScopedRackedCluster(t)
 	installCRD(t, crd)
-	v, err := config.NewView(p)
+	v, err := profile.Compile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The shipped role names the sample kinds only; this kind is the test's.
-	startManagerFor(t, rest.CopyConfig(cluster.Config), []*config.View{v}, controllers.Options{})
+	startManagerFor(t, rest.CopyConfig(cluster.Config), []*profile.Compiled{v}, controllers.Options{})
 	name := "global-" + strings.ToLower(rand.Text()[:6])
 	kubectlApply(t, "", strings.NewReplacer(
 		"apiVersion: samples.scaleplane.io/v1alpha1", "apiVersion: e2e.scaleplane.io/v1alpha1",
@@ -112,7 +113,7 @@ func TestIssue14ClusterScopedWorkload(t *testing.T) {
 		return allEqual(members(u), 3), fmt.Sprintf("racks %v, want all 3", members(u))
 	})
 	var list autoscalingv2.HorizontalPodAutoscalerList
-	if err := cluster.Client.List(context.Background(), &list, client.MatchingLabels{config.LabelWorkloadName: name}); err != nil {
+	if err := cluster.Client.List(context.Background(), &list, client.MatchingLabels{v1alpha1.LabelWorkloadName: name}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 0 {
@@ -123,7 +124,7 @@ func TestIssue14ClusterScopedWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range events.Items {
-		if e.InvolvedObject.Name == name && e.Reason == config.ReasonWriteFailed {
+		if e.InvolvedObject.Name == name && e.Reason == v1alpha1.ReasonWriteFailed {
 			t.Errorf("write failed for a cluster-scoped workload: %s", e.Message)
 		}
 	}

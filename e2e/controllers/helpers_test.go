@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 const managerUser = "scaleplane-manager"
@@ -36,35 +36,18 @@ var (
 	rbacErr  error
 )
 
-// managerConfig creates config/rbac/role.yaml's ClusterRole, binds it to a
-// user of its own and returns that user's rest.Config: the controllers are
-// proven to need nothing beyond the role they ship.
+// managerConfig creates the ClusterRoles of config/rbac/role.yaml and of
+// the sample kinds' rules (config/samples/deploy/profiled_kinds_role.yaml),
+// binds them to a user of its own and returns that user's rest.Config: the
+// controllers are proven to need nothing beyond the roles they ship.
 func managerConfig(t *testing.T) *rest.Config {
 	t.Helper()
 	rbacOnce.Do(func() {
 		ctx := context.Background()
-		data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "config", "rbac", "role.yaml"))
-		if err != nil {
-			rbacErr = fmt.Errorf("read role: %w", err)
-			return
-		}
-		role := &rbacv1.ClusterRole{}
-		if err := yaml.UnmarshalStrict(data, role); err != nil {
-			rbacErr = fmt.Errorf("decode role: %w", err)
-			return
-		}
-		if err := cluster.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
-			rbacErr = fmt.Errorf("create role: %w", err)
-			return
-		}
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "scaleplane-e2e-manager"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: managerUser}},
-		}
-		if err := cluster.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-			rbacErr = fmt.Errorf("create binding: %w", err)
-			return
+		for _, file := range []string{"config/rbac/role.yaml", "config/samples/deploy/profiled_kinds_role.yaml"} {
+			if rbacErr = bindClusterRole(ctx, file); rbacErr != nil {
+				return
+			}
 		}
 		rbacCfg, rbacErr = cluster.AddUser(managerUser)
 	})
@@ -74,19 +57,44 @@ func managerConfig(t *testing.T) *rest.Config {
 	return rest.CopyConfig(rbacCfg)
 }
 
+// bindClusterRole creates the ClusterRole in file (relative to the
+// repository) and binds it to managerUser.
+func bindClusterRole(ctx context.Context, file string) error {
+	data, err := os.ReadFile(filepath.Join(framework.RepoRoot(), file))
+	if err != nil {
+		return fmt.Errorf("read role: %w", err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return fmt.Errorf("decode role %s: %w", file, err)
+	}
+	if err := cluster.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create role: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "scaleplane-e2e-" + role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: managerUser}},
+	}
+	if err := cluster.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create binding: %w", err)
+	}
+	return nil
+}
+
 // startManager runs scaleplane's controllers for the sample kinds, as the
 // RBAC user, until the test ends or the returned stop is called.
 func startManager(t *testing.T, opts controllers.Options) (stop func()) {
 	t.Helper()
-	var views []*config.View
-	for _, p := range config.SampleProfiles() {
-		if p.Kind == "Function" && len(p.DefaultMetrics) == 0 {
+	var views []*profile.Compiled
+	for _, p := range profile.Samples() {
+		if p.Target.Kind == "Function" && len(p.DefaultMetrics) == 0 {
 			// A Kyma-style scaleConfig holds only min and max (the sample
 			// CRD prunes anything else), so without profile default metrics
 			// C4 never gives a Function an HPA.
 			t.Fatal("the Function sample profile must carry default metrics")
 		}
-		v, err := config.NewView(p)
+		v, err := profile.Compile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +105,7 @@ func startManager(t *testing.T, opts controllers.Options) (stop func()) {
 
 // startManagerFor runs scaleplane's controllers for views as the user of
 // cfg, until the test ends or the returned stop is called.
-func startManagerFor(t *testing.T, cfg *rest.Config, views []*config.View, opts controllers.Options) (stop func()) {
+func startManagerFor(t *testing.T, cfg *rest.Config, views []*profile.Compiled, opts controllers.Options) (stop func()) {
 	t.Helper()
 	m, err := cluster.NewManager(framework.ManagerOptions{Config: cfg, NoWebhookServer: true})
 	if err != nil {
@@ -150,7 +158,7 @@ func kubectl(t testing.TB, args ...string) string {
 
 func get(ctx context.Context, kind, ns, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(config.SampleGroup + "/" + config.SampleVersion)
+	u.SetAPIVersion(profile.SampleGroup + "/" + profile.SampleVersion)
 	u.SetKind(kind)
 	err := cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u)
 	return u, err

@@ -1,7 +1,8 @@
 // Package controllers_test proves issue 4 against a real control plane:
 // etcd, kube-apiserver, the real HPA controller of kube-controller-manager
 // and the real kubectl. The manager runs in this process under a user bound
-// only to config/rbac/role.yaml, with no webhook server: no webhook
+// only to config/rbac/role.yaml and the sample kinds' profiled-kinds role
+// (config/samples/deploy), with no webhook server: no webhook
 // configuration is installed except in the outage test, where they fail
 // open, so every /scale write reaches the racks through the controllers
 // alone and objects are written in already-defaulted form.

@@ -7,8 +7,9 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -17,9 +18,9 @@ import (
 // kubectl scale still reaches every rack, through the controller alone:
 // the webhooks only ever help, the fan-out does not depend on them.
 func TestScaleReachesRacksDuringWebhookOutage(t *testing.T) {
-	var views []*config.View
-	for _, p := range config.SampleProfiles() {
-		v, err := config.NewView(p)
+	var views []*profile.Compiled
+	for _, p := range profile.Samples() {
+		v, err := profile.Compile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +32,7 @@ func TestScaleReachesRacksDuringWebhookOutage(t *testing.T) {
 		url := fmt.Sprintf("https://%s:%d%s", cluster.WebhookHost, cluster.WebhookPort, path)
 		return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: cluster.CAData}
 	}
-	mutating, validating := webhooks.Configurations(views, config.Webhook{
+	mutating, validating := webhooks.Configurations(views, configv1alpha2.Webhook{
 		MutatingConfigurationName:   "scaleplane-e2e-outage",
 		ValidatingConfigurationName: "scaleplane-e2e-outage",
 	}, down)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -23,7 +24,7 @@ import (
 // Options says what a control plane starts with.
 type Options struct {
 	// CRDPaths are folders or files of CRDs to install, and CRDs are CRD
-	// objects to install. With neither, the sample CRDs in config/crd/bases.
+	// objects to install. With neither, the sample CRDs in config/samples/crd.
 	CRDPaths []string
 	CRDs     []*apiextensionsv1.CustomResourceDefinition
 	// HPAController starts kube-controller-manager with the
@@ -39,12 +40,17 @@ type Options struct {
 	// the framework makes (see Cluster.WebhookHost, WebhookPort, WebhookCertDir).
 	MutatingWebhooks   []*admissionv1.MutatingWebhookConfiguration
 	ValidatingWebhooks []*admissionv1.ValidatingWebhookConfiguration
-	// Dir keeps the data folder (kubeconfig, logs); empty means a new
-	// temporary folder removed by Stop.
+	// Dir is the data folder: etcd's data, the API server's certificates,
+	// the admin kubeconfig, logs (see DirEntries). Stop leaves a folder the
+	// caller gave; empty means a new temporary folder that Stop removes.
 	Dir string
 	// Out receives kube-controller-manager's output; nil discards it unless
 	// SCALEPLANE_E2E_VERBOSE is set.
 	Out *os.File
+	// APIServerFlags are extra kube-apiserver flags, name (without dashes)
+	// to value, set over envtest's defaults: for tests that need a feature
+	// of the real API server envtest leaves off (an egress selector, say).
+	APIServerFlags map[string]string
 }
 
 // Cluster is a running control plane.
@@ -67,9 +73,32 @@ type Cluster struct {
 	// Dir holds the kubeconfig and logs.
 	Dir string
 
-	env    *envtest.Environment
-	kcm    *Process
-	ownDir bool
+	env *envtest.Environment
+	kcm *exec.Cmd
+	// kcmDone is closed when kube-controller-manager has exited; its exit
+	// status after our SIGTERM says nothing a test could act on.
+	kcmDone chan struct{}
+	ownDir  bool
+	// launch starts every process of the cluster (see launcher).
+	launch *launcher
+	// shims are the links envtest starts etcd and kube-apiserver through.
+	shims map[string]string
+}
+
+// Names of what a cluster creates in its data folder; DirEntries lists them
+// for a caller that must remove exactly what was made there.
+const (
+	etcdFolder           = "etcd"
+	apiServerFolder      = "apiserver"
+	webhookServingFolder = "webhook-serving"
+	kubeconfigFile       = "kubeconfig"
+	controllerManagerLog = "kube-controller-manager.log"
+)
+
+// DirEntries are the names Start creates in its data folder. The folder
+// also holds whatever the caller puts there.
+func DirEntries() []string {
+	return []string{shimFolder, etcdFolder, apiServerFolder, webhookServingFolder, kubeconfigFile, controllerManagerLog}
 }
 
 // Start brings up etcd and kube-apiserver (and kube-controller-manager when
@@ -83,9 +112,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := CheckBinaries(need...); err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: opts.Dir}
+	c = &Cluster{Dir: opts.Dir, launch: newLauncher()}
 	if c.Dir == "" {
-		if c.Dir, err = os.MkdirTemp("", "scaleplane-e2e-"); err != nil {
+		removeDeadTempDirs(os.TempDir())
+		if c.Dir, err = os.MkdirTemp("", tempPattern); err != nil {
+			c.launch.close()
 			return nil, fmt.Errorf("create data folder: %w", err)
 		}
 		c.ownDir = true
@@ -96,10 +127,30 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
+	if c.ownDir {
+		if err := writeOwner(c.Dir); err != nil {
+			return nil, fmt.Errorf("record the data folder's owner: %w", err)
+		}
+	}
+	if c.shims, err = writeShims(c.Dir, BinaryDir(), os.Getpid()); err != nil {
+		return nil, err
+	}
+	// The API server's certificates and its client CA (the key that signs
+	// admin credentials) are made fresh for every start, in the data folder
+	// rather than a temporary folder of envtest's own: a caller that
+	// removes the data folder removes every credential. envtest reuses a
+	// serving certificate it finds there without the CA that signed it.
+	certDir := filepath.Join(c.Dir, apiServerFolder)
+	if err := os.RemoveAll(certDir); err != nil {
+		return nil, fmt.Errorf("remove old API server certificates: %w", err)
+	}
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create API server certificate folder: %w", err)
+	}
 
 	crdPaths := opts.CRDPaths
 	if len(crdPaths) == 0 && len(opts.CRDs) == 0 {
-		crdPaths = []string{filepath.Join(RepoRoot(), "config", "crd", "bases")}
+		crdPaths = []string{filepath.Join(RepoRoot(), "config", "samples", "crd")}
 	}
 	c.Scheme = runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(c.Scheme); err != nil {
@@ -108,14 +159,14 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := apiextensionsv1.AddToScheme(c.Scheme); err != nil {
 		return nil, fmt.Errorf("build scheme: %w", err)
 	}
-	c.env = &envtest.Environment{}
-	if opts.Dir != "" {
-		// A data folder the caller keeps (scaleplane dev --keep) holds etcd's
-		// data too, so the cluster can be inspected after exit.
-		c.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(c.Dir, "etcd")}
-	}
-	*c.env = envtest.Environment{
-		ControlPlane:          c.env.ControlPlane,
+	c.env = &envtest.Environment{
+		ControlPlane: envtest.ControlPlane{
+			// A data folder the caller keeps (scaleplane dev --keep) holds
+			// etcd's data too, so the cluster can be inspected after exit
+			// and started again on the same data.
+			Etcd:      &envtest.Etcd{Path: c.shims[EtcdBinary], DataDir: filepath.Join(c.Dir, etcdFolder)},
+			APIServer: &envtest.APIServer{Path: c.shims[APIServerBinary], CertDir: certDir},
+		},
 		BinaryAssetsDirectory: BinaryDir(),
 		CRDDirectoryPaths:     crdPaths,
 		CRDs:                  opts.CRDs,
@@ -134,10 +185,20 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return nil, err
 		}
 	}
-	// kubectl and kube-controller-manager are told where etcd's data is not
-	// at all; envtest keeps that in its own temporary folders and removes them.
-	if c.Config, err = c.env.Start(); err != nil {
+	// An open watch (`kubectl get -w` in another terminal, an informer)
+	// would otherwise hold kube-apiserver's shutdown for its whole request
+	// timeout (60 s), past ControlPlaneStopTimeout: watches are closed
+	// after this grace instead.
+	c.env.ControlPlane.APIServer.Configure().Set("shutdown-watch-termination-grace-period", "2s")
+	for name, value := range opts.APIServerFlags {
+		c.env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
+	c.launch.run(func() { c.Config, err = c.env.Start() })
+	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	if err := c.moveWebhookCerts(); err != nil {
+		return nil, err
 	}
 	c.Config.QPS, c.Config.Burst = 1000, 2000
 	c.WebhookHost = c.env.WebhookInstallOptions.LocalServingHost
@@ -156,12 +217,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("write admin kubeconfig: %w", err)
 	}
-	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	c.Kubeconfig = filepath.Join(c.Dir, kubeconfigFile)
 	if err := os.WriteFile(c.Kubeconfig, kubeconfig, 0o600); err != nil {
 		return nil, fmt.Errorf("write admin kubeconfig: %w", err)
 	}
 	if opts.HPAController {
-		if err := c.startControllerManager(opts.Out); err != nil {
+		c.launch.run(func() { err = c.startControllerManager(opts.Out) })
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -196,6 +258,60 @@ func (c *Cluster) configureFrontProxy() error {
 	return nil
 }
 
+// moveWebhookCerts moves the webhook serving key pair envtest always makes
+// in a temporary folder of its own into the data folder, so that nothing
+// with a key outlives the data folder. (Until it is moved, during Start, a
+// killed process leaves that folder behind.)
+func (c *Cluster) moveWebhookCerts() error {
+	opts := &c.env.WebhookInstallOptions
+	from, to := opts.LocalServingCertDir, filepath.Join(c.Dir, webhookServingFolder)
+	if from == "" || from == to {
+		return nil
+	}
+	if err := os.RemoveAll(to); err != nil {
+		return fmt.Errorf("remove old webhook serving certificates: %w", err)
+	}
+	if err := os.Mkdir(to, 0o700); err != nil {
+		return fmt.Errorf("create webhook serving certificate folder: %w", err)
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		data, err := os.ReadFile(filepath.Join(from, name))
+		if err != nil {
+			return fmt.Errorf("move webhook serving certificates: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(to, name), data, 0o600); err != nil {
+			return fmt.Errorf("move webhook serving certificates: %w", err)
+		}
+	}
+	if err := os.RemoveAll(from); err != nil {
+		return fmt.Errorf("remove envtest's webhook serving certificates: %w", err)
+	}
+	opts.LocalServingCertDir = to
+	return nil
+}
+
+// Processes are the identities of the running control-plane programs
+// (etcd, kube-apiserver and, when started, kube-controller-manager), for a
+// caller that records them to clean up after a crash.
+func (c *Cluster) Processes() ([]Process, error) {
+	var argv0s []string
+	for _, link := range c.shims {
+		argv0s = append(argv0s, link)
+	}
+	procs, err := children(os.Getpid(), argv0s...)
+	if err != nil {
+		return nil, fmt.Errorf("list control-plane processes: %w", err)
+	}
+	if c.kcm != nil && c.kcm.Process != nil {
+		p, err := readStarted(c.kcm.Process.Pid, c.kcm.Path, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, p)
+	}
+	return procs, nil
+}
+
 // AddUser returns a rest.Config for a user in the given groups, for tests
 // that must run under a narrower role than cluster-admin.
 func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
@@ -215,34 +331,47 @@ func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
 var ControllerManagerControllers = []string{"horizontalpodautoscaling", "garbagecollector"}
 
 func (c *Cluster) startControllerManager(out *os.File) error {
+	logPath := filepath.Join(c.Dir, controllerManagerLog)
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("create controller-manager log: %w", err)
+	}
+	cmd := exec.Command(Binary(ControllerManagerBinary),
+		"--kubeconfig="+c.Kubeconfig,
+		"--authentication-kubeconfig="+c.Kubeconfig,
+		"--authorization-kubeconfig="+c.Kubeconfig,
+		"--controllers="+strings.Join(ControllerManagerControllers, ","),
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		// A short sync period lets tests observe the real HPA controller
+		// acting within seconds.
+		"--horizontal-pod-autoscaler-sync-period=1s",
+		"--v=2",
+	)
 	if out == nil && os.Getenv("SCALEPLANE_E2E_VERBOSE") != "" {
 		out = os.Stderr
 	}
-	opts := ProcessOptions{
-		Path: Binary(ControllerManagerBinary),
-		Args: []string{
-			"--kubeconfig=" + c.Kubeconfig,
-			"--authentication-kubeconfig=" + c.Kubeconfig,
-			"--authorization-kubeconfig=" + c.Kubeconfig,
-			"--controllers=" + strings.Join(ControllerManagerControllers, ","),
-			"--leader-elect=false",
-			"--bind-address=127.0.0.1",
-			"--secure-port=0",
-			// A short sync period lets tests observe the real HPA controller
-			// acting within seconds.
-			"--horizontal-pod-autoscaler-sync-period=1s",
-			"--v=2",
-		},
-		LogPath: filepath.Join(c.Dir, "kube-controller-manager.log"),
-	}
 	if out != nil {
-		opts.Out = out
+		cmd.Stdout, cmd.Stderr = out, out
+	} else {
+		cmd.Stdout, cmd.Stderr = logFile, logFile
 	}
-	p, err := StartProcess(ControllerManagerBinary, opts)
-	if err != nil {
-		return err
+	// The controller manager must not outlive the test binary or demo that
+	// started it, even when that process is killed. Started on the
+	// launcher's thread, as the shims are (see launcher).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start kube-controller-manager: %w", err)
 	}
-	c.kcm = p
+	c.kcm = cmd
+	c.kcmDone = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(c.kcmDone)
+	}()
 	return nil
 }
 
@@ -250,8 +379,14 @@ func (c *Cluster) startControllerManager(out *os.File) error {
 // unless the caller gave one.
 func (c *Cluster) Stop() error {
 	var errs []error
-	if c.kcm != nil {
-		c.kcm.Stop(10 * time.Second)
+	if c.kcm != nil && c.kcm.Process != nil {
+		_ = c.kcm.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.kcmDone:
+		case <-time.After(10 * time.Second):
+			_ = c.kcm.Process.Kill()
+			<-c.kcmDone
+		}
 		c.kcm = nil
 	}
 	if c.env != nil {
@@ -259,6 +394,10 @@ func (c *Cluster) Stop() error {
 			errs = append(errs, fmt.Errorf("stop control plane: %w", err))
 		}
 		c.env = nil
+	}
+	if c.launch != nil {
+		c.launch.close()
+		c.launch = nil
 	}
 	if c.ownDir && c.Dir != "" {
 		if err := os.RemoveAll(c.Dir); err != nil {
@@ -271,10 +410,8 @@ func (c *Cluster) Stop() error {
 // ControllerManagerLog returns what kube-controller-manager has logged, for
 // failure messages.
 func (c *Cluster) ControllerManagerLog() string {
-	if c.kcm == nil {
-		return ""
-	}
-	return c.kcm.Log(0)
+	data, _ := os.ReadFile(filepath.Join(c.Dir, controllerManagerLog))
+	return string(data)
 }
 
 // Kubectl runs the real kubectl against the cluster and returns its standard

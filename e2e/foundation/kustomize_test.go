@@ -13,8 +13,9 @@ import (
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
-// TestKustomizeDefaultServerDryRun renders config/default with kubectl's
-// built-in kustomize and has the real API server validate every object.
+// TestKustomizeDefaultServerDryRun renders config/default, the samples
+// overlay and the sample objects with kubectl's built-in kustomize and has
+// the real API server validate every object.
 func TestKustomizeDefaultServerDryRun(t *testing.T) {
 	ctx := context.Background()
 	// A server-side dry run does not create the Namespace, and the namespaced
@@ -23,7 +24,9 @@ func TestKustomizeDefaultServerDryRun(t *testing.T) {
 	if err := cluster.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create namespace: %v", err)
 	}
-	for _, overlay := range []string{"default", "samples"} {
+	// config/default installs scaleplane only; samples/deploy adds the
+	// sample CRDs and profiles; samples are the sample objects.
+	for _, overlay := range []string{"default", "samples/deploy", "samples"} {
 		t.Run(overlay, func(t *testing.T) {
 			rendered, err := cluster.Kubectl(ctx, "kustomize", filepath.Join(framework.RepoRoot(), "config", overlay))
 			if err != nil {

@@ -25,14 +25,16 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // TestBinaryUnderShippedRBAC runs the whole binary (webhooks, certificate
 // rotation, controllers, autoscaler, metrics server, leader election) as
-// the ServiceAccount of config/rbac, authenticated by a token as in a pod,
+// the ServiceAccount of config/rbac (with the sample kinds' rules of
+// config/samples/deploy), authenticated by a token as in a pod,
 // and checks that every part works with exactly the permissions shipped.
 func TestBinaryUnderShippedRBAC(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -47,6 +49,11 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 	}
 	if out, err := cluster.KubectlWithInput(ctx, rendered, "apply", "-f", "-"); err != nil {
 		t.Fatalf("apply config/rbac: %v\n%s", err, out)
+	}
+	// The rules for the sample kinds, as config/samples/deploy patches them
+	// into config/rbac's (empty) profiled-kinds role.
+	if out, err := cluster.Kubectl(ctx, "apply", "-f", filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "profiled_kinds_role.yaml")); err != nil {
+		t.Fatalf("apply the sample kinds' role: %v\n%s", err, out)
 	}
 	cs, err := kubernetes.NewForConfig(cluster.Config)
 	if err != nil {
@@ -65,7 +72,7 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 	managerCfg.QPS, managerCfg.Burst = 200, 400
 
 	webhookPort, metricsPort, probePort := freePort(t), freePort(t), freePort(t)
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = webhookPort
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")
@@ -214,7 +221,7 @@ func waitAdmitted(t *testing.T, ns string) {
 // deleteWebhookConfigurations removes what the app created, so that a
 // stopped app's webhooks (failurePolicy Fail) do not refuse the next
 // test's objects.
-func deleteWebhookConfigurations(t *testing.T, wc config.Webhook) {
+func deleteWebhookConfigurations(t *testing.T, wc configv1alpha2.Webhook) {
 	t.Helper()
 	ctx := context.Background()
 	for _, obj := range []client.Object{

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // TestAPIServerCallsWebhookOverTLS runs the binary's own wiring (self-signed
@@ -22,7 +22,7 @@ func TestAPIServerCallsWebhookOverTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	port, probePort := freePort(t), freePort(t)
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = port
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")

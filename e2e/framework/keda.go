@@ -43,7 +43,7 @@ const (
 // (external.metrics.k8s.io, read by the HPA controller), linked by KEDA's
 // mutually authenticated gRPC metrics service.
 type KEDA struct {
-	Operator, Adapter *controlplane.Process
+	Operator, Adapter *controlplane.Program
 }
 
 // StartKEDA installs KEDA's CRDs, starts its operator and metrics server
@@ -100,7 +100,7 @@ func StartKEDA(ctx context.Context, c *Cluster) (k *KEDA, err error) {
 		"POD_NAMESPACE=" + kedaNamespace,
 		"KEDA_CLUSTER_OBJECT_NAMESPACE=" + kedaNamespace,
 	}
-	if k.Operator, err = controlplane.StartProcess(KEDAOperatorBinary, controlplane.ProcessOptions{
+	if k.Operator, err = controlplane.StartProgram(KEDAOperatorBinary, controlplane.ProgramOptions{
 		Path: Binary(KEDAOperatorBinary),
 		Args: []string{
 			"--leader-elect=false",
@@ -119,7 +119,7 @@ func StartKEDA(ctx context.Context, c *Cluster) (k *KEDA, err error) {
 	}); err != nil {
 		return k, err
 	}
-	if k.Adapter, err = controlplane.StartProcess(KEDAAdapterBinary, controlplane.ProcessOptions{
+	if k.Adapter, err = controlplane.StartProgram(KEDAAdapterBinary, controlplane.ProgramOptions{
 		Path: Binary(KEDAAdapterBinary),
 		Args: []string{
 			"--bind-address=127.0.0.1",
@@ -188,7 +188,7 @@ func registerKEDAMetrics(ctx context.Context, c *Cluster, caPEM []byte, port str
 func (k *KEDA) waitAvailable(ctx context.Context, c *Cluster) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, p := range []*controlplane.Process{k.Operator, k.Adapter} {
+		for _, p := range []*controlplane.Program{k.Operator, k.Adapter} {
 			if exited, state := p.Exited(); exited {
 				return false, fmt.Errorf("%s exited (%s); its log ends:\n%s", p.Name, state, p.Log(3000))
 			}
@@ -225,7 +225,7 @@ func (k *KEDA) Stop() {
 	if k == nil {
 		return
 	}
-	for _, p := range []*controlplane.Process{k.Adapter, k.Operator} {
+	for _, p := range []*controlplane.Program{k.Adapter, k.Operator} {
 		if p != nil {
 			p.Stop(10 * time.Second)
 		}

@@ -23,7 +23,7 @@ const PrometheusBinary = "prometheus"
 type Prometheus struct {
 	// URL is its API root, e.g. http://127.0.0.1:40123.
 	URL     string
-	Process *controlplane.Process
+	Process *controlplane.Program
 	targets string
 }
 
@@ -66,7 +66,7 @@ scrape_configs:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
-	p.Process, err = controlplane.StartProcess(PrometheusBinary, controlplane.ProcessOptions{
+	p.Process, err = controlplane.StartProgram(PrometheusBinary, controlplane.ProgramOptions{
 		Path: Binary(PrometheusBinary),
 		Args: []string{
 			"--config.file=" + cfgPath,

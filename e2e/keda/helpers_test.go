@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // env is what every test shares: KEDA and the scaleplane app, started by
@@ -66,7 +66,7 @@ func startEnv() (*env, error) {
 		return nil, err
 	}
 	_, webhookPort, _ := net.SplitHostPort(webhook)
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port, _ = strconv.Atoi(webhookPort)
 	cfg.Webhook.CertDir = filepath.Join(cluster.Dir, "scaleplane-certs")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
@@ -33,7 +33,7 @@ func TestIssue14KEDAScalesAndScaleplaneStandsDown(t *testing.T) {
 	metric := newValueServer(t, 35)
 	apply(t, ns, scaledObject("web", "web", 1, 10, metric.trigger()))
 	waitNoHPA(t, ns, ours("web"))
-	waitEvent(t, ns, "web", "Warning", config.ReasonForeignAutoscaler, "ScaledObject/"+ns+"/web")
+	waitEvent(t, ns, "web", "Warning", v1alpha1.ReasonForeignAutoscaler, "ScaledObject/"+ns+"/web")
 	waitHPA(t, ns, kedas("web"))
 	// 35 at 10 per replica: KEDA's HPA asks for 4 through /scale.
 	framework.WaitScale(t, cluster, ns, "web", "4", exactly(4))
@@ -68,7 +68,7 @@ func TestIssue14KEDAScalesAndScaleplaneStandsDown(t *testing.T) {
 		if _, err := getHPA(context.Background(), ns, ours("web")); err == nil {
 			t.Errorf("scaleplane created its HPA while KEDA is paused")
 		}
-		if m := managedBy(t, ns, "web"); !m[config.AutoscalerFieldManager].IsZero() {
+		if m := managedBy(t, ns, "web"); !m[v1alpha1.AutoscalerFieldManager].IsZero() {
 			t.Errorf("scaleplane's trigger autoscaler wrote the workload: managers %v", m)
 		}
 	})
@@ -113,13 +113,13 @@ func TestIssue14KEDAStandsDownTheTriggerAutoscaler(t *testing.T) {
 
 	metric := newValueServer(t, 10)
 	apply(t, ns, scaledObject("shop", "shop", 1, 10, metric.trigger()))
-	waitEvent(t, ns, "shop", "Warning", config.ReasonForeignAutoscaler, "trigger autoscaler standing down", "ScaledObject/"+ns+"/shop")
+	waitEvent(t, ns, "shop", "Warning", v1alpha1.ReasonForeignAutoscaler, "trigger autoscaler standing down", "ScaledObject/"+ns+"/shop")
 	// KEDA's metric asks for 1 while scaleplane's trigger still reads 45.
 	framework.WaitScale(t, cluster, ns, "shop", "1 (KEDA)", exactly(1))
-	before := len(events(t, ns, "shop", config.ReasonScaled))
+	before := len(events(t, ns, "shop", v1alpha1.ReasonScaled))
 	metric.set(20)
 	framework.WaitScale(t, cluster, ns, "shop", "2 (KEDA)", exactly(2))
-	if after := len(events(t, ns, "shop", config.ReasonScaled)); after != before {
+	if after := len(events(t, ns, "shop", v1alpha1.ReasonScaled)); after != before {
 		t.Errorf("scaleplane scaled the workload beside KEDA: %d Scaled events, %d before", after, before)
 	}
 

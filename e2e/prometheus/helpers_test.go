@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // env is the real Prometheus and the scaleplane app whose remote source it
@@ -52,7 +52,7 @@ func startEnv() (*env, error) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	cfg := config.SampleConfiguration()
+	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = port
 	cfg.Webhook.CertDir = filepath.Join(cluster.Dir, "scaleplane-certs")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
@@ -93,7 +93,7 @@ func TestIssue14SameDecisionsFromTheEmbeddedStoreAndPrometheus(t *testing.T) {
 	}
 	// The remote workload's events name its values as the local one's do.
 	for _, name := range []string{"web", "web-remote"} {
-		findEvent(t, ns, name, config.ReasonScaled, "Scaled up from 1 to 4: backlog=35 > 10 per replica")
+		findEvent(t, ns, name, v1alpha1.ReasonScaled, "Scaled up from 1 to 4: backlog=35 > 10 per replica")
 	}
 }
 
@@ -117,7 +117,7 @@ func TestIssue14RemotePrometheusIsTheDefault(t *testing.T) {
 	})
 	// 35 messages at 10 per replica: 4.
 	framework.WaitScale(t, cluster, ns, "queue", "4", func(r int64) bool { return r == 4 })
-	findEvent(t, ns, "queue", config.ReasonScaled, "Scaled up from 1 to 4: backlog=35 > 10 per replica")
+	findEvent(t, ns, "queue", v1alpha1.ReasonScaled, "Scaled up from 1 to 4: backlog=35 > 10 per replica")
 }
 
 // findEvent waits for an event about name with reason whose message starts

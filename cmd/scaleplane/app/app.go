@@ -21,13 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/scaleplane/scaleplane/certs"
-	"github.com/scaleplane/scaleplane/config"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/scaling"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -40,12 +39,17 @@ type App struct {
 	// before Run.
 	Manager manager.Manager
 	// Views are the compiled profiles.
-	Views []*config.View
+	Views []*profile.Compiled
+	// Sources are the trigger sources of this App's autoscaler, which its
+	// validating webhook admits triggers against; callers may register
+	// their own before Run. Every App has its own.
+	Sources *scaling.Sources
 
 	opts    Options
 	direct  client.Client
 	rotator *certs.Rotator
 	synced  atomic.Bool
+	servers *servers
 }
 
 // New builds the manager and registers everything on it. Nothing talks to
@@ -55,25 +59,20 @@ func New(opts Options) (*App, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("invalid options: %w", err)
 	}
-	views, err := opts.Config.Views()
+	views, err := profile.CompileAll(opts.Config.Profiles)
 	if err != nil {
 		return nil, fmt.Errorf("compile profiles: %w", err)
 	}
 	a := &App{Views: views, opts: opts}
 	scheme := certs.NewScheme()
 
-	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr}
-	if !opts.Dev {
-		// Metrics and debug endpoints answer only callers the API server
-		// authenticates and authorizes (a TokenReview and a
-		// SubjectAccessReview per request), as kubebuilder projects do.
-		metricsOpts.SecureServing = true
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
 	mopts := ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        opts.ProbeAddr,
+		Scheme: scheme,
+		// scaleplane serves metrics and probes itself, within the limits
+		// of Config.Servers (servers.go); controller-runtime's servers
+		// cannot be bounded.
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.Namespace,
@@ -83,14 +82,19 @@ func New(opts Options) (*App, error) {
 		// controller reads off the API server.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
-	wc := opts.Config.Webhook
 	if !opts.NoWebhookServer {
-		mopts.WebhookServer = webhook.NewServer(webhook.Options{Host: wc.Host, Port: wc.Port, CertDir: wc.CertDir})
+		if mopts.WebhookServer, err = newWebhookServer(opts.Config); err != nil {
+			return nil, err
+		}
 	}
-	mgr, err := ctrl.NewManager(opts.RestConfig, mopts)
+	crm, err := ctrl.NewManager(opts.RestConfig, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("build manager: %w", err)
 	}
+	// Every package below registers its health checks and metrics-server
+	// handlers on scaleplane's own servers through it.
+	a.servers = newServers()
+	mgr := servedManager{Manager: crm, s: a.servers}
 	a.Manager = mgr
 	if a.direct, err = client.New(opts.RestConfig, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()}); err != nil {
 		return nil, fmt.Errorf("build client: %w", err)
@@ -102,10 +106,18 @@ func New(opts Options) (*App, error) {
 	if err := mgr.AddReadyzCheck("informers", a.cachesSynced); err != nil {
 		return nil, fmt.Errorf("add readiness check: %w", err)
 	}
-	if err := mgr.Add(manager.RunnableFunc(a.waitForCaches)); err != nil {
+	// Every replica serves webhooks, so every replica must turn Ready: a
+	// plain RunnableFunc would wait for the leader lease, and a replica that
+	// is not the leader would never be an endpoint of the webhook Service.
+	if err := mgr.Add(everyReplica(a.waitForCaches)); err != nil {
 		return nil, fmt.Errorf("add cache watcher: %w", err)
 	}
 
+	pipe, err := newTriggerPipeline(opts)
+	if err != nil {
+		return nil, fmt.Errorf("set up autoscaler: %w", err)
+	}
+	a.Sources = pipe.sources
 	if !opts.NoWebhookServer {
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, fmt.Errorf("add webhook readiness check: %w", err)
@@ -118,14 +130,14 @@ func New(opts Options) (*App, error) {
 				return nil, err
 			}
 		}
-		if err := webhooks.Setup(mgr, views); err != nil {
+		if err := webhooks.Setup(mgr, views, webhooks.Options{Sources: pipe.sources, OnReview: opts.OnAdmission}); err != nil {
 			return nil, fmt.Errorf("set up webhooks: %w", err)
 		}
 	}
 	if err := controllers.Setup(mgr, views, controllers.Options{SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
 		return nil, fmt.Errorf("set up controllers: %w", err)
 	}
-	if err := setupAutoscaler(mgr, opts, views); err != nil {
+	if err := setupAutoscaler(mgr, opts, views, pipe); err != nil {
 		return nil, fmt.Errorf("set up autoscaler: %w", err)
 	}
 	return a, nil
@@ -150,6 +162,14 @@ func (a *App) certsOptions() certs.Options {
 	return o
 }
 
+// everyReplica is a runnable that runs on every replica, leader or not.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (everyReplica) NeedLeaderElection() bool { return false }
+
 func (a *App) waitForCaches(ctx context.Context) error {
 	if a.Manager.GetCache().WaitForCacheSync(ctx) {
 		a.synced.Store(true)
@@ -165,13 +185,24 @@ func (a *App) cachesSynced(*http.Request) error {
 	return nil
 }
 
-// Run prepares what the webhook server needs before it may start (its
-// namespace, the webhook configurations, the serving certificate) and then
-// runs the manager until ctx ends.
+// Run binds the metrics and probe servers, prepares what the webhook
+// server needs before it may start (its namespace, the webhook
+// configurations, the serving certificate) and then runs the manager until
+// ctx ends.
 func (a *App) Run(ctx context.Context) error {
+	if err := a.preflight(); err != nil {
+		return err
+	}
 	if err := a.checkKindsServed(); err != nil {
 		return err
 	}
+	// Bound before anything is written, so that a port in use fails the
+	// start while nothing needs undoing.
+	closeServers, err := a.serve()
+	if err != nil {
+		return err
+	}
+	defer closeServers()
 	if !a.opts.NoWebhookServer {
 		if err := a.prepareWebhooks(ctx); err != nil {
 			return err
@@ -260,7 +291,9 @@ func (a *App) ensureWebhookConfigurations(ctx context.Context) (created []client
 			return created, fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	if err := webhooks.SyncConfigurations(ctx, a.direct, a.Views, wc); err != nil {
+	// The release manifest and the chart ship both configurations without
+	// entries: new entries call this process's Service (or URL).
+	if err := webhooks.SyncConfigurationsWith(ctx, a.direct, a.Views, wc, a.clientConfig); err != nil {
 		return created, fmt.Errorf("sync webhook configurations: %w", err)
 	}
 	if a.opts.WebhookURL != "" {

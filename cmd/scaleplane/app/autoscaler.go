@@ -13,49 +13,69 @@ import (
 	"google.golang.org/grpc/credentials"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/scaleplane/scaleplane/config"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/externalscaler"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// setupAutoscaler wires the trigger autoscaler and its metrics pipeline
-// into mgr: the embedded store (Config.Metrics), the PromQL evaluator, the
-// remote source when Config.Autoscaler.PrometheusURL is set, the scraper
-// (a leader-only Runnable fed by the autoscaler's Discoverer), the
-// autoscaler's controllers, and the endpoints on the metrics server:
-// /debug/promql/eval, /debug/store, /debug/autoscaler/... and /activity/....
-//
-// The endpoints are added with AddMetricsServerExtraHandler, which works
-// until the manager starts; the metrics server wraps every extra handler
-// with its FilterProvider (authentication and authorization outside dev),
-// exactly as it wraps /metrics.
-func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) error {
+// triggerPipeline is what both the validating webhook and the autoscaler
+// need of the metrics pipeline: the embedded store and its evaluator, and
+// the trigger sources over them.
+type triggerPipeline struct {
+	store   *promql.Store
+	eval    *promql.Evaluator
+	sources *scaling.Sources
+}
+
+// newTriggerPipeline builds the embedded store (Config.Metrics), the PromQL
+// evaluator, the remote source when Config.Autoscaler.PrometheusURL is set,
+// and this App's trigger sources over them ("cron", "promql", and
+// "prometheus", then the default), all held to the configured query limits.
+func newTriggerPipeline(opts Options) (*triggerPipeline, error) {
 	cfg := opts.Config
-	store := promql.NewStore(promql.Options{
-		Retention: seconds(cfg.Metrics.RetentionSeconds),
-		MaxSeries: cfg.Metrics.MaxSeries,
-	})
-	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{})
-	defaultSource := scaling.SourcePromQL
+	store := promql.NewStore(storeOptions(cfg))
+	limits := queryLimits(cfg)
+	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits})
 	var remote promql.Source
 	if url := cfg.Autoscaler.PrometheusURL; url != "" {
-		r, err := promql.NewRemote(promql.RemoteOptions{URL: url})
+		r, err := promql.NewRemote(promql.RemoteOptions{URL: url, Limits: limits})
 		if err != nil {
-			return fmt.Errorf("autoscaler.prometheusURL: %w", err)
+			return nil, fmt.Errorf("autoscaler.prometheusURL: %w", err)
 		}
-		remote, defaultSource = r, scaling.SourcePrometheus
+		remote = r
 	}
-	// Trigger sources are registered process-wide (package scaling's
-	// registry), which is what lets library users add their own.
-	autoscaler.RegisterSources(eval, remote)
+	sources, err := autoscaler.NewSources(eval, remote, limits)
+	if err != nil {
+		return nil, err
+	}
+	return &triggerPipeline{store: store, eval: eval, sources: sources}, nil
+}
 
+// setupAutoscaler wires the trigger autoscaler and its metrics pipeline
+// into mgr: the scraper (a leader-only Runnable fed by the autoscaler's
+// Discoverer), the autoscaler's controllers over pipe's sources, and the
+// endpoints on the metrics server: /debug/promql/eval, /debug/store,
+// /debug/autoscaler/... and /activity/....
+//
+// The endpoints are added with AddMetricsServerExtraHandler, which works
+// until Run; the metrics server (servers.go) serves them behind the same
+// limits and, outside dev, the same authentication and authorization as
+// /metrics.
+func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compiled, pipe *triggerPipeline) error {
+	cfg := opts.Config
+	store, eval := pipe.store, pipe.eval
+	limits := eval.Limits()
 	as, err := autoscaler.New(autoscaler.Options{
 		Views:           views,
+		Sources:         pipe.sources,
 		PollingInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
-		DefaultSource:   defaultSource,
+		SampleTimeout:   limits.Timeout,
+		TickTimeout:     seconds(cfg.Autoscaler.Queries.TickTimeoutSeconds),
 		OnTriggerQuery:  store.RequestQuery,
 		// Several managers in one process (tests) need distinct names.
 		SkipNameValidation: opts.SkipControllerNameValidation,
@@ -66,12 +86,13 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 	discoverer := as.Discoverer()
 	if ec := cfg.Autoscaler.ExternalScaler; ec.BindAddress != "" {
 		ext, err := externalscaler.New(externalscaler.Options{
-			// The constructor the autoscaler builds its scalers with.
-			NewScaler:      scaling.NewScaler,
-			DefaultSource:  defaultSource,
+			// The sources the autoscaler builds its scalers with, so KEDA's
+			// answers come from the same evaluation and limits.
+			Sources:        pipe.sources,
 			Reader:         mgr.GetCache(),
 			Views:          views,
 			Request:        store.Registry().SetOwner,
+			SampleTimeout:  limits.Timeout,
 			StreamInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
 			Log:            mgr.GetLogger().WithName("external-scaler"),
 		})
@@ -92,12 +113,14 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 			return append(a, b...), err
 		})
 	}
-	scraper, err := promql.NewScraper(promql.ScraperOptions{
-		Store:      store,
-		Discoverer: discoverer,
-		Interval:   seconds(cfg.Metrics.ScrapeIntervalSeconds),
-		Log:        mgr.GetLogger().WithName("scraper"),
-	})
+	so := scraperOptions(cfg)
+	so.Store = store
+	so.Discoverer = discoverer
+	so.Log = mgr.GetLogger().WithName("scraper")
+	// Served by the manager's metrics server, next to controller-runtime's
+	// own metrics.
+	so.Registerer = metrics.Registry
+	scraper, err := promql.NewScraper(so)
 	if err != nil {
 		return err
 	}
@@ -110,12 +133,12 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*config.View) er
 
 	debug, err := promql.NewDebugHandler(store, eval, scraper, promql.DebugOptions{
 		Dev: opts.Dev,
-		// Outside dev the metrics server's FilterProvider wraps every
-		// extra handler (New sets it whenever Dev is false); filtering
-		// here again would cost a second TokenReview and
-		// SubjectAccessReview per request.
+		// Outside dev the metrics server authenticates and authorizes
+		// every request (servers.go); filtering here again would cost a
+		// second TokenReview and SubjectAccessReview per request.
 		Filter: filteredByMetricsServer,
 		Log:    mgr.GetLogger().WithName("debug"),
+		Limits: limits,
 	})
 	if err != nil {
 		return fmt.Errorf("debug endpoints: %w", err)
@@ -161,6 +184,41 @@ func (r *externalScalerRunnable) Start(ctx context.Context) error {
 }
 
 func (r *externalScalerRunnable) NeedLeaderElection() bool { return true }
+
+// queryLimits are the bounds of trigger queries (V10) the configuration
+// sets; a range selector's points are counted at the scrape interval.
+func queryLimits(cfg *configv1alpha2.Configuration) promql.Limits {
+	q := cfg.Autoscaler.Queries
+	return promql.Limits{
+		MaxQueryLength:     q.MaxLength,
+		MaxDepth:           q.MaxDepth,
+		MaxPointsPerSeries: q.MaxPointsPerSeries,
+		MaxRegexSize:       q.MaxRegexSize,
+		MaxSamples:         q.MaxSamples,
+		Timeout:            seconds(q.TimeoutSeconds),
+		ScrapeInterval:     seconds(cfg.Metrics.ScrapeIntervalSeconds),
+	}.WithDefaults()
+}
+
+// storeOptions are the embedded store's bounds the configuration sets.
+func storeOptions(cfg *configv1alpha2.Configuration) promql.Options {
+	m := cfg.Metrics
+	return promql.Options{Retention: seconds(m.RetentionSeconds), MaxSeries: m.MaxSeries, MaxBytes: m.MaxStoreBytes}
+}
+
+// scraperOptions are the scraper's interval and per-scrape bounds the
+// configuration sets.
+func scraperOptions(cfg *configv1alpha2.Configuration) promql.ScraperOptions {
+	m := cfg.Metrics
+	return promql.ScraperOptions{
+		Interval:              seconds(m.ScrapeIntervalSeconds),
+		MaxBodyBytes:          m.BodySizeLimitBytes,
+		SampleLimit:           m.SampleLimit,
+		LabelLimit:            m.LabelLimit,
+		LabelNameLengthLimit:  m.LabelNameLengthLimit,
+		LabelValueLengthLimit: m.LabelValueLengthLimit,
+	}
+}
 
 // filteredByMetricsServer is the identity filter: the handler it is given
 // is served only behind the metrics server's own filter.

@@ -3,12 +3,14 @@ package app
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"k8s.io/client-go/rest"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/certs"
-	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/webhooks"
 )
 
 // CertMode says how the webhook's serving certificate is obtained.
@@ -32,8 +34,9 @@ const (
 // says what to change.
 type Options struct {
 	// Config is the component configuration (profiles, webhook, autoscaler,
-	// metrics). Required; already defaulted and validated.
-	Config *config.Configuration
+	// metrics, and the servers' limits: timeouts, requests in flight, body
+	// sizes, HTTP/2). Required; already defaulted and validated.
+	Config *configv1alpha2.Configuration
 	// RestConfig reaches the API server. Required.
 	RestConfig *rest.Config
 
@@ -67,6 +70,14 @@ type Options struct {
 	// Default :8443, served over TLS behind Kubernetes authentication and
 	// authorization; the debug endpoints share it.
 	MetricsAddr string
+	// MetricsCertDir holds the metrics server's certificate and key
+	// (MetricsCertName, MetricsKeyName; default tls.crt and tls.key),
+	// reloaded when they change: a Secret mounted from cert-manager, so
+	// Prometheus can verify the server. Empty: a self-signed certificate
+	// made at start.
+	MetricsCertDir  string
+	MetricsCertName string
+	MetricsKeyName  string
 	// ProbeAddr serves /healthz and /readyz. Default :8081. "0" disables.
 	ProbeAddr string
 	// LeaderElection makes only one replica run controllers and the
@@ -76,6 +87,14 @@ type Options struct {
 	// Dev opens the debug endpoints without authentication and serves
 	// metrics over plain HTTP. Only `scaleplane dev` sets it.
 	Dev bool
+	// OnAdmission, when set, is told about every admission review the
+	// webhooks answer (see webhooks.Options.OnReview). Only `scaleplane dev`
+	// sets it, to print refusals as they happen.
+	OnAdmission webhooks.ReviewHook
+	// OnMetricsRequest, when set, is told about every request the metrics
+	// server answered, with its status. Only `scaleplane dev` sets it, to
+	// print activity signals (POST /activity/...) as they arrive.
+	OnMetricsRequest func(r *http.Request, status int)
 	// SkipControllerNameValidation lets several managers run in one process
 	// (tests that start the app more than once); controller-runtime refuses
 	// duplicate controller names otherwise.
@@ -105,6 +124,12 @@ func (o Options) withDefaults() Options {
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = ":8443"
 	}
+	if o.MetricsCertName == "" {
+		o.MetricsCertName = "tls.crt"
+	}
+	if o.MetricsKeyName == "" {
+		o.MetricsKeyName = "tls.key"
+	}
 	if o.ProbeAddr == "" {
 		o.ProbeAddr = ":8081"
 	}
@@ -121,6 +146,9 @@ func (o Options) validate() error {
 	}
 	if o.RestConfig == nil {
 		errs = append(errs, errors.New("a connection to the API server is required (--kubeconfig or in-cluster)"))
+	}
+	if o.MetricsCertDir != "" && o.Dev {
+		errs = append(errs, errors.New("a metrics certificate (--metrics-cert-path) is for the HTTPS metrics server; dev mode serves metrics over plain HTTP"))
 	}
 	switch o.CertMode {
 	case CertSelfSigned, CertCertManager, CertFiles:

@@ -1,0 +1,138 @@
+// Package v1alpha2 is the scaleplane binary's component configuration, the
+// file given with --config (group config.scaleplane.io, version v1alpha2):
+// its types, their defaults and validation with field paths, and Load and
+// Parse, which decode it strictly. The loader also reads the files of the
+// previous version, config.scaleplane.io/v1alpha1, and converts them, with
+// a deprecation warning naming every renamed field (legacy.go).
+//
+// A configuration's profiles are api/v1alpha1 ScaleProfileSpecs, the same
+// as a ScaleProfile's spec; package profile defaults, validates and
+// compiles them (profile.ValidateAll, profile.CompileAll), which the binary
+// does as it loads the file. This package must stay light: it imports API
+// types only, so that anything may read a configuration.
+package v1alpha2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+)
+
+// Configuration is the component configuration read from --config.
+type Configuration struct {
+	metav1.TypeMeta `json:",inline"`
+	// Profiles describe the workload kinds scaleplane manages, one
+	// ScaleProfile spec each.
+	Profiles []v1alpha1.ScaleProfileSpec `json:"profiles"`
+	// Webhook configures the admission webhook server and the webhook
+	// configurations scaleplane keeps in line with its profiles.
+	Webhook Webhook `json:"webhook,omitempty"`
+	// Autoscaler configures the built-in trigger autoscaler.
+	Autoscaler Autoscaler `json:"autoscaler,omitempty"`
+	// Metrics configures the pod scraper and the embedded metrics store.
+	Metrics Metrics `json:"metrics,omitempty"`
+	// Servers bounds the webhook, metrics and probe servers (servers.go).
+	Servers Servers `json:"servers,omitempty"`
+}
+
+// Webhook configures admission.
+type Webhook struct {
+	// Port the webhook server listens on. Default 9443.
+	Port int `json:"port,omitempty"`
+	// Host the webhook server binds; empty means all interfaces.
+	Host string `json:"host,omitempty"`
+	// CertDir holds tls.crt and tls.key (reloaded when they change).
+	CertDir string `json:"certDir,omitempty"`
+	// MutatingConfigurationName and ValidatingConfigurationName name the
+	// webhook configurations whose rules scaleplane keeps in line with its
+	// profiles. Defaults: scaleplane-mutating-webhook-configuration and
+	// scaleplane-validating-webhook-configuration.
+	MutatingConfigurationName   string `json:"mutatingConfigurationName,omitempty"`
+	ValidatingConfigurationName string `json:"validatingConfigurationName,omitempty"`
+	// TimeoutSeconds for each webhook call. Default 10.
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+	// NamespaceSelector and ObjectSelector restrict which objects reach the
+	// webhooks.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	ObjectSelector    *metav1.LabelSelector `json:"objectSelector,omitempty"`
+}
+
+// Autoscaler configures the trigger autoscaler.
+type Autoscaler struct {
+	// PollingIntervalSeconds between evaluations. Default 15.
+	PollingIntervalSeconds int32 `json:"pollingIntervalSeconds,omitempty"`
+	// PrometheusURL, when set, makes "prometheus" the default trigger source.
+	PrometheusURL string `json:"prometheusURL,omitempty"`
+	// Queries bound what trigger queries may cost.
+	Queries Queries `json:"queries,omitempty"`
+	// ExternalScaler serves KEDA's external scaler protocol from the same
+	// triggers and metrics (docs/autoscaling.md).
+	ExternalScaler ExternalScaler `json:"externalScaler,omitempty"`
+}
+
+// ExternalScaler configures the KEDA external scaler (gRPC) server. It runs
+// on the elected leader, where the embedded store is.
+type ExternalScaler struct {
+	// BindAddress is where it listens, e.g. ":9090"; empty turns it off.
+	BindAddress string `json:"bindAddress,omitempty"`
+	// CertDir holds tls.crt and tls.key (reloaded when they change) for a
+	// ScaledObject with enableTLS; empty serves plaintext gRPC, KEDA's
+	// default for external scalers.
+	CertDir string `json:"certDir,omitempty"`
+}
+
+// Queries bound what one trigger query may cost (V10). Admission refuses a
+// query over the static bounds (length, depth, points per series, regular
+// expressions), every evaluation checks them again, the debug endpoint
+// applies them to what it is sent, and the remote source never sends a
+// query over them. Defaults and their reasons are in docs/profiles.md.
+type Queries struct {
+	// MaxLength of a query as written, in bytes. Default 4096.
+	MaxLength int `json:"maxLength,omitempty"`
+	// MaxDepth of nesting: each open parenthesis, bracket or brace and
+	// each operator in a chain counts one. Default 100.
+	MaxDepth int `json:"maxDepth,omitempty"`
+	// MaxPointsPerSeries of every range selector and subquery. Default
+	// 11000, Prometheus' own bound for range queries.
+	MaxPointsPerSeries int64 `json:"maxPointsPerSeries,omitempty"`
+	// MaxRegexSize is the instructions all regular expressions of a query
+	// may compile to together. Default 10000.
+	MaxRegexSize int `json:"maxRegexSize,omitempty"`
+	// MaxSamples one evaluation may hold in memory. Default 1000000.
+	MaxSamples int `json:"maxSamples,omitempty"`
+	// TimeoutSeconds bounds one evaluation. Default 10.
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+	// TickTimeoutSeconds bounds the evaluations of all triggers of one
+	// workload in one autoscaler tick. Default 15.
+	TickTimeoutSeconds int32 `json:"tickTimeoutSeconds,omitempty"`
+}
+
+// Metrics configures scraping and the embedded store.
+type Metrics struct {
+	// ScrapeIntervalSeconds between scrapes of a pod. Default 5.
+	ScrapeIntervalSeconds int32 `json:"scrapeIntervalSeconds,omitempty"`
+	// RetentionSeconds of the embedded store. Default 1800.
+	RetentionSeconds int32 `json:"retentionSeconds,omitempty"`
+	// MaxSeries the store keeps; more are refused and counted. Default 100000.
+	MaxSeries int `json:"maxSeries,omitempty"`
+	// MaxStoreBytes the store may take: series labels, a per-series
+	// bookkeeping estimate and chunks. New series past it are refused and
+	// counted, and samples too while existing series' chunks keep it past
+	// it. Default 134217728 (128 MiB).
+	MaxStoreBytes int64 `json:"maxStoreBytes,omitempty"`
+	// BodySizeLimitBytes bounds one scraped (decompressed) response; a
+	// larger one fails the scrape. Default 10485760 (10 MiB).
+	BodySizeLimitBytes int64 `json:"bodySizeLimitBytes,omitempty"`
+	// SampleLimit bounds the samples of requested metric names in one
+	// scrape (Prometheus' sample_limit): more fail the scrape, which stores
+	// nothing. Default 10000.
+	SampleLimit int `json:"sampleLimit,omitempty"`
+	// LabelLimit, LabelNameLengthLimit and LabelValueLengthLimit bound each
+	// requested series, the target's labels and the metric name included
+	// (Prometheus' label_limit, label_name_length_limit,
+	// label_value_length_limit): one series over them fails the scrape.
+	// Defaults 64, 256 and 4096.
+	LabelLimit            int `json:"labelLimit,omitempty"`
+	LabelNameLengthLimit  int `json:"labelNameLengthLimit,omitempty"`
+	LabelValueLengthLimit int `json:"labelValueLengthLimit,omitempty"`
+}

@@ -1,0 +1,45 @@
+package v1alpha1
+
+// Names shared by every package: field managers, labels, annotations and
+// event reasons live here so that a rename happens once (STYLE rule 11).
+const (
+	// FieldManager is the server-side apply field manager of every write
+	// scaleplane makes.
+	FieldManager = "scaleplane"
+	// AutoscalerFieldManager writes spec.replicas through /scale for the
+	// trigger autoscaler, so managedFields tell its writes from a person's.
+	AutoscalerFieldManager = "scaleplane-autoscaler"
+
+	// LabelManagedBy marks objects scaleplane creates (HPAs).
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is LabelManagedBy's value.
+	ManagedByValue = "scaleplane"
+	// LabelWorkloadKind and LabelWorkloadName name the workload an object
+	// belongs to.
+	LabelWorkloadKind = "scaleplane.io/workload-kind"
+	LabelWorkloadName = "scaleplane.io/workload-name"
+
+	// AnnotationScaleConfig is the conventional annotation holding a scale
+	// config as JSON for CRDs whose schema has no room for one.
+	AnnotationScaleConfig = "scaleplane.io/scale-config"
+	// AnnotationPaused stops the trigger autoscaler for a workload ("true").
+	AnnotationPaused = "scaleplane.io/paused"
+	// AnnotationPausedReplicas pins the replicas while paused.
+	AnnotationPausedReplicas = "scaleplane.io/paused-replicas"
+
+	// Event reasons.
+	ReasonScaledGroups            = "ScaledGroups"
+	ReasonStatusReplicas          = "StatusReplicasUpdated"
+	ReasonHPAApplied              = "HPAApplied"
+	ReasonHPADeleted              = "HPADeleted"
+	ReasonForeignAutoscaler       = "ForeignAutoscaler"
+	ReasonScaled                  = "Scaled"
+	ReasonInvalidTrigger          = "InvalidTrigger"
+	ReasonWriteFailed             = "WriteFailed"
+	ReasonCertificateRotated      = "CertificateRotated"
+	ReasonWebhookConfigurationSet = "WebhookConfigurationUpdated"
+
+	// ConditionActive is the ScaleProfile condition that says whether
+	// scaleplane runs the profile; its reason says why not.
+	ConditionActive = "Active"
+)

@@ -1,0 +1,197 @@
+//go:build !nodev
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func loadPod(name, ip string, port int32, ready bool) corev1.Pod {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Ports: []corev1.ContainerPort{
+			{Name: "grpc", ContainerPort: 9000}, {Name: "http", ContainerPort: port},
+		}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip},
+	}
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+	return p
+}
+
+// TestIssue15Item2ReadyTargets: only Running and Ready pods on a loopback
+// address get requests, at their port named http; a ready pod elsewhere is
+// counted and skipped, never sent anything.
+func TestIssue15Item2ReadyTargets(t *testing.T) {
+	pending := loadPod("web-a-2", "", 0, false)
+	pending.Status.Phase = corev1.PodPending
+	deleting := loadPod("web-a-3", "127.0.0.1", 8083, true)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+	urls, ready, skipped := readyTargets([]corev1.Pod{
+		loadPod("web-a-0", "127.0.0.1", 8080, true),
+		loadPod("web-a-1", "127.0.0.1", 8081, false),
+		pending,
+		deleting,
+		loadPod("web-b-0", "10.1.2.3", 8080, true),
+		loadPod("web-c-0", "127.0.0.1", 8082, true),
+	})
+	if diff := cmp.Diff([]string{"http://127.0.0.1:8080/", "http://127.0.0.1:8082/"}, urls); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	if ready != 3 || skipped != 1 {
+		t.Errorf("ready %d, skipped %d; want 3 and 1", ready, skipped)
+	}
+}
+
+// TestIssue15Item2Pacing: after t seconds rps*t requests are due in all,
+// spread round robin over the ready pods as they come and go; those due
+// while no pod is ready are counted, not sent.
+func TestIssue15Item2Pacing(t *testing.T) {
+	l := &loader{rps: 10}
+	sent := map[string]int{}
+	l.dispatch = func(url string) { sent[url]++ }
+	done := l.step(time.Second, 0) // no pods yet
+	two := []string{"a", "b"}
+	l.targets.Store(&two)
+	done = l.step(3*time.Second, done)
+	three := []string{"a", "b", "c"}
+	l.targets.Store(&three)
+	done = l.step(6*time.Second+500*time.Millisecond, done)
+	if diff := cmp.Diff(map[string]int{"a": 10 + 12, "b": 10 + 11, "c": 12}, sent); diff != "" {
+		t.Errorf("requests per pod (-want +got):\n%s", diff)
+	}
+	if done != 65 || l.noPod.Load() != 10 || l.sent.Load() != 55 {
+		t.Errorf("due %d, no pod %d, sent %d; want 65, 10, 55", done, l.noPod.Load(), l.sent.Load())
+	}
+}
+
+// TestIssue15Item2Targets: NAMESPACE/NAME or NAMESPACE/RESOURCE/NAME, and
+// activity only to a loopback address.
+func TestIssue15Item2Targets(t *testing.T) {
+	for in, want := range map[string][3]string{
+		"default/web":                {"default", "", "web"},
+		"default/rackedclusters/web": {"default", "rackedclusters", "web"},
+	} {
+		ns, res, name, err := parseLoadTarget(in)
+		if err != nil || [3]string{ns, res, name} != want {
+			t.Errorf("parseLoadTarget(%q) = %q %q %q %v, want %q", in, ns, res, name, err, want)
+		}
+	}
+	for _, bad := range []string{"", "web", "default/", "/web", "a/b/c/d", "default//web"} {
+		if _, _, _, err := parseLoadTarget(bad); err == nil || !strings.Contains(err.Error(), "NAMESPACE/NAME") {
+			t.Errorf("parseLoadTarget(%q): %v, want an error saying what to give", bad, err)
+		}
+	}
+	for url, ok := range map[string]bool{
+		"http://127.0.0.1:4000":    true,
+		"https://[::1]:4000/":      true,
+		"http://10.0.0.1:4000":     false,
+		"http://example.com":       false,
+		"127.0.0.1:4000":           false,
+		"ftp://127.0.0.1:4000/x":   false,
+		"http://localhost.evil:80": false,
+	} {
+		if err := loopbackURL(url); (err == nil) != ok {
+			t.Errorf("loopbackURL(%q) = %v, want ok=%v", url, err, ok)
+		}
+	}
+}
+
+// TestIssue15Item2RateWindow: the achieved rate is over the last span.
+func TestIssue15Item2RateWindow(t *testing.T) {
+	r := newRateWindow(5 * time.Second)
+	t0 := time.Unix(100, 0)
+	got := []float64{r.add(t0, 0)}
+	for i := 1; i <= 10; i++ {
+		n := int64(i * 10) // 10/s for 10 s
+		if i > 5 {
+			n = 50 + int64(i-5)*30 // then 30/s
+		}
+		got = append(got, r.add(t0.Add(time.Duration(i)*time.Second), n))
+	}
+	want := []float64{0, 10, 10, 10, 10, 10, 14, 18, 22, 26, 30}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rates (-want +got):\n%s", diff)
+	}
+}
+
+// TestIssue15Item2RunSendsAndCounts runs the loader against two loopback
+// servers: every request due is sent to one of them and answered, or
+// counted as an error when a server fails.
+func TestIssue15Item2RunSendsAndCounts(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	handler := func(name string, code int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			mu.Lock()
+			hits[name]++
+			mu.Unlock()
+			w.WriteHeader(code)
+		})
+	}
+	good := httptest.NewServer(handler("good", http.StatusOK))
+	defer good.Close()
+	bad := httptest.NewServer(handler("bad", http.StatusServiceUnavailable))
+	defer bad.Close()
+	l := newLoader(50, nil, nil, "")
+	targets := []string{good.URL + "/", bad.URL + "/"}
+	l.targets.Store(&targets)
+	var wg sync.WaitGroup
+	l.dispatch = func(url string) {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.send(context.Background(), url) }()
+	}
+	done := l.step(2*time.Second, 0)
+	wg.Wait()
+	if done != 100 || l.ok.Load() != 50 || l.errs.Load() != 50 {
+		t.Errorf("due %d, ok %d, errors %d; want 100, 50, 50", done, l.ok.Load(), l.errs.Load())
+	}
+	if diff := cmp.Diff(map[string]int{"good": 50, "bad": 50}, hits); diff != "" {
+		t.Errorf("requests per server (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkIssue15LoadAccuracy runs `dev load`'s loop for 3 s at several
+// rates against three loopback servers and reports how close it comes:
+// due/asked (the pacing), sent/s, and answered/sent. Run with
+// -benchtime=1x; the figures are in the report, not asserted.
+func BenchmarkIssue15LoadAccuracy(b *testing.B) {
+	var servers []string
+	for range 3 {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }))
+		defer s.Close()
+		servers = append(servers, s.URL+"/")
+	}
+	for _, rps := range []float64{35, 200, 1000} {
+		b.Run(fmt.Sprintf("rps=%g", rps), func(b *testing.B) {
+			for range b.N {
+				l := newLoader(rps, nil, nil, "")
+				l.targets.Store(&servers)
+				start := time.Now()
+				if err := l.run(context.Background(), 3*time.Second, io.Discard, false); err != nil {
+					b.Fatal(err)
+				}
+				secs := time.Since(start).Seconds()
+				due := float64(l.sent.Load() + l.noPod.Load())
+				b.ReportMetric(due/(rps*3), "due/asked")
+				b.ReportMetric(float64(l.sent.Load())/secs, "sent/s")
+				b.ReportMetric(float64(l.ok.Load())/max(float64(l.sent.Load()), 1), "answered/sent")
+			}
+		})
+	}
+}

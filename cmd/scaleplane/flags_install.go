@@ -1,0 +1,33 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+
+	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+)
+
+// bindInstallFlags binds the flags installations set beside main.go's: the
+// metrics server's certificate, named as kubebuilder scaffolds them, and
+// the address the API server calls the webhooks at when it cannot reach the
+// Service (an API server outside the cluster network, as in the image e2e
+// test). Kept apart from main.go's flags so that server-tuning flags and
+// these change in different files.
+func bindInstallFlags(fs *flag.FlagSet, opts *app.Options) {
+	fs.StringVar(&opts.MetricsCertDir, "metrics-cert-path", "", "directory holding the metrics server's certificate and key (a mounted Secret, reloaded on change); empty: a self-signed certificate made at start")
+	fs.StringVar(&opts.MetricsCertName, "metrics-cert-name", "tls.crt", "certificate file name in --metrics-cert-path")
+	fs.StringVar(&opts.MetricsKeyName, "metrics-cert-key", "tls.key", "key file name in --metrics-cert-path")
+	fs.Func("webhook-url", "https://HOST:PORT the webhook configurations call instead of the webhook Service, for an API server outside the cluster network; an IP host is added to the self-signed certificate", func(s string) error {
+		u, err := url.Parse(s)
+		if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return fmt.Errorf("write it as https://HOST:PORT, e.g. https://127.0.0.1:9443")
+		}
+		opts.WebhookURL = "https://" + u.Host
+		if ip := net.ParseIP(u.Hostname()); ip != nil {
+			opts.WebhookIPs = append(opts.WebhookIPs, ip.String())
+		}
+		return nil
+	})
+}

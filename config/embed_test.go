@@ -1,0 +1,24 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestSampleCRDs: the binary carries the three sample CRDs of
+// config/samples/crd, and nothing else of the folder.
+func TestSampleCRDs(t *testing.T) {
+	crds, err := SampleCRDs()
+	if err != nil {
+		t.Fatalf("SampleCRDs: %v", err)
+	}
+	var names []string
+	for _, crd := range crds {
+		names = append(names, crd.Name)
+	}
+	want := []string{"functions.samples.scaleplane.io", "rackedclusters.samples.scaleplane.io", "workergroups.samples.scaleplane.io"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("SampleCRDs (-want +got):\n%s", diff)
+	}
+}

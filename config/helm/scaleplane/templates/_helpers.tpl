@@ -1,0 +1,77 @@
+{{/* Names are fixed (scaleplane-...): the webhook configurations and
+ClusterRoles are cluster-wide, so one installation per cluster, and the
+objects are those of config/default. */}}
+
+{{- define "scaleplane.labels" -}}
+app.kubernetes.io/name: scaleplane
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end }}
+
+{{- define "scaleplane.selectorLabels" -}}
+app.kubernetes.io/name: scaleplane
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{- define "scaleplane.image" -}}
+{{- $img := .Values.image -}}
+{{- if $img.digest -}}
+{{- if not (regexMatch "^sha256:[a-f0-9]{64}$" $img.digest) -}}
+{{- fail (printf "image.digest %q: write it as sha256:<64 hex digits>" $img.digest) -}}
+{{- end -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- end -}}
+{{- end }}
+
+{{- define "scaleplane.certManager" -}}
+{{- if eq .Values.certificates.mode "cert-manager" }}true{{ else if eq .Values.certificates.mode "self-signed" }}{{ else -}}
+{{- fail (printf "certificates.mode %q: use self-signed or cert-manager" .Values.certificates.mode) -}}
+{{- end -}}
+{{- end }}
+
+{{/* The issuer of the chart's Certificates: the user's, or the CA Issuer
+the chart bootstraps. */}}
+{{- define "scaleplane.issuerRef" -}}
+{{- if .Values.certificates.certManager.issuerRef -}}
+{{- $ref := .Values.certificates.certManager.issuerRef -}}
+name: {{ required "certificates.certManager.issuerRef.name is required" $ref.name }}
+kind: {{ default "Issuer" $ref.kind }}
+group: {{ default "cert-manager.io" $ref.group }}
+{{- else -}}
+name: scaleplane-ca-issuer
+kind: Issuer
+group: cert-manager.io
+{{- end -}}
+{{- end }}
+
+{{/* GOMEMLIMIT, the Go runtime's soft memory limit: goMemLimit when set,
+else 80% of resources.limits.memory (in MiB, rounded, for a limit in Mi or
+Gi; in KiB for Ki; in bytes for a limit in bytes, k, M or G), else nothing.
+The Go heap is most of what the container is charged, not all of it
+(stacks, runtime metadata, the binary's pages): from 80% on the garbage
+collector works harder, before the kernel's OOM killer acts at the limit
+(docs/design.md). */}}
+{{- define "scaleplane.goMemLimit" -}}
+{{- $mem := "" -}}
+{{- with .Values.resources }}{{ with .limits }}{{ $mem = toString (default "" .memory) }}{{ end }}{{ end -}}
+{{- if .Values.goMemLimit -}}
+{{- .Values.goMemLimit -}}
+{{- else if regexMatch "^[0-9]+Mi$" $mem -}}
+{{- printf "%dMiB" (div (add (mul (trimSuffix "Mi" $mem | atoi) 8) 5) 10) -}}
+{{- else if regexMatch "^[0-9]+Gi$" $mem -}}
+{{- printf "%dMiB" (div (add (mul (trimSuffix "Gi" $mem | atoi) 8192) 5) 10) -}}
+{{- else if regexMatch "^[0-9]+Ki$" $mem -}}
+{{- printf "%dKiB" (div (mul (trimSuffix "Ki" $mem | atoi) 4) 5) -}}
+{{- else if regexMatch "^[0-9]+$" $mem -}}
+{{- printf "%d" (div (mul ($mem | atoi) 4) 5) -}}
+{{- else if regexMatch "^[0-9]+[kMG]$" $mem -}}
+{{- $unit := get (dict "k" 1000 "M" 1000000 "G" 1000000000) (substr (sub (len $mem) 1 | int) (len $mem) $mem) -}}
+{{- printf "%d" (div (mul (substr 0 (sub (len $mem) 1 | int) $mem | atoi) $unit 4) 5) -}}
+{{- else if $mem -}}
+{{- fail (printf "resources.limits.memory %q: set goMemLimit (GOMEMLIMIT, about 80%% of the limit, e.g. 800MiB), or write the limit in Mi or Gi" $mem) -}}
+{{- end -}}
+{{- end }}
