@@ -11,6 +11,14 @@ else
 CONTROLPLANE := $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/kube-controller-manager
 endif
 CERTMANAGER := $(BIN)/cert-manager
+# KEDA and Prometheus are needed only by the e2e packages below; `make test`
+# builds them while the other packages' tests run (most of an e2e test is
+# waiting, so the compiler gets the idle cores), one after the other so they
+# never compile side by side.
+PROMETHEUS := $(BIN)/prometheus
+KEDA := $(BIN)/keda-operator $(BIN)/keda-adapter $(BIN)/keda-crds
+PROMETHEUS_PKGS := ./e2e/prometheus/...
+KEDA_PKGS := ./e2e/keda/...
 TEST_TIMEOUT ?= 40m
 GOLANGCI_VERSION ?= v2.15.0
 # The newest controller-tools that builds with our k8s.io v0.37 modules.
@@ -26,17 +34,22 @@ DIST ?= $(CURDIR)/dist
 # Where `make push` and the manifests of `make release` point.
 IMAGE ?= ghcr.io/scaleplane/scaleplane
 
-.PHONY: all build demo test unit e2e lint bench generate verify tools clean help image push release
+.PHONY: all build demo test test-core test-prometheus test-keda test-release unit e2e lint bench generate verify tools clean help image push release
 
 all: build
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-tools: $(CONTROLPLANE) $(CERTMANAGER) ## build etcd, kube-apiserver, kube-controller-manager, kubectl and cert-manager from Go modules (once)
+tools: $(CONTROLPLANE) $(CERTMANAGER) $(PROMETHEUS) $(KEDA) ## build etcd, kube-apiserver, kube-controller-manager, kubectl, cert-manager, Prometheus and KEDA from Go modules (once)
 
 $(BIN)/%:
 	@hack/build-tool.sh $*
+
+# One heavy build at a time: Prometheus, then KEDA's operator, whose
+# compiled packages the adapter reuses.
+$(BIN)/keda-operator: | $(PROMETHEUS)
+$(BIN)/keda-adapter: | $(BIN)/keda-operator
 
 build: ## build bin/scaleplane
 	$(GO) build -o bin/scaleplane ./cmd/scaleplane
@@ -44,12 +57,26 @@ build: ## build bin/scaleplane
 demo: $(CONTROLPLANE) ## run scaleplane on an embedded local control plane (Ctrl-C stops and cleans up)
 	$(GO) run ./cmd/scaleplane dev
 
-test: tools ## run every test: unit, fuzz seeds, e2e against the real control plane, the release tooling's (image, chart, image run as its pod)
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: $(CONTROLPLANE) $(CERTMANAGER) ## run every test: unit, fuzz seeds, e2e against the real control plane, KEDA and Prometheus, the release tooling's (image, chart, image run as its pod)
+	@$(MAKE) --no-print-directory -j3 test-core test-prometheus test-keda
+	@$(MAKE) --no-print-directory test-release
+
+# Every package but those needing KEDA or Prometheus.
+test-core:
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /e2e/keda -e /e2e/prometheus)
+
+test-prometheus: $(PROMETHEUS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(PROMETHEUS_PKGS)
+
+test-keda: $(KEDA)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(KEDA_PKGS)
+
+# The release module's tests (image, chart, manifests, the image run as its pod).
+test-release:
 	$(GO) -C hack/release test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 unit: ## unit tests only (no control plane)
-	$(GO) test -count=1 ./scaling/... ./api/... ./profile/... ./webhooks/... ./controllers/... ./promql/... ./certs/... ./cmd/...
+	$(GO) test -count=1 ./scaling/... ./api/... ./profile/... ./webhooks/... ./controllers/... ./promql/... ./certs/... ./externalscaler/... ./cmd/...
 
 e2e: tools ## e2e tests only
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
@@ -57,7 +84,7 @@ e2e: tools ## e2e tests only
 lint: ## gofmt, go vet, and golangci-lint when it installs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@for m in hack/tools/controlplane hack/tools/certmanager hack/release; do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in hack/tools/controlplane hack/tools/certmanager hack/tools/keda hack/tools/protogen hack/release; do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@if [ ! -x bin/tools/golangci-lint ]; then \
 	  echo "==> installing golangci-lint $(GOLANGCI_VERSION) into bin/tools"; \
 	  GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION) \
@@ -75,12 +102,14 @@ $(CONTROLLER_GEN):
 	@rm -rf $@.tmp && GOBIN=$(CURDIR)/$@.tmp $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	@mv $@.tmp/controller-gen $@ && rmdir $@.tmp
 
-generate: $(CONTROLLER_GEN) ## deepcopy and the ScaleProfile CRD from api/ (controller-gen), and the Helm chart's copy of the CRD
+generate: $(CONTROLLER_GEN) ## deepcopy and the ScaleProfile CRD from api/ (controller-gen), the Helm chart's copy of the CRD, and the KEDA external scaler's gRPC stubs (externalscaler/pb, without protoc)
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	cp config/crd/bases/*.yaml config/helm/scaleplane/files/crds/
+	cd hack/tools/protogen && $(GO) run . -out $(CURDIR)/externalscaler/pb \
+	  -M 'externalscaler.proto=github.com/scaleplane/scaleplane/externalscaler/pb;pb' $(CURDIR)/externalscaler/pb/externalscaler.proto
 
-verify: generate ## regenerate generated files (deepcopy, CRDs, golden files, go.sum) and fail on a diff
+verify: generate ## regenerate generated files (deepcopy, CRDs, gRPC stubs, golden files, go.sum) and fail on a diff
 	UPDATE_GOLDEN=1 $(GO) test -count=1 -run 'Golden' ./...
 	UPDATE_GOLDEN=1 $(GO) -C hack/release test -count=1 -run 'Golden' ./manifests
 	$(GO) mod tidy

@@ -98,6 +98,12 @@ func (r *Reconciler) foreignAutoscalers(ctx context.Context, u *unstructured.Uns
 // ScaledObjectGVK), KEDA ScaledObjects. The HPA controller (C5) and the
 // trigger autoscaler both stand down beside one.
 func ForeignAutoscalers(ctx context.Context, r client.Reader, index string, keys []string, u *unstructured.Unstructured, keda bool) ([]string, error) {
+	if u.GetNamespace() == "" {
+		// A cluster-scoped workload: HPAs and ScaledObjects are namespaced
+		// and resolve their target in their own namespace, so none can
+		// scale it (and listing in "" would search every namespace).
+		return nil, nil
+	}
 	var out []string
 	for _, k := range keys {
 		var list autoscalingv2.HorizontalPodAutoscalerList

@@ -39,7 +39,20 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 		return err
 	}
 	layout := r.view.Layout()
+	layout.ClusterScoped = u.GetNamespace() == ""
 	d := scaling.DecideHPA(w, layout, r.defaultMetrics, foreign)
+	if layout.ClusterScoped {
+		// No HPA of ours can exist (nor be looked up: it would have no
+		// namespace); say so once when the config asks for one.
+		unscoped := layout
+		unscoped.ClusterScoped = false
+		if scaling.DecideHPA(w, unscoped, r.defaultMetrics, nil).Want {
+			r.warnOnce(u, ReasonHPANotPossible, d.Reason)
+		} else {
+			r.unwarn(nn, ReasonHPANotPossible)
+		}
+		return nil
+	}
 
 	name := HPAName(u.GetName(), r.kind)
 	existing := &autoscalingv2.HorizontalPodAutoscaler{}

@@ -16,6 +16,9 @@ const (
 	// ReasonHPANameTaken is the Warning reason when an object we do not own
 	// already holds the built-in HPA's name.
 	ReasonHPANameTaken = "HPANameTaken"
+	// ReasonHPANotPossible is the Warning reason when a config asks for an
+	// HPA that cannot exist (a cluster-scoped workload).
+	ReasonHPANotPossible = "HPANotPossible"
 	// ReasonInvalidWorkload is the Warning reason when a workload's fields
 	// cannot be read as its profile says.
 	ReasonInvalidWorkload = "InvalidWorkload"

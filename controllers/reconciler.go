@@ -23,7 +23,7 @@ import (
 )
 
 // warnReasons are the Warnings remembered by warnOnce.
-var warnReasons = []string{v1alpha1.ReasonForeignAutoscaler, ReasonHPANameTaken, ReasonInvalidWorkload, ReasonInvalidSelector, v1alpha1.ReasonWriteFailed}
+var warnReasons = []string{v1alpha1.ReasonForeignAutoscaler, ReasonHPANameTaken, ReasonHPANotPossible, ReasonInvalidWorkload, ReasonInvalidSelector, v1alpha1.ReasonWriteFailed}
 
 // Reconciler reconciles the workloads of one profiled kind.
 type Reconciler struct {

@@ -142,6 +142,9 @@ func DecideHPA(w Workload, l Layout, defaultMetrics []autoscalingv2.MetricSpec, 
 	if lo >= hi {
 		return no("scale config range %d..%d leaves an HPA, which cannot scale to zero, no range", *c.MinReplicas, hi)
 	}
+	if l.ClusterScoped {
+		return no("the workload is cluster-scoped and an HPA, which is namespaced and reads its target's /scale in its own namespace, cannot scale it: use triggers instead of metrics")
+	}
 	d := HPADecision{Want: true, Min: lo, Max: hi, Behavior: c.Behavior.DeepCopy()}
 	d.Metrics = make([]autoscalingv2.MetricSpec, len(metrics))
 	for i := range metrics {

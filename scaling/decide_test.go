@@ -289,6 +289,18 @@ func TestDecideHPA(t *testing.T) {
 			want:   scaling.HPADecision{Reason: "scale config has triggers: scaleplane's autoscaler scales this workload"},
 		},
 		{
+			name:   "C4 cluster-scoped workload: no HPA can scale it (issue 14)",
+			w:      scaling.Workload{Replicas: ctI32(2), Config: cfg(2, 8, nil)},
+			layout: func() scaling.Layout { l := ctLayout(); l.ClusterScoped = true; return l }(),
+			want:   scaling.HPADecision{Reason: "the workload is cluster-scoped and an HPA, which is namespaced and reads its target's /scale in its own namespace, cannot scale it: use triggers instead of metrics"},
+		},
+		{
+			name:   "C4 cluster-scoped workload without a range: the range is the reason",
+			w:      scaling.Workload{Replicas: ctI32(3), Config: cfg(3, 3, nil)},
+			layout: func() scaling.Layout { l := ctLayout(); l.ClusterScoped = true; return l }(),
+			want:   scaling.HPADecision{Reason: "scale config pinned at 3: no autoscaling range"},
+		},
+		{
 			name:   "C4 child target with replicas set: external scaling mode",
 			w:      scaling.Workload{Replicas: ctI32(2), Config: cfg(1, 5, nil)},
 			layout: ctKymaLayout(),

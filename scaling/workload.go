@@ -62,6 +62,10 @@ type Layout struct {
 	// HasDefaultMetrics is true when the profile supplies metrics for configs
 	// that give none (C4).
 	HasDefaultMetrics bool
+	// ClusterScoped is true for a cluster-scoped kind. No HPA can scale one:
+	// an HPA is namespaced and reads its target's /scale in its own
+	// namespace (KEDA's ScaledObject likewise), so C4 never wants one.
+	ClusterScoped bool
 	// GroupNamesInSelector is true when group names become label values of
 	// the pods' selectors (the profile's pods.memberGroupLabel, or ${group} in a
 	// pod label), so they must be valid label values (V11).

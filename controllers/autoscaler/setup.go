@@ -100,22 +100,31 @@ func (a *Autoscaler) ScrapeWorkloads() []promql.Workload {
 			if !scrape {
 				continue
 			}
-			nn := st.nn
-			set := k8slabels.Set{}
-			for key, v := range k.podLabels {
-				if strings.Contains(v, v1alpha1.MemberGroupPlaceholder) {
-					continue
-				}
-				set[key] = strings.ReplaceAll(v, v1alpha1.NamePlaceholder, nn.Name)
-			}
-			out = append(out, promql.Workload{
-				Namespace: nn.Namespace,
-				Selector:  k8slabels.SelectorFromSet(set),
-				Labels:    map[string]string{LabelJob: nn.Name, LabelWorkload: nn.Name, LabelWorkloadKind: k.kind},
-			})
+			out = append(out, ScrapeWorkload(k.kind, k.podLabels, st.nn.Namespace, st.nn.Name))
 		}
 	}
 	return out
+}
+
+// ScrapeWorkload is what the scraper reads for one workload: its pods,
+// found by the profile's pod labels (${name} substituted; a label holding
+// ${group} is left out so that every group's pods match), with the job,
+// workload and workload_kind labels on every sample. The external scaler
+// scrapes a ScaledObject's target the same way, so one query reads alike
+// in a trigger and in KEDA.
+func ScrapeWorkload(kind string, podLabels map[string]string, namespace, name string) promql.Workload {
+	set := k8slabels.Set{}
+	for key, v := range podLabels {
+		if strings.Contains(v, v1alpha1.MemberGroupPlaceholder) {
+			continue
+		}
+		set[key] = strings.ReplaceAll(v, v1alpha1.NamePlaceholder, name)
+	}
+	return promql.Workload{
+		Namespace: namespace,
+		Selector:  k8slabels.SelectorFromSet(set),
+		Labels:    map[string]string{LabelJob: name, LabelWorkload: name, LabelWorkloadKind: kind},
+	}
 }
 
 // Discoverer is the scraper's Discoverer: the pods of ScrapeWorkloads,

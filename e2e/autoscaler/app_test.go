@@ -38,18 +38,14 @@ type env struct {
 	// token may post /activity/* and get /debug/*; nobody's token is valid
 	// but allowed nothing.
 	token, nobody string
-	// prometheus is the remote server of autoscaler.prometheusURL: the
-	// default source of triggers that name none.
-	prometheus *fakePrometheus
 }
 
 // startApp runs the binary's own wiring (app.New) with a 1 s polling and
-// scrape interval and a remote Prometheus, outside dev mode: the metrics
+// scrape interval, outside dev mode: the metrics
 // server is HTTPS behind TokenReview and SubjectAccessReview, as in a
 // cluster.
 func startApp(t *testing.T) *env {
 	t.Helper()
-	prom := newFakePrometheus(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	webhookPort, metricsPort := freePort(t), freePort(t)
 	cfg := profile.SampleConfiguration()
@@ -58,7 +54,6 @@ func startApp(t *testing.T) *env {
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")
 	cfg.Autoscaler.PollingIntervalSeconds = 1
 	cfg.Metrics.ScrapeIntervalSeconds = 1
-	cfg.Autoscaler.PrometheusURL = prom.srv.URL
 	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort))
 	a, err := app.New(app.Options{
 		Config:      cfg,
@@ -86,8 +81,7 @@ func startApp(t *testing.T) *env {
 		metricsURL: "https://" + metricsAddr,
 		// The metrics server's certificate is self-signed, as in a cluster
 		// without one configured; `scaleplane explain` has the same flag.
-		http:       &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}, //nolint:gosec // self-signed on loopback
-		prometheus: prom,
+		http: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}, //nolint:gosec // self-signed on loopback
 	}
 	e.token, e.nobody = callerTokens(t)
 	return e

@@ -33,7 +33,6 @@ func TestAutoscaler(t *testing.T) {
 			"MetricsOutageKeepsTheCount":       testMetricsOutageKeepsTheCount,
 			"PausedIsLeftAlone":                testPausedIsLeftAlone,
 			"ForeignHPAStandsItDown":           testForeignHPAStandsItDown,
-			"RemotePrometheusIsTheDefault":     testRemotePrometheusIsTheDefault,
 			"DependenciesWakeFirst":            testDependenciesWakeFirst,
 		} {
 			t.Run(name, func(t *testing.T) {
@@ -305,26 +304,6 @@ func managers(t *testing.T, ns, name string) map[string]bool {
 		out[f.Manager] = true
 	}
 	return out
-}
-
-// With autoscaler.prometheusURL set, a trigger naming no source is
-// evaluated by that server, with its placeholders expanded.
-func testRemotePrometheusIsTheDefault(t *testing.T, e *env) {
-	ns := cluster.Namespace(t)
-	e.prometheus.set(ns, 35)
-	rc(ns, "queue", 1).scaleConfig(map[string]any{
-		"minReplicas": int64(1), "maxReplicas": int64(8),
-		"triggers": []any{map[string]any{"name": "backlog", "type": "AverageValue", "threshold": float64(10),
-			"query": `sum(queue_messages{namespace="${namespace}",queue="${name}"})`}},
-	}).create(t)
-	// 35 messages at 10 per replica: 4.
-	waitScale(t, ns, "queue", "4", func(r int64) bool { return r == 4 })
-	framework.Eventually(t, 0, func(context.Context) (bool, string) { return e.prometheus.asked(ns) })
-	_, q := e.prometheus.asked(ns)
-	if want := `sum(queue_messages{namespace="` + ns + `",queue="queue"})`; q != want {
-		t.Errorf("query sent to Prometheus: got %s, want %s", q, want)
-	}
-	findEvent(t, ns, "queue", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled up from 1 to 4: backlog=35 > 10 per replica") })
 }
 
 // A workload woken by activity waits at zero until its dependsOn workload

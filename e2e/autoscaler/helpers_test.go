@@ -150,8 +150,8 @@ func (b *rcBuilder) create(t *testing.T) {
 }
 
 // rpsTrigger is an AverageValue trigger on rpsQuery, read from the
-// embedded store (named: the app's default source is its remote
-// Prometheus).
+// embedded store. (The remote source is proven against a real Prometheus
+// in e2e/prometheus.)
 func rpsTrigger(threshold float64) map[string]any {
 	return map[string]any{"name": "rps", "type": "AverageValue", "source": "promql", "query": rpsQuery, "threshold": threshold}
 }

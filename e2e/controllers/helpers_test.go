@@ -14,6 +14,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -82,13 +83,9 @@ func bindClusterRole(ctx context.Context, file string) error {
 }
 
 // startManager runs scaleplane's controllers for the sample kinds, as the
-// RBAC user, until the test ends.
-func startManager(t *testing.T, opts controllers.Options) {
+// RBAC user, until the test ends or the returned stop is called.
+func startManager(t *testing.T, opts controllers.Options) (stop func()) {
 	t.Helper()
-	m, err := cluster.NewManager(framework.ManagerOptions{Config: managerConfig(t), NoWebhookServer: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var views []*profile.Compiled
 	for _, p := range profile.Samples() {
 		if p.Target.Kind == "Function" && len(p.DefaultMetrics) == 0 {
@@ -102,6 +99,17 @@ func startManager(t *testing.T, opts controllers.Options) {
 			t.Fatal(err)
 		}
 		views = append(views, v)
+	}
+	return startManagerFor(t, managerConfig(t), views, opts)
+}
+
+// startManagerFor runs scaleplane's controllers for views as the user of
+// cfg, until the test ends or the returned stop is called.
+func startManagerFor(t *testing.T, cfg *rest.Config, views []*profile.Compiled, opts controllers.Options) (stop func()) {
+	t.Helper()
+	m, err := cluster.NewManager(framework.ManagerOptions{Config: cfg, NoWebhookServer: true})
+	if err != nil {
+		t.Fatal(err)
 	}
 	// Every test starts its own manager in this process.
 	opts.SkipNameValidation = true
@@ -118,12 +126,17 @@ func startManager(t *testing.T, opts controllers.Options) {
 		cancel()
 		t.Fatalf("manager caches did not sync: %v", <-done)
 	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // apply creates obj from YAML with kubectl, as a user would.
@@ -266,4 +279,25 @@ func cpuMetric(pct int32) autoscalingv2.MetricSpec {
 			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &pct},
 		},
 	}
+}
+
+// installCRD creates crd (unless it exists) and waits until it is
+// established.
+func installCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	if err := cluster.Client.Create(context.Background(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := cluster.Client.Get(ctx, types.NamespacedName{Name: crd.Name}, got); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("CRD %s not established: %v", crd.Name, got.Status.Conditions)
+	})
 }

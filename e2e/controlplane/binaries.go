@@ -46,7 +46,7 @@ func CheckBinaries(names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("control-plane programs %v not found in %s: run `make tools` to build them (about 11 minutes the first time), or set KUBEBUILDER_ASSETS to a folder that has them", missing, dir)
+		return fmt.Errorf("control-plane programs %v not found in %s: run `make tools` to build them (minutes, once), or set KUBEBUILDER_ASSETS to a folder that has them", missing, dir)
 	}
 	return nil
 }

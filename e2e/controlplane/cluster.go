@@ -27,9 +27,14 @@ type Options struct {
 	// objects to install. With neither, the sample CRDs in config/samples/crd.
 	CRDPaths []string
 	CRDs     []*apiextensionsv1.CustomResourceDefinition
-	// HPAController starts kube-controller-manager with only the
-	// horizontalpodautoscaling controller, syncing every second.
+	// HPAController starts kube-controller-manager with the
+	// horizontalpodautoscaling controller, syncing every second, and the
+	// garbage collector (ControllerManagerControllers).
 	HPAController bool
+	// Aggregator configures kube-apiserver's front proxy (request-header
+	// authentication and a proxy client certificate) so that APIServices
+	// such as KEDA's external.metrics.k8s.io are served through it.
+	Aggregator bool
 	// MutatingWebhooks and ValidatingWebhooks are installed with their
 	// clientConfig pointed at a local serving address over TLS signed by a CA
 	// the framework makes (see Cluster.WebhookHost, WebhookPort, WebhookCertDir).
@@ -175,6 +180,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		ControlPlaneStartTimeout: 90 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	if opts.Aggregator {
+		if err := c.configureFrontProxy(); err != nil {
+			return nil, err
+		}
+	}
 	// An open watch (`kubectl get -w` in another terminal, an informer)
 	// would otherwise hold kube-apiserver's shutdown for its whole request
 	// timeout (60 s), past ControlPlaneStopTimeout: watches are closed
@@ -218,6 +228,34 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 	return c, nil
+}
+
+// configureFrontProxy makes a front-proxy CA and client certificate and
+// passes them to kube-apiserver, as kubeadm does: the aggregator presents
+// the client certificate to an extension API server, which trusts the
+// X-Remote-User headers because kube-apiserver publishes the CA in
+// kube-system/extension-apiserver-authentication.
+func (c *Cluster) configureFrontProxy() error {
+	dir := filepath.Join(c.Dir, "front-proxy")
+	ca, err := NewCA("front-proxy-ca")
+	if err != nil {
+		return err
+	}
+	if err := ca.WriteKeyPair(dir, "front-proxy-client", nil, nil); err != nil {
+		return fmt.Errorf("front-proxy certificates: %w", err)
+	}
+	if c.env.ControlPlane.APIServer == nil {
+		c.env.ControlPlane.APIServer = &envtest.APIServer{}
+	}
+	args := c.env.ControlPlane.APIServer.Configure()
+	args.Set("requestheader-client-ca-file", filepath.Join(dir, "ca.crt"))
+	args.Set("requestheader-allowed-names", "front-proxy-client")
+	args.Set("requestheader-username-headers", "X-Remote-User")
+	args.Set("requestheader-group-headers", "X-Remote-Group")
+	args.Set("requestheader-extra-headers-prefix", "X-Remote-Extra-")
+	args.Set("proxy-client-cert-file", filepath.Join(dir, "tls.crt"))
+	args.Set("proxy-client-key-file", filepath.Join(dir, "tls.key"))
+	return nil
 }
 
 // moveWebhookCerts moves the webhook serving key pair envtest always makes
@@ -286,6 +324,12 @@ func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// ControllerManagerControllers are the controllers kube-controller-manager
+// runs: the HPA controller, and the garbage collector, so that deleting a
+// workload deletes the HPA it owns (and anything else with an owner
+// reference to it) as in a cluster.
+var ControllerManagerControllers = []string{"horizontalpodautoscaling", "garbagecollector"}
+
 func (c *Cluster) startControllerManager(out *os.File) error {
 	logPath := filepath.Join(c.Dir, controllerManagerLog)
 	logFile, err := os.Create(logPath)
@@ -296,7 +340,7 @@ func (c *Cluster) startControllerManager(out *os.File) error {
 		"--kubeconfig="+c.Kubeconfig,
 		"--authentication-kubeconfig="+c.Kubeconfig,
 		"--authorization-kubeconfig="+c.Kubeconfig,
-		"--controllers=horizontalpodautoscaling",
+		"--controllers="+strings.Join(ControllerManagerControllers, ","),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"reflect"
@@ -244,6 +245,13 @@ func (c *Configuration) Validate() field.ErrorList {
 	}
 
 	errs = append(errs, c.Autoscaler.Queries.validate(ap.Child("queries"))...)
+	if a := c.Autoscaler.ExternalScaler.BindAddress; a != "" {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			errs = append(errs, field.Invalid(ap.Child("externalScaler", "bindAddress"), a, `must be host:port or :port, e.g. ":9090" (or left out to turn the external scaler off)`))
+		}
+	} else if c.Autoscaler.ExternalScaler.CertDir != "" {
+		errs = append(errs, field.Invalid(ap.Child("externalScaler", "certDir"), c.Autoscaler.ExternalScaler.CertDir, "is only used with bindAddress: set externalScaler.bindAddress too"))
+	}
 
 	mp := field.NewPath("metrics")
 	if c.Metrics.ScrapeIntervalSeconds < 1 {

@@ -91,6 +91,7 @@ func TestParseErrors(t *testing.T) {
 autoscaler:
   pollingIntervalSeconds: -1
   prometheusURL: prometheus:9090
+  externalScaler: {bindAddress: "9090"}
   queries:
     maxLength: 100000
     maxDepth: -1
@@ -124,6 +125,7 @@ metrics:
 			"FieldValueInvalid autoscaler.queries.maxSamples",
 			"FieldValueInvalid autoscaler.queries.timeoutSeconds",
 			"FieldValueInvalid autoscaler.queries.tickTimeoutSeconds",
+			"FieldValueInvalid autoscaler.externalScaler.bindAddress",
 			"FieldValueInvalid metrics.scrapeIntervalSeconds",
 			"FieldValueInvalid metrics.retentionSeconds",
 			"FieldValueInvalid metrics.maxSeries",
@@ -134,6 +136,12 @@ metrics:
 			"FieldValueInvalid metrics.labelNameLengthLimit",
 			"FieldValueInvalid metrics.labelValueLengthLimit",
 		},
+	}, {
+		name: "external scaler certificates without an address",
+		yaml: header + `autoscaler:
+  externalScaler: {certDir: /certs}
+`,
+		want: []string{"FieldValueInvalid autoscaler.externalScaler.certDir"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

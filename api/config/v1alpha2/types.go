@@ -65,6 +65,20 @@ type Autoscaler struct {
 	PrometheusURL string `json:"prometheusURL,omitempty"`
 	// Queries bound what trigger queries may cost.
 	Queries Queries `json:"queries,omitempty"`
+	// ExternalScaler serves KEDA's external scaler protocol from the same
+	// triggers and metrics (docs/autoscaling.md).
+	ExternalScaler ExternalScaler `json:"externalScaler,omitempty"`
+}
+
+// ExternalScaler configures the KEDA external scaler (gRPC) server. It runs
+// on the elected leader, where the embedded store is.
+type ExternalScaler struct {
+	// BindAddress is where it listens, e.g. ":9090"; empty turns it off.
+	BindAddress string `json:"bindAddress,omitempty"`
+	// CertDir holds tls.crt and tls.key (reloaded when they change) for a
+	// ScaledObject with enableTLS; empty serves plaintext gRPC, KEDA's
+	// default for external scalers.
+	CertDir string `json:"certDir,omitempty"`
 }
 
 // Queries bound what one trigger query may cost (V10). Admission refuses a

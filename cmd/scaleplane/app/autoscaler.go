@@ -1,16 +1,23 @@
 package app
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
+	"google.golang.org/grpc/credentials"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/externalscaler"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
@@ -76,9 +83,39 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 	if err != nil {
 		return err
 	}
+	discoverer := as.Discoverer()
+	if ec := cfg.Autoscaler.ExternalScaler; ec.BindAddress != "" {
+		ext, err := externalscaler.New(externalscaler.Options{
+			// The sources the autoscaler builds its scalers with, so KEDA's
+			// answers come from the same evaluation and limits.
+			Sources:        pipe.sources,
+			Reader:         mgr.GetCache(),
+			Views:          views,
+			Request:        store.Registry().SetOwner,
+			SampleTimeout:  limits.Timeout,
+			StreamInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
+			Log:            mgr.GetLogger().WithName("external-scaler"),
+		})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(&externalScalerRunnable{srv: ext, addr: ec.BindAddress, certDir: ec.CertDir}); err != nil {
+			return fmt.Errorf("add external scaler: %w", err)
+		}
+		pods := promql.PodDiscoverer{Client: mgr.GetCache(), Workloads: ext.ScrapeWorkloads}
+		triggers := discoverer
+		discoverer = promql.DiscovererFunc(func(ctx context.Context) ([]promql.Target, error) {
+			a, err := triggers.Targets(ctx)
+			if err != nil {
+				return nil, err
+			}
+			b, err := pods.Targets(ctx)
+			return append(a, b...), err
+		})
+	}
 	so := scraperOptions(cfg)
 	so.Store = store
-	so.Discoverer = as.Discoverer()
+	so.Discoverer = discoverer
 	so.Log = mgr.GetLogger().WithName("scraper")
 	// Served by the manager's metrics server, next to controller-runtime's
 	// own metrics.
@@ -119,6 +156,34 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 	}
 	return nil
 }
+
+// externalScalerRunnable serves the KEDA external scaler on the elected
+// leader only: the scraper and the embedded store run there, so another
+// replica would answer "no data".
+type externalScalerRunnable struct {
+	srv     *externalscaler.Server
+	addr    string
+	certDir string
+}
+
+func (r *externalScalerRunnable) Start(ctx context.Context) error {
+	var creds credentials.TransportCredentials
+	if r.certDir != "" {
+		w, err := certwatcher.New(filepath.Join(r.certDir, "tls.crt"), filepath.Join(r.certDir, "tls.key"))
+		if err != nil {
+			return fmt.Errorf("external scaler certificate: %w", err)
+		}
+		go func() { _ = w.Start(ctx) }()
+		creds = credentials.NewTLS(&tls.Config{GetCertificate: w.GetCertificate, MinVersion: tls.VersionTLS12})
+	}
+	lis, err := net.Listen("tcp", r.addr)
+	if err != nil {
+		return fmt.Errorf("external scaler: %w", err)
+	}
+	return r.srv.Serve(ctx, lis, creds)
+}
+
+func (r *externalScalerRunnable) NeedLeaderElection() bool { return true }
 
 // queryLimits are the bounds of trigger queries (V10) the configuration
 // sets; a range selector's points are counted at the scrape interval.

@@ -1,0 +1,461 @@
+package externalscaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/externalscaler/pb"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/promql"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// Options configures a Server. Sources and Reader are required.
+type Options struct {
+	// Sources build a trigger's scaler and check its query: pass the
+	// autoscaler's, so that KEDA's answers come from the same sources,
+	// evaluation and limits as the built-in autoscaler's decisions. Its
+	// default source fills a trigger's absent one.
+	Sources *scaling.Sources
+	// Reader reads KEDA's ScaledObjects (normally the manager's cache), to
+	// find the workload a ScaledObject scales.
+	Reader client.Reader
+	// Views are the profiled kinds: the pods of a ScaledObject's target of
+	// one of these kinds are found by the profile's pod labels.
+	Views []*profile.Compiled
+	// Request tells the embedded store which queries a trigger reads, so
+	// that it keeps the series they select, and with no queries that the
+	// trigger is gone (promql.Registry.SetOwner of the store's registry);
+	// an error makes the trigger invalid.
+	Request func(owner string, queries ...string) error
+	// SampleTimeout bounds one evaluation. Default 10 s.
+	SampleTimeout time.Duration
+	// StreamInterval is how often StreamIsActive re-evaluates. Default 5 s.
+	StreamInterval time.Duration
+	// Idle is how long a trigger KEDA stopped asking about is remembered
+	// (and its pods scraped). Default 10 minutes.
+	Idle time.Duration
+	// MaxTriggers bounds the triggers remembered at once, whatever callers
+	// send. Default 10000.
+	MaxTriggers int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	Log logr.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.SampleTimeout <= 0 {
+		o.SampleTimeout = 10 * time.Second
+	}
+	if o.StreamInterval <= 0 {
+		o.StreamInterval = 5 * time.Second
+	}
+	if o.Idle <= 0 {
+		o.Idle = 10 * time.Minute
+	}
+	if o.MaxTriggers <= 0 {
+		o.MaxTriggers = 10000
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Server implements KEDA's ExternalScaler service.
+type Server struct {
+	pb.UnimplementedExternalScalerServer
+	opts Options
+
+	mu       sync.Mutex
+	triggers map[triggerKey]*trigger
+	built    uint64
+
+	// quit ends the streams when Serve stops: they would otherwise last
+	// until KEDA hangs up.
+	quit     chan struct{}
+	quitOnce sync.Once
+}
+
+// New returns a Server; serve it with Serve or register it on a gRPC server
+// of your own (pb.RegisterExternalScalerServer).
+func New(opts Options) (*Server, error) {
+	if opts.Sources == nil || opts.Reader == nil {
+		return nil, errors.New("external scaler: Sources and Reader are required")
+	}
+	return &Server{opts: opts.withDefaults(), triggers: map[triggerKey]*trigger{}, quit: make(chan struct{})}, nil
+}
+
+// triggerKey is one trigger of one ScaledObject: KEDA sends the trigger's
+// whole metadata with every call, and one ScaledObject may have several
+// triggers pointing here.
+type triggerKey struct {
+	namespace, name, metadata string
+}
+
+func keyOf(ref *pb.ScaledObjectRef) triggerKey {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(ref.GetScalerMetadata())) {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(ref.GetScalerMetadata()[k])
+		b.WriteByte(0)
+	}
+	return triggerKey{ref.GetNamespace(), ref.GetName(), b.String()}
+}
+
+// trigger is what a ScaledObject's trigger was resolved to.
+type trigger struct {
+	spec   spec
+	scaler scaling.Scaler
+	// scrape is what the scraper reads for it; nil for a remote source.
+	scrape *promql.Workload
+	// owner names its queries in the store's registry; "" when it
+	// requested none.
+	owner    string
+	lastUsed time.Time
+}
+
+// release closes the scaler and withdraws the trigger's queries from the
+// store, so a forgotten trigger's series are no longer kept.
+func (s *Server) release(t *trigger) {
+	_ = t.scaler.Close(context.Background())
+	if t.owner != "" && s.opts.Request != nil {
+		_ = s.opts.Request(t.owner)
+	}
+}
+
+// resolve finds or builds the trigger ref names. Errors are gRPC statuses
+// whose message says what to change.
+func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger, error) {
+	if ref.GetName() == "" || ref.GetNamespace() == "" {
+		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef needs a name and a namespace")
+	}
+	key := keyOf(ref)
+	now := s.opts.Now()
+	s.mu.Lock()
+	if t, ok := s.triggers[key]; ok {
+		t.lastUsed = now
+		s.mu.Unlock()
+		return t, nil
+	}
+	s.mu.Unlock()
+
+	s.mu.Lock()
+	s.expireLocked(now)
+	full := len(s.triggers) >= s.opts.MaxTriggers
+	s.built++
+	owner := fmt.Sprintf("keda/%s/%s/%d", ref.GetNamespace(), ref.GetName(), s.built)
+	s.mu.Unlock()
+	if full {
+		return nil, status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
+	}
+
+	t, err := s.build(ctx, ref, owner)
+	if err != nil {
+		return nil, err
+	}
+	t.lastUsed = now
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.triggers[key]; ok {
+		// Built twice by concurrent first calls: keep the first.
+		s.release(t)
+		old.lastUsed = now
+		return old, nil
+	}
+	s.triggers[key] = t
+	return t, nil
+}
+
+// build reads the metadata and the ScaledObject and builds the scaler.
+func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner string) (*trigger, error) {
+	what := fmt.Sprintf("ScaledObject %s/%s", ref.GetNamespace(), ref.GetName())
+	sp, errs := parseMetadata(ref.GetScalerMetadata(), s.opts.Sources)
+	if len(errs) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: %s", what, errs.ToAggregate().Error())
+	}
+	so := &unstructured.Unstructured{}
+	so.SetGroupVersionKind(controllers.ScaledObjectGVK)
+	if err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, so); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, status.Errorf(codes.NotFound, "%s not found: scaleplane answers KEDA ScaledObjects (not ScaledJobs)", what)
+		case meta.IsNoMatchError(err):
+			return nil, status.Errorf(codes.FailedPrecondition, "%s: the API server does not serve KEDA's ScaledObjects", what)
+		}
+		return nil, status.Errorf(codes.Unavailable, "read %s: %v", what, err)
+	}
+	apiVersion, kind, name := controllers.ScaledObjectTarget(so)
+	if name == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: spec.scaleTargetRef.name is empty", what)
+	}
+	vars := map[string]string{"kind": kind}
+	var view *profile.Compiled
+	if gv, err := schema.ParseGroupVersion(apiVersion); err == nil {
+		for _, v := range s.opts.Views {
+			if g := v.GVK(); g.Group == gv.Group && g.Kind == kind {
+				view = v
+				vars["resource"] = v.GVR().Resource
+			}
+		}
+	}
+
+	t := &trigger{spec: sp}
+	if sp.trigger.Source == scaling.SourcePromQL {
+		switch {
+		case sp.podSelector != nil:
+			w := autoscaler.ScrapeWorkload(kind, nil, ref.GetNamespace(), name)
+			w.Selector = sp.podSelector
+			t.scrape = &w
+		case view != nil && len(view.Spec().Pods.Labels) > 0:
+			w := autoscaler.ScrapeWorkload(kind, view.Spec().Pods.Labels, ref.GetNamespace(), name)
+			t.scrape = &w
+		default:
+			return nil, status.Errorf(codes.FailedPrecondition,
+				"%s: its target %s %s has no scaleplane profile with pod labels, so scaleplane does not know which pods to scrape: set metadata.%s to their labels (e.g. app=%s)",
+				what, kind, name, MetadataPodSelector, name)
+		}
+	}
+	sc, err := s.opts.Sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: sp.trigger, Namespace: ref.GetNamespace(), Name: name, Vars: vars})
+	if err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", what, err)
+	}
+	if t.scrape != nil && s.opts.Request != nil {
+		all := map[string]string{"namespace": ref.GetNamespace(), "name": name}
+		maps.Copy(all, vars)
+		query, err := promql.Expand(sp.trigger.Query, all)
+		if err == nil {
+			err = s.opts.Request(owner, query)
+		}
+		if err != nil {
+			_ = sc.Close(ctx)
+			return nil, status.Errorf(codes.InvalidArgument, "%s: metadata.%s: %v", what, MetadataQuery, err)
+		}
+		t.owner = owner
+	}
+	t.scaler = sc
+	return t, nil
+}
+
+// expireLocked forgets triggers not asked about for Options.Idle.
+func (s *Server) expireLocked(now time.Time) {
+	for k, t := range s.triggers {
+		if now.Sub(t.lastUsed) > s.opts.Idle {
+			s.release(t)
+			delete(s.triggers, k)
+		}
+	}
+}
+
+// ScrapeWorkloads lists the pods to scrape for the triggers KEDA is asking
+// about, for the scraper's discoverer.
+func (s *Server) ScrapeWorkloads() []promql.Workload {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked(s.opts.Now())
+	seen := map[string]bool{}
+	var out []promql.Workload
+	for _, t := range s.triggers {
+		if t.scrape == nil {
+			continue
+		}
+		id := t.scrape.Namespace + "\x00" + t.scrape.Selector.String() + "\x00" + t.scrape.Labels[autoscaler.LabelJob]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, *t.scrape)
+	}
+	return out
+}
+
+// sample reads the trigger now. No data is an error, never zero: KEDA and
+// its HPA keep the count when a scaler errs, as scaleplane's autoscaler
+// does.
+func (s *Server) sample(ctx context.Context, t *trigger) (scaling.Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.SampleTimeout)
+	defer cancel()
+	smp, err := t.scaler.Sample(ctx, s.opts.Now())
+	switch {
+	case err != nil:
+		return smp, status.Errorf(codes.Unavailable, "trigger %s: %v", t.spec.trigger.Name, err)
+	case !smp.OK:
+		return smp, status.Errorf(codes.Unavailable, "trigger %s: no data for %q (not read as zero: the count is kept)", t.spec.trigger.Name, t.spec.trigger.Query)
+	case math.IsNaN(smp.Value) || math.IsInf(smp.Value, 0):
+		return smp, status.Errorf(codes.Unavailable, "trigger %s: value is %v", t.spec.trigger.Name, smp.Value)
+	}
+	return smp, nil
+}
+
+// active is KEDA's IsActive: the scaler's own verdict, or a value above the
+// activation threshold, exactly as scaling.Decide reads a trigger.
+func active(t *trigger, smp scaling.Sample) bool {
+	a := 0.0
+	if p := t.spec.trigger.ActivationThreshold; p != nil {
+		a = *p
+	}
+	return smp.Active || smp.Value > a
+}
+
+// IsActive implements pb.ExternalScalerServer.
+func (s *Server) IsActive(ctx context.Context, ref *pb.ScaledObjectRef) (*pb.IsActiveResponse, error) {
+	t, err := s.resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	smp, err := s.sample(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.IsActiveResponse{Result: active(t, smp)}, nil
+}
+
+// StreamIsActive implements pb.ExternalScalerServer for external-push
+// triggers: it evaluates every StreamInterval and sends the result when it
+// changes (and once at the start). A failed evaluation sends nothing, so
+// KEDA keeps what it had.
+func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStreamingServer[pb.IsActiveResponse]) error {
+	ctx := stream.Context()
+	t, err := s.resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(s.opts.StreamInterval)
+	defer tick.Stop()
+	var last *bool
+	for {
+		// Streaming is asking: keep the trigger (and its scraping) alive.
+		if t, err = s.resolve(ctx, ref); err != nil {
+			return err
+		}
+		if smp, err := s.sample(ctx, t); err != nil {
+			s.opts.Log.V(1).Info("external-push evaluation failed", "scaledObject", ref.GetNamespace()+"/"+ref.GetName(), "error", err.Error())
+		} else if a := active(t, smp); last == nil || *last != a {
+			if err := stream.Send(&pb.IsActiveResponse{Result: a}); err != nil {
+				return err
+			}
+			last = &a
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.quit:
+			return status.Error(codes.Unavailable, "scaleplane is shutting down")
+		case <-tick.C:
+		}
+	}
+}
+
+func metricSpec(t *trigger) *pb.GetMetricSpecResponse {
+	th := t.spec.trigger.Threshold
+	return &pb.GetMetricSpecResponse{MetricSpecs: []*pb.MetricSpec{{
+		MetricName:      t.spec.trigger.Name,
+		TargetSize:      int64(math.Ceil(th)),
+		TargetSizeFloat: th,
+	}}}
+}
+
+// GetMetricSpec implements pb.ExternalScalerServer: one metric whose target
+// is the threshold.
+func (s *Server) GetMetricSpec(ctx context.Context, ref *pb.ScaledObjectRef) (*pb.GetMetricSpecResponse, error) {
+	t, err := s.resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return metricSpec(t), nil
+}
+
+// StreamMetricSpec implements pb.ExternalScalerServer: the spec depends on
+// the metadata alone, which a stream cannot change, so it is sent once.
+func (s *Server) StreamMetricSpec(ref *pb.ScaledObjectRef, stream grpc.ServerStreamingServer[pb.GetMetricSpecResponse]) error {
+	t, err := s.resolve(stream.Context(), ref)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(metricSpec(t)); err != nil {
+		return err
+	}
+	select {
+	case <-stream.Context().Done():
+		return nil
+	case <-s.quit:
+		return status.Error(codes.Unavailable, "scaleplane is shutting down")
+	}
+}
+
+// GetMetrics implements pb.ExternalScalerServer: the trigger's value now.
+func (s *Server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb.GetMetricsResponse, error) {
+	t, err := s.resolve(ctx, req.GetScaledObjectRef())
+	if err != nil {
+		return nil, err
+	}
+	smp, err := s.sample(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	name := req.GetMetricName()
+	if name == "" {
+		name = t.spec.trigger.Name
+	}
+	return &pb.GetMetricsResponse{MetricValues: []*pb.MetricValue{{
+		MetricName:       name,
+		MetricValue:      int64(math.Round(smp.Value)),
+		MetricValueFloat: smp.Value,
+	}}}, nil
+}
+
+// Serve answers on lis until ctx ends, over TLS when creds is not nil
+// (KEDA's enableTLS), else plaintext (KEDA's default for external scalers).
+func (s *Server) Serve(ctx context.Context, lis net.Listener, creds credentials.TransportCredentials) error {
+	var opts []grpc.ServerOption
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	g := grpc.NewServer(opts...)
+	pb.RegisterExternalScalerServer(g, s)
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(lis) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("external scaler on %s: %w", lis.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.quitOnce.Do(func() { close(s.quit) })
+	stopped := make(chan struct{})
+	go func() { g.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		g.Stop()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, t := range s.triggers {
+		s.release(t)
+		delete(s.triggers, k)
+	}
+	return nil
+}
