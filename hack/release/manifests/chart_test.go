@@ -219,10 +219,16 @@ func TestIssue11Item5ChartEveryOption(t *testing.T) {
 		"profiles": len(cfg.Profiles), "timeout": cfg.Webhook.TimeoutSeconds, "polling": cfg.Autoscaler.PollingIntervalSeconds,
 		"prometheus": cfg.Autoscaler.PrometheusURL, "scrape": cfg.Metrics.ScrapeIntervalSeconds, "retention": cfg.Metrics.RetentionSeconds,
 		"maxSeries": cfg.Metrics.MaxSeries, "nsSelector": cfg.Webhook.NamespaceSelector != nil, "objSelector": cfg.Webhook.ObjectSelector.MatchLabels["scaleplane.io/managed"],
+		"maxLength": cfg.Autoscaler.Queries.MaxLength, "queryTimeout": cfg.Autoscaler.Queries.TimeoutSeconds, "externalScaler": cfg.Autoscaler.ExternalScaler.BindAddress,
+		"maxStoreBytes": cfg.Metrics.MaxStoreBytes, "sampleLimit": cfg.Metrics.SampleLimit, "labelLimit": cfg.Metrics.LabelLimit,
+		"webhookInFlight": cfg.Servers.Webhook.MaxInFlight,
 	}
 	wantCfg := map[string]any{
 		"profiles": 3, "timeout": int32(5), "polling": int32(30), "prometheus": "https://prometheus.monitoring.svc:9090",
 		"scrape": int32(10), "retention": int32(3600), "maxSeries": 50000, "nsSelector": true, "objSelector": "true",
+		"maxLength": 2048, "queryTimeout": int32(5), "externalScaler": ":9090",
+		"maxStoreBytes": int64(64 << 20), "sampleLimit": 20000, "labelLimit": 40,
+		"webhookInFlight": int32(200),
 	}
 	if diff := cmp.Diff(wantCfg, gotCfg); diff != "" {
 		t.Errorf("configuration (-want +got):\n%s", diff)
