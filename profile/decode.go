@@ -217,9 +217,16 @@ func (d *decoder) value(v interface{}, dst reflect.Value) {
 		}
 		dst.SetUint(uint64(n))
 	case reflect.Float32, reflect.Float64:
+		if str, ok := v.(string); ok {
+			// A quantity: what api/v1alpha1's Trigger writes for a
+			// threshold ("0.5", "500m"), because API conventions keep
+			// floats out of a CRD's schema, as an HPA's targets do.
+			d.floatQuantity(str, dst)
+			return
+		}
 		f, ok := asFloat64(v)
 		if !ok {
-			d.wrongType(v, "a number")
+			d.wrongType(v, `a number or a quantity such as "0.5" or "500m"`)
 			return
 		}
 		dst.SetFloat(f)
@@ -289,6 +296,23 @@ func (d *decoder) quantity(v interface{}, dst reflect.Value) {
 	}
 	// Through a pointer: reflect.ValueOf(q) would box the quantity.
 	*dst.Addr().Interface().(*resource.Quantity) = q
+}
+
+// floatQuantity reads a number field given as a quantity string, by the
+// quantity's value.
+func (d *decoder) floatQuantity(str string, dst reflect.Value) {
+	const want = `must be a number or a quantity such as "0.5" or "500m"`
+	s := strings.TrimSpace(str)
+	if !exponentOK(s) {
+		d.invalid(str, fmt.Sprintf("%s, with a decimal exponent between e-%d and e%d", want, maxQuantityExponent, maxQuantityExponent))
+		return
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		d.invalid(str, want)
+		return
+	}
+	dst.SetFloat(q.AsApproximateFloat64())
 }
 
 // maxQuantityExponent bounds decimal exponents in quantities: for a value

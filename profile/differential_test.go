@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -50,6 +51,12 @@ import (
 //     beyond e±1000 is refused (kubernetes/kubernetes#141306: ParseQuantity
 //     would take minutes), where std would spend those minutes. std is never
 //     run on bytes holding a four-digit exponent.
+//   - D8 a number field (a trigger's threshold and activationThreshold)
+//     given as a quantity string ("0.5", "500m") is read as the quantity's
+//     value, because api/v1alpha1's Trigger keeps floats out of a CRD's
+//     schema by writing thresholds as quantities, as an HPA's targets are;
+//     std refuses a string there. Bytes holding one are compared after
+//     replacing each such string by its value.
 //   - D7 at a spec path, unknown fields are ignored (the CRD's structural
 //     schema prunes them), and bytes that do not decode to unstructured form
 //     are no input at all: the API server refuses such an object.
@@ -100,6 +107,11 @@ func differentialSeeds(t testing.TB) []string {
 		`{"metrics":[{"type":"Pods","pods":{"target":{"averageValue":"1e-999999999"}}}]}`,
 		`{"metrics":[{"type":"Pods","pods":{"target":{"averageValue":1e-999999999}}}]}`,
 		`{"behavior":{"scaleDown":{"tolerance":"1e1000"}}}`,
+		// D8.
+		`{"triggers":[{"name":"a","type":"AverageValue","query":"up","threshold":"500m","activationThreshold":"1.5"}]}`,
+		`{"triggers":[{"threshold":" 10 "},{"threshold":"1e-999999999"}]}`,
+		`{"triggers":[{"threshold":"ten"}]}`,
+		`{"triggers":[{"threshold":"5","threshold":"6"}]}`,
 		// Unknown fields (D7 at a spec path).
 		`{"minReplicas":1,"maxReplica":5}`,
 		`{"MinReplicas":1}`,
@@ -141,8 +153,8 @@ func TestIssue10Item3DecodeDifferential(t *testing.T) {
 	for _, want := range []outcome{
 		"annotation: " + equal, "annotation: " + refusedByBoth, "annotation: " + noConfig, "annotation: " + duplicates,
 		"annotation: " + integralNumbers, "annotation: " + quantityEscapes, "annotation: " + exponentGuard,
-		"annotation: " + beyondFloat64, "annotation: " + numberQuantities,
-		"spec: " + equal, "spec: " + refusedByBoth, "spec: " + noConfig, "spec: " + duplicates,
+		"annotation: " + beyondFloat64, "annotation: " + numberQuantities, "annotation: " + quantityNumbers,
+		"spec: " + quantityNumbers, "spec: " + equal, "spec: " + refusedByBoth, "spec: " + noConfig, "spec: " + duplicates,
 		"spec: " + notUnstructured, "spec: " + exponentGuard, "spec: " + notAnObject,
 	} {
 		if seen[want] == 0 {
@@ -164,6 +176,7 @@ const (
 	beyondFloat64    outcome = "a number beyond float64 (D4)"
 	quantityEscapes  outcome = "quantity strings read by value (D5)"
 	exponentGuard    outcome = "exponent guard (D6)"
+	quantityNumbers  outcome = "quantity strings in number fields (D8)"
 	notUnstructured  outcome = "not an object the API server decodes (D7)"
 	notAnObject      outcome = "not a JSON object"
 )
@@ -245,6 +258,21 @@ func checkDifferential(t *testing.T, data []byte, got *scaling.Config, errs fiel
 		t.Fatalf("%s: the compiled profile accepted bytes that do not decode", data)
 	}
 	c := stdDecode(canon)
+	if !accepts(c) && stringInNumberField(c.err) {
+		// D8: std reads the quantity strings' values in their place.
+		numeric, ok := quantitiesAsNumbers(canon)
+		if !ok {
+			t.Fatalf("%s: the compiled profile read %+v, and its quantity strings do not read as numbers", data, got)
+		}
+		n := stdDecode(numeric)
+		if !accepts(n) {
+			t.Fatalf("%s: the compiled profile read %+v, std refuses it with numbers for quantities %s: %v %v", data, got, numeric, n.err, n.strict)
+		}
+		if diff := cmp.Diff(n.cfg, got, cmpOpts...); diff != "" {
+			t.Fatalf("%s: with numbers for quantities %s (-std +view):\n%s", data, numeric, diff)
+		}
+		return quantityNumbers
+	}
 	if !accepts(c) {
 		// D5: a quantity string whose value Quantity.UnmarshalJSON does
 		// not see, because JSON must escape it.
@@ -400,4 +428,40 @@ func sameAsFloat64(a, b resource.Quantity) bool {
 	d.Sub(b)
 	scale := math.Max(math.Abs(a.AsApproximateFloat64()), math.Abs(b.AsApproximateFloat64()))
 	return math.Abs(d.AsApproximateFloat64()) <= 1e-9+scale*0x1p-52
+}
+
+// stringInNumberField reports whether std refused a string in a float
+// field (D8).
+func stringInNumberField(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te) && te.Value == "string" && (te.Type.Kind() == reflect.Float64 || (te.Type.Kind() == reflect.Pointer && te.Type.Elem().Kind() == reflect.Float64))
+}
+
+// quantitiesAsNumbers replaces the quantity strings of the number fields
+// (thresholds) by their values, as the compiled profile reads them (D8).
+func quantitiesAsNumbers(data []byte) ([]byte, bool) {
+	var v map[string]interface{}
+	if kjson.UnmarshalCaseSensitivePreserveInts(data, &v) != nil {
+		return nil, false
+	}
+	triggers, _ := v["triggers"].([]interface{})
+	for _, t := range triggers {
+		m, ok := t.(map[string]interface{})
+		if !ok {
+			continue
+		}
+		for _, key := range []string{"threshold", "activationThreshold"} {
+			str, ok := m[key].(string)
+			if !ok {
+				continue
+			}
+			q, err := resource.ParseQuantity(strings.TrimSpace(str))
+			if err != nil {
+				return nil, false
+			}
+			m[key] = q.AsApproximateFloat64()
+		}
+	}
+	out, err := json.Marshal(v)
+	return out, err == nil
 }

@@ -1,8 +1,9 @@
 // Package v1alpha1 holds scaleplane's API types, group scaleplane.io,
 // version v1alpha1: ScaleProfile, the cluster-scoped object that tells
 // scaleplane where one workload kind keeps its replicas, scale config and
-// member groups, and the names (labels, annotations, field managers, event
-// reasons) every package shares.
+// member groups; Autoscaling and TriggerAutoscaling, the scale config as a
+// type an operator embeds in its own API; and the names (labels,
+// annotations, field managers, event reasons) every package shares.
 //
 // Its ScaleProfileSpec is also what the component configuration
 // (package api/config/v1alpha2) lists as profiles and what package profile
