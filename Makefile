@@ -84,7 +84,7 @@ e2e: tools ## e2e tests only
 lint: ## gofmt, go vet, and golangci-lint when it installs
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@for m in hack/tools/controlplane hack/tools/certmanager hack/tools/keda hack/tools/protogen hack/release; do (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in hack/tools/controlplane hack/tools/certmanager hack/tools/keda hack/tools/protogen hack/release examples/cachecluster; do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@if [ ! -x bin/tools/golangci-lint ]; then \
 	  echo "==> installing golangci-lint $(GOLANGCI_VERSION) into bin/tools"; \
 	  GOBIN=$(CURDIR)/bin/tools $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION) \
@@ -106,6 +106,7 @@ generate: $(CONTROLLER_GEN) ## deepcopy and the ScaleProfile CRD from api/ (cont
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	cp config/crd/bases/*.yaml config/helm/scaleplane/files/crds/
+	cd examples/cachecluster && $(CURDIR)/$(CONTROLLER_GEN) object paths=./api/... && $(CURDIR)/$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd
 	cd hack/tools/protogen && $(GO) run . -out $(CURDIR)/externalscaler/pb \
 	  -M 'externalscaler.proto=github.com/scaleplane/scaleplane/externalscaler/pb;pb' $(CURDIR)/externalscaler/pb/externalscaler.proto
 
