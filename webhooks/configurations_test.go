@@ -308,8 +308,8 @@ func TestIssue16Item2Ownership(t *testing.T) {
 		wantM, wantV []string
 		wantErr      string
 	}{{
-		name: "their configurations exist, ours are created",
-		have: func() []client.Object { return []client.Object{theirM.DeepCopy(), theirV.DeepCopy()} },
+		name:  "their configurations exist, ours are created",
+		have:  func() []client.Object { return []client.Object{theirM.DeepCopy(), theirV.DeepCopy()} },
 		views: fn,
 		wantM: []string{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
 		wantV: []string{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "scale.functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
