@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
@@ -21,8 +22,10 @@ import (
 
 	"github.com/scaleplane/scaleplane"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/promql"
 )
 
 var (
@@ -35,6 +38,8 @@ var (
 type embedder struct {
 	owner string
 	kinds []schema.GroupVersionKind
+	// autoscaler, when set, is given to every kind (WithAutoscaler).
+	autoscaler *autoscaler.Autoscaler
 	// port stays across restarts, as an operator's webhook Service does:
 	// the sync keeps an existing entry's clientConfig.
 	port   int
@@ -90,7 +95,11 @@ func (e *embedder) start(t *testing.T) {
 	for _, gvk := range e.kinds {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
-		if err := sp.For(obj).WithProfile(sampleProfile(t, gvk)).Complete(); err != nil {
+		b := sp.For(obj).WithProfile(sampleProfile(t, gvk))
+		if e.autoscaler != nil {
+			b = b.WithAutoscaler(e.autoscaler)
+		}
+		if err := b.Complete(); err != nil {
 			t.Fatalf("%s: set up %s: %v", e.owner, gvk.Kind, err)
 		}
 	}
@@ -155,6 +164,32 @@ func refusedBy(ctx context.Context, obj *unstructured.Unstructured, entry string
 	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), `admission webhook "`+entry+`" denied the request`), err.Error()
 }
 
+// removeConfigurations deletes owners' webhook configurations when the test
+// ends: fail-closed webhooks whose servers are gone would refuse the next
+// test's writes.
+func removeConfigurations(t *testing.T, owners ...string) {
+	t.Cleanup(func() {
+		for _, owner := range owners {
+			_ = cluster.Client.Delete(context.Background(), &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: owner + "-mutating-webhook-configuration"}})
+			_ = cluster.Client.Delete(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: owner + "-validating-webhook-configuration"}})
+		}
+	})
+}
+
+// withTrigger is a WorkerGroup whose scale policy has a PromQL trigger.
+func withTrigger(ns string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"replicas": int64(1),
+		"scalePolicy": map[string]any{"minReplicas": int64(0), "maxReplicas": int64(5), "triggers": []any{
+			map[string]any{"name": "queue", "type": "Value", "query": `max(queue_depth{namespace="${namespace}"})`, "threshold": int64(100)},
+		}},
+	}}}
+	u.SetGroupVersionKind(workerGroupGVK)
+	u.SetNamespace(ns)
+	u.SetName("with-trigger")
+	return u
+}
+
 func overMax(ns string, gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(1001)}}}
 	u.SetGroupVersionKind(gvk)
@@ -173,6 +208,7 @@ func TestIssue16Item2TwoEmbeddersOneCluster(t *testing.T) {
 	fn := &embedder{owner: "function-operator", kinds: []schema.GroupVersionKind{functionGVK, workerGroupGVK}}
 	cache.start(t)
 	fn.start(t)
+	removeConfigurations(t, cache.owner, fn.owner)
 
 	want := map[string][]string{
 		cache.owner: wantEntries(cache.owner, "rackedclusters", "workergroups"),
@@ -210,6 +246,12 @@ func TestIssue16Item2TwoEmbeddersOneCluster(t *testing.T) {
 		m, err := framework.RackMembers(u)
 		return err == nil && slices.Equal(m, []int64{3, 3, 3}), fmt.Sprintf("racks %v, want [3 3 3] (M fan-out by cache-operator)", m)
 	})
+
+	// Neither runs a trigger autoscaler, so a trigger is refused, saying so.
+	err := cluster.Client.Create(context.Background(), withTrigger(ns), client.DryRunAll)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "has no trigger autoscaler") {
+		t.Errorf("a trigger without an autoscaler: %v, want a refusal that says no trigger autoscaler runs", err)
+	}
 
 	// The function operator's configurations are not written again when
 	// the cache operator restarts.
@@ -307,4 +349,31 @@ func TestIssue16Item1BuilderErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "set up each kind once") {
 		t.Errorf("a kind twice: %v", err)
 	}
+}
+
+// TestIssue16Item3WithAutoscaler: with WithAutoscaler the kind's triggers
+// are admitted against the autoscaler's sources, and one autoscaler serves
+// every kind of a manager.
+func TestIssue16Item3WithAutoscaler(t *testing.T) {
+	limits := promql.Limits{}
+	sources, err := autoscaler.NewSources(promql.NewEvaluator(promql.NewStore(promql.Options{}), promql.EvaluatorOptions{Limits: limits}), nil, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := autoscaler.New(autoscaler.Options{Sources: sources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var _ scaleplane.Autoscaler = as
+	e := &embedder{owner: "trigger-operator", kinds: []schema.GroupVersionKind{workerGroupGVK, functionGVK}, autoscaler: as}
+	e.start(t)
+	removeConfigurations(t, e.owner)
+	ns := cluster.Namespace(t)
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		u := withTrigger(ns)
+		if err := cluster.Client.Create(ctx, u, client.DryRunAll); err != nil {
+			return false, fmt.Sprintf("dry-run create with a trigger: %v", err)
+		}
+		return true, ""
+	})
 }
