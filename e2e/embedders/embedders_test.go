@@ -206,9 +206,11 @@ func TestIssue16Item2TwoEmbeddersOneCluster(t *testing.T) {
 	ns := cluster.Namespace(t)
 	cache := &embedder{owner: "cache-operator", kinds: []schema.GroupVersionKind{framework.RackedClusterGVK, workerGroupGVK}}
 	fn := &embedder{owner: "function-operator", kinds: []schema.GroupVersionKind{functionGVK, workerGroupGVK}}
+	// Registered first, so it runs after the managers stopped (cleanups run
+	// last first): a sync still running could create them again.
+	removeConfigurations(t, cache.owner, fn.owner)
 	cache.start(t)
 	fn.start(t)
-	removeConfigurations(t, cache.owner, fn.owner)
 
 	want := map[string][]string{
 		cache.owner: wantEntries(cache.owner, "rackedclusters", "workergroups"),
@@ -238,17 +240,18 @@ func TestIssue16Item2TwoEmbeddersOneCluster(t *testing.T) {
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		return refusedBy(ctx, overMax(ns, functionGVK), fnEntry)
 	})
-	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		u := framework.RackedCluster(ns, "mutated", 3, 1, 2, 4)
-		if err := cluster.Client.Create(ctx, u, client.DryRunAll); err != nil {
-			return false, err.Error()
-		}
-		m, err := framework.RackMembers(u)
-		return err == nil && slices.Equal(m, []int64{3, 3, 3}), fmt.Sprintf("racks %v, want [3 3 3] (M fan-out by cache-operator)", m)
+	// The test helper's wait: a dry-run create comes back mutated (racks
+	// fanned out to spec.replicas by the cache operator's webhook).
+	err := cluster.WaitForWebhooks(context.Background(), framework.RackedCluster(ns, "mutated", 3, 1, 2, 4), func(o client.Object) bool {
+		m, err := framework.RackMembers(o.(*unstructured.Unstructured))
+		return err == nil && slices.Equal(m, []int64{3, 3, 3})
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// Neither runs a trigger autoscaler, so a trigger is refused, saying so.
-	err := cluster.Client.Create(context.Background(), withTrigger(ns), client.DryRunAll)
+	err = cluster.Client.Create(context.Background(), withTrigger(ns), client.DryRunAll)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "has no trigger autoscaler") {
 		t.Errorf("a trigger without an autoscaler: %v, want a refusal that says no trigger autoscaler runs", err)
 	}
@@ -366,9 +369,13 @@ func TestIssue16Item3WithAutoscaler(t *testing.T) {
 	}
 	var _ scaleplane.Autoscaler = as
 	e := &embedder{owner: "trigger-operator", kinds: []schema.GroupVersionKind{workerGroupGVK, functionGVK}, autoscaler: as}
-	e.start(t)
 	removeConfigurations(t, e.owner)
+	e.start(t)
 	ns := cluster.Namespace(t)
+	// Through the webhooks first: without them anything is admitted.
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		return refusedBy(ctx, overMax(ns, workerGroupGVK), "workergroups.v1alpha1.samples.scaleplane.io.trigger-operator.scaleplane.io")
+	})
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		u := withTrigger(ns)
 		if err := cluster.Client.Create(ctx, u, client.DryRunAll); err != nil {

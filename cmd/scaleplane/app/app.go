@@ -134,7 +134,7 @@ func New(opts Options) (*App, error) {
 			return nil, fmt.Errorf("set up webhooks: %w", err)
 		}
 	}
-	if err := controllers.Setup(mgr, views, controllers.Options{MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
+	if err := controllers.Setup(mgr, views, controllers.Options{Owner: opts.Config.Webhook.Owner, MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
 		return nil, fmt.Errorf("set up controllers: %w", err)
 	}
 	if err := setupAutoscaler(mgr, opts, views, pipe); err != nil {
