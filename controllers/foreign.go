@@ -87,7 +87,7 @@ func WorkloadTargets(v *profile.Compiled, u *unstructured.Unstructured) []string
 // foreignAutoscalers names the HPAs not controlled by u and the KEDA
 // ScaledObjects that target u or its HPA target.
 func (r *Reconciler) foreignAutoscalers(ctx context.Context, u *unstructured.Unstructured) ([]string, error) {
-	return ForeignAutoscalers(ctx, r.cache, hpaTargetIndex, WorkloadTargets(r.view, u), u, r.keda.served())
+	return ForeignAutoscalers(ctx, r.cache, r.hpaIndex, WorkloadTargets(r.view, u), u, r.keda.served())
 }
 
 // ForeignAutoscalers names, sorted, the autoscalers other than u's own that

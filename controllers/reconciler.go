@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -43,6 +43,8 @@ type Reconciler struct {
 	// first note only, so a second fan-out's sizes would never be seen.
 	events record.EventRecorder
 	keda   *kedaWatch
+	// hpaIndex is the kind's field index of HPAs by scale target.
+	hpaIndex string
 
 	conflictRetries int
 
@@ -57,17 +59,13 @@ func newReconciler(mgr manager.Manager, v *profile.Compiled, keda *kedaWatch, op
 		view:            v,
 		kind:            v.GVK().Kind,
 		defaultMetrics:  v.Spec().DefaultMetrics,
-		cache:           mgr.GetCache(),
+		cache:           objects.Reader(mgr.GetCache(), mgr.GetScheme()),
 		api:             mgr.GetAPIReader(),
 		writer:          mgr.GetClient(),
 		events:          mgr.GetEventRecorderFor(EventRecorderName), //nolint:staticcheck // see Reconciler.events
 		keda:            keda,
 		conflictRetries: opts.ConflictRetries,
 	}
-}
-
-func (r *Reconciler) controllerName() string {
-	return ControllerPrefix + strings.ToLower(r.kind)
 }
 
 // Reconcile applies the three policies in order. Fan-out goes first so that

@@ -3,11 +3,11 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,15 +17,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
-// Options tunes the controllers. The zero value is ready to use.
+// Options tunes the controllers. The zero value is ready to use: what it
+// leaves out is the manager's (mgr.GetControllerOptions()).
 type Options struct {
+	// Owner names the controllers <owner>-<kind> (controller-runtime
+	// requires names unique in a process, and an embedding operator may
+	// profile a kind the binary also profiles). Default scaleplane.
+	Owner string
 	// MaxConcurrentReconciles is how many workloads of one kind reconcile at
-	// once. Different workloads never share state, so more than one is safe;
-	// default 4, which keeps a burst of kubectl scale calls on many workloads
-	// from queueing behind one another.
+	// once. Different workloads never share state, so more than one is safe.
+	// Zero leaves the manager's setting (controller-runtime's default is
+	// 1); the binary asks for 4, which keeps a burst of kubectl scale calls
+	// on many workloads from queueing behind one another.
 	MaxConcurrentReconciles int
 	// ConflictRetries bounds how often the fan-out re-reads the workload and
 	// writes again after a conflict (another writer changed it in between)
@@ -39,13 +46,14 @@ type Options struct {
 	// seen only if served at Setup).
 	KEDADiscoveryInterval time.Duration
 	// SkipNameValidation lets several managers in one process register
-	// controllers of the same names (scaleplane-<kind>); only tests need it.
+	// controllers of the same names; only tests need it. False leaves the
+	// manager's setting.
 	SkipNameValidation bool
 }
 
 func (o *Options) defaults() {
-	if o.MaxConcurrentReconciles <= 0 {
-		o.MaxConcurrentReconciles = 4
+	if o.Owner == "" {
+		o.Owner = "scaleplane"
 	}
 	if o.ConflictRetries <= 0 {
 		o.ConflictRetries = 10
@@ -55,14 +63,10 @@ func (o *Options) defaults() {
 	}
 }
 
-// Setup registers one controller per view with mgr: fan-out (C1), status
-// (C2, C3) and the built-in HPA (C4, C5). Call it once per manager; the
+// Setup registers one controller per view with mgr (SetupKind for each):
+// fan-out (C1), status (C2, C3) and the built-in HPA (C4, C5). The
 // controllers run only on the elected leader.
 func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
-	opts.defaults()
-	if len(views) == 0 {
-		return nil
-	}
 	seen := map[schema.GroupVersionKind]bool{}
 	for _, v := range views {
 		if seen[v.GVK()] {
@@ -70,19 +74,50 @@ func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 		}
 		seen[v.GVK()] = true
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, IndexHPATarget); err != nil {
-		return fmt.Errorf("index HPAs by scale target: %w", err)
+	for _, v := range views {
+		if err := SetupKind(mgr, v, opts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetupKind registers the controller of one profiled kind with mgr; call it
+// once for each kind, as one calls SetupWithManager once per reconciler.
+// Everything it registers is the kind's own (its HPA index is named after
+// the kind), so kinds set up one by one never collide; setting up one kind
+// twice on a manager is an error that says so.
+//
+// The workload is watched as mgr's scheme knows it: typed when the scheme
+// has the kind (the embedding operator's own type, one informer shared with
+// its controllers), unstructured otherwise. No manager-wide
+// Cache.Unstructured is needed.
+func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
+	opts.defaults()
+	gvk := v.GVK()
+	index := HPATargetIndex(gvk.GroupKind())
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, index, IndexHPATarget); err != nil {
+		if strings.Contains(err.Error(), "indexer conflict") {
+			return fmt.Errorf("set up controller for %s: this manager already has one for the kind; set up each kind once", gvk.GroupKind())
+		}
+		return fmt.Errorf("index HPAs by scale target for %s: %w", gvk.GroupKind(), err)
 	}
 	keda := newKEDAWatch(mgr.GetRESTMapper(), opts.KEDADiscoveryInterval)
-	for _, v := range views {
-		r := newReconciler(mgr, v, keda, opts)
-		c, err := r.build(mgr, opts)
-		if err != nil {
-			return fmt.Errorf("set up controller for %s: %w", v.GVK().Kind, err)
-		}
-		keda.add(c, mgr.GetCache(), r.mapScaledObject)
+	r := newReconciler(mgr, v, keda, opts)
+	r.hpaIndex = index
+	c, err := r.build(mgr, opts)
+	if err != nil {
+		return fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
 	}
+	keda.add(c, mgr.GetCache(), r.mapScaledObject)
 	return keda.setup(mgr)
+}
+
+// HPATargetIndex names the field index of HPAs by scale target that the
+// controller of gk lists through. Each kind has its own, so that setting up
+// kinds one by one never registers an index twice.
+func HPATargetIndex(gk schema.GroupKind) string {
+	return hpaTargetIndex + "/" + gk.String()
 }
 
 // build registers the reconciler's controller and its watches: the
@@ -90,16 +125,15 @@ func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 // every HPA mapped to the workload it targets (a user's HPA appearing or
 // going away changes C5's answer).
 func (r *Reconciler) build(mgr manager.Manager, opts Options) (controller.Controller, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(r.view.GVK())
-	copts := controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+	var copts controller.Options
+	copts.MaxConcurrentReconciles = opts.MaxConcurrentReconciles
 	if opts.SkipNameValidation {
 		skip := true
 		copts.SkipNameValidation = &skip
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(r.controllerName()).
-		For(u).
+		Named(opts.Owner+"-"+strings.ToLower(r.kind)).
+		For(objects.Prototype(mgr.GetScheme(), r.view.GVK())).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(hpaChanged)).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.mapHPA), builder.WithPredicates(hpaChanged)).
 		WithOptions(copts).

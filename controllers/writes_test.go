@@ -37,7 +37,7 @@ func fakeReconciler(t *testing.T, kind string, funcs interceptor.Funcs, objs ...
 	v := sampleView(t, kind)
 	return &Reconciler{
 		view: v, kind: kind, cache: c, api: c, writer: c, events: events,
-		keda: newKEDAWatch(nil, -1), conflictRetries: 5,
+		keda: newKEDAWatch(nil, -1), conflictRetries: 5, hpaIndex: hpaTargetIndex,
 	}, c, events
 }
 

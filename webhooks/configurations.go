@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -15,18 +16,23 @@ import (
 // client configuration from its path (see ServiceClientConfig).
 //
 // Every field the API server would default is set, so a configuration read
-// back from the cluster compares equal to the one written. The names come
-// from wc, with the defaults of package api/config/v1alpha2 when empty.
+// back from the cluster compares equal to the one written. Both carry the
+// label scaleplane.io/owner=<wc.Owner> and every entry's name ends in
+// ".<owner>.scaleplane.io" (see SyncConfigurations). The owner and names
+// come from wc, with the defaults of package api/config/v1alpha2 when
+// empty (owner scaleplane, the binary's).
 func Configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	owner := ownerOf(wc)
 	mutatingName, validatingName := configurationNames(wc)
+	labels := func() map[string]string { return map[string]string{v1alpha1.LabelOwner: owner} }
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: mutatingName},
+		ObjectMeta: metav1.ObjectMeta{Name: mutatingName, Labels: labels()},
 		Webhooks:   []admissionregistrationv1.MutatingWebhook{},
 	}
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: validatingName},
+		ObjectMeta: metav1.ObjectMeta{Name: validatingName, Labels: labels()},
 		Webhooks:   []admissionregistrationv1.ValidatingWebhook{},
 	}
 	timeout := wc.TimeoutSeconds
@@ -50,7 +56,7 @@ func Configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 		// run that finds nothing to do adds nothing.
 		reinvoke := admissionregistrationv1.IfNeededReinvocationPolicy
 		m.Webhooks = append(m.Webhooks, admissionregistrationv1.MutatingWebhook{
-			Name:                    mutateName(gvr),
+			Name:                    mutateName(gvr, owner),
 			ClientConfig:            clientConfig(MutatePath(gvr)),
 			Rules:                   mainRules,
 			FailurePolicy:           &c.failurePolicy,
@@ -62,8 +68,8 @@ func Configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      &reinvoke,
 		})
-		v.Webhooks = append(v.Webhooks, c.validating(validateName(gvr), clientConfig(ValidatePath(gvr)), mainRules),
-			c.validating(scaleName(gvr), clientConfig(ValidateScalePath(gvr)), scaleRules))
+		v.Webhooks = append(v.Webhooks, c.validating(validateName(gvr, owner), clientConfig(ValidatePath(gvr)), mainRules),
+			c.validating(scaleName(gvr, owner), clientConfig(ValidateScalePath(gvr)), scaleRules))
 	}
 	return m, v
 }
@@ -84,12 +90,28 @@ func ServiceClientConfig(namespace, name string, port int32) func(path string) a
 func configurationNames(wc configv1alpha2.Webhook) (mutating, validating string) {
 	mutating, validating = wc.MutatingConfigurationName, wc.ValidatingConfigurationName
 	if mutating == "" {
-		mutating = configv1alpha2.DefaultMutatingConfigurationName
+		mutating = ownerOf(wc) + configv1alpha2.MutatingConfigurationSuffix
 	}
 	if validating == "" {
-		validating = configv1alpha2.DefaultValidatingConfigurationName
+		validating = ownerOf(wc) + configv1alpha2.ValidatingConfigurationSuffix
 	}
 	return mutating, validating
+}
+
+// ownerOf is wc's owner, the binary's when left out.
+func ownerOf(wc configv1alpha2.Webhook) string {
+	if wc.Owner == "" {
+		return configv1alpha2.DefaultOwner
+	}
+	return wc.Owner
+}
+
+// OwnsEntry reports whether the webhook entry called name belongs to the
+// owner of wc (its name ends in ".<owner>.scaleplane.io"). Code that edits
+// entries of a configuration (re-pointing URLs, injecting a CA) must edit
+// only these: another embedder may keep its entries there.
+func OwnsEntry(wc configv1alpha2.Webhook, name string) bool {
+	return ownsEntry(name, ownerOf(wc))
 }
 
 // common holds the settings every webhook entry shares. Each entry gets its

@@ -66,6 +66,7 @@ func urlConfig(path string) admissionregistrationv1.WebhookClientConfig {
 func TestConfigurations(t *testing.T) {
 	views := testViews(t)
 	wc := configv1alpha2.Webhook{
+		Owner:                       "cache-operator",
 		MutatingConfigurationName:   "m",
 		ValidatingConfigurationName: "v",
 		TimeoutSeconds:              5,
@@ -75,18 +76,25 @@ func TestConfigurations(t *testing.T) {
 	if m.Name != "m" || v.Name != "v" {
 		t.Errorf("names %q, %q, want m, v", m.Name, v.Name)
 	}
+	owned := map[string]string{"scaleplane.io/owner": "cache-operator"}
+	if diff := cmp.Diff(owned, m.Labels); diff != "" {
+		t.Errorf("mutating labels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(owned, v.Labels); diff != "" {
+		t.Errorf("validating labels (-want +got):\n%s", diff)
+	}
 	wantM := []entrySummary{
-		{"zoneddatabases.v1beta1.data.example.org", "https://127.0.0.1:9443/mutate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
-		{"functions.v1alpha1.samples.scaleplane.io", "https://127.0.0.1:9443/mutate-samples-scaleplane-io-v1alpha1-functions", []string{"functions"}, createUpdate},
+		{"zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/mutate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
+		{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/mutate-samples-scaleplane-io-v1alpha1-functions", []string{"functions"}, createUpdate},
 	}
 	if diff := cmp.Diff(wantM, summarize(m.Webhooks)); diff != "" {
 		t.Errorf("mutating entries (-want +got):\n%s", diff)
 	}
 	wantV := []entrySummary{
-		{"zoneddatabases.v1beta1.data.example.org", "https://127.0.0.1:9443/validate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
-		{"scale.zoneddatabases.v1beta1.data.example.org", "https://127.0.0.1:9443/validate-scale-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases/scale"}, updateOnly},
-		{"functions.v1alpha1.samples.scaleplane.io", "https://127.0.0.1:9443/validate-samples-scaleplane-io-v1alpha1-functions", []string{"functions"}, createUpdate},
-		{"scale.functions.v1alpha1.samples.scaleplane.io", "https://127.0.0.1:9443/validate-scale-samples-scaleplane-io-v1alpha1-functions", []string{"functions/scale"}, updateOnly},
+		{"zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
+		{"scale.zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-scale-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases/scale"}, updateOnly},
+		{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-samples-scaleplane-io-v1alpha1-functions", []string{"functions"}, createUpdate},
+		{"scale.functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-scale-samples-scaleplane-io-v1alpha1-functions", []string{"functions/scale"}, updateOnly},
 	}
 	if diff := cmp.Diff(wantV, summarize(v.Webhooks)); diff != "" {
 		t.Errorf("validating entries (-want +got):\n%s", diff)
@@ -217,7 +225,7 @@ func TestSyncConfigurationsErrors(t *testing.T) {
 	}, {
 		name: "no entry to copy a clientConfig from",
 		objs: []client.Object{emptyM, emptyV},
-		want: []string{"no webhook entry to copy a clientConfig from", "apply config/webhook"},
+		want: []string{`no webhook entry of owner "scaleplane" to copy a clientConfig from`, "apply config/webhook"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,5 +271,165 @@ func TestIssue11SyncFillsShippedEmptyConfigurations(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantV.Webhooks, gotV.Webhooks); diff != "" {
 		t.Errorf("validating entries (-want +got):\n%s", diff)
+	}
+}
+
+// TestIssue16Item2Ownership: a sync touches only its owner's configurations
+// and, in them, only its owner's entries; another owner's configurations and
+// entries are left byte for byte, and a configuration from before owners is
+// adopted with its tuned settings.
+func TestIssue16Item2Ownership(t *testing.T) {
+	views := testViews(t)
+	mine := configv1alpha2.Webhook{Owner: "cache-operator"}
+	theirs := configv1alpha2.Webhook{Owner: "scaleplane"}
+	rc := []*profile.Compiled{views[rackedCluster]}
+	fn := []*profile.Compiled{views[function]}
+	// The binary's configurations, in line with its profiles.
+	theirM, theirV := Configurations(rc, theirs, urlConfig)
+	// Our configurations, where someone else keeps an entry of their own.
+	foreignEntry := admissionregistrationv1.ValidatingWebhook{
+		Name: "policy.example.org", ClientConfig: urlConfig("/policy"),
+		SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
+	}
+	// A configuration from before owners, named as ours: unlabelled, entry
+	// names without an owner, a tuned failure policy.
+	legacyM, _ := Configurations(rc, mine, urlConfig)
+	delete(legacyM.Labels, "scaleplane.io/owner")
+	legacyM.Webhooks[0].Name = "rackedclusters.v1alpha1.samples.scaleplane.io"
+	legacyM.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+
+	tests := []struct {
+		name string
+		// have are the cluster's configurations before the sync.
+		have func() []client.Object
+		// views are our profiles; wantM and wantV our configurations'
+		// entries after the sync, by name.
+		views        []*profile.Compiled
+		wantM, wantV []string
+		wantErr      string
+	}{{
+		name:  "their configurations exist, ours are created",
+		have:  func() []client.Object { return []client.Object{theirM.DeepCopy(), theirV.DeepCopy()} },
+		views: fn,
+		wantM: []string{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+		wantV: []string{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "scale.functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+	}, {
+		name: "a foreign entry in our configuration is kept; a profile removed goes",
+		have: func() []client.Object {
+			m, v := Configurations(append(fn, rc...), mine, urlConfig)
+			v.Webhooks = append([]admissionregistrationv1.ValidatingWebhook{foreignEntry}, v.Webhooks...)
+			return []client.Object{theirM.DeepCopy(), theirV.DeepCopy(), m, v}
+		},
+		views: fn,
+		wantM: []string{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+		wantV: []string{"policy.example.org", "functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "scale.functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+	}, {
+		name: "no profiles left: only our entries go",
+		have: func() []client.Object {
+			m, v := Configurations(fn, mine, urlConfig)
+			v.Webhooks = append(v.Webhooks, foreignEntry)
+			return []client.Object{theirM.DeepCopy(), theirV.DeepCopy(), m, v}
+		},
+		views: nil,
+		wantM: []string{},
+		wantV: []string{"policy.example.org"},
+	}, {
+		name: "a configuration of another owner under our name is refused, not written",
+		have: func() []client.Object {
+			m, v := Configurations(rc, theirs, urlConfig)
+			m.Name, v.Name = "cache-operator-mutating-webhook-configuration", "cache-operator-validating-webhook-configuration"
+			return []client.Object{theirM.DeepCopy(), theirV.DeepCopy(), m, v}
+		},
+		views:   fn,
+		wantErr: `labelled scaleplane.io/owner=scaleplane, and this process's owner is "cache-operator"`,
+	}, {
+		name: "an unlabelled configuration from before owners is adopted, settings kept",
+		have: func() []client.Object {
+			_, v := Configurations(nil, mine, urlConfig)
+			return []client.Object{theirM.DeepCopy(), theirV.DeepCopy(), legacyM.DeepCopy(), v}
+		},
+		views: rc,
+		wantM: []string{"rackedclusters.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+		wantV: []string{"rackedclusters.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "scale.rackedclusters.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			have := tc.have()
+			c := fakeClient(t, have...)
+			before := map[string]client.Object{}
+			for _, o := range have {
+				if o.GetLabels()["scaleplane.io/owner"] == "scaleplane" {
+					got := o.DeepCopyObject().(client.Object)
+					if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+						t.Fatal(err)
+					}
+					before[o.GetName()] = got
+				}
+			}
+			for range 2 { // a second sync is a no-op
+				err := SyncConfigurationsWith(ctx, c, tc.views, mine, urlConfig)
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+					}
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The other owner's configurations are exactly as they were.
+			for name, want := range before {
+				got := want.DeepCopyObject().(client.Object)
+				if err := c.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s of another owner changed (-want +got):\n%s", name, diff)
+				}
+			}
+			if tc.wantErr != "" {
+				return
+			}
+			gotM := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			gotV := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := c.Get(ctx, client.ObjectKey{Name: "cache-operator-mutating-webhook-configuration"}, gotM); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Get(ctx, client.ObjectKey{Name: "cache-operator-validating-webhook-configuration"}, gotV); err != nil {
+				t.Fatal(err)
+			}
+			names := func(s []entrySummary) []string {
+				out := []string{}
+				for _, e := range s {
+					out = append(out, e.Name)
+				}
+				return out
+			}
+			if diff := cmp.Diff(tc.wantM, names(summarize(gotM.Webhooks))); diff != "" {
+				t.Errorf("mutating entries (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantV, names(summarize(gotV.Webhooks))); diff != "" {
+				t.Errorf("validating entries (-want +got):\n%s", diff)
+			}
+			for _, o := range []client.Object{gotM, gotV} {
+				if got := o.GetLabels()["scaleplane.io/owner"]; got != "cache-operator" {
+					t.Errorf("%s: owner label %q, want cache-operator", o.GetName(), got)
+				}
+			}
+			for _, w := range gotV.Webhooks {
+				if w.Name == foreignEntry.Name {
+					if diff := cmp.Diff(foreignEntry, w); diff != "" {
+						t.Errorf("foreign entry changed (-want +got):\n%s", diff)
+					}
+				}
+			}
+			if tc.name == "an unlabelled configuration from before owners is adopted, settings kept" {
+				if got := *gotM.Webhooks[0].FailurePolicy; got != admissionregistrationv1.Ignore {
+					t.Errorf("adopted entry's failure policy %s, want the tuned Ignore", got)
+				}
+			}
+		})
 	}
 }

@@ -3,13 +3,14 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"net/http"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -29,22 +30,9 @@ type Options struct {
 }
 
 // Setup registers the mutating, validating and /scale handlers of every
-// view on mgr's webhook server, at the paths MutatePath, ValidatePath and
-// ValidateScalePath give. The /scale handler reads parents through mgr's
-// client (give the manager Cache.Unstructured: true so that these reads are
-// cached) and falls back to its API reader; Setup asks the cache for each
-// kind's informer now, so the first `kubectl scale` does not wait for a
-// list.
-//
-// Two views of one resource are an error: their paths would collide.
+// view on mgr's webhook server (SetupKind for each). Two views of one
+// resource are an error: their paths would collide.
 func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
-	srv := mgr.GetWebhookServer()
-	if srv == nil {
-		return fmt.Errorf("set up webhooks: the manager has no webhook server; give it one in manager.Options.WebhookServer")
-	}
-	// A request that is not an API server's AdmissionReview gets an HTTP
-	// error, not an answer (server.go).
-	srv = strictReviews(srv)
 	seen := make(map[schema.GroupVersionResource]bool, len(views))
 	for _, v := range views {
 		gvr := v.GVR()
@@ -53,21 +41,63 @@ func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 		}
 		seen[gvr] = true
 	}
-	log := ctrl.Log.WithName("webhooks")
 	for _, v := range views {
-		gvr := v.GVR()
-		srv.Register(MutatePath(gvr), &webhook.Admission{Handler: hooked(roleMutate, NewMutator(v), opts.OnReview)})
-		srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: hooked(roleValidate, NewValidator(v, opts.Sources), opts.OnReview)})
-		srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: hooked(roleScale, NewScaleValidator(v, mgr.GetClient(), mgr.GetAPIReader()), opts.OnReview)})
-
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(v.GVK())
-		// Before the manager starts this only records the informer, it does
-		// not wait. A kind whose CRD is not installed yet is not an error:
-		// the handler's first read starts the informer then.
-		if _, err := mgr.GetCache().GetInformer(context.Background(), u); err != nil {
-			log.Info("parent cache not prepared; the first /scale check reads through the API", "kind", v.GVK().String(), "reason", err.Error())
+		if err := SetupKind(mgr, v, opts); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// SetupKind registers the mutating, validating and /scale handlers of one
+// view on mgr's webhook server, at the paths MutatePath, ValidatePath and
+// ValidateScalePath give; call it once per kind. A kind already registered
+// on the server is an error that says so.
+//
+// The /scale handler reads parents from mgr's cache, as mgr's scheme knows
+// the kind (typed when registered there, so the embedding operator's
+// informer serves it; unstructured otherwise; no manager-wide
+// Cache.Unstructured is needed), and falls back to mgr's API reader.
+// SetupKind asks the cache for the kind's informer now, so the first
+// `kubectl scale` does not wait for a list.
+func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
+	server := mgr.GetWebhookServer()
+	if server == nil {
+		return fmt.Errorf("set up webhooks: the manager has no webhook server; give it one in manager.Options.WebhookServer")
+	}
+	gvr := v.GVR()
+	if registered(server, MutatePath(gvr)) {
+		return fmt.Errorf("set up webhooks for %s: this manager's webhook server already serves it; set up each kind once", gvr)
+	}
+	// A request that is not an API server's AdmissionReview gets an HTTP
+	// error, not an answer (server.go).
+	srv := strictReviews(server)
+	cached := objects.Reader(mgr.GetCache(), mgr.GetScheme())
+	srv.Register(MutatePath(gvr), &webhook.Admission{Handler: hooked(roleMutate, NewMutator(v), opts.OnReview)})
+	srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: hooked(roleValidate, NewValidator(v, opts.Sources), opts.OnReview)})
+	srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: hooked(roleScale, NewScaleValidator(v, cached, mgr.GetAPIReader()), opts.OnReview)})
+
+	// Before the manager starts this only records the informer, it does
+	// not wait. A kind whose CRD is not installed yet is not an error:
+	// the handler's first read starts the informer then.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), objects.Prototype(mgr.GetScheme(), v.GVK())); err != nil {
+		ctrl.Log.WithName("webhooks").Info("parent cache not prepared; the first /scale check reads through the API", "kind", v.GVK().String(), "reason", err.Error())
+	}
+	return nil
+}
+
+// registered reports whether srv already has a handler at exactly path
+// (controller-runtime's Register panics on a duplicate).
+func registered(srv webhook.Server, path string) bool {
+	req, err := http.NewRequest(http.MethodPost, path, nil)
+	if err != nil {
+		return false
+	}
+	mux := srv.WebhookMux()
+	if mux == nil {
+		// controller-runtime makes the mux with the first Register.
+		return false
+	}
+	_, pattern := mux.Handler(req)
+	return pattern == path
 }

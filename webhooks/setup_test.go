@@ -115,3 +115,23 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestIssue16Item1SetupKindOnce: kinds are registered one call at a time;
+// a kind twice on one webhook server is an error that says so, not
+// controller-runtime's duplicate-path panic.
+func TestIssue16Item1SetupKindOnce(t *testing.T) {
+	views := testViews(t)
+	mgr := newTestManager(t)
+	for _, k := range []string{rackedCluster, function} {
+		if err := SetupKind(mgr, views[k], Options{}); err != nil {
+			t.Fatalf("set up %s: %v", k, err)
+		}
+	}
+	err := SetupKind(mgr, views[function], Options{})
+	if err == nil || !strings.Contains(err.Error(), "already serves it; set up each kind once") {
+		t.Errorf("second set-up of functions: %v, want an error that says it is set up", err)
+	}
+	if !registered(mgr.GetWebhookServer(), ValidateScalePath(views[rackedCluster].GVR())) {
+		t.Error("the /scale handler of rackedclusters is not registered")
+	}
+}

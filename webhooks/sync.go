@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,21 +18,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
 // SyncConfigurations brings the two webhook configurations named in wc in
 // line with views, so that adding or removing a profile needs no hand edit
-// of the cluster's webhook configurations:
+// of the cluster's webhook configurations. It touches only what wc's owner
+// owns (wc.Owner, default scaleplane): configurations labelled
+// scaleplane.io/owner=<owner>, and in them only entries whose names end in
+// ".<owner>.scaleplane.io". Any number of scaleplane binaries and embedding
+// operators therefore share a cluster, each with its own owner:
 //
 //   - an entry of a profiled kind that exists keeps everything (clientConfig
 //     and its caBundle, failurePolicy, selectors, timeouts an administrator
 //     tuned) except its rules, which are set from the profile;
 //   - an entry of a new profile is added as Configurations makes it, with the
-//     clientConfig of an existing entry (same Service or URL and CA bundle)
-//     and the new entry's own path;
-//   - an entry that matches no profile is removed: the configurations are
-//     scaleplane's own.
+//     clientConfig of an existing entry of the same owner (same Service or
+//     URL and CA bundle) and the new entry's own path;
+//   - an entry of the owner that matches no profile is removed;
+//   - every other entry is kept as it is (moved before the owner's own).
+//
+// A configuration labelled for another owner is an error, never written. A
+// configuration without the label (made by a release before owners, when
+// every entry in it was scaleplane's) is adopted: it gets the label, and
+// its entries are renamed with the owner, keeping their settings.
 //
 // Both configurations must exist (apply config/webhook first) and the
 // mutating one must keep at least one entry to copy a clientConfig from
@@ -42,19 +54,27 @@ func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.C
 }
 
 // SyncConfigurationsWith is SyncConfigurations for configurations that may
-// have no entry yet: the release manifest and the Helm chart ship them
-// empty, since which kinds are profiled is only known from the
-// configuration scaleplane runs with. A new entry of a configuration with
-// no entry to copy from gets clientConfig(path), the Service (or URL) the
-// binary serves on; a nil clientConfig makes that an error, as in
-// SyncConfigurations.
+// not exist or may have no entry yet: the release manifest and the Helm
+// chart ship them empty, since which kinds are profiled is only known from
+// the configuration scaleplane runs with, and an embedding operator may
+// ship none. A new entry with no entry of its owner to copy from gets
+// clientConfig(path), the Service (or URL) the process serves on, and a
+// missing configuration is created as Configurations makes it; a nil
+// clientConfig makes both an error, as in SyncConfigurations.
 func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
+	owner := ownerOf(wc)
 	wantM, wantV := Configurations(views, wc, pathOnly)
-	errM := syncConfiguration(ctx, c, &admissionregistrationv1.MutatingWebhookConfiguration{}, "MutatingWebhookConfiguration", wantM.Name,
-		func(obj client.Object) (bool, error) {
+	var createM, createV func() client.Object
+	if clientConfig != nil {
+		fullM, fullV := Configurations(views, wc, clientConfig)
+		createM = func() client.Object { return fullM.DeepCopy() }
+		createV = func() client.Object { return fullV.DeepCopy() }
+	}
+	errM := syncConfiguration(ctx, c, &admissionregistrationv1.MutatingWebhookConfiguration{}, "MutatingWebhookConfiguration", wantM.Name, owner, createM,
+		func(obj client.Object, adopt bool) (bool, error) {
 			have := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
-			merged, err := mergeEntries(have.Webhooks, wantM.Webhooks, clientConfig, func(w *admissionregistrationv1.MutatingWebhook) entry {
-				return entry{w.Name, &w.ClientConfig, &w.Rules}
+			merged, err := mergeEntries(have.Webhooks, wantM.Webhooks, clientConfig, owner, adopt, func(w *admissionregistrationv1.MutatingWebhook) entry {
+				return entry{&w.Name, &w.ClientConfig, &w.Rules}
 			})
 			if err != nil || equality.Semantic.DeepEqual(merged, have.Webhooks) {
 				return false, err
@@ -62,11 +82,11 @@ func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*profi
 			have.Webhooks = merged
 			return true, nil
 		})
-	errV := syncConfiguration(ctx, c, &admissionregistrationv1.ValidatingWebhookConfiguration{}, "ValidatingWebhookConfiguration", wantV.Name,
-		func(obj client.Object) (bool, error) {
+	errV := syncConfiguration(ctx, c, &admissionregistrationv1.ValidatingWebhookConfiguration{}, "ValidatingWebhookConfiguration", wantV.Name, owner, createV,
+		func(obj client.Object, adopt bool) (bool, error) {
 			have := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-			merged, err := mergeEntries(have.Webhooks, wantV.Webhooks, clientConfig, func(w *admissionregistrationv1.ValidatingWebhook) entry {
-				return entry{w.Name, &w.ClientConfig, &w.Rules}
+			merged, err := mergeEntries(have.Webhooks, wantV.Webhooks, clientConfig, owner, adopt, func(w *admissionregistrationv1.ValidatingWebhook) entry {
+				return entry{&w.Name, &w.ClientConfig, &w.Rules}
 			})
 			if err != nil || equality.Semantic.DeepEqual(merged, have.Webhooks) {
 				return false, err
@@ -85,21 +105,53 @@ func pathOnly(path string) admissionregistrationv1.WebhookClientConfig {
 	return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Path: &p}}
 }
 
-// syncConfiguration gets the configuration called name into obj, lets merge
-// change it and updates it when merge reports a change.
-func syncConfiguration(ctx context.Context, c client.Client, obj client.Object, kind, name string, merge func(client.Object) (bool, error)) error {
+// errNotOwned is a configuration of another owner: retrying cannot help.
+var errNotOwned = errors.New("not owned")
+
+// syncConfiguration gets the configuration called name into obj (creating
+// it with create when it is missing and create is set), checks that it is
+// owner's, lets merge change it and updates it when merge reports a change.
+// merge is told to adopt the entries of a configuration without an owner.
+func syncConfiguration(ctx context.Context, c client.Client, obj client.Object, kind, name, owner string, create func() client.Object, merge func(obj client.Object, adopt bool) (bool, error)) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+			if !apierrors.IsNotFound(err) || create == nil {
+				return err
+			}
+			err := c.Create(ctx, create())
+			if apierrors.IsAlreadyExists(err) {
+				// Made meanwhile (another replica): read it and merge.
+				return apierrors.NewConflict(admissionregistrationv1.Resource(kind), name, err)
+			}
+			if err == nil {
+				ctrl.LoggerFrom(ctx).Info("webhook configuration created", "kind", kind, "name", name, "owner", owner)
+			}
 			return err
 		}
-		changed, err := merge(obj)
-		if err != nil || !changed {
+		got, labelled := obj.GetLabels()[v1alpha1.LabelOwner]
+		if labelled && got != owner {
+			return fmt.Errorf("%w: it is labelled %s=%s, and this process's owner is %q; give this process other configuration names (or another owner) instead of taking another's", errNotOwned, v1alpha1.LabelOwner, got, owner)
+		}
+		changed, err := merge(obj, !labelled)
+		if err != nil {
 			return err
+		}
+		if !labelled {
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[v1alpha1.LabelOwner] = owner
+			obj.SetLabels(labels)
+			changed = true
+		}
+		if !changed {
+			return nil
 		}
 		if err := c.Update(ctx, obj); err != nil {
 			return err
 		}
-		ctrl.LoggerFrom(ctx).Info("webhook configuration brought in line with the profiles", "kind", kind, "name", name)
+		ctrl.LoggerFrom(ctx).Info("webhook configuration brought in line with the profiles", "kind", kind, "name", name, "owner", owner, "adopted", !labelled)
 		return nil
 	})
 	if err != nil {
@@ -111,25 +163,44 @@ func syncConfiguration(ctx context.Context, c client.Client, obj client.Object, 
 // entry gives mergeEntries access to the fields it manages in the two
 // webhook entry types.
 type entry struct {
-	name         string
+	name         *string
 	clientConfig *admissionregistrationv1.WebhookClientConfig
 	rules        *[]admissionregistrationv1.RuleWithOperations
 }
 
-// mergeEntries returns want's entries in want's order, each taken from have
-// with want's rules when have has it, else want's entry with a clientConfig
-// derived from have's first entry, or from fallback when have is empty. It
-// does not change have.
-func mergeEntries[W any](have, want []W, fallback func(path string) admissionregistrationv1.WebhookClientConfig, fields func(*W) entry) ([]W, error) {
+// mergeEntries returns have's entries that are not owner's, unchanged and
+// in their order, followed by want's entries in want's order, each taken
+// from have with want's rules when have has it, else want's entry with a
+// clientConfig derived from owner's first entry in have, or from fallback
+// when owner has none. With adopt every entry of have is owner's, and one
+// found under its name from before owners is renamed. It does not change
+// have.
+func mergeEntries[W any](have, want []W, fallback func(path string) admissionregistrationv1.WebhookClientConfig, owner string, adopt bool, fields func(*W) entry) ([]W, error) {
 	byName := make(map[string]*W, len(have))
+	var foreign []W
+	var first *W
 	for i := range have {
-		byName[fields(&have[i]).name] = &have[i]
+		name := *fields(&have[i]).name
+		if !adopt && !ownsEntry(name, owner) {
+			foreign = append(foreign, deepCopy(have[i]))
+			continue
+		}
+		byName[name] = &have[i]
+		if first == nil {
+			first = &have[i]
+		}
 	}
-	out := make([]W, 0, len(want))
+	out := make([]W, 0, len(foreign)+len(want))
+	out = append(out, foreign...)
 	for i := range want {
 		w := fields(&want[i])
-		if h, ok := byName[w.name]; ok {
+		h, ok := byName[*w.name]
+		if !ok && adopt {
+			h, ok = byName[strings.TrimSuffix(*w.name, "."+owner+v1alpha1.OwnerEntrySuffix)]
+		}
+		if ok {
 			kept := deepCopy(*h)
+			*fields(&kept).name = *w.name
 			*fields(&kept).rules = *w.rules
 			out = append(out, kept)
 			continue
@@ -137,16 +208,16 @@ func mergeEntries[W any](have, want []W, fallback func(path string) admissionreg
 		added := deepCopy(want[i])
 		path := *w.clientConfig.Service.Path
 		switch {
-		case len(have) > 0:
-			cc, err := withPath(*fields(&have[0]).clientConfig, path)
+		case first != nil:
+			cc, err := withPath(*fields(first).clientConfig, path)
 			if err != nil {
-				return nil, fmt.Errorf("entry %q: %w", w.name, err)
+				return nil, fmt.Errorf("entry %q: %w", *w.name, err)
 			}
 			*fields(&added).clientConfig = cc
 		case fallback != nil:
 			*fields(&added).clientConfig = fallback(path)
 		default:
-			return nil, fmt.Errorf("it has no webhook entry to copy a clientConfig from for the new entry %q; apply config/webhook (or Configurations' output) first", w.name)
+			return nil, fmt.Errorf("it has no webhook entry of owner %q to copy a clientConfig from for the new entry %q; apply config/webhook (or Configurations' output) first", owner, *w.name)
 		}
 		out = append(out, added)
 	}
@@ -234,12 +305,19 @@ func (s *ConfigurationSync) Start(ctx context.Context) error {
 	err := wait.ExponentialBackoffWithContext(retryCtx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second},
 		func(ctx context.Context) (bool, error) {
 			last = SyncConfigurationsWith(ctrl.LoggerInto(ctx, log), s.Client, s.Views, s.Webhook, s.ClientConfig)
+			if errors.Is(last, errNotOwned) {
+				// Another owner's configuration stays another's: waiting
+				// cannot change that.
+				return false, last
+			}
 			if last != nil {
 				log.Error(last, "webhook configurations not in line with the profiles yet; retrying")
 			}
 			return last == nil, nil
 		})
 	switch {
+	case errors.Is(err, errNotOwned):
+		return err
 	case err == nil, ctx.Err() != nil:
 		// Done, or the manager is stopping: nothing to report.
 		return nil

@@ -18,6 +18,12 @@ const (
 	// belongs to.
 	LabelWorkloadKind = "scaleplane.io/workload-kind"
 	LabelWorkloadName = "scaleplane.io/workload-name"
+	// LabelOwner marks the webhook configurations one scaleplane binary or
+	// embedding operator owns; its value is that owner's name. Each entry
+	// it owns ends in "."+owner+OwnerEntrySuffix.
+	LabelOwner = "scaleplane.io/owner"
+	// OwnerEntrySuffix ends every webhook entry name, after the owner.
+	OwnerEntrySuffix = ".scaleplane.io"
 
 	// AnnotationScaleConfig is the conventional annotation holding a scale
 	// config as JSON for CRDs whose schema has no room for one.

@@ -12,11 +12,11 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/profile"
@@ -110,6 +110,8 @@ type Autoscaler struct {
 
 	// Set by SetupWithManager; nil before, when the endpoints answer 503.
 	env atomic.Pointer[env]
+	// mgr is the manager the autoscaler was set up with: it belongs to one.
+	mgr manager.Manager
 }
 
 // env is what the loop needs from the manager.
@@ -129,23 +131,35 @@ func New(opts Options) (*Autoscaler, error) {
 	}
 	opts.defaults()
 	a := &Autoscaler{opts: opts, byResource: map[string]*kindLoop{}}
-	seen := map[schema.GroupVersionKind]bool{}
 	for _, v := range opts.Views {
-		if seen[v.GVK()] {
-			return nil, fmt.Errorf("new autoscaler: two profiles for %s: keep one", v.GVK())
-		}
-		seen[v.GVK()] = true
-		k := newKindLoop(a, v)
-		a.kinds = append(a.kinds, k)
-		gvr := v.GVR()
-		for _, name := range []string{gvr.Resource, gvr.Resource + "." + gvr.Group, strings.ToLower(v.GVK().Kind)} {
-			if _, taken := a.byResource[name]; !taken {
-				a.byResource[name] = k
-			}
+		if _, err := a.addKind(v); err != nil {
+			return nil, fmt.Errorf("new autoscaler: %w", err)
 		}
 	}
 	return a, nil
 }
+
+// addKind adds the loop of v's kind.
+func (a *Autoscaler) addKind(v *profile.Compiled) (*kindLoop, error) {
+	for _, k := range a.kinds {
+		if k.view.GVK() == v.GVK() {
+			return nil, fmt.Errorf("two profiles for %s: keep one", v.GVK())
+		}
+	}
+	k := newKindLoop(a, v)
+	a.kinds = append(a.kinds, k)
+	gvr := v.GVR()
+	for _, name := range []string{gvr.Resource, gvr.Resource + "." + gvr.Group, strings.ToLower(v.GVK().Kind)} {
+		if _, taken := a.byResource[name]; !taken {
+			a.byResource[name] = k
+		}
+	}
+	return k, nil
+}
+
+// Sources are the trigger sources the autoscaler builds scalers from; give
+// the validating webhook the same value.
+func (a *Autoscaler) Sources() *scaling.Sources { return a.opts.Sources }
 
 // kindFor finds the loop of a resource named in a URL, answering 404 with
 // the known resources when there is none.

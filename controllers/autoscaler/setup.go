@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -17,6 +18,8 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
+	internalobjects "github.com/scaleplane/scaleplane/internal/objects"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
 )
 
@@ -31,37 +34,78 @@ const (
 // election), and every tick ends with a requeue after the polling
 // interval, so the work queue is the timer.
 func (a *Autoscaler) SetupWithManager(mgr manager.Manager) error {
+	if err := a.setupManager(mgr); err != nil {
+		return err
+	}
+	for _, k := range a.kinds {
+		if err := a.setupKind(mgr, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetupKind adds the loop of one more profiled kind and registers its
+// controller with mgr, for callers that set kinds up one at a time (the
+// library builder). Call it before the manager starts; the first call on a
+// manager (or SetupWithManager) does the manager-wide part once. An
+// autoscaler belongs to one manager.
+func (a *Autoscaler) SetupKind(mgr manager.Manager, v *profile.Compiled) error {
+	if err := a.setupManager(mgr); err != nil {
+		return err
+	}
+	k, err := a.addKind(v)
+	if err != nil {
+		return fmt.Errorf("set up autoscaler: %w", err)
+	}
+	return a.setupKind(mgr, k)
+}
+
+// setupManager registers what every kind shares, once.
+func (a *Autoscaler) setupManager(mgr manager.Manager) error {
+	switch {
+	case a.mgr == mgr:
+		return nil
+	case a.mgr != nil:
+		return errors.New("set up autoscaler: it is set up with another manager already; build one autoscaler per manager")
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, controllers.IndexHPATarget); err != nil {
 		return fmt.Errorf("index HPAs by scale target: %w", err)
 	}
+	// Workloads are read as the manager's scheme knows them: typed kinds
+	// from the typed informer the embedding operator shares.
+	cached := internalobjects.Reader(mgr.GetCache(), mgr.GetScheme())
 	a.env.Store(&env{
-		cache:   mgr.GetCache(),
+		cache:   cached,
 		writer:  mgr.GetClient(),
 		events:  mgr.GetEventRecorder(EventRecorderName),
-		foreign: &foreignFinder{cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
+		foreign: &foreignFinder{cache: cached, mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
 	})
 	// The worker gauges follow the manager's life, on every replica (a
 	// replica that is not the leader shows its workers idle).
 	if err := mgr.Add(gaugesWhileRunning{a}); err != nil {
 		return fmt.Errorf("add the autoscaler's worker gauges: %w", err)
 	}
-	for _, k := range a.kinds {
-		copts := controller.Options{MaxConcurrentReconciles: a.opts.MaxConcurrentReconciles}
-		if a.opts.SkipNameValidation {
-			skip := true
-			copts.SkipNameValidation = &skip
-		}
-		err := ctrl.NewControllerManagedBy(mgr).
-			Named(ControllerPrefix+strings.ToLower(k.kind)).
-			// Status updates (the fan-out's readiness, our neighbours')
-			// change nothing a tick reads; spec and annotations do.
-			For(k.newObject(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-			WatchesRawSource(source.Channel(k.wake, &handler.EnqueueRequestForObject{})).
-			WithOptions(copts).
-			Complete(k)
-		if err != nil {
-			return fmt.Errorf("set up autoscaler for %s: %w", k.kind, err)
-		}
+	a.mgr = mgr
+	return nil
+}
+
+func (a *Autoscaler) setupKind(mgr manager.Manager, k *kindLoop) error {
+	copts := controller.Options{MaxConcurrentReconciles: a.opts.MaxConcurrentReconciles}
+	if a.opts.SkipNameValidation {
+		skip := true
+		copts.SkipNameValidation = &skip
+	}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerPrefix+strings.ToLower(k.kind)).
+		// Status updates (the fan-out's readiness, our neighbours')
+		// change nothing a tick reads; spec and annotations do.
+		For(internalobjects.Prototype(mgr.GetScheme(), k.view.GVK()), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WatchesRawSource(source.Channel(k.wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(copts).
+		Complete(k)
+	if err != nil {
+		return fmt.Errorf("set up autoscaler for %s: %w", k.kind, err)
 	}
 	return nil
 }

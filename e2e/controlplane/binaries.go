@@ -26,11 +26,26 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// BinaryDir is where the control-plane programs are: KUBEBUILDER_ASSETS when
-// set (users who already have envtest binaries), else bin/controlplane.
+// Environment variables naming the folder of the control-plane programs.
+const (
+	// DirEnv names a folder with etcd, kube-apiserver, kubectl (and
+	// kube-controller-manager): what `make tools` builds into
+	// bin/controlplane. It wins over KUBEBUILDER_ASSETS.
+	DirEnv = "SCALEPLANE_CONTROLPLANE_DIR"
+	// AssetsEnv is envtest's variable, for users who already have envtest
+	// binaries (setup-envtest).
+	AssetsEnv = "KUBEBUILDER_ASSETS"
+)
+
+// BinaryDir is where the control-plane programs are: SCALEPLANE_CONTROLPLANE_DIR
+// when set, else KUBEBUILDER_ASSETS when set, else the checkout's
+// bin/controlplane. From the module cache (an operator's tests importing
+// this package) there is no checkout to build in: set one of the two.
 func BinaryDir() string {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir
+	for _, env := range []string{DirEnv, AssetsEnv} {
+		if dir := os.Getenv(env); dir != "" {
+			return dir
+		}
 	}
 	return filepath.Join(RepoRoot(), defaultBinaryFolderFromRoot)
 }
@@ -46,7 +61,7 @@ func CheckBinaries(names ...string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("control-plane programs %v not found in %s: run `make tools` to build them (minutes, once), or set KUBEBUILDER_ASSETS to a folder that has them", missing, dir)
+		return fmt.Errorf("control-plane programs %v not found in %s: run `make tools` in a scaleplane checkout to build them (about 11 minutes the first time) and set %s to its bin/controlplane, or set %s to a folder of envtest binaries", missing, dir, DirEnv, AssetsEnv)
 	}
 	return nil
 }

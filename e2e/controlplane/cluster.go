@@ -47,6 +47,11 @@ type Options struct {
 	// Out receives kube-controller-manager's output; nil discards it unless
 	// SCALEPLANE_E2E_VERBOSE is set.
 	Out *os.File
+	// Scheme, when set, is the cluster's scheme (Cluster.Scheme, its Client
+	// and NewManager use it): the caller's own API types, so tests read and
+	// write them typed. The built-in types and apiextensions/v1 are added to
+	// it. Default: a scheme of those only.
+	Scheme *runtime.Scheme
 	// APIServerFlags are extra kube-apiserver flags, name (without dashes)
 	// to value, set over envtest's defaults: for tests that need a feature
 	// of the real API server envtest leaves off (an egress selector, say).
@@ -152,7 +157,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if len(crdPaths) == 0 && len(opts.CRDs) == 0 {
 		crdPaths = []string{filepath.Join(RepoRoot(), "config", "samples", "crd")}
 	}
-	c.Scheme = runtime.NewScheme()
+	c.Scheme = opts.Scheme
+	if c.Scheme == nil {
+		c.Scheme = runtime.NewScheme()
+	}
 	if err := clientgoscheme.AddToScheme(c.Scheme); err != nil {
 		return nil, fmt.Errorf("build scheme: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
@@ -24,12 +23,19 @@ type Manager struct {
 	noWebhook bool
 }
 
-// ManagerOptions tunes StartManager.
+// ManagerOptions tunes NewManager.
 type ManagerOptions struct {
 	// Config overrides the admin rest.Config (to run under a narrower role).
 	Config *rest.Config
 	// NoWebhookServer leaves the webhook server out (a webhook outage).
 	NoWebhookServer bool
+	// Manager are the manager's options, as the caller's operator sets
+	// them; NewManager fills only what is left out: the cluster's scheme,
+	// metrics and health servers off, a webhook server where the installed
+	// webhook configurations point (unless NoWebhookServer), and a cache
+	// that also keeps unstructured objects, as the scaleplane binary's
+	// (scaleplane itself does not need that).
+	Manager ctrl.Options
 }
 
 // NewManager builds a manager bound to the cluster, whose webhook server
@@ -40,15 +46,20 @@ func (c *Cluster) NewManager(opts ManagerOptions) (*Manager, error) {
 	if cfg == nil {
 		cfg = rest.CopyConfig(c.Config)
 	}
-	mopts := ctrl.Options{
-		Scheme:                 c.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Workloads are unstructured; caching them keeps webhook and
-		// controller reads off the API server, as in the binary.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	mopts := opts.Manager
+	if mopts.Scheme == nil {
+		mopts.Scheme = c.Scheme
 	}
-	if !opts.NoWebhookServer {
+	if mopts.Metrics.BindAddress == "" {
+		mopts.Metrics.BindAddress = "0"
+	}
+	if mopts.HealthProbeBindAddress == "" {
+		mopts.HealthProbeBindAddress = "0"
+	}
+	if mopts.Client.Cache == nil {
+		mopts.Client.Cache = &client.CacheOptions{Unstructured: true}
+	}
+	if !opts.NoWebhookServer && mopts.WebhookServer == nil {
 		mopts.WebhookServer = webhook.NewServer(webhook.Options{
 			Host:    c.WebhookHost,
 			Port:    c.WebhookPort,

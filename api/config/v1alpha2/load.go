@@ -28,13 +28,18 @@ const (
 const (
 	DefaultWebhookPort                 = 9443
 	DefaultWebhookTimeoutSeconds       = int32(10)
-	DefaultMutatingConfigurationName   = "scaleplane-mutating-webhook-configuration"
-	DefaultValidatingConfigurationName = "scaleplane-validating-webhook-configuration"
-	DefaultCertDir                     = "/tmp/k8s-webhook-server/serving-certs"
-	DefaultPollingIntervalSeconds      = int32(15)
-	DefaultScrapeIntervalSeconds       = int32(5)
-	DefaultRetentionSeconds            = int32(1800)
-	DefaultMaxSeries                   = 100000
+	DefaultOwner                       = "scaleplane"
+	DefaultMutatingConfigurationName   = DefaultOwner + MutatingConfigurationSuffix
+	DefaultValidatingConfigurationName = DefaultOwner + ValidatingConfigurationSuffix
+	// MutatingConfigurationSuffix and ValidatingConfigurationSuffix follow
+	// the owner in the default configuration names (kubebuilder's names).
+	MutatingConfigurationSuffix   = "-mutating-webhook-configuration"
+	ValidatingConfigurationSuffix = "-validating-webhook-configuration"
+	DefaultCertDir                = "/tmp/k8s-webhook-server/serving-certs"
+	DefaultPollingIntervalSeconds = int32(15)
+	DefaultScrapeIntervalSeconds  = int32(5)
+	DefaultRetentionSeconds       = int32(1800)
+	DefaultMaxSeries              = 100000
 
 	// Scrape and store bounds; package promql has the same defaults
 	// (promql.Default*), which a test of cmd/scaleplane/app holds equal.
@@ -178,11 +183,14 @@ func (c *Configuration) Default() {
 	if w.TimeoutSeconds == 0 {
 		w.TimeoutSeconds = DefaultWebhookTimeoutSeconds
 	}
+	if w.Owner == "" {
+		w.Owner = DefaultOwner
+	}
 	if w.MutatingConfigurationName == "" {
-		w.MutatingConfigurationName = DefaultMutatingConfigurationName
+		w.MutatingConfigurationName = w.Owner + MutatingConfigurationSuffix
 	}
 	if w.ValidatingConfigurationName == "" {
-		w.ValidatingConfigurationName = DefaultValidatingConfigurationName
+		w.ValidatingConfigurationName = w.Owner + ValidatingConfigurationSuffix
 	}
 	if w.CertDir == "" {
 		w.CertDir = DefaultCertDir
@@ -340,6 +348,10 @@ func validateWebhook(w *Webhook, fp *field.Path) field.ErrorList {
 	// The API server accepts webhook timeouts of 1 to 30 seconds only.
 	if w.TimeoutSeconds < 1 || w.TimeoutSeconds > 30 {
 		errs = append(errs, field.Invalid(fp.Child("timeoutSeconds"), w.TimeoutSeconds, "must be between 1 and 30 (or left out for the default, 10)"))
+	}
+	// The owner is a label value and one segment of every entry name.
+	for _, msg := range validation.IsDNS1123Label(w.Owner) {
+		errs = append(errs, field.Invalid(fp.Child("owner"), w.Owner, msg))
 	}
 	for _, n := range []struct {
 		name  string

@@ -23,7 +23,7 @@ func TestDefault(t *testing.T) {
 	want := &Configuration{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
 		Webhook: Webhook{
-			Port: 9443, TimeoutSeconds: 10, CertDir: "/tmp/k8s-webhook-server/serving-certs",
+			Port: 9443, TimeoutSeconds: 10, CertDir: "/tmp/k8s-webhook-server/serving-certs", Owner: "scaleplane",
 			MutatingConfigurationName:   "scaleplane-mutating-webhook-configuration",
 			ValidatingConfigurationName: "scaleplane-validating-webhook-configuration",
 		},
@@ -85,6 +85,7 @@ func TestParseErrors(t *testing.T) {
 		yaml: header + `webhook:
   port: 70000
   timeoutSeconds: 31
+  owner: cache.operator
   mutatingConfigurationName: Bad_Name
   objectSelector:
     matchExpressions: [{key: a, operator: Maybe}]
@@ -114,6 +115,7 @@ metrics:
 		want: []string{
 			"FieldValueInvalid webhook.port",
 			"FieldValueInvalid webhook.timeoutSeconds",
+			"FieldValueInvalid webhook.owner",
 			"FieldValueInvalid webhook.mutatingConfigurationName",
 			"FieldValueInvalid webhook.objectSelector.matchExpressions[0].operator",
 			"FieldValueInvalid autoscaler.pollingIntervalSeconds",

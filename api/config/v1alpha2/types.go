@@ -43,10 +43,17 @@ type Webhook struct {
 	Host string `json:"host,omitempty"`
 	// CertDir holds tls.crt and tls.key (reloaded when they change).
 	CertDir string `json:"certDir,omitempty"`
+	// Owner names who owns the webhook configurations and entries this
+	// process keeps in line with its profiles: the configurations carry the
+	// label scaleplane.io/owner=<owner>, each entry's name ends in
+	// ".<owner>.scaleplane.io", and the sync touches nothing else, so any
+	// number of scaleplane binaries and embedding operators share a cluster.
+	// A DNS label (lower case, at most 63 characters). Default scaleplane.
+	Owner string `json:"owner,omitempty"`
 	// MutatingConfigurationName and ValidatingConfigurationName name the
 	// webhook configurations whose rules scaleplane keeps in line with its
-	// profiles. Defaults: scaleplane-mutating-webhook-configuration and
-	// scaleplane-validating-webhook-configuration.
+	// profiles. Defaults: <owner>-mutating-webhook-configuration and
+	// <owner>-validating-webhook-configuration.
 	MutatingConfigurationName   string `json:"mutatingConfigurationName,omitempty"`
 	ValidatingConfigurationName string `json:"validatingConfigurationName,omitempty"`
 	// TimeoutSeconds for each webhook call. Default 10.

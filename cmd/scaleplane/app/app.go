@@ -134,7 +134,7 @@ func New(opts Options) (*App, error) {
 			return nil, fmt.Errorf("set up webhooks: %w", err)
 		}
 	}
-	if err := controllers.Setup(mgr, views, controllers.Options{SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
+	if err := controllers.Setup(mgr, views, controllers.Options{Owner: opts.Config.Webhook.Owner, MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
 		return nil, fmt.Errorf("set up controllers: %w", err)
 	}
 	if err := setupAutoscaler(mgr, opts, views, pipe); err != nil {
@@ -344,15 +344,21 @@ func (a *App) pointWebhooksAtURL(ctx context.Context) error {
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.MutatingConfigurationName}}
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.ValidatingConfigurationName}}
 	targets := []target{
+		// Only this owner's entries: another's in the same configuration
+		// call its own server.
 		{m, func() (out []*admissionregistrationv1.WebhookClientConfig) {
 			for i := range m.Webhooks {
-				out = append(out, &m.Webhooks[i].ClientConfig)
+				if webhooks.OwnsEntry(wc, m.Webhooks[i].Name) {
+					out = append(out, &m.Webhooks[i].ClientConfig)
+				}
 			}
 			return out
 		}},
 		{v, func() (out []*admissionregistrationv1.WebhookClientConfig) {
 			for i := range v.Webhooks {
-				out = append(out, &v.Webhooks[i].ClientConfig)
+				if webhooks.OwnsEntry(wc, v.Webhooks[i].Name) {
+					out = append(out, &v.Webhooks[i].ClientConfig)
+				}
 			}
 			return out
 		}},

@@ -18,6 +18,7 @@ import (
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/serving"
+	"github.com/scaleplane/scaleplane/serving/metricsauth"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
@@ -214,7 +215,7 @@ func (s *servers) build(opts Options, httpClient *http.Client, log logr.Logger) 
 	if opts.MetricsAddr != "0" {
 		h := s.metricsHandler()
 		if !opts.Dev {
-			auth, err := serving.Authenticate(opts.RestConfig, httpClient, serving.AuthOptions{Log: log.WithName("metrics-auth")})
+			auth, err := metricsauth.Authenticate(opts.RestConfig, httpClient, metricsauth.AuthOptions{Log: log.WithName("metrics-auth")})
 			if err != nil {
 				return nil, fmt.Errorf("metrics server authentication: %w", err)
 			}

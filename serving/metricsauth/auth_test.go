@@ -1,4 +1,4 @@
-package serving
+package metricsauth
 
 import (
 	"encoding/json"
@@ -130,3 +130,8 @@ func TestIssue10Item6Authentication(t *testing.T) {
 		t.Logf("controller-runtime's filter now answers a bogus token %d (%s); the reason for Authenticate may be gone", rec.Code, body)
 	}
 }
+
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_, _ = io.WriteString(w, "ok")
+})

@@ -1,4 +1,10 @@
-package serving
+// Package metricsauth puts Kubernetes authentication and authorization
+// (TokenReview and SubjectAccessReview) in front of the metrics server's
+// handlers, answering 401, 403 or 503 as each case is. It is apart from
+// package serving because it links k8s.io/apiserver's authenticator and
+// authorizer factories (and with them CEL, gRPC and OpenTelemetry), which
+// the webhook server, and so every embedding operator, does not need.
+package metricsauth
 
 import (
 	"context"
@@ -23,6 +29,8 @@ import (
 	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/scaleplane/scaleplane/serving"
 )
 
 // AuthOptions tune Authenticate; the zero value is controller-runtime's
@@ -91,12 +99,12 @@ func Authenticate(cfg *rest.Config, httpClient *http.Client, o AuthOptions) (fun
 			switch {
 			case err != nil && unavailable(err):
 				log.Error(err, "a TokenReview failed; answering 503", "path", r.URL.Path)
-				w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
-				WriteError(w, http.StatusServiceUnavailable, "authentication is unavailable: the API server could not review the token; retry later")
+				w.Header().Set("Retry-After", strconv.Itoa(serving.RetryAfterSeconds))
+				serving.WriteError(w, http.StatusServiceUnavailable, "authentication is unavailable: the API server could not review the token; retry later")
 				return
 			case err != nil || !ok:
 				w.Header().Set("WWW-Authenticate", `Bearer realm="scaleplane"`)
-				WriteError(w, http.StatusUnauthorized, "unauthorized: send a token the API server accepts, as Authorization: Bearer <token>")
+				serving.WriteError(w, http.StatusUnauthorized, "unauthorized: send a token the API server accepts, as Authorization: Bearer <token>")
 				return
 			}
 			verb := strings.ToLower(r.Method)
@@ -104,15 +112,15 @@ func Authenticate(cfg *rest.Config, httpClient *http.Client, o AuthOptions) (fun
 			switch {
 			case err != nil:
 				log.Error(err, "a SubjectAccessReview failed; answering 503", "path", r.URL.Path, "user", res.User.GetName())
-				w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
-				WriteError(w, http.StatusServiceUnavailable, "authorization is unavailable: the API server could not review the access; retry later")
+				w.Header().Set("Retry-After", strconv.Itoa(serving.RetryAfterSeconds))
+				serving.WriteError(w, http.StatusServiceUnavailable, "authorization is unavailable: the API server could not review the access; retry later")
 				return
 			case decision != authorizer.DecisionAllow:
 				msg := fmt.Sprintf("%s may not %s %s; bind it to a role that grants this non-resource URL", res.User.GetName(), verb, r.URL.Path)
 				if reason != "" {
 					msg += " (" + reason + ")"
 				}
-				WriteError(w, http.StatusForbidden, msg)
+				serving.WriteError(w, http.StatusForbidden, msg)
 				return
 			}
 			next.ServeHTTP(w, r)
