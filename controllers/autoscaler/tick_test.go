@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,6 +247,12 @@ func TestV10TickTimeout(t *testing.T) {
 	}
 	notRead := "not read: the tick's 10ms for all triggers was spent on the triggers before it; make them faster or raise autoscaler.queries.tickTimeoutSeconds"
 	spent := "no answer before the tick's 10ms for all triggers ran out (autoscaler.queries.tickTimeoutSeconds): stopped waiting: context deadline exceeded"
+	// The scaler itself may see the deadline before the wait gives up on
+	// it (both race on one timer): the same problem, without the wait's
+	// words.
+	if len(got) > 0 && got[0] == strings.Replace(spent, "stopped waiting: ", "", 1) {
+		got[0] = spent
+	}
 	want := []string{spent, notRead, notRead}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("trigger errors (-want +got):\n%s", diff)
