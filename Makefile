@@ -34,7 +34,7 @@ DIST ?= $(CURDIR)/dist
 # Where `make push` and the manifests of `make release` point.
 IMAGE ?= ghcr.io/scaleplane/scaleplane
 
-.PHONY: all build demo test test-core test-prometheus test-keda test-release unit e2e lint bench generate verify tools clean help image push release
+.PHONY: all build demo test test-core test-prometheus test-keda test-examples test-release unit e2e lint bench generate verify tools clean help image push release
 
 all: build
 
@@ -58,7 +58,7 @@ demo: $(CONTROLPLANE) ## run scaleplane on an embedded local control plane (Ctrl
 	$(GO) run ./cmd/scaleplane dev
 
 test: $(CONTROLPLANE) $(CERTMANAGER) ## run every test: unit, fuzz seeds, e2e against the real control plane, KEDA and Prometheus, the release tooling's (image, chart, image run as its pod)
-	@$(MAKE) --no-print-directory -j3 test-core test-prometheus test-keda
+	@$(MAKE) --no-print-directory -j3 test-core test-prometheus test-keda test-examples
 	@$(MAKE) --no-print-directory test-release
 
 # Every package but those needing KEDA or Prometheus.
@@ -70,6 +70,11 @@ test-prometheus: $(PROMETHEUS)
 
 test-keda: $(KEDA)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(KEDA_PKGS)
+
+# The example operator, a module of its own, tested as an operator
+# author's would be: the control plane from SCALEPLANE_CONTROLPLANE_DIR.
+test-examples: $(CONTROLPLANE)
+	cd examples/cachecluster && $(if $(KUBEBUILDER_ASSETS),,SCALEPLANE_CONTROLPLANE_DIR=$(CURDIR)/$(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # The release module's tests (image, chart, manifests, the image run as its pod).
 test-release:

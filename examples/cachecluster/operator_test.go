@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -286,12 +287,10 @@ func TestIssue16Item7TwoKindsTriggersAndTheBinaryBeside(t *testing.T) {
 	}
 	// kubectl scale's write, through /scale: the shards follow, and
 	// status.replicas appears once both report their members ready.
+	// (A merge patch, as kubectl scale sends: no resourceVersion to race
+	// the operator's status writes.)
 	scale := &autoscalingv1.Scale{}
-	if err := c.SubResource("scale").Get(ctx, cc, scale); err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = 3
-	if err := c.SubResource("scale").Update(ctx, cc, client.WithSubResourceBody(scale)); err != nil {
+	if err := c.SubResource("scale").Patch(ctx, cc, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":3}}`)), client.WithSubResourceBody(scale)); err != nil {
 		t.Fatalf("scale to 3: %v", err)
 	}
 	eventually(t, "shards at 3 and status.replicas 3", func(ctx context.Context) (bool, string) {
