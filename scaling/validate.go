@@ -205,6 +205,11 @@ func warnings(replicas *int32, eff *Config, l Layout) []string {
 			cp, *eff.MinReplicas, rp, r, r, rp, *eff.MinReplicas)}
 	}
 	if !l.TargetSelf {
+		if l.Schema.Replicas.IsDefault(replicas) && eff.HasRange() {
+			// R is the schema's default under a range: built-in mode
+			// (ReplicasUnset), not external scaling.
+			return nil
+		}
 		// W2. A config that only pins R (what M1 writes) says nothing that
 		// could be ignored, so it does not warn.
 		if eff.HasRange() || len(eff.Metrics) > 0 || len(eff.Triggers) > 0 || eff.Behavior != nil ||

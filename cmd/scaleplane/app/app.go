@@ -63,6 +63,9 @@ func New(opts Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile profiles: %w", err)
 	}
+	if views, err = withSchemas(opts.RestConfig, views); err != nil {
+		return nil, fmt.Errorf("read the profiled kinds' schemas: %w", err)
+	}
 	a := &App{Views: views, opts: opts}
 	scheme := certs.NewScheme()
 
