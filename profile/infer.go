@@ -118,15 +118,24 @@ func Infer(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Infe
 
 // schemaNotes says what the schema's limits mean for scaling (M7, S2).
 func (in *Inference) schemaNotes(lim scaling.Schema, s *v1alpha1.ScaleProfileSpec) {
+	in.Inferred = append(in.Inferred, SchemaNotes(lim, *s)...)
+}
+
+// SchemaNotes says, one sentence each, what the limits of a kind's schema
+// mean for scaling it with spec (M7, S2): values scaleplane will not write,
+// /scale writes it will refuse, and a defaulted replicas field.
+func SchemaNotes(lim scaling.Schema, spec v1alpha1.ScaleProfileSpec) []string {
+	var out []string
 	if d := lim.Replicas.Default; d != nil {
-		in.note("%s defaults to %d in the CRD's schema: the API server fills it before scaleplane sees an object, so it is always set; with a child HPA target and a range, %d counts as unset (docs/contract.md, M7)", s.ReplicasPath, *d, *d)
+		out = append(out, fmt.Sprintf("%s defaults to %d in the CRD's schema: the API server fills it before scaleplane sees an object, so it is always set; with a child HPA target and a range, %d counts as unset (docs/contract.md, M7)", spec.ReplicasPath, *d, *d))
 	}
-	if why := lim.MinReplicas.Refuses(0); why != "" {
-		in.note("%s.minReplicas: %s; replicas 0 is stored without a pinned scale config, and kubectl scale to 0 of a pinned object is refused (M7, S2)", s.ScaleConfig.Path, why)
+	if why := lim.MinReplicas.Refuses(0); why != "" && spec.ScaleConfig.Path != "" {
+		out = append(out, fmt.Sprintf("%s.minReplicas: %s; replicas 0 is stored without a pinned scale config, and kubectl scale to 0 of a pinned object is refused (M7, S2)", spec.ScaleConfig.Path, why))
 	}
-	if m := lim.Members.Maximum; m != nil {
-		in.note("%s[*].%s: the CRD's schema allows at most %v; a scale beyond it is refused (S2)", s.MemberGroups.Path, s.MemberGroups.MembersField, *m)
+	if m := lim.Members.Maximum; m != nil && spec.MemberGroups != nil {
+		out = append(out, fmt.Sprintf("%s[*].%s: the CRD's schema allows at most %v; a scale beyond it is refused (S2)", spec.MemberGroups.Path, spec.MemberGroups.MembersField, *m))
 	}
+	return out
 }
 
 func (in *Inference) note(format string, args ...any) {
