@@ -244,3 +244,25 @@ func TestDefaultedReplicasKeepsBuiltInChildHPAReachable(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDefaultWithSchema is BenchmarkDefault with issue 12's limits in
+// the layout (M7 checks every written value).
+func BenchmarkDefaultWithSchema(b *testing.B) {
+	old := ctFull()
+	cur := ctFull()
+	*cur.Replicas = 5
+	l := schemaLayout(ctLayout())
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = scaling.DefaultWithWarnings(&old, cur, l)
+	}
+}
+
+func BenchmarkScaleFollowUp(b *testing.B) {
+	w := scaling.Workload{Replicas: ctI32(3), Config: ctRange(3, 3), Groups: ctRacks(3, 3, 3)}
+	l := schemaLayout(ctLayout())
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = scaling.ScaleFollowUp(w, 0, l)
+	}
+}
