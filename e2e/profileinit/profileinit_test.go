@@ -10,6 +10,7 @@ package profileinit_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +19,15 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/webhooks"
 )
 
 var cluster *framework.Cluster
@@ -29,11 +36,61 @@ func testdata() string {
 	return filepath.Join(framework.RepoRoot(), "cmd", "scaleplane", "testdata", "profileinit")
 }
 
+// inferred are the profiles profile init infers from the CRD files, as
+// compiled profiles; the suite's webhook configurations are made from them.
+var inferred []*profile.Compiled
+
 func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
+	var err error
+	if inferred, err = inferAll(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(1)
+	}
+	service := webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443)
+	mutating, validating := webhooks.Configurations(inferred, configv1alpha2.Webhook{}, service)
 	os.Exit(framework.Run(m, framework.Options{
-		CRDPaths: []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), testdata()},
+		CRDPaths:           []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), testdata()},
+		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
 	}, &cluster))
+}
+
+// inferAll infers a profile from every CRD with /scale in testdata().
+func inferAll() ([]*profile.Compiled, error) {
+	files, err := filepath.Glob(filepath.Join(testdata(), "*.*"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*profile.Compiled
+	for _, f := range files {
+		if strings.HasSuffix(f, ".golden") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, doc := range strings.Split(string(data), "\n---\n") {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := yaml.Unmarshal([]byte(doc), crd); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			in, err := profile.Infer(crd, "")
+			if err != nil {
+				continue // the kind without /scale
+			}
+			v, err := profile.Compile(in.Spec)
+			if err != nil {
+				return nil, err
+			}
+			if v, err = v.WithCRD(crd); err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }
 
 func TestIssue12Item1ProfileInitAppliesAsIs(t *testing.T) {
