@@ -58,7 +58,7 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var files, crdFiles repeated
 	fs.Var(&files, "f", "a component configuration file, or a file of ScaleProfiles; repeatable")
-	fs.Var(&crdFiles, "crd", "a file of CRDs (YAML or JSON, several documents allowed) to check the profiles against; repeatable")
+	fs.Var(&crdFiles, "crd", "a file of CRDs (YAML or JSON, several documents allowed), or a folder of such files, to check the profiles against; repeatable")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: scaleplane config check -f FILE [-f FILE]... [--crd FILE]...
 

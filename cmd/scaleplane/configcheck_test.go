@@ -34,6 +34,7 @@ func TestIssue12Item3ConfigCheckGolden(t *testing.T) {
 		{"broken", []string{"-f", filepath.Join("testdata", "configcheck", "broken.yaml"), "--crd", scaledApp}, 1},
 		{"invalid-profile", []string{"-f", filepath.Join("testdata", "configcheck", "invalid-profile.yaml"), "--crd", scaledApp}, 1},
 		{"no-crd", []string{"-f", filepath.Join("testdata", "configcheck", "invalid-profile.yaml")}, 1},
+		{"crd-folder", []string{"-f", filepath.Join("testdata", "configcheck", "broken.yaml"), "--crd", filepath.Join("..", "..", "profile", "testdata", "crd")}, 1},
 		{"profile-init-output", []string{"-f", filepath.Join("testdata", "profileinit", "function.golden"), "--crd", filepath.Join("testdata", "profileinit", "function.yaml")}, 0},
 	}
 	for _, tt := range cases {

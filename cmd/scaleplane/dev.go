@@ -47,7 +47,7 @@ func devMain(args []string) int {
 		verbose    bool
 		crdFiles   repeated
 	)
-	fs.Var(&crdFiles, "crd", "a file of CRDs to install (server-side apply, so CRDs over 256 KiB install) before scaleplane starts, for your own kinds' profiles in --config; repeatable")
+	fs.Var(&crdFiles, "crd", "a file (or folder) of CRDs to install (server-side apply, so CRDs over 256 KiB install) before scaleplane starts, for your own kinds' profiles in --config; repeatable")
 	fs.BoolVar(&verbose, "v", false, "also print controller-runtime's logs here (they always go to "+devLogFile+" in the data folder)")
 	fs.BoolVar(&verbose, "verbose", false, "same as -v")
 	zapOpts := zap.Options{Development: true}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func profileInit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var (
 		crdName    = fs.String("crd", "", "name of a CRD served by the cluster, e.g. leaderworkersets.leaderworkerset.x-k8s.io")
-		file       = fs.String("f", "", "file of CRDs (YAML or JSON, several documents allowed); - reads standard input")
+		file       = fs.String("f", "", "file of CRDs (YAML or JSON, several documents allowed), or a folder of such files; - reads standard input")
 		version    = fs.String("version", "", "the CRD version to profile; default the storage version (or the first served one with /scale)")
 		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file for --crd; empty means $KUBECONFIG or in-cluster")
 		timeout    = fs.Duration("timeout", 30*time.Second, "how long to wait for the API server with --crd")
@@ -131,8 +132,28 @@ Flags:
 }
 
 // readCRDFile reads every CustomResourceDefinition in a YAML or JSON file
-// of one or more documents; other kinds are skipped.
+// of one or more documents, or in the .yaml, .yml and .json files of a
+// folder (not its subfolders); other kinds are skipped.
 func readCRDFile(name string, stdin io.Reader) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		entries, err := os.ReadDir(name)
+		if err != nil {
+			return nil, fmt.Errorf("read CRDs: %w", err)
+		}
+		var out []*apiextensionsv1.CustomResourceDefinition
+		for _, e := range entries {
+			ext := filepath.Ext(e.Name())
+			if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+				continue
+			}
+			crds, err := readCRDFile(filepath.Join(name, e.Name()), nil)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, crds...)
+		}
+		return out, nil
+	}
 	var r io.Reader = stdin
 	if name != "-" {
 		f, err := os.Open(name)
