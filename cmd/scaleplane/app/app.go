@@ -52,8 +52,9 @@ type App struct {
 	servers *servers
 }
 
-// New builds the manager and registers everything on it. Nothing talks to
-// the API server until Run.
+// New builds the manager and registers everything on it. It reads the
+// profiled kinds' CRDs, whose schemas the handlers need (withSchemas);
+// nothing else talks to the API server until Run.
 func New(opts Options) (*App, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
