@@ -266,3 +266,18 @@ func BenchmarkScaleFollowUp(b *testing.B) {
 		_ = scaling.ScaleFollowUp(w, 0, l)
 	}
 }
+
+// M7 in the warnings: a pin that disagrees with replicas but cannot follow
+// it says so, instead of W1's "it will become".
+func TestM7PinThatCannotFollowWarns(t *testing.T) {
+	w := scaling.Workload{Replicas: ctI32(0), Config: ctRange(3, 3)}
+	_, warns := scaling.Validate(w, schemaLayout(ctLayout()), nil)
+	want := []string{"spec.scaleConfig is pinned at 3 while spec.replicas is 0, and the pin cannot follow: spec.scaleConfig.minReplicas: the CRD's schema requires a value of at least 1 (minimum); set spec.replicas to a count the schema accepts, or give the config a range"}
+	if diff := cmp.Diff(want, warns); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	_, warns = scaling.Validate(w, ctLayout(), nil)
+	if len(warns) != 1 || !strings.Contains(warns[0], "so it will become 0") {
+		t.Errorf("without a schema: %q, want W1's", warns)
+	}
+}
