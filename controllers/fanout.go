@@ -39,17 +39,44 @@ func (r *Reconciler) fanOut(ctx context.Context, u *unstructured.Unstructured) e
 		if !r.readable(ctx, u, errs) {
 			return nil
 		}
+		nn := client.ObjectKeyFromObject(u)
 		out, changed, err := fanOutObject(r.view, u, w)
 		if err != nil || !changed {
+			r.refused.forget(nn)
 			return err
+		}
+		// C6: a write the schema refuses is never sent (S2 keeps /scale
+		// from asking for one; an object stored before the schema changed
+		// still can).
+		want, _ := scaling.FanOut(w)
+		if errs := scaling.SchemaRefusals(want, r.view.Layout()); len(errs) > 0 {
+			msgs := make([]string, len(errs))
+			for i, e := range errs {
+				msgs[i] = e.Error()
+			}
+			return &heldError{message: fmt.Sprintf("replicas not fanned out: %s; scale to a count the schema accepts", strings.Join(msgs, "; "))}
+		}
+		// The same refused write to the same spec waits out its backoff.
+		data, err := client.MergeFrom(u).Data(out)
+		if err != nil {
+			return fmt.Errorf("compute fan-out patch: %w", err)
+		}
+		write := fmt.Sprintf("%d %s", u.GetGeneration(), data)
+		if left, ok := r.refused.held(nn, write); ok {
+			return &heldError{after: left}
 		}
 		patch := client.MergeFromWithOptions(u.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		if err := r.writer.Patch(ctx, out, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 			if apierrors.IsConflict(err) {
 				fanoutConflicts.WithLabelValues(r.kind).Inc()
 			}
+			if isRefusal(err) {
+				d := r.refused.refused(nn, write)
+				return &heldError{after: d, message: "the API server refused the fan-out: " + apiMessage(err)}
+			}
 			return err
 		}
+		r.refused.forget(nn)
 		out.DeepCopyInto(u)
 		before = w
 		after, _ = scaling.FanOut(w)
@@ -57,6 +84,13 @@ func (r *Reconciler) fanOut(ctx context.Context, u *unstructured.Unstructured) e
 	})
 	if apierrors.IsNotFound(err) {
 		return nil
+	}
+	if h, ok := asHeld(err); ok {
+		if h.message != "" {
+			ctrl.LoggerFrom(ctx).Info("fan-out held", "reason", h.message, "retryAfter", h.after)
+			r.warnOnce(u, v1alpha1.ReasonWriteFailed, h.message)
+		}
+		return h
 	}
 	if err != nil {
 		return fmt.Errorf("fan out %s %s/%s: %w", r.kind, u.GetNamespace(), u.GetName(), err)
@@ -114,6 +148,14 @@ func fanOutNote(l scaling.Layout, before, after scaling.Workload) string {
 		parts = append(parts, fmt.Sprintf("%s pinned %d -> %d", cfg, *b.MinReplicas, *a.MinReplicas))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// apiMessage is the API server's own message in err.
+func apiMessage(err error) string {
+	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
+		return s.Status().Message
+	}
+	return err.Error()
 }
 
 func pathString(l scaling.Layout) string {

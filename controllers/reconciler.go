@@ -48,6 +48,9 @@ type Reconciler struct {
 
 	conflictRetries int
 
+	// refused holds back writes the API server refused (C6).
+	refused refusals
+
 	// warned remembers, per workload, the last Warning emitted without a
 	// write (foreign autoscaler, HPA name taken, unreadable fields), so a
 	// condition that persists is reported once and not on every resync.
@@ -92,14 +95,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// Our HPA goes with it through its owner reference.
 		return ctrl.Result{}, nil
 	}
+	// A held fan-out (C6) does not stop status and HPA: they do not
+	// depend on the write that was refused.
+	var res ctrl.Result
+	held := false
 	if err := r.fanOut(ctx, u); err != nil {
-		return ctrl.Result{}, r.failed(u, err)
+		h, ok := asHeld(err)
+		if !ok {
+			return ctrl.Result{}, r.failed(u, err)
+		}
+		held, res.RequeueAfter = true, h.after
 	}
 	if err := r.updateStatus(ctx, u); err != nil {
 		return ctrl.Result{}, r.failed(u, err)
 	}
 	if err := r.reconcileHPA(ctx, u); err != nil {
 		return ctrl.Result{}, r.failed(u, err)
+	}
+	if held {
+		return res, nil
 	}
 	r.unwarn(req.NamespacedName, v1alpha1.ReasonWriteFailed)
 	return ctrl.Result{}, nil

@@ -101,30 +101,6 @@ func TestFanOutRetriesOnConflictWithTheNewerReplicas(t *testing.T) {
 	}
 }
 
-// A fan-out whose write fails emits no event (events only after a write
-// succeeded) and returns the error for the work queue to retry.
-func TestFanOutWriteFailureEmitsNoEvent(t *testing.T) {
-	obj := rc("demo").replicas(5).rack("a", 3).obj()
-	obj.SetResourceVersion("")
-	funcs := interceptor.Funcs{
-		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
-			return apierrors.NewForbidden(schema.GroupResource{Group: "samples.scaleplane.io", Resource: "rackedclusters"}, "demo", nil)
-		},
-	}
-	r, c, events := fakeReconciler(t, "RackedCluster", funcs, obj)
-	u := rc("").obj()
-	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), u); err != nil {
-		t.Fatal(err)
-	}
-	err := r.fanOut(context.Background(), u)
-	if err == nil || !apierrors.IsForbidden(err) {
-		t.Fatalf("fanOut error = %v, want a wrapped Forbidden", err)
-	}
-	if got := drain(events); len(got) != 0 {
-		t.Errorf("events after a failed write: %q", got)
-	}
-}
-
 // C5 with a fake client: a user's HPA on the workload means no HPA of
 // ours (an existing one is deleted) and one Warning naming theirs, not one
 // per reconcile.
@@ -180,8 +156,8 @@ func TestReconcileHPAYieldsToForeignHPA(t *testing.T) {
 }
 
 // A write the API server refuses (here: forbidden) is reported once as a
-// WriteFailed Warning, not once per retry, and returned for the work queue
-// to retry with backoff.
+// WriteFailed Warning with the server's message, not once per retry, and
+// retried after a backoff (C6).
 func TestReconcileReportsAFailedWriteOnce(t *testing.T) {
 	obj := rc("demo").replicas(5).rack("a", 3).obj()
 	obj.SetResourceVersion("")
@@ -193,11 +169,11 @@ func TestReconcileReportsAFailedWriteOnce(t *testing.T) {
 	r, _, events := fakeReconciler(t, "RackedCluster", funcs, obj)
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "demo"}}
 	for range 2 {
-		if _, err := r.Reconcile(context.Background(), req); !apierrors.IsForbidden(err) {
-			t.Fatalf("Reconcile error = %v, want a wrapped Forbidden", err)
+		if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter <= 0 {
+			t.Fatalf("Reconcile = %+v, %v; want a retry after a backoff", res, err)
 		}
 	}
-	want := []string{`Warning WriteFailed fan out RackedCluster ns/demo: rackedclusters.samples.scaleplane.io "demo" is forbidden: RBAC`}
+	want := []string{`Warning WriteFailed the API server refused the fan-out: rackedclusters.samples.scaleplane.io "demo" is forbidden: RBAC`}
 	if diff := cmp.Diff(want, drain(events)); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

@@ -126,7 +126,7 @@ func DecideHPA(w Workload, l Layout, defaultMetrics []autoscalingv2.MetricSpec, 
 		return no("scale config range %d..%d is empty", lo, hi)
 	case len(c.Triggers) > 0:
 		return no("scale config has triggers: scaleplane's autoscaler scales this workload")
-	case !l.TargetSelf && w.Replicas != nil:
+	case !l.TargetSelf && !ReplicasUnset(w, l):
 		return no("%s is set: external scaling mode", replicasPath(l))
 	}
 	metrics := c.Metrics

@@ -17,7 +17,18 @@ import (
 // nothing but its arguments, so the same request always yields the same
 // patch, and a request that needs nothing yields a value equal to cur.
 // Default(old, Default(old, w, l), l) equals Default(old, w, l).
+//
+// M7: no value it writes is one l.Schema refuses; DefaultWithWarnings says
+// which were left out and why.
 func Default(old *Workload, cur Workload, l Layout) Workload {
+	w, _ := DefaultWithWarnings(old, cur, l)
+	return w
+}
+
+// DefaultWithWarnings is Default, plus a warning for every value M1–M5
+// would have written that the schema refuses and that was left out (M7),
+// for the admission response.
+func DefaultWithWarnings(old *Workload, cur Workload, l Layout) (Workload, []string) {
 	w := cur.deepCopy()
 
 	// M1: a bare replicas count becomes a pinned config so that every object
@@ -54,7 +65,7 @@ func Default(old *Workload, cur Workload, l Layout) Workload {
 			w.Groups[i].Members = ptrTo(*w.Replicas)
 		}
 	}
-	return w
+	return w, fitSchema(cur, &w, l)
 }
 
 // defaultBounds fills c's missing bounds (M2) from r, the workload's

@@ -197,6 +197,15 @@ func warnings(replicas *int32, eff *Config, l Layout) []string {
 	// Formatted with %s only when there is a warning to write.
 	rp, cp := replicasPath(l), configPath(l)
 	if eff.Pinned() && *eff.MinReplicas != r {
+		// M7: a pin the schema refuses is never written (C6), so it does
+		// not follow R.
+		if !l.ConfigInAnnotation {
+			if why := l.Schema.MinReplicas.Refuses(r); why != "" {
+				return []string{fmt.Sprintf(
+					"%s is pinned at %d while %s is %d, and the pin cannot follow: %s: %s; set %s to a count the schema accepts, or give the config a range",
+					cp, *eff.MinReplicas, rp, r, cp.Child("minReplicas"), why, rp)}
+			}
+		}
 		// W1 for pins (our extension): a pin always follows R (C1), so a pin
 		// that disagrees with R is about to be overwritten, whatever the
 		// target.
@@ -205,6 +214,11 @@ func warnings(replicas *int32, eff *Config, l Layout) []string {
 			cp, *eff.MinReplicas, rp, r, r, rp, *eff.MinReplicas)}
 	}
 	if !l.TargetSelf {
+		if l.Schema.Replicas.IsDefault(replicas) && eff.HasRange() {
+			// R is the schema's default under a range: built-in mode
+			// (ReplicasUnset), not external scaling.
+			return nil
+		}
 		// W2. A config that only pins R (what M1 writes) says nothing that
 		// could be ignored, so it does not warn.
 		if eff.HasRange() || len(eff.Metrics) > 0 || len(eff.Triggers) > 0 || eff.Behavior != nil ||

@@ -70,4 +70,7 @@ type Layout struct {
 	// the pods' selectors (the profile's pods.memberGroupLabel, or ${group} in a
 	// pod label), so they must be valid label values (V11).
 	GroupNamesInSelector bool
+	// Schema is what the CRD's served schema accepts in the fields
+	// scaleplane writes (M7, S2, C6); the zero value limits nothing.
+	Schema Schema
 }

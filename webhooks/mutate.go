@@ -56,19 +56,23 @@ func (h *mutator) handle(req admission.Request) admission.Response {
 		return admission.Allowed("not defaulted: the validating webhook reports the object's field errors")
 	}
 	l := h.view.Layout()
-	want := scaling.Default(nil, cur, l)
+	want, warns := scaling.DefaultWithWarnings(nil, cur, l)
 	if req.Operation == admissionv1.Update && mayFollowPins(want) {
-		want = scaling.Default(readOld(h.view, h.dec, req), cur, l)
+		want, warns = scaling.DefaultWithWarnings(readOld(h.view, h.dec, req), cur, l)
 	}
 	// WriteSpec writes nothing else, so when these are equal the patch would
 	// be empty; skipping the encode and diff keeps the common UPDATE cheap.
+	var resp admission.Response
 	if !writesSomething(cur, want) {
-		return admission.Allowed("")
+		resp = admission.Allowed("")
+	} else if ops, ok := h.paths.directPatch(obj, cur, want); ok {
+		resp = patchResponse(ops)
+	} else {
+		resp = h.diffPatch(obj, want)
 	}
-	if ops, ok := h.paths.directPatch(obj, cur, want); ok {
-		return patchResponse(ops)
-	}
-	return h.diffPatch(obj, want)
+	// M7: values left out because the schema refuses them.
+	resp.Warnings = append(resp.Warnings, warns...)
+	return resp
 }
 
 // patchResponse is admission.PatchResponseFromRaw's answer for the patch

@@ -108,13 +108,18 @@ func (h *scaleValidator) handle(ctx context.Context, req admission.Request) admi
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read %s %s/%s to check the scale range: %w; retry", h.kind, req.Namespace, req.Name, err))
 	}
+	w, _ := h.view.Read(parent)
+	// S2: a count whose follow-up writes (C1) the schema refuses could
+	// never be carried to the pin or the member groups.
+	if e := scaling.ScaleFollowUp(w, r, l); e != nil {
+		return invalid(gk, req.Name, field.ErrorList{e}, nil)
+	}
 	// With the HPA on a child (Kyma's runtime Deployment), the range is the
 	// child's; a count written here switches the workload to external
 	// scaling, where the config is ignored (W2), so it is not judged by it.
 	if !l.TargetSelf {
 		return admission.Allowed("")
 	}
-	w, _ := h.view.Read(parent)
 	if w.Config == nil {
 		return admission.Allowed("")
 	}

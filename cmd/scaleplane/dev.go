@@ -45,7 +45,9 @@ func devMain(args []string) int {
 		configPath = fs.String("config", "", "component configuration; default: the three sample profiles")
 		dataDir    = fs.String("data-dir", "", "data folder: a new or empty folder, or one a previous dev made; default a new temporary folder")
 		verbose    bool
+		crdFiles   repeated
 	)
+	fs.Var(&crdFiles, "crd", "a file (or folder) of CRDs to install (server-side apply, so CRDs over 256 KiB install) before scaleplane starts, for your own kinds' profiles in --config; repeatable")
 	fs.BoolVar(&verbose, "v", false, "also print controller-runtime's logs here (they always go to "+devLogFile+" in the data folder)")
 	fs.BoolVar(&verbose, "verbose", false, "same as -v")
 	zapOpts := zap.Options{Development: true}
@@ -60,7 +62,7 @@ func devMain(args []string) int {
 	// up; a kill it cannot catch is undone by the next start.
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer cancel()
-	if err := dev(ctx, devOptions{kubeconfig: *kubeconfig, keep: *keep, configPath: *configPath, dataDir: *dataDir, verbose: verbose, zap: &zapOpts}); err != nil {
+	if err := dev(ctx, devOptions{kubeconfig: *kubeconfig, keep: *keep, configPath: *configPath, dataDir: *dataDir, verbose: verbose, zap: &zapOpts, crdFiles: crdFiles}); err != nil {
 		fmt.Fprintf(os.Stderr, "scaleplane dev: %v\n", err)
 		return 1
 	}
@@ -71,6 +73,8 @@ type devOptions struct {
 	kubeconfig, configPath, dataDir string
 	keep, verbose                   bool
 	zap                             *zap.Options
+	// crdFiles are --crd: CRDs to install besides the samples'.
+	crdFiles []string
 }
 
 func devLog(msg string) { fmt.Println("scaleplane dev: " + msg) }
@@ -96,6 +100,11 @@ func dev(ctx context.Context, o devOptions) (err error) {
 		if err != nil {
 			return err
 		}
+	}
+	// Read before anything starts, so a bad file costs nothing.
+	userCRDs, err := readDevCRDs(o.crdFiles)
+	if err != nil {
+		return err
 	}
 	self, err := controlplane.Self()
 	if err != nil {
@@ -163,6 +172,12 @@ func dev(ctx context.Context, o devOptions) (err error) {
 			err = errors.Join(err, rmErr)
 		}
 	}()
+	if len(userCRDs) > 0 {
+		if err := applyCRDs(ctx, cp.Client, userCRDs, time.Minute); err != nil {
+			return err
+		}
+		devLog(fmt.Sprintf("installed %d CRD(s) from --crd", len(userCRDs)))
+	}
 	if folder.previous != nil {
 		if err := removeStaleWebhooks(ctx, cp.Client, folder.previous.Webhooks); err != nil {
 			return err
@@ -334,7 +349,7 @@ Defaults, fan-out to racks, the built-in HPA and admission:
   $ kubectl apply -f config/samples/rackedcluster-autoscaled.yaml
   $ kubectl get hpa
   $ kubectl apply -f config/samples/function.yaml -f config/samples/workergroup.yaml
-  $ kubectl get rcl,fn,wg,pods
+  $ kubectl get rcl,spfn,wg,pods
   $ kubectl apply -f config/samples/invalid-rackedcluster.yaml   # refused: every field path is named
 
 Autoscaling on requests per second, to zero and back (about two minutes):

@@ -4,6 +4,8 @@
 //	scaleplane --config=/etc/scaleplane/config.yaml   run in a cluster
 //	scaleplane dev                                    run everything on an embedded control plane
 //	scaleplane explain NAMESPACE/RESOURCE/NAME         show the autoscaler's last decisions
+//	scaleplane profile init --crd NAME                 print a ScaleProfile for a CRD
+//	scaleplane config check -f FILE --crd FILE         check profiles against CRD files offline
 //	scaleplane version                                 print version, commit and Go version
 package main
 
@@ -35,6 +37,10 @@ func run(args []string) int {
 			return devMain(args[1:])
 		case "explain":
 			return explainMain(args[1:])
+		case "profile":
+			return profileMain(args[1:])
+		case "config":
+			return configMain(args[1:])
 		case "version":
 			return versionMain(args[1:])
 		case "help", "-h", "--help":
@@ -53,6 +59,8 @@ Usage:
   scaleplane dev [flags]                  run everything on an embedded local control plane
   scaleplane dev load NS/NAME [flags]     send requests to a dev workload's sample pods
   scaleplane explain NS/RESOURCE/NAME     print the autoscaler's last decisions for a workload
+  scaleplane profile init (--crd NAME | -f FILE)  print a ScaleProfile and its RBAC for a CRD
+  scaleplane config check -f FILE [--crd FILE]... check configurations and profiles against CRD files
   scaleplane version [-o json]            print the version, commit and Go version
 
 Run 'scaleplane <command> -h' for a command's flags.

@@ -243,7 +243,7 @@ func (w *walk) run(s stepLine) {
 			return strings.TrimSpace(out) == "5 5 5", fmt.Sprintf("%q printed %q, want 5 5 5", cmd, out)
 		}))
 
-	case strings.Contains(cmd, "get rcl,fn,wg,pods"):
+	case strings.Contains(cmd, "get rcl,spfn,wg,pods"):
 		// Dev's sample pods: one per rack member, the Function's runtime
 		// Deployment's, the WorkerGroup's leaders; all Running.
 		w.logf("%s", w.untilOK(cmd, func(out string, err error) (bool, string) {

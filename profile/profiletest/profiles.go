@@ -29,3 +29,23 @@ func ZonedDatabase() v1alpha1.ScaleProfileSpec {
 		MaxReplicas: 50,
 	}
 }
+
+// ScaledApp is the profile of profile/testdata/crd's ScaledApp, issue 12's
+// third-party shape: a defaulted spec.replicas, a scale config whose bounds
+// have a minimum of 1, shards of at most 10 members.
+func ScaledApp() v1alpha1.ScaleProfileSpec {
+	return v1alpha1.ScaleProfileSpec{
+		Target:       v1alpha1.TargetKind{APIVersion: "apps.example.org/v1", Kind: "ScaledApp", Resource: "scaledapps"},
+		ReplicasPath: ".spec.replicas",
+		ScaleConfig:  v1alpha1.ScaleConfigLocation{Path: ".spec.scalePolicy"},
+		MemberGroups: &v1alpha1.MemberGroups{
+			Path:   ".spec.shards",
+			Status: &v1alpha1.MemberGroupStatus{Path: ".status.shards"},
+		},
+		Status: v1alpha1.StatusPaths{ReplicasPath: ".status.replicas", SelectorPath: ".status.selector"},
+		Pods: v1alpha1.Pods{
+			Labels:           map[string]string{"apps.example.org/app": v1alpha1.NamePlaceholder},
+			MemberGroupLabel: "apps.example.org/shard",
+		},
+	}
+}

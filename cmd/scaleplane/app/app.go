@@ -52,8 +52,9 @@ type App struct {
 	servers *servers
 }
 
-// New builds the manager and registers everything on it. Nothing talks to
-// the API server until Run.
+// New builds the manager and registers everything on it. It reads the
+// profiled kinds' CRDs, whose schemas the handlers need (withSchemas);
+// nothing else talks to the API server until Run.
 func New(opts Options) (*App, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
@@ -62,6 +63,9 @@ func New(opts Options) (*App, error) {
 	views, err := profile.CompileAll(opts.Config.Profiles)
 	if err != nil {
 		return nil, fmt.Errorf("compile profiles: %w", err)
+	}
+	if views, err = withSchemas(opts.RestConfig, views); err != nil {
+		return nil, fmt.Errorf("read the profiled kinds' schemas: %w", err)
 	}
 	a := &App{Views: views, opts: opts}
 	scheme := certs.NewScheme()

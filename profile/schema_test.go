@@ -1,0 +1,126 @@
+package profile_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/config"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/profile/profiletest"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+func scaledAppCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "crd", "apps.example.org_scaledapps.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
+
+func f64(v float64) *float64 { return &v }
+func i64(v int64) *int64     { return &v }
+
+// M7, S2, C6 start here: the limits of every field scaleplane writes,
+// read from the served schema.
+func TestWithCRDReadsTheLimitsOfEveryWrittenField(t *testing.T) {
+	v, err := profile.Compile(profiletest.ScaledApp())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err = v.WithCRD(scaledAppCRD(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := scaling.Schema{
+		Replicas:    scaling.Limits{Known: true, Type: "integer", Minimum: f64(0), Default: i64(1)},
+		MinReplicas: scaling.Limits{Known: true, Type: "integer", Minimum: f64(1)},
+		MaxReplicas: scaling.Limits{Known: true, Type: "integer", Minimum: f64(1)},
+		Members:     scaling.Limits{Known: true, Type: "integer", Minimum: f64(0), Maximum: f64(10)},
+	}
+	if diff := cmp.Diff(want, v.Layout().Schema); diff != "" {
+		t.Errorf("Layout().Schema (-want +got):\n%s", diff)
+	}
+}
+
+// The sample profiles match the sample CRDs: the binary activates them
+// with their schema.
+func TestCheckCRDSamples(t *testing.T) {
+	crds, err := config.SampleCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[string]*apiextensionsv1.CustomResourceDefinition{}
+	for _, c := range crds {
+		byKind[c.Spec.Names.Kind] = c
+	}
+	for _, p := range profile.Samples() {
+		if _, errs := profile.CheckCRD(p, byKind[p.Target.Kind], nil); len(errs) > 0 {
+			t.Errorf("%s: %v", p.Target.Kind, errs)
+		}
+	}
+}
+
+// Every disagreement between a profile and the CRD, at the profile's field
+// paths, all at once.
+func TestCheckCRDMismatches(t *testing.T) {
+	crd := scaledAppCRD(t)
+	cases := []struct {
+		name string
+		edit func(p *v1alpha1.ScaleProfileSpec, crd *apiextensionsv1.CustomResourceDefinition)
+		want []string
+	}{
+		{"version not served", func(p *v1alpha1.ScaleProfileSpec, _ *apiextensionsv1.CustomResourceDefinition) {
+			p.Target.APIVersion = "apps.example.org/v2"
+		}, []string{`target.apiVersion: Invalid value: "apps.example.org/v2": CRD scaledapps.apps.example.org does not serve version v2 (served: v1)`}},
+		{"paths not in the schema, wrong types, /scale disagreeing", func(p *v1alpha1.ScaleProfileSpec, _ *apiextensionsv1.CustomResourceDefinition) {
+			p.ReplicasPath = ".spec.image"
+			p.ScaleConfig.Path = ".spec.autoscaling"
+			p.MemberGroups.MembersField = "size"
+			p.Status.SelectorPath = ".status.podSelector"
+		}, []string{
+			`replicasPath: Invalid value: ".spec.image": the CRD's /scale specReplicasPath is .spec.replicas`,
+			`status.selectorPath: Invalid value: ".status.podSelector": the CRD's /scale labelSelectorPath is .status.selector`,
+			`replicasPath: Invalid value: ".spec.image": the CRD's schema types it "string", not integer`,
+			`scaleConfig.path: Invalid value: ".spec.autoscaling": the CRD's schema has no field "autoscaling" under .spec`,
+			`memberGroups.membersField: Invalid value: "size": the items of .spec.shards have no integer field size in the CRD's schema`,
+			`status.selectorPath: Invalid value: ".status.podSelector": the CRD's schema has no field "podSelector" under .status`,
+		}},
+		{"no /scale", func(_ *v1alpha1.ScaleProfileSpec, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[0].Subresources.Scale = nil
+		}, []string{`target: Required value: CRD scaledapps.apps.example.org version v1 has no /scale subresource; add subresources.scale (specReplicasPath, statusReplicasPath) to it`}},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			p := profiletest.ScaledApp()
+			c := crd.DeepCopy()
+			tt.edit(&p, c)
+			_, errs := profile.CheckCRD(p, c, nil)
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("CheckCRD (-want +got):\n%s", diff)
+			}
+			v, err := profile.Compile(p)
+			if err == nil {
+				if _, err := v.WithCRD(c); err == nil || !strings.Contains(err.Error(), "does not match CRD scaledapps.apps.example.org") {
+					t.Errorf("WithCRD error = %v", err)
+				}
+			}
+		})
+	}
+}

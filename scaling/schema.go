@@ -1,0 +1,245 @@
+package scaling
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Limits is what a CRD's served schema says of one integer field scaleplane
+// writes: the values the API server accepts there. The zero value accepts
+// every integer (no schema known, or a field without limits).
+type Limits struct {
+	// Known is true when the schema describes the field at all.
+	Known bool
+	// Type is the schema's type ("integer", "number"); empty when unset.
+	Type string
+	// Minimum and Maximum are the inclusive or exclusive bounds; nil when
+	// the schema sets none.
+	Minimum, Maximum *float64
+	// ExclusiveMinimum and ExclusiveMaximum make the bounds strict.
+	ExclusiveMinimum, ExclusiveMaximum bool
+	// Default is the schema's default, nil when it has none. The API
+	// server fills it in before admission, so a value equal to it may be
+	// one the user never wrote.
+	Default *int64
+	// Nullable is true when the field may hold null.
+	Nullable bool
+}
+
+// Schema is the limits of every field scaleplane writes, read from the CRD
+// by package profile. The zero value limits nothing.
+type Schema struct {
+	// Replicas is R's field.
+	Replicas Limits
+	// MinReplicas and MaxReplicas are C's bounds at a spec path. An
+	// annotation has no schema: both stay zero.
+	MinReplicas, MaxReplicas Limits
+	// Members is one member group's count field.
+	Members Limits
+}
+
+// Refuses returns why the schema refuses v, naming the limit, or "" when it
+// accepts it.
+func (l Limits) Refuses(v int32) string {
+	f := float64(v)
+	if l.Minimum != nil {
+		if l.ExclusiveMinimum && f <= *l.Minimum {
+			return fmt.Sprintf("the CRD's schema requires a value greater than %s (exclusiveMinimum)", num(*l.Minimum))
+		}
+		if f < *l.Minimum {
+			return fmt.Sprintf("the CRD's schema requires a value of at least %s (minimum)", num(*l.Minimum))
+		}
+	}
+	if l.Maximum != nil {
+		if l.ExclusiveMaximum && f >= *l.Maximum {
+			return fmt.Sprintf("the CRD's schema requires a value less than %s (exclusiveMaximum)", num(*l.Maximum))
+		}
+		if f > *l.Maximum {
+			return fmt.Sprintf("the CRD's schema requires a value of at most %s (maximum)", num(*l.Maximum))
+		}
+	}
+	if l.Type != "" && l.Type != "integer" && l.Type != "number" {
+		return fmt.Sprintf("the CRD's schema types the field %s, not integer", l.Type)
+	}
+	return ""
+}
+
+// IsDefault reports whether v is the schema's default for the field.
+func (l Limits) IsDefault(v *int32) bool {
+	return v != nil && l.Default != nil && int64(*v) == *l.Default
+}
+
+func num(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return fmt.Sprintf("%d", int64(f))
+	}
+	return fmt.Sprint(f)
+}
+
+// SchemaRefusals returns, for every value of w that scaleplane writes (R,
+// C's bounds at a spec path, each member group's count), the ones the
+// schema in l refuses, at their exact paths. Values that are absent are
+// not checked.
+func SchemaRefusals(w Workload, l Layout) field.ErrorList {
+	var errs field.ErrorList
+	check := func(lim Limits, p *field.Path, v *int32) {
+		if v == nil {
+			return
+		}
+		if why := lim.Refuses(*v); why != "" {
+			errs = append(errs, field.Invalid(p, *v, why))
+		}
+	}
+	check(l.Schema.Replicas, replicasPath(l), w.Replicas)
+	if c := w.Config; c != nil && !l.ConfigInAnnotation {
+		check(l.Schema.MinReplicas, configPath(l).Child("minReplicas"), c.MinReplicas)
+		check(l.Schema.MaxReplicas, configPath(l).Child("maxReplicas"), c.MaxReplicas)
+	}
+	for i, g := range w.Groups {
+		check(l.Schema.Members, groupPath(l, i).Child(membersField(l)), g.Members)
+	}
+	return errs
+}
+
+func membersField(l Layout) string {
+	if l.GroupMembersField != "" {
+		return l.GroupMembersField
+	}
+	return "members"
+}
+
+// fitSchema is M7: it takes back every value Default wrote into w (from
+// cur, the request) that the schema refuses, and says why in a warning.
+// Values the user wrote are not its business: the API server judges them.
+func fitSchema(cur Workload, w *Workload, l Layout) []string {
+	if l.Schema == (Schema{}) {
+		return nil
+	}
+	var warns []string
+	if w.Replicas != nil && !sameValue(cur.Replicas, w.Replicas) {
+		if why := l.Schema.Replicas.Refuses(*w.Replicas); why != "" {
+			warns = append(warns, fmt.Sprintf("%s not set to %d: %s", replicasPath(l), *w.Replicas, why))
+			w.Replicas = clonePtr(cur.Replicas)
+		}
+	}
+	if c := w.Config; c != nil && !l.ConfigInAnnotation {
+		minWhy := refusedWrite(l.Schema.MinReplicas, curBound(cur.Config, true), c.MinReplicas)
+		maxWhy := refusedWrite(l.Schema.MaxReplicas, curBound(cur.Config, false), c.MaxReplicas)
+		cp := configPath(l)
+		switch {
+		case minWhy == "" && maxWhy == "":
+		case cur.Config == nil:
+			// M1's pin as a whole: half a pin would be a range the user
+			// never asked for.
+			why, bound := minWhy, "minReplicas"
+			if why == "" {
+				why, bound = maxWhy, "maxReplicas"
+			}
+			warns = append(warns, fmt.Sprintf("%s not pinned to %d (M1): %s: %s; the object is scaled by %s alone until it has a scale config the schema accepts",
+				cp, *c.MinReplicas, cp.Child(bound), why, replicasPath(l)))
+			w.Config = nil
+		default:
+			// M2 or M3 wrote a bound the schema refuses: keep what the
+			// request had (absent, or the old pin).
+			if minWhy != "" {
+				warns = append(warns, fmt.Sprintf("%s not set to %d: %s", cp.Child("minReplicas"), *c.MinReplicas, minWhy))
+				c.MinReplicas = clonePtr(cur.Config.MinReplicas)
+			}
+			if maxWhy != "" {
+				warns = append(warns, fmt.Sprintf("%s not set to %d: %s", cp.Child("maxReplicas"), *c.MaxReplicas, maxWhy))
+				c.MaxReplicas = clonePtr(cur.Config.MaxReplicas)
+			}
+		}
+	}
+	for i := range w.Groups {
+		var old *int32
+		if i < len(cur.Groups) {
+			old = cur.Groups[i].Members
+		}
+		if why := refusedWrite(l.Schema.Members, old, w.Groups[i].Members); why != "" {
+			warns = append(warns, fmt.Sprintf("%s not set to %d: %s", groupPath(l, i).Child(membersField(l)), *w.Groups[i].Members, why))
+			w.Groups[i].Members = clonePtr(old)
+		}
+	}
+	return warns
+}
+
+// refusedWrite is why the schema refuses v, when v is a value Default
+// wrote (it differs from old); "" otherwise.
+func refusedWrite(lim Limits, old, v *int32) string {
+	if v == nil || sameValue(old, v) {
+		return ""
+	}
+	return lim.Refuses(*v)
+}
+
+func curBound(c *Config, min bool) *int32 {
+	if c == nil {
+		return nil
+	}
+	if min {
+		return c.MinReplicas
+	}
+	return c.MaxReplicas
+}
+
+func sameValue(a, b *int32) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// ScaleFollowUp is S2: a /scale write of r replicas to w is refused when a
+// write the controller must make after it (C1: re-pinning a pinned config
+// to {r, r}, giving every member group r members) is one the schema in l
+// refuses, since the controller could then never finish what the write
+// started. The error is at the Scale's spec.replicas and names the field
+// and the schema's limit.
+func ScaleFollowUp(w Workload, r int32, l Layout) *field.Error {
+	if l.Schema == (Schema{}) {
+		return nil
+	}
+	w.Replicas = &r
+	want, changed := FanOut(w)
+	if !changed {
+		return nil
+	}
+	errs := SchemaRefusals(want, l)
+	if len(errs) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, e := range errs {
+		if e.Field == replicasPath(l).String() {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s := %d, but %s", e.Field, r, e.Detail))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	hint := "scale to a count the schema accepts"
+	if w.Config.Pinned() {
+		hint += ", or give the scale config a range"
+	}
+	return field.Invalid(field.NewPath("spec", "replicas"), r,
+		fmt.Sprintf("scaling to %d needs %s; %s", r, strings.Join(parts, "; "), hint))
+}
+
+// ReplicasUnset reports whether R counts as absent for the modes the
+// contract tells apart by it: R is nil, or R equals the schema's default
+// for the field while C has a range and the HPA targets a child. The API
+// server fills a defaulted spec.replicas before any webhook sees the
+// object, so without this the built-in HPA on a child (C4 with R absent)
+// could never be reached on such a kind; to scale such a workload by hand
+// at the default count, pin the config.
+func ReplicasUnset(w Workload, l Layout) bool {
+	if w.Replicas == nil {
+		return true
+	}
+	return !l.TargetSelf && l.Schema.Replicas.IsDefault(w.Replicas) && effectiveConfig(w).HasRange()
+}
