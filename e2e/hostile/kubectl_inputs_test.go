@@ -135,7 +135,10 @@ func (s *suite) kubectlTypeInputs(t *testing.T) {
 		loose("rack name a number", set(rcSpec(nil), 7, "racks", 1, "name"), "spec.racks[1].name"),
 		loose("scaleConfig a string", set(rcSpec(nil), "min=1,max=3", "scaleConfig"), sc),
 		loose("maxReplicas a list", rcSpec(set(metricsConfig(), list{9}, "maxReplicas")), sc+".maxReplicas"),
-		loose("threshold a string", rcSpec(set(triggerConfig("vector(1)"), "10", "triggers", 0, "threshold")), sc+".triggers[0].threshold"),
+		// A threshold may be a quantity string (api/v1alpha1's Trigger
+		// writes one), so only a string that is no quantity is refused.
+		loose("threshold a string that is no quantity", rcSpec(set(triggerConfig("vector(1)"), "ten", "triggers", 0, "threshold")), sc+".triggers[0].threshold"),
+		{name: "LooseCluster: threshold a quantity string", kind: "LooseCluster", spec: rcSpec(set(triggerConfig("vector(1)"), "500m", "triggers", 0, "threshold")), want: kubectlResult{Code: 201}},
 		loose("triggers an object", rcSpec(set(triggerConfig("vector(1)"), obj{"t": "vector(1)"}, "triggers")), sc+".triggers"),
 		loose("idle a string", rcSpec(set(scheduleConfig(), "on", "idle")), sc+".idle"),
 		loose("dependsOn entries numbers", rcSpec(set(metricsConfig(), list{1, 2}, "dependsOn")), sc+".dependsOn[0]"),
