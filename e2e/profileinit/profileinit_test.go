@@ -51,6 +51,7 @@ func TestMain(m *testing.M) {
 	mutating, validating := webhooks.Configurations(inferred, configv1alpha2.Webhook{}, service)
 	os.Exit(framework.Run(m, framework.Options{
 		CRDPaths:           []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), testdata()},
+		HPAController:      true,
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
 	}, &cluster))
