@@ -141,9 +141,19 @@ func fitSchema(cur Workload, w *Workload, l Layout) []string {
 			warns = append(warns, fmt.Sprintf("%s not pinned to %d (M1): %s: %s; the object is scaled by %s alone until it has a scale config the schema accepts",
 				cp, *c.MinReplicas, cp.Child(bound), why, replicasPath(l)))
 			w.Config = nil
+		case !sameValue(cur.Config.MinReplicas, c.MinReplicas) && !sameValue(cur.Config.MaxReplicas, c.MaxReplicas) &&
+			cur.Config.MinReplicas != nil && cur.Config.MaxReplicas != nil:
+			// M3 moved the pin as a whole; it stays as a whole, or a half
+			// moved pin would be a range (or an empty one) nobody wrote.
+			why, bound := minWhy, "minReplicas"
+			if why == "" {
+				why, bound = maxWhy, "maxReplicas"
+			}
+			warns = append(warns, fmt.Sprintf("%s stays pinned at %d, not %d (M3): %s: %s",
+				cp, *cur.Config.MinReplicas, *c.MinReplicas, cp.Child(bound), why))
+			c.MinReplicas, c.MaxReplicas = clonePtr(cur.Config.MinReplicas), clonePtr(cur.Config.MaxReplicas)
 		default:
-			// M2 or M3 wrote a bound the schema refuses: keep what the
-			// request had (absent, or the old pin).
+			// M2 filled a bound the schema refuses: leave it absent.
 			if minWhy != "" {
 				warns = append(warns, fmt.Sprintf("%s not set to %d: %s", cp.Child("minReplicas"), *c.MinReplicas, minWhy))
 				c.MinReplicas = clonePtr(cur.Config.MinReplicas)

@@ -83,7 +83,15 @@ func TestM7DefaultNeverWritesWhatTheSchemaRefuses(t *testing.T) {
 			old:      &scaling.Workload{Replicas: ctI32(3), Config: ctRange(3, 3)},
 			cur:      scaling.Workload{Replicas: ctI32(0), Config: ctRange(3, 3)},
 			want:     scaling.Workload{Replicas: ctI32(0), Config: ctRange(3, 3)},
-			warnings: []string{"spec.scaleConfig.minReplicas not set to 0", "spec.scaleConfig.maxReplicas not set to 0"},
+			warnings: []string{"spec.scaleConfig stays pinned at 3, not 0 (M3): spec.scaleConfig.minReplicas: the CRD's schema requires a value of at least 1 (minimum)"},
+		},
+		{
+			name:     "M7 a pin moves as a whole or not at all, whichever bound the schema refuses (M3)",
+			layout:   maxOnlyLayout(),
+			old:      &scaling.Workload{Replicas: ctI32(3), Config: ctRange(3, 3)},
+			cur:      scaling.Workload{Replicas: ctI32(12), Config: ctRange(3, 3)},
+			want:     scaling.Workload{Replicas: ctI32(12), Config: ctRange(3, 3)},
+			warnings: []string{"spec.scaleConfig stays pinned at 3, not 12 (M3): spec.scaleConfig.maxReplicas: the CRD's schema requires a value of at most 10 (maximum)"},
 		},
 		{
 			name:     "M7 members above the schema maximum are left as they are (M5)",
@@ -280,4 +288,11 @@ func TestM7PinThatCannotFollowWarns(t *testing.T) {
 	if len(warns) != 1 || !strings.Contains(warns[0], "so it will become 0") {
 		t.Errorf("without a schema: %q, want W1's", warns)
 	}
+}
+
+// maxOnlyLayout limits only the config's maxReplicas (at most 10).
+func maxOnlyLayout() scaling.Layout {
+	l := ctLayout()
+	l.Schema.MaxReplicas = scaling.Limits{Known: true, Type: "integer", Maximum: ctF64(10)}
+	return l
 }

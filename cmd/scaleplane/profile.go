@@ -252,10 +252,10 @@ func renderProfile(crd *apiextensionsv1.CustomResourceDefinition, in *profile.In
 	fmt.Fprintf(&b, "# Apply with: kubectl apply --server-side -f FILE\n")
 	fmt.Fprintf(&b, "# scaleplane keeps these rules in its webhook configurations for the kind:\n")
 	for _, w := range mutating.Webhooks {
-		writeRules(&b, "mutating", w.Name, w.Rules)
+		writeRules(&b, "mutating", w.Rules)
 	}
 	for _, w := range validating.Webhooks {
-		writeRules(&b, "validating", w.Name, w.Rules)
+		writeRules(&b, "validating", w.Rules)
 	}
 	b.WriteString(spYAML)
 	b.WriteString("---\n")
@@ -264,13 +264,15 @@ func renderProfile(crd *apiextensionsv1.CustomResourceDefinition, in *profile.In
 	return b.String(), nil
 }
 
-func writeRules(b *strings.Builder, side, name string, rules []admissionregistrationv1.RuleWithOperations) {
+// writeRules prints rules without the webhook entries' names, which
+// depend on the owner scaleplane runs as.
+func writeRules(b *strings.Builder, side string, rules []admissionregistrationv1.RuleWithOperations) {
 	for _, r := range rules {
 		ops := make([]string, len(r.Operations))
 		for i, o := range r.Operations {
 			ops[i] = string(o)
 		}
-		fmt.Fprintf(b, "#   %s %s: %s %s/%s %s\n", side, name, strings.Join(ops, ","), strings.Join(r.APIGroups, ","), strings.Join(r.APIVersions, ","), strings.Join(r.Resources, ","))
+		fmt.Fprintf(b, "#   %s: %s %s/%s %s\n", side, strings.Join(ops, ","), strings.Join(r.APIGroups, ","), strings.Join(r.APIVersions, ","), strings.Join(r.Resources, ","))
 	}
 }
 

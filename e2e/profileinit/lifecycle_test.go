@@ -2,12 +2,14 @@ package profileinit_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,7 +65,9 @@ func view(t *testing.T, kind string) *profile.Compiled {
 // with no hand edit, scales its kind through the real API server and
 // kubectl: create (defaulted), kubectl scale up (fanned out to the member
 // groups and the pin), kubectl scale to 0 (allowed, or refused naming the
-// schema limit where the schema's minimum forbids the pin), delete.
+// schema limit where the schema's minimum forbids the pin), autoscale (a
+// range with a metric: scaleplane's HPA, run by the real HPA controller),
+// delete.
 func TestIssue12Item1InferredProfilesScale(t *testing.T) {
 	startScaleplane(t)
 	ns := cluster.Namespace(t)
@@ -76,10 +80,15 @@ func TestIssue12Item1InferredProfilesScale(t *testing.T) {
 		want      map[string]string
 		refuses0  string // substring of the refusal of kubectl scale --replicas=0; "" means allowed
 		clustered bool
+		// autoscale is a merge patch giving the object an autoscaling
+		// range [4, 6] with a CPU metric; empty where the kind cannot
+		// have one here (see the case).
+		autoscale string
 	}{{
 		kind: "LeaderWorkerSet", resource: "leaderworkersets.leaderworkerset.x-k8s.io",
-		body: "{replicas: 2, leaderWorkerTemplate: {size: 3}}",
-		want: map[string]string{".spec.replicas": "%d", ".spec.leaderWorkerTemplate.size": "3"},
+		body:      "{replicas: 2, leaderWorkerTemplate: {size: 3}}",
+		want:      map[string]string{".spec.replicas": "%d", ".spec.leaderWorkerTemplate.size": "3"},
+		autoscale: annotationRange(),
 	}, {
 		kind: "Function", resource: "functions.serverless.example.org",
 		body:     "{runtime: python312, replicas: 2}",
@@ -87,12 +96,14 @@ func TestIssue12Item1InferredProfilesScale(t *testing.T) {
 		refuses0: "scaling to 0 needs spec.scaleConfig.minReplicas := 0, but the CRD's schema requires a value of at least 1 (minimum)",
 	}, {
 		kind: "CassandraCluster", resource: "cassandraclusters.db.example.org",
-		body: "{topology: {nodesPerRack: 2, racks: [{rackName: a}, {rackName: b}]}}",
-		want: map[string]string{".spec.topology.nodesPerRack": "%d", ".spec.topology.racks[*].nodes": "%d %d", ".spec.operations.autoscaling.minReplicas": "%d"},
+		body:      "{topology: {nodesPerRack: 2, racks: [{rackName: a}, {rackName: b}]}}",
+		want:      map[string]string{".spec.topology.nodesPerRack": "%d", ".spec.topology.racks[*].nodes": "%d %d", ".spec.operations.autoscaling.minReplicas": "%d"},
+		autoscale: `{"spec":{"operations":{"autoscaling":{"minReplicas":4,"maxReplicas":6,"metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":50}}}]}}}}`,
 	}, {
 		kind: "Worker", resource: "workers.batch.example.org",
-		body: "{replicas: 2, queue: jobs}",
-		want: map[string]string{".spec.replicas": "%d"},
+		body:      "{replicas: 2, queue: jobs}",
+		want:      map[string]string{".spec.replicas": "%d"},
+		autoscale: annotationRange(),
 	}, {
 		kind: "EdgePool", resource: "edgepools.infra.example.org",
 		body: "{size: 2, region: west}", clustered: true,
@@ -159,6 +170,36 @@ func TestIssue12Item1InferredProfilesScale(t *testing.T) {
 			default:
 				check(3)
 			}
+			// Autoscale: a range with a metric makes scaleplane create an
+			// HPA (C4); the real HPA controller raises the workload to
+			// minReplicas through /scale and scaleplane carries it to the
+			// member groups (C1). The Function's scaleConfig has no room
+			// for metrics and profile init infers no default metrics; the
+			// cluster-scoped EdgePool's HPA is issue 12 item 5's.
+			if tc.autoscale != "" {
+				if out, err := scale(2); err != nil {
+					t.Fatalf("kubectl scale --replicas=2: %v\n%s", err, out)
+				}
+				check(2)
+				if out, err := cluster.Kubectl(ctx, append([]string{"patch", tc.resource, name, "--type=merge", "-p", tc.autoscale}, nsArgs...)...); err != nil {
+					t.Fatalf("kubectl patch (autoscaling range): %v\n%s", err, out)
+				}
+				check(4)
+				// Raised by the HPA scaleplane made, not by anything else.
+				var hpas autoscalingv2.HorizontalPodAutoscalerList
+				if err := cluster.Client.List(ctx, &hpas, client.InNamespace(ns)); err != nil {
+					t.Fatal(err)
+				}
+				found := false
+				for _, h := range hpas.Items {
+					if h.Spec.ScaleTargetRef.Name == name && h.Spec.ScaleTargetRef.Kind == tc.kind {
+						found = h.Spec.MinReplicas != nil && *h.Spec.MinReplicas == 4 && h.Spec.MaxReplicas == 6
+					}
+				}
+				if !found {
+					t.Errorf("no HPA [4, 6] for %s %s among %d", tc.kind, name, len(hpas.Items))
+				}
+			}
 			if out, err := cluster.Kubectl(ctx, append([]string{"delete", tc.resource, name, "--wait=true"}, nsArgs...)...); err != nil {
 				t.Fatalf("delete: %v\n%s", err, out)
 			}
@@ -198,4 +239,12 @@ func jsonpath(u *unstructured.Unstructured, path string) (string, error) {
 		parts[i] = fmt.Sprint(v)
 	}
 	return strings.Join(parts, " "), nil
+}
+
+// annotationRange is a merge patch setting the scale config annotation to
+// the range [4, 6] with a CPU metric.
+func annotationRange() string {
+	cfg := `{"minReplicas":4,"maxReplicas":6,"metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":50}}}]}`
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{"scaleplane.io/scale-config": cfg}}})
+	return string(patch)
 }

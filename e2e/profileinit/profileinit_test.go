@@ -2,7 +2,8 @@
 // 1) against a real API server and the real kubectl: for every
 // third-party-shaped CRD of cmd/scaleplane/testdata/profileinit installed
 // in the cluster, `profile init --crd NAME` prints what the golden file of
-// its CRD file holds, and the output applies as is with
+// its CRD file holds, `config check` passes it against the CRD file, and
+// the output applies as is with
 // `kubectl apply --server-side --dry-run=server` (the ScaleProfile CRD
 // installed).
 package profileinit_test
@@ -51,6 +52,7 @@ func TestMain(m *testing.M) {
 	mutating, validating := webhooks.Configurations(inferred, configv1alpha2.Webhook{}, service)
 	os.Exit(framework.Run(m, framework.Options{
 		CRDPaths:           []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), testdata()},
+		HPAController:      true,
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
 	}, &cluster))
@@ -126,6 +128,18 @@ func TestIssue12Item1ProfileInitAppliesAsIs(t *testing.T) {
 			want := strings.SplitN(string(golden), "# stdout:\n", 2)[1]
 			if !strings.Contains(want, stdout.String()) {
 				t.Errorf("profile init --crd %s printed\n%s\nwhich is not in %s.golden", crd, stdout.String(), file)
+			}
+			// config check passes it against the CRD file, offline.
+			crdFile := filepath.Join(testdata(), file+".yaml")
+			if _, err := os.Stat(crdFile); err != nil {
+				crdFile = filepath.Join(testdata(), file+".json")
+			}
+			profileFile := filepath.Join(t.TempDir(), "profile.yaml")
+			if err := os.WriteFile(profileFile, stdout.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.CommandContext(ctx, bin, "config", "check", "-f", profileFile, "--crd", crdFile).CombinedOutput(); err != nil {
+				t.Errorf("config check of the output: %v\n%s", err, out)
 			}
 			out, err := cluster.KubectlWithInput(ctx, stdout.String(), "apply", "--server-side", "--dry-run=server", "-f", "-")
 			if err != nil {
