@@ -2,6 +2,7 @@ package externalscaler
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/controllers"
@@ -60,6 +62,10 @@ type Options struct {
 	// MaxTriggers bounds the triggers remembered at once, whatever callers
 	// send. Default 10000.
 	MaxTriggers int
+	// MaxMetadataBytes bounds a trigger's metadata (keys and values) in a
+	// call; the server refuses gRPC messages much larger than that. Default
+	// 64 KiB; keep it above the query length limit.
+	MaxMetadataBytes int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	Log logr.Logger
@@ -77,6 +83,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxTriggers <= 0 {
 		o.MaxTriggers = 10000
+	}
+	if o.MaxMetadataBytes <= 0 {
+		o.MaxMetadataBytes = 64 << 10
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -110,20 +119,24 @@ func New(opts Options) (*Server, error) {
 
 // triggerKey is one trigger of one ScaledObject: KEDA sends the trigger's
 // whole metadata with every call, and one ScaledObject may have several
-// triggers pointing here.
+// triggers pointing here. The metadata is kept as a digest: a key must not
+// cost what a caller chose to send.
 type triggerKey struct {
-	namespace, name, metadata string
+	namespace, name string
+	metadata        [sha256.Size]byte
 }
 
 func keyOf(ref *pb.ScaledObjectRef) triggerKey {
-	var b strings.Builder
+	h := sha256.New()
 	for _, k := range slices.Sorted(maps.Keys(ref.GetScalerMetadata())) {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(ref.GetScalerMetadata()[k])
-		b.WriteByte(0)
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(ref.GetScalerMetadata()[k]))
+		h.Write([]byte{0})
 	}
-	return triggerKey{ref.GetNamespace(), ref.GetName(), b.String()}
+	key := triggerKey{namespace: ref.GetNamespace(), name: ref.GetName()}
+	h.Sum(key.metadata[:0])
+	return key
 }
 
 // trigger is what a ScaledObject's trigger was resolved to.
@@ -147,13 +160,110 @@ func (s *Server) release(t *trigger) {
 	}
 }
 
-// resolve finds or builds the trigger ref names. Errors are gRPC statuses
-// whose message says what to change.
-func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger, error) {
+// checkRef refuses a reference that names no possible object, or whose
+// metadata is larger than any trigger's needs to be, before anything is
+// read or hashed.
+func (s *Server) checkRef(ref *pb.ScaledObjectRef) error {
 	if ref.GetName() == "" || ref.GetNamespace() == "" {
-		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef needs a name and a namespace")
+		return status.Error(codes.InvalidArgument, "scaledObjectRef needs a name and a namespace")
+	}
+	if msgs := validation.IsDNS1123Label(ref.GetNamespace()); len(msgs) > 0 {
+		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.namespace is not a namespace name: %s", strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsDNS1123Subdomain(ref.GetName()); len(msgs) > 0 {
+		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.name is not an object name: %s", strings.Join(msgs, "; "))
+	}
+	n := 0
+	for k, v := range ref.GetScalerMetadata() {
+		n += len(k) + len(v)
+	}
+	if n > s.opts.MaxMetadataBytes {
+		return status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: the trigger's metadata has %d bytes, over the limit of %d: shorten metadata.%s",
+			ref.GetNamespace(), ref.GetName(), n, s.opts.MaxMetadataBytes, MetadataQuery)
+	}
+	return nil
+}
+
+// scaledObject reads the ScaledObject ref names and requires one of its
+// triggers of type external or external-push to have exactly ref's
+// metadata, as KEDA sends it. Whoever reaches the port can name any
+// ScaledObject; this keeps them to the triggers its owner declared, so a
+// forged reference neither runs a query of its own choosing nor keeps a
+// removed trigger (and its scraping) alive.
+func (s *Server) scaledObject(ctx context.Context, ref *pb.ScaledObjectRef) (*unstructured.Unstructured, error) {
+	what := fmt.Sprintf("ScaledObject %s/%s", ref.GetNamespace(), ref.GetName())
+	so := &unstructured.Unstructured{}
+	so.SetGroupVersionKind(controllers.ScaledObjectGVK)
+	if err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, so); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, status.Errorf(codes.NotFound, "%s not found: scaleplane answers KEDA ScaledObjects (not ScaledJobs)", what)
+		case meta.IsNoMatchError(err):
+			return nil, status.Errorf(codes.FailedPrecondition, "%s: the API server does not serve KEDA's ScaledObjects", what)
+		}
+		return nil, status.Errorf(codes.Unavailable, "read %s: %v", what, err)
+	}
+	if !declares(so, ref.GetScalerMetadata()) {
+		return nil, status.Errorf(codes.NotFound, "%s has no trigger of type external or external-push with this metadata: scaleplane answers only the triggers a ScaledObject declares (just after an edit, KEDA's next call matches)", what)
+	}
+	return so, nil
+}
+
+// declares reports whether so has an external or external-push trigger
+// whose metadata is md, key for key.
+func declares(so *unstructured.Unstructured, md map[string]string) bool {
+	spec, _ := so.Object["spec"].(map[string]any)
+	triggers, _ := spec["triggers"].([]any)
+	for _, tr := range triggers {
+		m, _ := tr.(map[string]any)
+		if typ, _ := m["type"].(string); typ != "external" && typ != "external-push" {
+			continue
+		}
+		have, _ := m["metadata"].(map[string]any)
+		if len(have) != len(md) {
+			continue
+		}
+		same := true
+		for k, v := range md {
+			if hv, ok := have[k].(string); !ok || hv != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			return true
+		}
+	}
+	return false
+}
+
+// forget releases the trigger of key, if any: its ScaledObject or the
+// trigger itself is gone.
+func (s *Server) forget(key triggerKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.triggers[key]; ok {
+		s.release(t)
+		delete(s.triggers, key)
+	}
+}
+
+// resolve finds or builds the trigger ref names. Every call reads the
+// ScaledObject again (from the cache), so the answer is for a trigger that
+// is declared now. Errors are gRPC statuses whose message says what to
+// change.
+func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger, error) {
+	if err := s.checkRef(ref); err != nil {
+		return nil, err
 	}
 	key := keyOf(ref)
+	so, err := s.scaledObject(ctx, ref)
+	if err != nil {
+		if status.Code(err) == codes.NotFound {
+			s.forget(key)
+		}
+		return nil, err
+	}
 	now := s.opts.Now()
 	s.mu.Lock()
 	if t, ok := s.triggers[key]; ok {
@@ -161,19 +271,16 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		s.mu.Unlock()
 		return t, nil
 	}
-	s.mu.Unlock()
-
-	s.mu.Lock()
 	s.expireLocked(now)
 	full := len(s.triggers) >= s.opts.MaxTriggers
 	s.built++
 	owner := fmt.Sprintf("keda/%s/%s/%d", ref.GetNamespace(), ref.GetName(), s.built)
 	s.mu.Unlock()
 	if full {
-		return nil, status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
+		return nil, s.exhausted()
 	}
 
-	t, err := s.build(ctx, ref, owner)
+	t, err := s.build(ctx, ref, so, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -186,31 +293,30 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		old.lastUsed = now
 		return old, nil
 	}
+	if len(s.triggers) >= s.opts.MaxTriggers {
+		// Concurrent first calls of different triggers each saw room.
+		s.release(t)
+		return nil, s.exhausted()
+	}
 	s.triggers[key] = t
 	return t, nil
 }
 
-// build reads the metadata and the ScaledObject and builds the scaler.
-func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner string) (*trigger, error) {
+func (s *Server) exhausted() error {
+	return status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
+}
+
+// build reads the metadata and the ScaledObject's target and builds the
+// scaler.
+func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstructured.Unstructured, owner string) (*trigger, error) {
 	what := fmt.Sprintf("ScaledObject %s/%s", ref.GetNamespace(), ref.GetName())
 	sp, errs := parseMetadata(ref.GetScalerMetadata(), s.opts.Sources)
 	if len(errs) > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %s", what, errs.ToAggregate().Error())
 	}
-	so := &unstructured.Unstructured{}
-	so.SetGroupVersionKind(controllers.ScaledObjectGVK)
-	if err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, so); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, status.Errorf(codes.NotFound, "%s not found: scaleplane answers KEDA ScaledObjects (not ScaledJobs)", what)
-		case meta.IsNoMatchError(err):
-			return nil, status.Errorf(codes.FailedPrecondition, "%s: the API server does not serve KEDA's ScaledObjects", what)
-		}
-		return nil, status.Errorf(codes.Unavailable, "read %s: %v", what, err)
-	}
 	apiVersion, kind, name := controllers.ScaledObjectTarget(so)
-	if name == "" {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: spec.scaleTargetRef.name is empty", what)
+	if errs := validateTarget(kind, name); len(errs) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: %s", what, errs.ToAggregate().Error())
 	}
 	vars := map[string]string{"kind": kind}
 	var view *profile.Compiled
@@ -430,7 +536,9 @@ func (s *Server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb
 // Serve answers on lis until ctx ends, over TLS when creds is not nil
 // (KEDA's enableTLS), else plaintext (KEDA's default for external scalers).
 func (s *Server) Serve(ctx context.Context, lis net.Listener, creds credentials.TransportCredentials) error {
-	var opts []grpc.ServerOption
+	// KEDA's calls carry one trigger's metadata; the default 4 MiB would
+	// let any caller make every call cost that much.
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(s.opts.MaxMetadataBytes + 16<<10)}
 	if creds != nil {
 		opts = append(opts, grpc.Creds(creds))
 	}

@@ -1,0 +1,134 @@
+package externalscaler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/scaleplane/scaleplane/externalscaler/pb"
+)
+
+// wantStatus fails unless err has code c and its message says says.
+func wantStatus(t *testing.T, what string, err error, c codes.Code, says string) {
+	t.Helper()
+	if code(err) != c {
+		t.Errorf("%s: %v, want %s", what, err, c)
+		return
+	}
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, says) {
+		t.Errorf("%s: message %q does not say %q", what, msg, says)
+	}
+}
+
+// Issue 14 item 4, hostile caller: the port is plaintext gRPC reachable
+// from the cluster network, and a reference is only a namespace, a name and
+// metadata. A caller who names a real ScaledObject with metadata its owner
+// did not declare (a query of their own, of another namespace's metrics)
+// gets nothing built, cannot fill MaxTriggers, and cannot keep a trigger
+// its owner removed (and its pods' scraping) alive.
+func TestIssue14ExternalScalerHostileForgedRef(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.MaxTriggers = 2 })
+	ctx := context.Background()
+	declared := map[string]string{"query": "queue", "threshold": "1", "podSelector": "app=api"}
+	f.objects.declare("shop", "deploy", "external", declared)
+	// The owner's other trigger types do not make their metadata ours.
+	other := map[string]string{"query": "secret", "threshold": "1", "podSelector": "app=api"}
+	f.objects.declare("shop", "deploy", "prometheus", other)
+
+	for i := range 5 {
+		forged := map[string]string{"query": fmt.Sprintf(`sum(secret{namespace="bank",n="%d"})`, i), "threshold": "1", "podSelector": "app=api"}
+		_, err := f.client.GetMetricSpec(ctx, ref("deploy", forged))
+		wantStatus(t, "forged metadata", err, codes.NotFound, "has no trigger of type external or external-push with this metadata")
+	}
+	_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: ref("deploy", other)})
+	wantStatus(t, "metadata of a prometheus trigger", err, codes.NotFound, "has no trigger of type external")
+	_, err = f.client.IsActive(ctx, &pb.ScaledObjectRef{Namespace: "bank", Name: "vault", ScalerMetadata: declared})
+	wantStatus(t, "a ScaledObject that does not exist", err, codes.NotFound, "ScaledObject bank/vault not found")
+	if got := f.requested(); len(got) != 0 {
+		t.Errorf("forged calls made the store keep %q", got)
+	}
+	if n := len(f.srv.ScrapeWorkloads()); n != 0 {
+		t.Errorf("forged calls left %d workloads to scrape", n)
+	}
+
+	// The declared trigger is served: forged calls took no room.
+	if _, err := f.client.GetMetricSpec(ctx, ref("deploy", declared)); err != nil {
+		t.Fatalf("declared trigger: %v", err)
+	}
+	if n := len(f.srv.ScrapeWorkloads()); n != 1 {
+		t.Fatalf("declared trigger: %d workloads to scrape, want 1", n)
+	}
+
+	// The owner deletes the ScaledObject: the next call, from KEDA or
+	// anyone replaying its metadata, forgets the trigger at once rather
+	// than keeping it (and its scraping) while calls keep coming.
+	f.objects.delete("shop", "deploy")
+	_, err = f.client.GetMetricSpec(ctx, ref("deploy", declared))
+	wantStatus(t, "after the ScaledObject was deleted", err, codes.NotFound, "not found")
+	if n := len(f.srv.ScrapeWorkloads()); n != 0 {
+		t.Errorf("after deletion: %d workloads still scraped", n)
+	}
+	if got := f.requested(); len(got) != 0 {
+		t.Errorf("after deletion the store still keeps %q", got)
+	}
+}
+
+// Issue 14 item 4, hostile caller and tenant: a reference that names no
+// possible object, metadata larger than a trigger needs, a gRPC message
+// of megabytes, and a ScaledObject whose target name or kind (KEDA's CRD
+// checks neither) would become a regex or a label value: each is refused
+// with what to change, before anything is read or kept.
+func TestIssue14ExternalScalerHostileRefAndTarget(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.MaxMetadataBytes = 8 << 10 })
+	ctx := context.Background()
+	ok := map[string]string{"query": `sum(up{job=~"${name}"})`, "threshold": "1", "podSelector": "app=api"}
+	big := map[string]string{"query": "vector(1)", "threshold": "1", "scalerAddress": strings.Repeat("a", 9<<10)}
+	huge := map[string]string{"query": "vector(1)", "threshold": "1", "scalerAddress": strings.Repeat("a", 1<<20)}
+	f.objects.declare("shop", "deploy", "external", big)
+	for _, so := range []struct{ name, kind, target string }{
+		{"regex", "Deployment", ".*"},
+		{"long", "Deployment", strings.Repeat("a", 300)},
+		{"kind", `Deploy"ment`, "api"},
+	} {
+		f.objects.put(scaledObject("shop", so.name, "apps/v1", so.kind, so.target))
+		f.objects.declare("shop", so.name, "external", ok)
+	}
+	cases := []struct {
+		name string
+		ref  *pb.ScaledObjectRef
+		code codes.Code
+		says string
+	}{
+		{"name with a slash", &pb.ScaledObjectRef{Namespace: "shop", Name: "a/b", ScalerMetadata: ok}, codes.InvalidArgument, "scaledObjectRef.name is not an object name"},
+		{"namespace of 300 bytes", &pb.ScaledObjectRef{Namespace: strings.Repeat("n", 300), Name: "web", ScalerMetadata: ok}, codes.InvalidArgument, "scaledObjectRef.namespace is not a namespace name"},
+		{"metadata over the limit", ref("deploy", big), codes.InvalidArgument, "over the limit of 8192"},
+		{"a message of a megabyte", ref("deploy", huge), codes.ResourceExhausted, "larger than max"},
+		{"target name that is a regex", ref("regex", ok), codes.InvalidArgument, "spec.scaleTargetRef.name"},
+		{"target name of 300 bytes", ref("long", ok), codes.InvalidArgument, "spec.scaleTargetRef.name"},
+		{"target kind with a quote", ref("kind", ok), codes.InvalidArgument, "spec.scaleTargetRef.kind"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.client.GetMetricSpec(ctx, tc.ref)
+			wantStatus(t, "GetMetricSpec", err, tc.code, tc.says)
+		})
+	}
+	if got := f.requested(); len(got) != 0 {
+		t.Errorf("refused calls made the store keep %q", got)
+	}
+	if n := len(f.srv.ScrapeWorkloads()); n != 0 {
+		t.Errorf("refused calls left %d workloads to scrape", n)
+	}
+}
+
+// deadline is a context for one call of a test.
+func deadline(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
