@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/externalscaler/pb"
+	"github.com/scaleplane/scaleplane/promql"
 )
 
 // wantStatus fails unless err has code c and its message says says.
@@ -131,4 +134,54 @@ func deadline(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// Issue 14 item 4, hostile tenant: the embedded store holds the pods of
+// every namespace, and KEDA shows the value in the ScaledObject's own
+// namespace (its HPA's status). A query that leaves out the namespace, or
+// names another one, reads only the ScaledObject's namespace, through
+// sums, regexes and subqueries alike.
+func TestIssue14ExternalScalerHostileOtherNamespace(t *testing.T) {
+	store := promql.NewStore(promql.Options{})
+	store.Request("secret")
+	limits := promql.Limits{}.WithDefaults()
+	sources, err := autoscaler.NewSources(promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits}), nil, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(o *Options) { o.Sources = sources })
+	at := f.now.UnixMilli()
+	for ns, v := range map[string]float64{"shop": 1, "bank": 1000} {
+		if err := store.Append(labels.FromStrings("__name__", "secret", "namespace", ns, "pod", ns+"-0"), at-5000, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := deadline(t)
+	cases := []struct {
+		query string
+		want  float64 // -1: no data
+	}{
+		{`sum(secret)`, 1},
+		{`sum(secret{namespace=~".+"})`, 1},
+		{`sum(secret{namespace="bank"})`, -1},
+		{`sum(secret{namespace!="shop"})`, -1},
+		{`max_over_time(sum(secret)[1m:10s])`, 1},
+		{`sum(secret) + sum({__name__="secret",namespace="bank"} or vector(0))`, 1},
+	}
+	for i, tc := range cases {
+		t.Run(tc.query, func(t *testing.T) {
+			md := map[string]string{"query": tc.query, "threshold": "1", "podSelector": "app=api", "metricName": fmt.Sprintf("q%d", i)}
+			got, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: f.declared("deploy", md)})
+			if tc.want < 0 {
+				wantStatus(t, "GetMetrics", err, codes.Unavailable, "no data")
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := got.MetricValues[0].MetricValueFloat; v != tc.want {
+				t.Errorf("value %v, want %v (namespace shop's only)", v, tc.want)
+			}
+		})
+	}
 }

@@ -344,19 +344,28 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstruc
 				"%s: its target %s %s has no scaleplane profile with pod labels, so scaleplane does not know which pods to scrape: set metadata.%s to their labels (e.g. app=%s)",
 				what, kind, name, MetadataPodSelector, name)
 		}
+		// The store holds every namespace's pods, and KEDA shows the value
+		// in the ScaledObject's namespace (its HPA's status): the query
+		// reads only series of that namespace, which every scraped sample
+		// carries as its namespace label.
+		all := map[string]string{"namespace": ref.GetNamespace(), "name": name}
+		maps.Copy(all, vars)
+		query, err := promql.Expand(sp.trigger.Query, all)
+		if err == nil {
+			query, err = promql.RequireLabel(query, "namespace", ref.GetNamespace())
+		}
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: metadata.%s: %v", what, MetadataQuery, err)
+		}
+		sp.trigger.Query = query
+		t.spec = sp
 	}
 	sc, err := s.opts.Sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: sp.trigger, Namespace: ref.GetNamespace(), Name: name, Vars: vars})
 	if err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", what, err)
 	}
 	if t.scrape != nil && s.opts.Request != nil {
-		all := map[string]string{"namespace": ref.GetNamespace(), "name": name}
-		maps.Copy(all, vars)
-		query, err := promql.Expand(sp.trigger.Query, all)
-		if err == nil {
-			err = s.opts.Request(owner, query)
-		}
-		if err != nil {
+		if err := s.opts.Request(owner, sp.trigger.Query); err != nil {
 			_ = sc.Close(ctx)
 			return nil, status.Errorf(codes.InvalidArgument, "%s: metadata.%s: %v", what, MetadataQuery, err)
 		}

@@ -251,7 +251,9 @@ func TestIssue14Item4Answers(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	md := map[string]string{"query": rps, "threshold": "10", "activationThreshold": "5", "scalerAddress": "127.0.0.1:1"}
-	expanded := `sum(rate(http_requests_total{namespace="shop",job="cart"}[1m]))`
+	// Expanded, and kept to the ScaledObject's namespace (the matcher the
+	// query has already is not repeated).
+	expanded := `sum(rate(http_requests_total{job="cart",namespace="shop"}[1m]))`
 	f.objects.declare("shop", "web", "external", md)
 
 	spec, err := f.client.GetMetricSpec(ctx, ref("web", md))
@@ -382,11 +384,12 @@ func TestIssue14Item4PodSelectorIdleAndLimit(t *testing.T) {
 // changes; StreamMetricSpec sends the spec once.
 func TestIssue14Item4Streams(t *testing.T) {
 	f := newFixture(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	md := map[string]string{"query": "queue", "threshold": "10", "podSelector": "app=api"}
 	f.objects.declare("shop", "deploy", "external-push", md)
-	f.values.set("queue", 0)
+	// The query is kept to the ScaledObject's namespace.
+	f.values.set(`queue{namespace="shop"}`, 0)
 	stream, err := f.client.StreamIsActive(ctx, ref("deploy", md))
 	if err != nil {
 		t.Fatal(err)
@@ -402,11 +405,11 @@ func TestIssue14Item4Streams(t *testing.T) {
 	if recv() {
 		t.Fatal("first verdict at 0: active")
 	}
-	f.values.set("queue", 3)
+	f.values.set(`queue{namespace="shop"}`, 3)
 	if !recv() {
 		t.Fatal("verdict after the value rose: inactive")
 	}
-	f.values.set("queue", 0)
+	f.values.set(`queue{namespace="shop"}`, 0)
 	if recv() {
 		t.Fatal("verdict after the value fell: active")
 	}
