@@ -185,3 +185,121 @@ func TestIssue14ExternalScalerHostileOtherNamespace(t *testing.T) {
 		})
 	}
 }
+
+// gate is a scaling.MetricSource whose evaluations block until released
+// (or their context ends), announcing each on entered.
+type gate struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gate) Eval(ctx context.Context, _ string, _ time.Time, _ map[string]string) (float64, bool, error) {
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+		return 1, true, nil
+	case <-ctx.Done():
+		return 0, false, ctx.Err()
+	}
+}
+
+// Issue 14 item 4, hostile caller: a flood of GetMetrics (or of streams
+// evaluating every interval) runs at most MaxEvaluations evaluations at
+// once; the rest wait for a slot within their SampleTimeout and then get
+// Unavailable, "busy", rather than each taking a core.
+func TestIssue14ExternalScalerHostileEvaluationFlood(t *testing.T) {
+	g := &gate{entered: make(chan struct{}, 8), release: make(chan struct{})}
+	f := newFixture(t, func(o *Options) {
+		o.Sources = querySources(t, g)
+		o.MaxEvaluations = 1
+		o.SampleTimeout = 500 * time.Millisecond
+	})
+	ctx := deadline(t)
+	md := map[string]string{"query": "vector(1)", "threshold": "1"}
+	r := f.declared("web", md)
+	first := make(chan error, 1)
+	go func() {
+		_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r})
+		first <- err
+	}()
+	select {
+	case <-g.entered:
+	case <-ctx.Done():
+		t.Fatal("the first evaluation never started")
+	}
+	// The only slot is held: this call must not reach the source.
+	_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r})
+	wantStatus(t, "GetMetrics while the slot is held", err, codes.Unavailable, "scaleplane is busy")
+	select {
+	case <-g.entered:
+		t.Error("a second evaluation ran while MaxEvaluations (1) was running")
+	default:
+	}
+	close(g.release)
+	if err := <-first; err != nil {
+		t.Errorf("the first call: %v", err)
+	}
+	// The slot is free again.
+	if _, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r}); err != nil {
+		t.Errorf("after the first call returned: %v", err)
+	}
+}
+
+// Issue 14 item 4, hostile caller: streams are goroutines (StreamIsActive
+// evaluates each interval, StreamMetricSpec waits for the caller to hang
+// up), so one trigger gets at most MaxStreamsPerTrigger and the server at
+// most MaxStreams; a closed stream gives its place back.
+func TestIssue14ExternalScalerHostileStreams(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.MaxStreams = MaxStreamsPerTrigger + 1 })
+	md := map[string]string{"query": "vector(1)", "threshold": "1"}
+	f.values.set("vector(1)", 1)
+	r := f.declared("web", md)
+	open := func(ctx context.Context, r *pb.ScaledObjectRef) error {
+		s, err := f.client.StreamMetricSpec(ctx, r)
+		if err == nil {
+			_, err = s.Recv()
+		}
+		return err
+	}
+	var cancels []context.CancelFunc
+	for range MaxStreamsPerTrigger {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		t.Cleanup(cancel)
+		cancels = append(cancels, cancel)
+		if err := open(ctx, r); err != nil {
+			t.Fatalf("stream within the limit: %v", err)
+		}
+	}
+	ctx := deadline(t)
+	wantStatus(t, "one stream too many for a trigger", open(ctx, r), codes.ResourceExhausted, "this trigger already has 4 open streams")
+	push, err := f.client.StreamIsActive(ctx, r)
+	if err == nil {
+		_, err = push.Recv()
+	}
+	wantStatus(t, "StreamIsActive past the per-trigger limit", err, codes.ResourceExhausted, "open streams")
+
+	// Another trigger takes the last place of MaxStreams.
+	other := f.declared("web", map[string]string{"query": "vector(1)", "threshold": "2"})
+	if err := open(ctx, other); err != nil {
+		t.Fatalf("a second trigger's stream: %v", err)
+	}
+	third := f.declared("web", map[string]string{"query": "vector(1)", "threshold": "3"})
+	wantStatus(t, "past MaxStreams", open(ctx, third), codes.ResourceExhausted, "at most 5 streams")
+
+	// Closing one gives its place back, once the server has seen it end.
+	cancels[0]()
+	for {
+		err := open(ctx, third)
+		if err == nil {
+			break
+		}
+		if code(err) != codes.ResourceExhausted {
+			t.Fatalf("after a stream closed: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("a closed stream never gave its place back")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

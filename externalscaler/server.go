@@ -62,6 +62,16 @@ type Options struct {
 	// MaxTriggers bounds the triggers remembered at once, whatever callers
 	// send. Default 10000.
 	MaxTriggers int
+	// MaxEvaluations bounds the evaluations running at once, over all
+	// calls and streams: a flood of calls waits for a slot until its
+	// SampleTimeout, then gets Unavailable, instead of taking every core.
+	// Default 8.
+	MaxEvaluations int
+	// MaxStreams bounds the open StreamIsActive and StreamMetricSpec
+	// streams (each holds a goroutine; StreamIsActive evaluates every
+	// StreamInterval), at most MaxStreamsPerTrigger of them per trigger
+	// (KEDA opens one). Default MaxTriggers.
+	MaxStreams int
 	// MaxMetadataBytes bounds a trigger's metadata (keys and values) in a
 	// call; the server refuses gRPC messages much larger than that. Default
 	// 64 KiB; keep it above the query length limit.
@@ -84,6 +94,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxTriggers <= 0 {
 		o.MaxTriggers = 10000
 	}
+	if o.MaxEvaluations <= 0 {
+		o.MaxEvaluations = 8
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = o.MaxTriggers
+	}
 	if o.MaxMetadataBytes <= 0 {
 		o.MaxMetadataBytes = 64 << 10
 	}
@@ -101,6 +117,12 @@ type Server struct {
 	mu       sync.Mutex
 	triggers map[triggerKey]*trigger
 	built    uint64
+	// streams counts the open streams by trigger, nstreams all of them.
+	streams  map[triggerKey]int
+	nstreams int
+
+	// evals holds a token per evaluation running (Options.MaxEvaluations).
+	evals chan struct{}
 
 	// quit ends the streams when Serve stops: they would otherwise last
 	// until KEDA hangs up.
@@ -114,7 +136,14 @@ func New(opts Options) (*Server, error) {
 	if opts.Sources == nil || opts.Reader == nil {
 		return nil, errors.New("external scaler: Sources and Reader are required")
 	}
-	return &Server{opts: opts.withDefaults(), triggers: map[triggerKey]*trigger{}, quit: make(chan struct{})}, nil
+	opts = opts.withDefaults()
+	return &Server{
+		opts:     opts,
+		triggers: map[triggerKey]*trigger{},
+		streams:  map[triggerKey]int{},
+		evals:    make(chan struct{}, opts.MaxEvaluations),
+		quit:     make(chan struct{}),
+	}, nil
 }
 
 // triggerKey is one trigger of one ScaledObject: KEDA sends the trigger's
@@ -413,6 +442,12 @@ func (s *Server) ScrapeWorkloads() []promql.Workload {
 func (s *Server) sample(ctx context.Context, t *trigger) (scaling.Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.SampleTimeout)
 	defer cancel()
+	select {
+	case s.evals <- struct{}{}:
+		defer func() { <-s.evals }()
+	case <-ctx.Done():
+		return scaling.Sample{}, status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations)
+	}
 	smp, err := t.scaler.Sample(ctx, s.opts.Now())
 	switch {
 	case err != nil:
@@ -433,6 +468,35 @@ func active(t *trigger, smp scaling.Sample) bool {
 		a = *p
 	}
 	return smp.Active || smp.Value > a
+}
+
+// MaxStreamsPerTrigger bounds the open streams of one trigger: KEDA opens
+// one, and briefly a second while it rebuilds the ScaledObject's scalers.
+const MaxStreamsPerTrigger = 4
+
+// openStream counts a stream of ref's trigger, or refuses it past
+// MaxStreamsPerTrigger or Options.MaxStreams. Call the returned func when
+// the stream ends.
+func (s *Server) openStream(ref *pb.ScaledObjectRef) (func(), error) {
+	key := keyOf(ref)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.streams[key] >= MaxStreamsPerTrigger:
+		return nil, status.Errorf(codes.ResourceExhausted, "ScaledObject %s/%s: this trigger already has %d open streams, the most scaleplane keeps; close one first", ref.GetNamespace(), ref.GetName(), MaxStreamsPerTrigger)
+	case s.nstreams >= s.opts.MaxStreams:
+		return nil, status.Errorf(codes.ResourceExhausted, "scaleplane keeps at most %d streams open at once; remove unused external-push ScaledObjects or raise the limit", s.opts.MaxStreams)
+	}
+	s.streams[key]++
+	s.nstreams++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.nstreams--
+		if s.streams[key]--; s.streams[key] <= 0 {
+			delete(s.streams, key)
+		}
+	}, nil
 }
 
 // IsActive implements pb.ExternalScalerServer.
@@ -458,6 +522,11 @@ func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 	if err != nil {
 		return err
 	}
+	done, err := s.openStream(ref)
+	if err != nil {
+		return err
+	}
+	defer done()
 	tick := time.NewTicker(s.opts.StreamInterval)
 	defer tick.Stop()
 	var last *bool
@@ -510,6 +579,11 @@ func (s *Server) StreamMetricSpec(ref *pb.ScaledObjectRef, stream grpc.ServerStr
 	if err != nil {
 		return err
 	}
+	done, err := s.openStream(ref)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if err := stream.Send(metricSpec(t)); err != nil {
 		return err
 	}
