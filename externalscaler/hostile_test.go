@@ -300,3 +300,37 @@ func TestIssue14ExternalScalerHostileStreams(t *testing.T) {
 		}
 	}
 }
+
+// Issue 14 item 4 and issue 10 item 1, hostile tenant: metadata.query is
+// held to the query limits exactly as a workload trigger's is at
+// admission (the same checker, the same messages), before it is parsed
+// for the store, expanded or evaluated, and nothing is kept for it.
+func TestIssue14ExternalScalerHostileQueryCost(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := deadline(t)
+	cases := []struct {
+		name, query, says string
+	}{
+		{"subquery of ten years at 1ms", `max_over_time(vector(1)[10y:1ms])`, "points per series"},
+		{"range of ten years", `sum(rate(http_requests_total[10y]))`, "points per series"},
+		{"nested subqueries", `max_over_time(max_over_time(vector(1)[1d:1s])[1d:1s])`, "points per series"},
+		{"a query of 20 KiB", `sum(` + strings.Repeat(`x+`, 10<<10) + `x)`, "bytes long, over the limit of 4096"},
+		{"nesting 1000 deep", strings.Repeat("(", 1000) + "1" + strings.Repeat(")", 1000), "levels deep at offset 100, over the limit of 100"},
+		{"a regex that compiles huge", `sum(x{a=~"((((a{100}){100}){100}){100})"})`, "regex"},
+		{"a placeholder that is not one", `sum(x{namespace="${namepsace}"})`, "unknown placeholder"},
+		{"a range vector", `x[1m]`, "metadata.query"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			md := map[string]string{"query": tc.query, "threshold": "1", "metricName": fmt.Sprintf("q%d", i)}
+			_, err := f.client.GetMetricSpec(ctx, f.declared("web", md))
+			wantStatus(t, "GetMetricSpec", err, codes.InvalidArgument, tc.says)
+			if msg := status.Convert(err).Message(); !strings.Contains(msg, "metadata.query") {
+				t.Errorf("message %q is not at metadata.query", msg)
+			}
+		})
+	}
+	if got := f.requested(); len(got) != 0 {
+		t.Errorf("refused queries made the store keep %q", got)
+	}
+}
