@@ -3,6 +3,7 @@ package externalscaler
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -332,5 +333,35 @@ func TestIssue14ExternalScalerHostileQueryCost(t *testing.T) {
 	}
 	if got := f.requested(); len(got) != 0 {
 		t.Errorf("refused queries made the store keep %q", got)
+	}
+}
+
+// Issue 14 item 4, hostile tenant: a threshold or a value beyond int64
+// (KEDA reads the integer fields besides the float ones) is clamped, not
+// converted to whatever Go makes of it (-9223372036854775808 on amd64).
+func TestIssue14ExternalScalerHostileHugeNumbers(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := deadline(t)
+	md := map[string]string{"query": "vector(1)", "threshold": "1e300"}
+	r := f.declared("web", md)
+	spec, err := f.client.GetMetricSpec(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spec.MetricSpecs[0].TargetSize; got != math.MaxInt64 {
+		t.Errorf("target size of threshold 1e300: %d, want %d", got, int64(math.MaxInt64))
+	}
+	for _, tc := range []struct {
+		value float64
+		want  int64
+	}{{1e300, math.MaxInt64}, {-1e300, math.MinInt64}, {-2.5, -3}} {
+		f.values.set("vector(1)", tc.value)
+		m, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.MetricValues[0].MetricValue; got != tc.want {
+			t.Errorf("metric value of %v: %d, want %d", tc.value, got, tc.want)
+		}
 	}
 }

@@ -553,11 +553,24 @@ func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 	}
 }
 
+// toInt64 is f clamped to int64: converting a float beyond it is
+// undefined in Go (on amd64 1e300 becomes -9223372036854775808), and
+// KEDA reads the integer fields when the float ones are 0.
+func toInt64(f float64) int64 {
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
 func metricSpec(t *trigger) *pb.GetMetricSpecResponse {
 	th := t.spec.trigger.Threshold
 	return &pb.GetMetricSpecResponse{MetricSpecs: []*pb.MetricSpec{{
 		MetricName:      t.spec.trigger.Name,
-		TargetSize:      int64(math.Ceil(th)),
+		TargetSize:      toInt64(math.Ceil(th)),
 		TargetSizeFloat: th,
 	}}}
 }
@@ -611,7 +624,7 @@ func (s *Server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb
 	}
 	return &pb.GetMetricsResponse{MetricValues: []*pb.MetricValue{{
 		MetricName:       name,
-		MetricValue:      int64(math.Round(smp.Value)),
+		MetricValue:      toInt64(math.Round(smp.Value)),
 		MetricValueFloat: smp.Value,
 	}}}, nil
 }
