@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
@@ -363,5 +366,86 @@ func TestIssue14ExternalScalerHostileHugeNumbers(t *testing.T) {
 		if got := m.MetricValues[0].MetricValue; got != tc.want {
 			t.Errorf("metric value of %v: %d, want %d", tc.value, got, tc.want)
 		}
+	}
+}
+
+// Issue 14 item 4, lifecycle: when Serve's context ends (the manager
+// stops, leadership is lost) or its listener fails, it returns promptly
+// with streams still open that their caller never closes: they end with
+// Unavailable, and every trigger is released (the store keeps nothing).
+func TestIssue14ExternalScalerHostileShutdown(t *testing.T) {
+	for _, how := range []string{"context", "listener"} {
+		t.Run(how, func(t *testing.T) {
+			var opts Options
+			f := newFixture(t, func(o *Options) { opts = *o })
+			srv, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ctx, lis, nil) }()
+			conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			c := pb.NewExternalScalerClient(conn)
+
+			md := map[string]string{"query": "queue", "threshold": "1", "podSelector": "app=api"}
+			f.objects.declare("shop", "deploy", "external-push", md)
+			f.values.set(`queue{namespace="shop"}`, 1)
+			// The caller does not cancel these (the deadline only keeps a
+			// broken server from hanging the test).
+			callCtx, callCancel := context.WithTimeout(context.Background(), time.Minute)
+			defer callCancel()
+			push, err := c.StreamIsActive(callCtx, ref("deploy", md))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := push.Recv(); err != nil {
+				t.Fatal(err)
+			}
+			spec, err := c.StreamMetricSpec(callCtx, ref("deploy", md))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := spec.Recv(); err != nil {
+				t.Fatal(err)
+			}
+			if len(f.requested()) == 0 {
+				t.Fatal("the stream's trigger asked the store for nothing")
+			}
+
+			if how == "context" {
+				cancel()
+			} else {
+				lis.Close()
+			}
+			select {
+			case err := <-served:
+				if (how == "listener") != (err != nil) {
+					t.Errorf("Serve after its %s ended: %v", how, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("Serve did not return after its %s ended", how)
+			}
+			for name, recv := range map[string]func() error{
+				"StreamIsActive":   func() error { _, err := push.Recv(); return err },
+				"StreamMetricSpec": func() error { _, err := spec.Recv(); return err },
+			} {
+				if err := recv(); code(err) != codes.Unavailable {
+					t.Errorf("%s after Serve returned: %v, want Unavailable", name, err)
+				}
+			}
+			if got := f.requested(); len(got) != 0 {
+				t.Errorf("after Serve returned the store still keeps %q", got)
+			}
+		})
 	}
 }

@@ -642,9 +642,12 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, creds credentials.
 	pb.RegisterExternalScalerServer(g, s)
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(lis) }()
+	var failed error
 	select {
 	case err := <-done:
-		return fmt.Errorf("external scaler on %s: %w", lis.Addr(), err)
+		// The listener failed; the connections it accepted would go on
+		// being served by nobody's server: end them too.
+		failed = fmt.Errorf("external scaler on %s: %w", lis.Addr(), err)
 	case <-ctx.Done():
 	}
 	s.quitOnce.Do(func() { close(s.quit) })
@@ -661,5 +664,5 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, creds credentials.
 		s.release(t)
 		delete(s.triggers, k)
 	}
-	return nil
+	return failed
 }
