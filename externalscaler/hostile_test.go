@@ -449,3 +449,32 @@ func TestIssue14ExternalScalerHostileShutdown(t *testing.T) {
 		})
 	}
 }
+
+// Issue 14 item 4, hostile tenant: ScaledObjects of one namespace take at
+// most MaxTriggersPerNamespace of the MaxTriggers places, so a tenant
+// with many ScaledObjects does not lock every other namespace out; the
+// places come back when their triggers are forgotten.
+func TestIssue14ExternalScalerHostileOneNamespaceFillsAll(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.MaxTriggers = 3; o.MaxTriggersPerNamespace = 2; o.Idle = time.Minute })
+	ctx := deadline(t)
+	f.objects.put(scaledObject("other", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"))
+	md := func(ns, th string) *pb.ScaledObjectRef {
+		m := map[string]string{"query": "vector(1)", "threshold": th}
+		f.objects.declare(ns, "web", "external", m)
+		return &pb.ScaledObjectRef{Namespace: ns, Name: "web", ScalerMetadata: m}
+	}
+	for _, th := range []string{"1", "2"} {
+		if _, err := f.client.GetMetricSpec(ctx, md("shop", th)); err != nil {
+			t.Fatalf("shop's trigger %s: %v", th, err)
+		}
+	}
+	_, err := f.client.GetMetricSpec(ctx, md("shop", "3"))
+	wantStatus(t, "shop's third trigger", err, codes.ResourceExhausted, "at most 2 external triggers of one namespace at once, and shop has that many")
+	if _, err := f.client.GetMetricSpec(ctx, md("other", "1")); err != nil {
+		t.Errorf("another namespace's trigger while shop is at its limit: %v", err)
+	}
+	f.now = f.now.Add(2 * time.Minute)
+	if _, err := f.client.GetMetricSpec(ctx, md("shop", "3")); err != nil {
+		t.Errorf("after shop's triggers were forgotten: %v", err)
+	}
+}

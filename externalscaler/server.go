@@ -62,6 +62,10 @@ type Options struct {
 	// MaxTriggers bounds the triggers remembered at once, whatever callers
 	// send. Default 10000.
 	MaxTriggers int
+	// MaxTriggersPerNamespace bounds the triggers of one namespace's
+	// ScaledObjects, so one tenant cannot take every place of MaxTriggers.
+	// Default 1000 (at most MaxTriggers).
+	MaxTriggersPerNamespace int
 	// MaxEvaluations bounds the evaluations running at once, over all
 	// calls and streams: a flood of calls waits for a slot until its
 	// SampleTimeout, then gets Unavailable, instead of taking every core.
@@ -94,6 +98,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxTriggers <= 0 {
 		o.MaxTriggers = 10000
 	}
+	if o.MaxTriggersPerNamespace <= 0 {
+		o.MaxTriggersPerNamespace = min(1000, o.MaxTriggers)
+	}
 	if o.MaxEvaluations <= 0 {
 		o.MaxEvaluations = 8
 	}
@@ -117,6 +124,8 @@ type Server struct {
 	mu       sync.Mutex
 	triggers map[triggerKey]*trigger
 	built    uint64
+	// perNamespace counts triggers by namespace.
+	perNamespace map[string]int
 	// streams counts the open streams by trigger, nstreams all of them.
 	streams  map[triggerKey]int
 	nstreams int
@@ -138,11 +147,12 @@ func New(opts Options) (*Server, error) {
 	}
 	opts = opts.withDefaults()
 	return &Server{
-		opts:     opts,
-		triggers: map[triggerKey]*trigger{},
-		streams:  map[triggerKey]int{},
-		evals:    make(chan struct{}, opts.MaxEvaluations),
-		quit:     make(chan struct{}),
+		opts:         opts,
+		triggers:     map[triggerKey]*trigger{},
+		perNamespace: map[string]int{},
+		streams:      map[triggerKey]int{},
+		evals:        make(chan struct{}, opts.MaxEvaluations),
+		quit:         make(chan struct{}),
 	}, nil
 }
 
@@ -272,8 +282,7 @@ func (s *Server) forget(key triggerKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.triggers[key]; ok {
-		s.release(t)
-		delete(s.triggers, key)
+		s.dropLocked(key, t)
 	}
 }
 
@@ -301,12 +310,12 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		return t, nil
 	}
 	s.expireLocked(now)
-	full := len(s.triggers) >= s.opts.MaxTriggers
+	full := s.fullLocked(ref.GetNamespace())
 	s.built++
 	owner := fmt.Sprintf("keda/%s/%s/%d", ref.GetNamespace(), ref.GetName(), s.built)
 	s.mu.Unlock()
-	if full {
-		return nil, s.exhausted()
+	if full != nil {
+		return nil, full
 	}
 
 	t, err := s.build(ctx, ref, so, owner)
@@ -322,17 +331,35 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		old.lastUsed = now
 		return old, nil
 	}
-	if len(s.triggers) >= s.opts.MaxTriggers {
+	if full := s.fullLocked(ref.GetNamespace()); full != nil {
 		// Concurrent first calls of different triggers each saw room.
 		s.release(t)
-		return nil, s.exhausted()
+		return nil, full
 	}
 	s.triggers[key] = t
+	s.perNamespace[key.namespace]++
 	return t, nil
 }
 
-func (s *Server) exhausted() error {
-	return status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
+// fullLocked says why one more trigger of namespace cannot be kept, or
+// nil.
+func (s *Server) fullLocked(namespace string) error {
+	switch {
+	case len(s.triggers) >= s.opts.MaxTriggers:
+		return status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
+	case s.perNamespace[namespace] >= s.opts.MaxTriggersPerNamespace:
+		return status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers of one namespace at once, and %s has that many; remove unused ScaledObjects there", s.opts.MaxTriggersPerNamespace, namespace)
+	}
+	return nil
+}
+
+// dropLocked forgets the trigger of key.
+func (s *Server) dropLocked(key triggerKey, t *trigger) {
+	s.release(t)
+	delete(s.triggers, key)
+	if s.perNamespace[key.namespace]--; s.perNamespace[key.namespace] <= 0 {
+		delete(s.perNamespace, key.namespace)
+	}
 }
 
 // build reads the metadata and the ScaledObject's target and builds the
@@ -408,8 +435,7 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstruc
 func (s *Server) expireLocked(now time.Time) {
 	for k, t := range s.triggers {
 		if now.Sub(t.lastUsed) > s.opts.Idle {
-			s.release(t)
-			delete(s.triggers, k)
+			s.dropLocked(k, t)
 		}
 	}
 }
@@ -661,8 +687,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, creds credentials.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, t := range s.triggers {
-		s.release(t)
-		delete(s.triggers, k)
+		s.dropLocked(k, t)
 	}
 	return failed
 }
