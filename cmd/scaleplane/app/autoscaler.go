@@ -94,7 +94,9 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 			Request:        store.Registry().SetOwner,
 			SampleTimeout:  limits.Timeout,
 			StreamInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
-			Log:            mgr.GetLogger().WithName("external-scaler"),
+			// Room for the longest query the limits allow, and KEDA's keys.
+			MaxMetadataBytes: max(64<<10, limits.MaxQueryLength+16<<10),
+			Log:              mgr.GetLogger().WithName("external-scaler"),
 		})
 		if err != nil {
 			return err
