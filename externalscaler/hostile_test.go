@@ -478,3 +478,48 @@ func TestIssue14ExternalScalerHostileOneNamespaceFillsAll(t *testing.T) {
 		t.Errorf("after shop's triggers were forgotten: %v", err)
 	}
 }
+
+// Issue 14 item 4, hostile caller: past MaxWaiting calls waiting for an
+// evaluation slot, a call is refused at once instead of holding a
+// goroutine for up to SampleTimeout, so a flood of calls costs their
+// count, not their count times the timeout.
+func TestIssue14ExternalScalerHostileWaitingCalls(t *testing.T) {
+	g := &gate{entered: make(chan struct{}, 8), release: make(chan struct{})}
+	f := newFixture(t, func(o *Options) {
+		o.Sources = querySources(t, g)
+		o.MaxEvaluations = 1
+		o.MaxWaiting = 1
+		o.SampleTimeout = time.Hour
+	})
+	ctx := deadline(t)
+	r := f.declared("web", map[string]string{"query": "vector(1)", "threshold": "1"})
+	results := make(chan error, 2)
+	call := func() {
+		_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r})
+		results <- err
+	}
+	go call()
+	select {
+	case <-g.entered:
+	case <-ctx.Done():
+		t.Fatal("the first evaluation never started")
+	}
+	go call()
+	for f.srv.waiting.Load() != 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the second call never waited for the slot")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	// The slot is held and the one waiting place taken: refused now, not
+	// after the hour of SampleTimeout (the call's own deadline is 10 s).
+	_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r})
+	wantStatus(t, "GetMetrics with the waiting place taken", err, codes.Unavailable, "scaleplane is busy")
+	close(g.release)
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Errorf("a call that held or waited for the slot: %v", err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -71,6 +72,10 @@ type Options struct {
 	// SampleTimeout, then gets Unavailable, instead of taking every core.
 	// Default 8.
 	MaxEvaluations int
+	// MaxWaiting bounds the calls waiting for an evaluation slot; past it a
+	// call is refused at once (Unavailable, "busy") rather than holding a
+	// goroutine and its request for up to SampleTimeout. Default 1000.
+	MaxWaiting int
 	// MaxStreams bounds the open StreamIsActive and StreamMetricSpec
 	// streams (each holds a goroutine; StreamIsActive evaluates every
 	// StreamInterval), at most MaxStreamsPerTrigger of them per trigger
@@ -104,6 +109,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxEvaluations <= 0 {
 		o.MaxEvaluations = 8
 	}
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = 1000
+	}
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = o.MaxTriggers
 	}
@@ -130,8 +138,10 @@ type Server struct {
 	streams  map[triggerKey]int
 	nstreams int
 
-	// evals holds a token per evaluation running (Options.MaxEvaluations).
-	evals chan struct{}
+	// evals holds a token per evaluation running (Options.MaxEvaluations),
+	// waiting counts the calls waiting for one.
+	evals   chan struct{}
+	waiting atomic.Int64
 
 	// quit ends the streams when Serve stops: they would otherwise last
 	// until KEDA hangs up.
@@ -468,12 +478,23 @@ func (s *Server) ScrapeWorkloads() []promql.Workload {
 func (s *Server) sample(ctx context.Context, t *trigger) (scaling.Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.SampleTimeout)
 	defer cancel()
+	busy := status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations)
 	select {
 	case s.evals <- struct{}{}:
-		defer func() { <-s.evals }()
-	case <-ctx.Done():
-		return scaling.Sample{}, status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations)
+	default:
+		if s.waiting.Add(1) > int64(s.opts.MaxWaiting) {
+			s.waiting.Add(-1)
+			return scaling.Sample{}, busy
+		}
+		select {
+		case s.evals <- struct{}{}:
+			s.waiting.Add(-1)
+		case <-ctx.Done():
+			s.waiting.Add(-1)
+			return scaling.Sample{}, busy
+		}
 	}
+	defer func() { <-s.evals }()
 	smp, err := t.scaler.Sample(ctx, s.opts.Now())
 	switch {
 	case err != nil:
