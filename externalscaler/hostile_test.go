@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/prometheus/model/labels"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -521,5 +522,37 @@ func TestIssue14ExternalScalerHostileWaitingCalls(t *testing.T) {
 		if err := <-results; err != nil {
 			t.Errorf("a call that held or waited for the slot: %v", err)
 		}
+	}
+}
+
+// Issue 14 item 4, tenant edits: when a ScaledObject's trigger changes,
+// KEDA asks with the new metadata and never again with the old; the old
+// trigger is forgotten at that first call (its pods no longer scraped,
+// its series no longer kept), not after Idle, and it takes no place of
+// the namespace's limit meanwhile.
+func TestIssue14ExternalScalerHostileEditReleasesOld(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.MaxTriggersPerNamespace = 1 })
+	ctx := deadline(t)
+	before := map[string]string{"query": "old_metric", "threshold": "1", "podSelector": "app=old"}
+	after := map[string]string{"query": "new_metric", "threshold": "1", "podSelector": "app=new"}
+	if _, err := f.client.GetMetricSpec(ctx, f.declared("deploy", before)); err != nil {
+		t.Fatal(err)
+	}
+	// The owner replaces the trigger.
+	so := scaledObject("shop", "deploy", "apps/v1", "Deployment", "api")
+	f.objects.put(so)
+	f.objects.declare("shop", "deploy", "external", after)
+	if _, err := f.client.GetMetricSpec(ctx, ref("deploy", after)); err != nil {
+		t.Fatalf("the edited trigger with its namespace's one place taken by the old: %v", err)
+	}
+	var selectors []string
+	for _, w := range f.srv.ScrapeWorkloads() {
+		selectors = append(selectors, w.Selector.String())
+	}
+	if diff := cmp.Diff([]string{"app=new"}, selectors); diff != "" {
+		t.Errorf("pods scraped after the edit (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`new_metric{namespace="shop"}`}, f.requested()); diff != "" {
+		t.Errorf("queries kept after the edit (-want +got):\n%s", diff)
 	}
 }

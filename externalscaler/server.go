@@ -190,8 +190,11 @@ func keyOf(ref *pb.ScaledObjectRef) triggerKey {
 
 // trigger is what a ScaledObject's trigger was resolved to.
 type trigger struct {
-	spec   spec
-	scaler scaling.Scaler
+	// metadata is what KEDA sent, to tell whether the ScaledObject still
+	// declares it.
+	metadata map[string]string
+	spec     spec
+	scaler   scaling.Scaler
 	// scrape is what the scraper reads for it; nil for a remote source.
 	scrape *promql.Workload
 	// owner names its queries in the store's registry; "" when it
@@ -320,6 +323,7 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		return t, nil
 	}
 	s.expireLocked(now)
+	s.dropUndeclaredLocked(key, so)
 	full := s.fullLocked(ref.GetNamespace())
 	s.built++
 	owner := fmt.Sprintf("keda/%s/%s/%d", ref.GetNamespace(), ref.GetName(), s.built)
@@ -341,6 +345,7 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		old.lastUsed = now
 		return old, nil
 	}
+	s.dropUndeclaredLocked(key, so)
 	if full := s.fullLocked(ref.GetNamespace()); full != nil {
 		// Concurrent first calls of different triggers each saw room.
 		s.release(t)
@@ -349,6 +354,18 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 	s.triggers[key] = t
 	s.perNamespace[key.namespace]++
 	return t, nil
+}
+
+// dropUndeclaredLocked forgets the triggers of key's ScaledObject that so
+// no longer declares. A new trigger of a ScaledObject is usually an edit of
+// it: the old one is forgotten now, not after Idle, so its pods and series
+// are not kept meanwhile and it takes no place of the limits.
+func (s *Server) dropUndeclaredLocked(key triggerKey, so *unstructured.Unstructured) {
+	for k, old := range s.triggers {
+		if k.namespace == key.namespace && k.name == key.name && !declares(so, old.metadata) {
+			s.dropLocked(k, old)
+		}
+	}
 }
 
 // fullLocked says why one more trigger of namespace cannot be kept, or
@@ -395,7 +412,7 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstruc
 		}
 	}
 
-	t := &trigger{spec: sp}
+	t := &trigger{spec: sp, metadata: maps.Clone(ref.GetScalerMetadata())}
 	if sp.trigger.Source == scaling.SourcePromQL {
 		switch {
 		case sp.podSelector != nil:
