@@ -55,6 +55,12 @@ func TestIssue14ExternalScalerHostileForgedRef(t *testing.T) {
 	}
 	_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: ref("deploy", other)})
 	wantStatus(t, "metadata of a prometheus trigger", err, codes.NotFound, "has no trigger of type external")
+	// KEDA sends a FromEnv key's value from the environment, never the
+	// ScaledObject's: the answer says so rather than only "no trigger".
+	f.objects.put(scaledObject("shop", "env", "apps/v1", "Deployment", "api"))
+	f.objects.declare("shop", "env", "external", map[string]string{"queryFromEnv": "QUERY", "threshold": "1"})
+	_, err = f.client.IsActive(ctx, ref("env", map[string]string{"queryFromEnv": "sum(x)", "threshold": "1"}))
+	wantStatus(t, "a FromEnv key", err, codes.NotFound, "metadata keys ending in FromEnv are not supported")
 	_, err = f.client.IsActive(ctx, &pb.ScaledObjectRef{Namespace: "bank", Name: "vault", ScalerMetadata: declared})
 	wantStatus(t, "a ScaledObject that does not exist", err, codes.NotFound, "ScaledObject bank/vault not found")
 	if got := f.requested(); len(got) != 0 {

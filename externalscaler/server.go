@@ -256,7 +256,14 @@ func (s *Server) scaledObject(ctx context.Context, ref *pb.ScaledObjectRef) (*un
 		return nil, status.Errorf(codes.Unavailable, "read %s: %v", what, err)
 	}
 	if !declares(so, ref.GetScalerMetadata()) {
-		return nil, status.Errorf(codes.NotFound, "%s has no trigger of type external or external-push with this metadata: scaleplane answers only the triggers a ScaledObject declares (just after an edit, KEDA's next call matches)", what)
+		hint := "just after an edit, KEDA's next call matches"
+		if fromEnv(so) {
+			// KEDA replaces such a key's value with the container's
+			// environment variable, so the metadata it sends is not the
+			// ScaledObject's.
+			hint = "metadata keys ending in FromEnv are not supported: write the value itself"
+		}
+		return nil, status.Errorf(codes.NotFound, "%s has no trigger of type external or external-push with this metadata: scaleplane answers only the triggers a ScaledObject declares (%s)", what, hint)
 	}
 	return so, nil
 }
@@ -284,6 +291,26 @@ func declares(so *unstructured.Unstructured, md map[string]string) bool {
 		}
 		if same {
 			return true
+		}
+	}
+	return false
+}
+
+// fromEnv reports whether an external trigger of so has a metadata key
+// that KEDA resolves from the environment.
+func fromEnv(so *unstructured.Unstructured) bool {
+	spec, _ := so.Object["spec"].(map[string]any)
+	triggers, _ := spec["triggers"].([]any)
+	for _, tr := range triggers {
+		m, _ := tr.(map[string]any)
+		if typ, _ := m["type"].(string); typ != "external" && typ != "external-push" {
+			continue
+		}
+		md, _ := m["metadata"].(map[string]any)
+		for k := range md {
+			if strings.HasSuffix(k, "FromEnv") {
+				return true
+			}
 		}
 	}
 	return false
