@@ -562,3 +562,32 @@ func TestIssue14ExternalScalerHostileEditReleasesOld(t *testing.T) {
 		t.Errorf("queries kept after the edit (-want +got):\n%s", diff)
 	}
 }
+
+// Issue 14 item 4 with issue 10 item 4 (nothing accepted that then
+// breaks): a query within the length limit as written can go over it once
+// the namespace matchers are added to its selectors. The answer says so,
+// at metadata.query, and how to write it so that nothing is added; written
+// that way, the same query is served.
+func TestIssue14ExternalScalerHostileRewriteLength(t *testing.T) {
+	store := promql.NewStore(promql.Options{})
+	limits := promql.Limits{}.WithDefaults()
+	sources, err := autoscaler.NewSources(promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits}), nil, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(o *Options) { o.Sources = sources })
+	ctx := deadline(t)
+	query := func(term string) string {
+		return term + strings.Repeat("+"+term, 3900/(len(term)+1)-1)
+	}
+	bare := query(`sum(metric_x{l="vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv"})`)
+	_, err = f.client.GetMetricSpec(ctx, f.declared("web", map[string]string{"query": bare, "threshold": "1"}))
+	wantStatus(t, "selectors without the namespace", err, codes.InvalidArgument, `metadata.query: with namespace="shop" added to each of its selectors the query is`)
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, `write namespace="${namespace}" in every selector`) {
+		t.Errorf("message %q does not say how to write it", msg)
+	}
+	scoped := query(`sum(metric_x{l="vvvvvvvvvvvvvvvvvvvvvv",namespace="${namespace}"})`)
+	if _, err := f.client.GetMetricSpec(ctx, f.declared("web", map[string]string{"query": scoped, "threshold": "1"})); err != nil {
+		t.Errorf("selectors with namespace=\"${namespace}\": %v", err)
+	}
+}

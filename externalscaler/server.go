@@ -471,7 +471,15 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstruc
 		t.spec = sp
 	}
 	sc, err := s.opts.Sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: sp.trigger, Namespace: ref.GetNamespace(), Name: name, Vars: vars})
-	if err != nil {
+	var le *promql.LimitError
+	switch {
+	case errors.As(err, &le) && le.Bound == promql.BoundLength && sp.trigger.Source == scaling.SourcePromQL:
+		// Within the limit as written, over it with the namespace
+		// matchers added above.
+		return nil, status.Errorf(codes.InvalidArgument,
+			"%s: metadata.%s: with namespace=%q added to each of its selectors the query is %d bytes, over the limit of %d: write namespace=\"${namespace}\" in every selector (it is not added again) or shorten the query",
+			what, MetadataQuery, ref.GetNamespace(), le.Value, le.Limit)
+	case err != nil:
 		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", what, err)
 	}
 	if t.scrape != nil && s.opts.Request != nil {
