@@ -530,20 +530,22 @@ func (s *Server) ScrapeWorkloads() []promql.Workload {
 func (s *Server) sample(ctx context.Context, t *trigger) (scaling.Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.SampleTimeout)
 	defer cancel()
-	busy := status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations)
+	busy := func() error {
+		return status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations)
+	}
 	select {
 	case s.evals <- struct{}{}:
 	default:
 		if s.waiting.Add(1) > int64(s.opts.MaxWaiting) {
 			s.waiting.Add(-1)
-			return scaling.Sample{}, busy
+			return scaling.Sample{}, busy()
 		}
 		select {
 		case s.evals <- struct{}{}:
 			s.waiting.Add(-1)
 		case <-ctx.Done():
 			s.waiting.Add(-1)
-			return scaling.Sample{}, busy
+			return scaling.Sample{}, busy()
 		}
 	}
 	defer func() { <-s.evals }()
