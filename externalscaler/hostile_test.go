@@ -591,3 +591,31 @@ func TestIssue14ExternalScalerHostileRewriteLength(t *testing.T) {
 		t.Errorf("selectors with namespace=\"${namespace}\": %v", err)
 	}
 }
+
+// Issue 14 item 4: the namespace matcher reaches every selector, in every
+// position a query can read series from (ranges, subqueries, @ and offset,
+// info's second argument), once.
+func TestIssue14ExternalScalerHostileRewriteForms(t *testing.T) {
+	cases := map[string]string{
+		`up`:                                 `up{namespace="shop"}`,
+		`up{namespace="shop"}`:               `up{namespace="shop"}`,
+		`up{namespace="bank"}`:               `up{namespace="bank",namespace="shop"}`,
+		`{__name__=~"up|down"}`:              `{__name__=~"up|down",namespace="shop"}`,
+		`rate(x[1m] offset 5m)`:              `rate(x{namespace="shop"}[1m] offset 5m)`,
+		`sum(x @ start())`:                   `sum(x{namespace="shop"} @ start())`,
+		`max_over_time(sum(x)[1h:1m])`:       `max_over_time(sum(x{namespace="shop"})[1h:1m])`,
+		`info(up, {k8s_cluster_name=~".+"})`: `info(up{namespace="shop"}, {k8s_cluster_name=~".+",namespace="shop"})`,
+		`absent(nope) * on() group_left up`:  `absent(nope{namespace="shop"}) * on () group_left () up{namespace="shop"}`,
+		`vector(1) + scalar(sum(x))`:         `vector(1) + scalar(sum(x{namespace="shop"}))`,
+	}
+	for q, want := range cases {
+		got, err := promql.RequireLabel(q, "namespace", "shop")
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", q, diff)
+		}
+	}
+}
