@@ -78,8 +78,9 @@ type Options struct {
 	MaxWaiting int
 	// MaxStreams bounds the open StreamIsActive and StreamMetricSpec
 	// streams (each holds a goroutine; StreamIsActive evaluates every
-	// StreamInterval), at most MaxStreamsPerTrigger of them per trigger
-	// (KEDA opens one). Default MaxTriggers.
+	// StreamInterval), at most MaxStreamsPerTrigger of them per trigger.
+	// Default 2*MaxTriggers: KEDA opens both for each external-push
+	// trigger.
 	MaxStreams int
 	// MaxMetadataBytes bounds a trigger's metadata (keys and values) in a
 	// call; the server refuses gRPC messages much larger than that. Default
@@ -113,7 +114,7 @@ func (o Options) withDefaults() Options {
 		o.MaxWaiting = 1000
 	}
 	if o.MaxStreams <= 0 {
-		o.MaxStreams = o.MaxTriggers
+		o.MaxStreams = 2 * o.MaxTriggers
 	}
 	if o.MaxMetadataBytes <= 0 {
 		o.MaxMetadataBytes = 64 << 10
@@ -572,7 +573,8 @@ func active(t *trigger, smp scaling.Sample) bool {
 }
 
 // MaxStreamsPerTrigger bounds the open streams of one trigger: KEDA opens
-// one, and briefly a second while it rebuilds the ScaledObject's scalers.
+// a StreamIsActive and a StreamMetricSpec, and briefly two more while it
+// rebuilds the ScaledObject's scalers.
 const MaxStreamsPerTrigger = 4
 
 // openStream counts a stream of ref's trigger, or refuses it past
