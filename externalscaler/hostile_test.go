@@ -619,3 +619,23 @@ func TestIssue14ExternalScalerHostileRewriteForms(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkIssue14ExternalScalerResolve is what every call costs before
+// its evaluation, now that each one reads its ScaledObject again (from the
+// cache) and checks that it declares the trigger: with KEDA's metadata,
+// for a trigger already built.
+func BenchmarkIssue14ExternalScalerResolve(b *testing.B) {
+	f := newFixture(b, nil)
+	md := map[string]string{"query": rps, "threshold": "10", "activationThreshold": "1", "scalerAddress": "scaleplane.scaleplane-system:9090"}
+	r := f.declared("web", md)
+	ctx := context.Background()
+	if _, err := f.srv.resolve(ctx, r); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.srv.resolve(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

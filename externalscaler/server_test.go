@@ -122,7 +122,7 @@ func (s *values) set(q string, v float64) {
 // querySources are the app's trigger sources with only the embedded store
 // configured, its queries answered by m: the "promql" source checks
 // queries as the autoscaler's does.
-func querySources(t *testing.T, m scaling.MetricSource) *scaling.Sources {
+func querySources(t testing.TB, m scaling.MetricSource) *scaling.Sources {
 	t.Helper()
 	src := autoscaler.QuerySource(nil, promql.NewTriggerChecker(promql.Limits{}.WithDefaults()))
 	src.New = scaling.QueryScaler(m)
@@ -157,7 +157,7 @@ func (f *fixture) requested() []string {
 	return out
 }
 
-func newFixture(t *testing.T, mut func(*Options)) *fixture {
+func newFixture(t testing.TB, mut func(*Options)) *fixture {
 	t.Helper()
 	f := &fixture{values: &values{v: map[string]float64{}}, now: time.Unix(1_800_000_000, 0), queries: map[string][]string{}}
 	f.objects = &scaledObjects{m: map[string]*unstructured.Unstructured{
@@ -203,7 +203,7 @@ func newFixture(t *testing.T, mut func(*Options)) *fixture {
 }
 
 // serve runs srv on 127.0.0.1 until the test ends and returns a client.
-func serve(t *testing.T, srv *Server, serverCreds, clientCreds credentials.TransportCredentials) pb.ExternalScalerClient {
+func serve(t testing.TB, srv *Server, serverCreds, clientCreds credentials.TransportCredentials) pb.ExternalScalerClient {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
