@@ -2,16 +2,13 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc/credentials"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -171,12 +168,12 @@ type externalScalerRunnable struct {
 func (r *externalScalerRunnable) Start(ctx context.Context) error {
 	var creds credentials.TransportCredentials
 	if r.certDir != "" {
-		w, err := certwatcher.New(filepath.Join(r.certDir, "tls.crt"), filepath.Join(r.certDir, "tls.key"))
+		cfg, watch, err := externalscaler.ServerTLS(r.certDir)
 		if err != nil {
-			return fmt.Errorf("external scaler certificate: %w", err)
+			return err
 		}
-		go func() { _ = w.Start(ctx) }()
-		creds = credentials.NewTLS(&tls.Config{GetCertificate: w.GetCertificate, MinVersion: tls.VersionTLS12})
+		go func() { _ = watch(ctx) }()
+		creds = credentials.NewTLS(cfg)
 	}
 	lis, err := net.Listen("tcp", r.addr)
 	if err != nil {
