@@ -639,3 +639,36 @@ func BenchmarkIssue14ExternalScalerResolve(b *testing.B) {
 		}
 	}
 }
+
+// Issue 14 item 4: KEDA stops asking about a deleted ScaledObject (or a
+// removed trigger), so no call comes to forget it; the scraper's next
+// discovery does, instead of scraping its pods and keeping its series
+// until Idle.
+func TestIssue14ExternalScalerHostileDeletedWithoutCalls(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := deadline(t)
+	f.objects.put(scaledObject("shop", "gone", "apps/v1", "Deployment", "api"))
+	kept := map[string]string{"query": "kept_metric", "threshold": "1", "podSelector": "app=kept"}
+	gone := map[string]string{"query": "gone_metric", "threshold": "1", "podSelector": "app=gone"}
+	if _, err := f.client.GetMetricSpec(ctx, f.declared("deploy", kept)); err != nil {
+		t.Fatal(err)
+	}
+	f.objects.declare("shop", "gone", "external", gone)
+	if _, err := f.client.GetMetricSpec(ctx, ref("gone", gone)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.srv.ScrapeWorkloads()); n != 2 {
+		t.Fatalf("%d workloads to scrape, want 2", n)
+	}
+	f.objects.delete("shop", "gone")
+	var selectors []string
+	for _, w := range f.srv.ScrapeWorkloads() {
+		selectors = append(selectors, w.Selector.String())
+	}
+	if diff := cmp.Diff([]string{"app=kept"}, selectors); diff != "" {
+		t.Errorf("pods scraped after the ScaledObject was deleted (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`kept_metric{namespace="shop"}`}, f.requested()); diff != "" {
+		t.Errorf("queries kept after the ScaledObject was deleted (-want +got):\n%s", diff)
+	}
+}

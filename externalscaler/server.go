@@ -504,8 +504,11 @@ func (s *Server) expireLocked(now time.Time) {
 }
 
 // ScrapeWorkloads lists the pods to scrape for the triggers KEDA is asking
-// about, for the scraper's discoverer.
+// about, for the scraper's discoverer. Triggers whose ScaledObject is gone
+// or no longer declares them are forgotten first: KEDA stops asking about a
+// deleted ScaledObject, and its pods should not be scraped until Idle.
 func (s *Server) ScrapeWorkloads() []promql.Workload {
+	s.forgetUndeclared()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireLocked(s.opts.Now())
@@ -523,6 +526,38 @@ func (s *Server) ScrapeWorkloads() []promql.Workload {
 		out = append(out, *t.scrape)
 	}
 	return out
+}
+
+// forgetUndeclared forgets the triggers their ScaledObjects no longer
+// declare, reading each ScaledObject once, outside the lock (the cache's
+// Get copies the object).
+func (s *Server) forgetUndeclared() {
+	byObject := map[types.NamespacedName]map[triggerKey]map[string]string{}
+	s.mu.Lock()
+	for k, t := range s.triggers {
+		nn := types.NamespacedName{Namespace: k.namespace, Name: k.name}
+		if byObject[nn] == nil {
+			byObject[nn] = map[triggerKey]map[string]string{}
+		}
+		byObject[nn][k] = t.metadata
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.SampleTimeout)
+	defer cancel()
+	for nn, triggers := range byObject {
+		so := &unstructured.Unstructured{}
+		so.SetGroupVersionKind(controllers.ScaledObjectGVK)
+		err := s.opts.Reader.Get(ctx, nn, so)
+		if err != nil && !apierrors.IsNotFound(err) {
+			// Not known to be gone: Idle decides.
+			continue
+		}
+		for k, md := range triggers {
+			if err != nil || !declares(so, md) {
+				s.forget(k)
+			}
+		}
+	}
 }
 
 // sample reads the trigger now. No data is an error, never zero: KEDA and
