@@ -55,6 +55,9 @@ var kedaKeys = []string{"scalerAddress", "enableTLS", "unsafeSsl"}
 
 var ourKeys = []string{MetadataQuery, MetadataThreshold, MetadataActivationThreshold, MetadataSource, MetadataMetricName, MetadataPodSelector}
 
+// maxPodSelector bounds metadata.podSelector, in bytes.
+const maxPodSelector = 1024
+
 // DefaultMetricName is the metric's name when the metadata gives none.
 const DefaultMetricName = "scaleplane"
 
@@ -129,6 +132,10 @@ func parseMetadata(md map[string]string, sources *scaling.Sources) (spec, field.
 	if sel, ok := md[MetadataPodSelector]; ok {
 		parsed, err := labels.Parse(sel)
 		switch {
+		case len(sel) > maxPodSelector:
+			// The scraper's discovery matches it against every pod of the
+			// namespace on every cycle.
+			errs = append(errs, field.TooLong(fp.Child(MetadataPodSelector), "", maxPodSelector))
 		case err != nil:
 			errs = append(errs, field.Invalid(fp.Child(MetadataPodSelector), sel, err.Error()))
 		case parsed.Empty():
