@@ -11,6 +11,13 @@
 // autoscaler, and the pods of the ScaledObject's target are scraped while
 // KEDA keeps asking. The metadata keys are in Metadata*.
 //
+// The port answers whoever reaches it, so a call is answered only for a
+// trigger the named ScaledObject declares (exactly the metadata sent), an
+// embedded-store query reads only its ScaledObject's namespace, and every
+// cost a caller controls is bounded: metadata and message size, triggers
+// (in all and per namespace), streams (in all and per trigger) and
+// evaluations running or waiting at once.
+//
 // The gRPC stubs in package pb are generated from KEDA's .proto by
 // hack/tools/protogen (`make generate`); `make verify` fails when they
 // differ from what it generates.

@@ -3,6 +3,7 @@ package externalscaler
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,9 @@ const (
 var kedaKeys = []string{"scalerAddress", "enableTLS", "unsafeSsl"}
 
 var ourKeys = []string{MetadataQuery, MetadataThreshold, MetadataActivationThreshold, MetadataSource, MetadataMetricName, MetadataPodSelector}
+
+// maxPodSelector bounds metadata.podSelector, in bytes.
+const maxPodSelector = 1024
 
 // DefaultMetricName is the metric's name when the metadata gives none.
 const DefaultMetricName = "scaleplane"
@@ -128,6 +132,10 @@ func parseMetadata(md map[string]string, sources *scaling.Sources) (spec, field.
 	if sel, ok := md[MetadataPodSelector]; ok {
 		parsed, err := labels.Parse(sel)
 		switch {
+		case len(sel) > maxPodSelector:
+			// The scraper's discovery matches it against every pod of the
+			// namespace on every cycle.
+			errs = append(errs, field.TooLong(fp.Child(MetadataPodSelector), "", maxPodSelector))
 		case err != nil:
 			errs = append(errs, field.Invalid(fp.Child(MetadataPodSelector), sel, err.Error()))
 		case parsed.Empty():
@@ -171,4 +179,25 @@ func validateTrigger(t scaling.Trigger, fp *field.Path, sources *scaling.Sources
 		out = append(out, &e)
 	}
 	return out
+}
+
+// kindPattern is what a Kubernetes kind looks like (a Go type name).
+var kindPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,62}$`)
+
+// validateTarget checks the ScaledObject's target, which KEDA's CRD does
+// not: its name and kind become placeholder values of the query (inside a
+// regex, ${name} is a regex) and labels of every sample scraped for it, so
+// they must be what an object's name and kind can be.
+func validateTarget(kind, name string) field.ErrorList {
+	fp := field.NewPath("spec", "scaleTargetRef")
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(fp.Child("name"), "must name the object the ScaledObject scales"))
+	} else if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(fp.Child("name"), name, strings.Join(msgs, "; ")))
+	}
+	if !kindPattern.MatchString(kind) {
+		errs = append(errs, field.Invalid(fp.Child("kind"), kind, "must be a kind, e.g. Deployment: a letter, then letters and digits, at most 63"))
+	}
+	return errs
 }

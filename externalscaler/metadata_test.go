@@ -67,6 +67,13 @@ func TestIssue14Item4Metadata(t *testing.T) {
 			wantErr: []string{`metadata.metricName: Invalid value: "Not A Name"`, `metadata.podSelector: Invalid value: "app in (("`},
 		},
 		{
+			// Issue 14 item 4, hostile tenant: the scraper matches it
+			// against every pod of the namespace on every cycle.
+			name:    "a selector of 2000 values",
+			md:      map[string]string{"query": "vector(1)", "threshold": "1", "podSelector": "app in (" + strings.Repeat("a,", 1999) + "a)"},
+			wantErr: []string{"metadata.podSelector: Too long: may not be more than 1024 bytes"},
+		},
+		{
 			name:    "an empty selector selects every pod",
 			md:      map[string]string{"query": "vector(1)", "threshold": "1", "podSelector": ""},
 			wantErr: []string{`metadata.podSelector: Invalid value: ""`},

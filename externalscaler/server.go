@@ -2,6 +2,7 @@ package externalscaler
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/controllers"
@@ -60,6 +63,29 @@ type Options struct {
 	// MaxTriggers bounds the triggers remembered at once, whatever callers
 	// send. Default 10000.
 	MaxTriggers int
+	// MaxTriggersPerNamespace bounds the triggers of one namespace's
+	// ScaledObjects, so one tenant cannot take every place of MaxTriggers.
+	// Default 1000 (at most MaxTriggers).
+	MaxTriggersPerNamespace int
+	// MaxEvaluations bounds the evaluations running at once, over all
+	// calls and streams: a flood of calls waits for a slot until its
+	// SampleTimeout, then gets Unavailable, instead of taking every core.
+	// Default 8.
+	MaxEvaluations int
+	// MaxWaiting bounds the calls waiting for an evaluation slot; past it a
+	// call is refused at once (Unavailable, "busy") rather than holding a
+	// goroutine and its request for up to SampleTimeout. Default 1000.
+	MaxWaiting int
+	// MaxStreams bounds the open StreamIsActive and StreamMetricSpec
+	// streams (each holds a goroutine; StreamIsActive evaluates every
+	// StreamInterval), at most MaxStreamsPerTrigger of them per trigger.
+	// Default 2*MaxTriggers: KEDA opens both for each external-push
+	// trigger.
+	MaxStreams int
+	// MaxMetadataBytes bounds a trigger's metadata (keys and values) in a
+	// call; the server refuses gRPC messages much larger than that. Default
+	// 64 KiB; keep it above the query length limit.
+	MaxMetadataBytes int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	Log logr.Logger
@@ -78,6 +104,21 @@ func (o Options) withDefaults() Options {
 	if o.MaxTriggers <= 0 {
 		o.MaxTriggers = 10000
 	}
+	if o.MaxTriggersPerNamespace <= 0 {
+		o.MaxTriggersPerNamespace = min(1000, o.MaxTriggers)
+	}
+	if o.MaxEvaluations <= 0 {
+		o.MaxEvaluations = 8
+	}
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = 1000
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = 2 * o.MaxTriggers
+	}
+	if o.MaxMetadataBytes <= 0 {
+		o.MaxMetadataBytes = 64 << 10
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -92,6 +133,16 @@ type Server struct {
 	mu       sync.Mutex
 	triggers map[triggerKey]*trigger
 	built    uint64
+	// perNamespace counts triggers by namespace.
+	perNamespace map[string]int
+	// streams counts the open streams by trigger, nstreams all of them.
+	streams  map[triggerKey]int
+	nstreams int
+
+	// evals holds a token per evaluation running (Options.MaxEvaluations),
+	// waiting counts the calls waiting for one.
+	evals   chan struct{}
+	waiting atomic.Int64
 
 	// quit ends the streams when Serve stops: they would otherwise last
 	// until KEDA hangs up.
@@ -105,31 +156,46 @@ func New(opts Options) (*Server, error) {
 	if opts.Sources == nil || opts.Reader == nil {
 		return nil, errors.New("external scaler: Sources and Reader are required")
 	}
-	return &Server{opts: opts.withDefaults(), triggers: map[triggerKey]*trigger{}, quit: make(chan struct{})}, nil
+	opts = opts.withDefaults()
+	return &Server{
+		opts:         opts,
+		triggers:     map[triggerKey]*trigger{},
+		perNamespace: map[string]int{},
+		streams:      map[triggerKey]int{},
+		evals:        make(chan struct{}, opts.MaxEvaluations),
+		quit:         make(chan struct{}),
+	}, nil
 }
 
 // triggerKey is one trigger of one ScaledObject: KEDA sends the trigger's
 // whole metadata with every call, and one ScaledObject may have several
-// triggers pointing here.
+// triggers pointing here. The metadata is kept as a digest: a key must not
+// cost what a caller chose to send.
 type triggerKey struct {
-	namespace, name, metadata string
+	namespace, name string
+	metadata        [sha256.Size]byte
 }
 
 func keyOf(ref *pb.ScaledObjectRef) triggerKey {
-	var b strings.Builder
+	h := sha256.New()
 	for _, k := range slices.Sorted(maps.Keys(ref.GetScalerMetadata())) {
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(ref.GetScalerMetadata()[k])
-		b.WriteByte(0)
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(ref.GetScalerMetadata()[k]))
+		h.Write([]byte{0})
 	}
-	return triggerKey{ref.GetNamespace(), ref.GetName(), b.String()}
+	key := triggerKey{namespace: ref.GetNamespace(), name: ref.GetName()}
+	h.Sum(key.metadata[:0])
+	return key
 }
 
 // trigger is what a ScaledObject's trigger was resolved to.
 type trigger struct {
-	spec   spec
-	scaler scaling.Scaler
+	// metadata is what KEDA sent, to tell whether the ScaledObject still
+	// declares it.
+	metadata map[string]string
+	spec     spec
+	scaler   scaling.Scaler
 	// scrape is what the scraper reads for it; nil for a remote source.
 	scrape *promql.Workload
 	// owner names its queries in the store's registry; "" when it
@@ -147,13 +213,136 @@ func (s *Server) release(t *trigger) {
 	}
 }
 
-// resolve finds or builds the trigger ref names. Errors are gRPC statuses
-// whose message says what to change.
-func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger, error) {
+// checkRef refuses a reference that names no possible object, or whose
+// metadata is larger than any trigger's needs to be, before anything is
+// read or hashed.
+func (s *Server) checkRef(ref *pb.ScaledObjectRef) error {
 	if ref.GetName() == "" || ref.GetNamespace() == "" {
-		return nil, status.Error(codes.InvalidArgument, "scaledObjectRef needs a name and a namespace")
+		return status.Error(codes.InvalidArgument, "scaledObjectRef needs a name and a namespace")
+	}
+	if msgs := validation.IsDNS1123Label(ref.GetNamespace()); len(msgs) > 0 {
+		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.namespace is not a namespace name: %s", strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsDNS1123Subdomain(ref.GetName()); len(msgs) > 0 {
+		return status.Errorf(codes.InvalidArgument, "scaledObjectRef.name is not an object name: %s", strings.Join(msgs, "; "))
+	}
+	n := 0
+	for k, v := range ref.GetScalerMetadata() {
+		n += len(k) + len(v)
+	}
+	if n > s.opts.MaxMetadataBytes {
+		return status.Errorf(codes.InvalidArgument, "ScaledObject %s/%s: the trigger's metadata has %d bytes, over the limit of %d: shorten metadata.%s",
+			ref.GetNamespace(), ref.GetName(), n, s.opts.MaxMetadataBytes, MetadataQuery)
+	}
+	return nil
+}
+
+// scaledObject reads the ScaledObject ref names and requires one of its
+// triggers of type external or external-push to have exactly ref's
+// metadata, as KEDA sends it. Whoever reaches the port can name any
+// ScaledObject; this keeps them to the triggers its owner declared, so a
+// forged reference neither runs a query of its own choosing nor keeps a
+// removed trigger (and its scraping) alive.
+func (s *Server) scaledObject(ctx context.Context, ref *pb.ScaledObjectRef) (*unstructured.Unstructured, error) {
+	what := fmt.Sprintf("ScaledObject %s/%s", ref.GetNamespace(), ref.GetName())
+	so := &unstructured.Unstructured{}
+	so.SetGroupVersionKind(controllers.ScaledObjectGVK)
+	if err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, so); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, status.Errorf(codes.NotFound, "%s not found: scaleplane answers KEDA ScaledObjects (not ScaledJobs)", what)
+		case meta.IsNoMatchError(err):
+			return nil, status.Errorf(codes.FailedPrecondition, "%s: the API server does not serve KEDA's ScaledObjects", what)
+		}
+		return nil, status.Errorf(codes.Unavailable, "read %s: %v", what, err)
+	}
+	if !declares(so, ref.GetScalerMetadata()) {
+		hint := "just after an edit, KEDA's next call matches"
+		if fromEnv(so) {
+			// KEDA replaces such a key's value with the container's
+			// environment variable, so the metadata it sends is not the
+			// ScaledObject's.
+			hint = "metadata keys ending in FromEnv are not supported: write the value itself"
+		}
+		return nil, status.Errorf(codes.NotFound, "%s has no trigger of type external or external-push with this metadata: scaleplane answers only the triggers a ScaledObject declares (%s)", what, hint)
+	}
+	return so, nil
+}
+
+// declares reports whether so has an external or external-push trigger
+// whose metadata is md, key for key.
+func declares(so *unstructured.Unstructured, md map[string]string) bool {
+	spec, _ := so.Object["spec"].(map[string]any)
+	triggers, _ := spec["triggers"].([]any)
+	for _, tr := range triggers {
+		m, _ := tr.(map[string]any)
+		if typ, _ := m["type"].(string); typ != "external" && typ != "external-push" {
+			continue
+		}
+		have, _ := m["metadata"].(map[string]any)
+		if len(have) != len(md) {
+			continue
+		}
+		same := true
+		for k, v := range md {
+			if hv, ok := have[k].(string); !ok || hv != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			return true
+		}
+	}
+	return false
+}
+
+// fromEnv reports whether an external trigger of so has a metadata key
+// that KEDA resolves from the environment.
+func fromEnv(so *unstructured.Unstructured) bool {
+	spec, _ := so.Object["spec"].(map[string]any)
+	triggers, _ := spec["triggers"].([]any)
+	for _, tr := range triggers {
+		m, _ := tr.(map[string]any)
+		if typ, _ := m["type"].(string); typ != "external" && typ != "external-push" {
+			continue
+		}
+		md, _ := m["metadata"].(map[string]any)
+		for k := range md {
+			if strings.HasSuffix(k, "FromEnv") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// forget releases the trigger of key, if any: its ScaledObject or the
+// trigger itself is gone.
+func (s *Server) forget(key triggerKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.triggers[key]; ok {
+		s.dropLocked(key, t)
+	}
+}
+
+// resolve finds or builds the trigger ref names. Every call reads the
+// ScaledObject again (from the cache), so the answer is for a trigger that
+// is declared now. Errors are gRPC statuses whose message says what to
+// change.
+func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger, error) {
+	if err := s.checkRef(ref); err != nil {
+		return nil, err
 	}
 	key := keyOf(ref)
+	so, err := s.scaledObject(ctx, ref)
+	if err != nil {
+		if status.Code(err) == codes.NotFound {
+			s.forget(key)
+		}
+		return nil, err
+	}
 	now := s.opts.Now()
 	s.mu.Lock()
 	if t, ok := s.triggers[key]; ok {
@@ -161,19 +350,17 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		s.mu.Unlock()
 		return t, nil
 	}
-	s.mu.Unlock()
-
-	s.mu.Lock()
 	s.expireLocked(now)
-	full := len(s.triggers) >= s.opts.MaxTriggers
+	s.dropUndeclaredLocked(key, so)
+	full := s.fullLocked(ref.GetNamespace())
 	s.built++
 	owner := fmt.Sprintf("keda/%s/%s/%d", ref.GetNamespace(), ref.GetName(), s.built)
 	s.mu.Unlock()
-	if full {
-		return nil, status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
+	if full != nil {
+		return nil, full
 	}
 
-	t, err := s.build(ctx, ref, owner)
+	t, err := s.build(ctx, ref, so, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -186,31 +373,61 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		old.lastUsed = now
 		return old, nil
 	}
+	s.dropUndeclaredLocked(key, so)
+	if full := s.fullLocked(ref.GetNamespace()); full != nil {
+		// Concurrent first calls of different triggers each saw room.
+		s.release(t)
+		return nil, full
+	}
 	s.triggers[key] = t
+	s.perNamespace[key.namespace]++
 	return t, nil
 }
 
-// build reads the metadata and the ScaledObject and builds the scaler.
-func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner string) (*trigger, error) {
+// dropUndeclaredLocked forgets the triggers of key's ScaledObject that so
+// no longer declares. A new trigger of a ScaledObject is usually an edit of
+// it: the old one is forgotten now, not after Idle, so its pods and series
+// are not kept meanwhile and it takes no place of the limits.
+func (s *Server) dropUndeclaredLocked(key triggerKey, so *unstructured.Unstructured) {
+	for k, old := range s.triggers {
+		if k.namespace == key.namespace && k.name == key.name && !declares(so, old.metadata) {
+			s.dropLocked(k, old)
+		}
+	}
+}
+
+// fullLocked says why one more trigger of namespace cannot be kept, or
+// nil.
+func (s *Server) fullLocked(namespace string) error {
+	switch {
+	case len(s.triggers) >= s.opts.MaxTriggers:
+		return status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
+	case s.perNamespace[namespace] >= s.opts.MaxTriggersPerNamespace:
+		return status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers of one namespace at once, and %s has that many; remove unused ScaledObjects there", s.opts.MaxTriggersPerNamespace, namespace)
+	}
+	return nil
+}
+
+// dropLocked forgets the trigger of key.
+func (s *Server) dropLocked(key triggerKey, t *trigger) {
+	s.release(t)
+	delete(s.triggers, key)
+	if s.perNamespace[key.namespace]--; s.perNamespace[key.namespace] <= 0 {
+		delete(s.perNamespace, key.namespace)
+	}
+}
+
+// build reads the metadata and the ScaledObject's target and builds the
+// scaler.
+func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstructured.Unstructured, owner string) (*trigger, error) {
 	what := fmt.Sprintf("ScaledObject %s/%s", ref.GetNamespace(), ref.GetName())
 	sp, errs := parseMetadata(ref.GetScalerMetadata(), s.opts.Sources)
 	if len(errs) > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "%s: %s", what, errs.ToAggregate().Error())
 	}
-	so := &unstructured.Unstructured{}
-	so.SetGroupVersionKind(controllers.ScaledObjectGVK)
-	if err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, so); err != nil {
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, status.Errorf(codes.NotFound, "%s not found: scaleplane answers KEDA ScaledObjects (not ScaledJobs)", what)
-		case meta.IsNoMatchError(err):
-			return nil, status.Errorf(codes.FailedPrecondition, "%s: the API server does not serve KEDA's ScaledObjects", what)
-		}
-		return nil, status.Errorf(codes.Unavailable, "read %s: %v", what, err)
-	}
 	apiVersion, kind, name := controllers.ScaledObjectTarget(so)
-	if name == "" {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: spec.scaleTargetRef.name is empty", what)
+	if errs := validateTarget(kind, name); len(errs) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: %s", what, errs.ToAggregate().Error())
 	}
 	vars := map[string]string{"kind": kind}
 	var view *profile.Compiled
@@ -223,7 +440,7 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner strin
 		}
 	}
 
-	t := &trigger{spec: sp}
+	t := &trigger{spec: sp, metadata: maps.Clone(ref.GetScalerMetadata())}
 	if sp.trigger.Source == scaling.SourcePromQL {
 		switch {
 		case sp.podSelector != nil:
@@ -238,19 +455,36 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner strin
 				"%s: its target %s %s has no scaleplane profile with pod labels, so scaleplane does not know which pods to scrape: set metadata.%s to their labels (e.g. app=%s)",
 				what, kind, name, MetadataPodSelector, name)
 		}
-	}
-	sc, err := s.opts.Sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: sp.trigger, Namespace: ref.GetNamespace(), Name: name, Vars: vars})
-	if err != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", what, err)
-	}
-	if t.scrape != nil && s.opts.Request != nil {
+		// The store holds every namespace's pods, and KEDA shows the value
+		// in the ScaledObject's namespace (its HPA's status): the query
+		// reads only series of that namespace, which every scraped sample
+		// carries as its namespace label.
 		all := map[string]string{"namespace": ref.GetNamespace(), "name": name}
 		maps.Copy(all, vars)
 		query, err := promql.Expand(sp.trigger.Query, all)
 		if err == nil {
-			err = s.opts.Request(owner, query)
+			query, err = promql.RequireLabel(query, "namespace", ref.GetNamespace())
 		}
 		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: metadata.%s: %v", what, MetadataQuery, err)
+		}
+		sp.trigger.Query = query
+		t.spec = sp
+	}
+	sc, err := s.opts.Sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: sp.trigger, Namespace: ref.GetNamespace(), Name: name, Vars: vars})
+	var le *promql.LimitError
+	switch {
+	case errors.As(err, &le) && le.Bound == promql.BoundLength && sp.trigger.Source == scaling.SourcePromQL:
+		// Within the limit as written, over it with the namespace
+		// matchers added above.
+		return nil, status.Errorf(codes.InvalidArgument,
+			"%s: metadata.%s: with namespace=%q added to each of its selectors the query is %d bytes, over the limit of %d: write namespace=\"${namespace}\" in every selector (it is not added again) or shorten the query",
+			what, MetadataQuery, ref.GetNamespace(), le.Value, le.Limit)
+	case err != nil:
+		return nil, status.Errorf(codes.FailedPrecondition, "%s: %v", what, err)
+	}
+	if t.scrape != nil && s.opts.Request != nil {
+		if err := s.opts.Request(owner, sp.trigger.Query); err != nil {
 			_ = sc.Close(ctx)
 			return nil, status.Errorf(codes.InvalidArgument, "%s: metadata.%s: %v", what, MetadataQuery, err)
 		}
@@ -264,15 +498,17 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, owner strin
 func (s *Server) expireLocked(now time.Time) {
 	for k, t := range s.triggers {
 		if now.Sub(t.lastUsed) > s.opts.Idle {
-			s.release(t)
-			delete(s.triggers, k)
+			s.dropLocked(k, t)
 		}
 	}
 }
 
 // ScrapeWorkloads lists the pods to scrape for the triggers KEDA is asking
-// about, for the scraper's discoverer.
+// about, for the scraper's discoverer. Triggers whose ScaledObject is gone
+// or no longer declares them are forgotten first: KEDA stops asking about a
+// deleted ScaledObject, and its pods should not be scraped until Idle.
 func (s *Server) ScrapeWorkloads() []promql.Workload {
+	s.forgetUndeclared()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireLocked(s.opts.Now())
@@ -292,12 +528,63 @@ func (s *Server) ScrapeWorkloads() []promql.Workload {
 	return out
 }
 
+// forgetUndeclared forgets the triggers their ScaledObjects no longer
+// declare, reading each ScaledObject once, outside the lock (the cache's
+// Get copies the object).
+func (s *Server) forgetUndeclared() {
+	byObject := map[types.NamespacedName]map[triggerKey]map[string]string{}
+	s.mu.Lock()
+	for k, t := range s.triggers {
+		nn := types.NamespacedName{Namespace: k.namespace, Name: k.name}
+		if byObject[nn] == nil {
+			byObject[nn] = map[triggerKey]map[string]string{}
+		}
+		byObject[nn][k] = t.metadata
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.SampleTimeout)
+	defer cancel()
+	for nn, triggers := range byObject {
+		so := &unstructured.Unstructured{}
+		so.SetGroupVersionKind(controllers.ScaledObjectGVK)
+		err := s.opts.Reader.Get(ctx, nn, so)
+		if err != nil && !apierrors.IsNotFound(err) {
+			// Not known to be gone: Idle decides.
+			continue
+		}
+		for k, md := range triggers {
+			if err != nil || !declares(so, md) {
+				s.forget(k)
+			}
+		}
+	}
+}
+
 // sample reads the trigger now. No data is an error, never zero: KEDA and
 // its HPA keep the count when a scaler errs, as scaleplane's autoscaler
 // does.
 func (s *Server) sample(ctx context.Context, t *trigger) (scaling.Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.SampleTimeout)
 	defer cancel()
+	busy := func() error {
+		return status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations)
+	}
+	select {
+	case s.evals <- struct{}{}:
+	default:
+		if s.waiting.Add(1) > int64(s.opts.MaxWaiting) {
+			s.waiting.Add(-1)
+			return scaling.Sample{}, busy()
+		}
+		select {
+		case s.evals <- struct{}{}:
+			s.waiting.Add(-1)
+		case <-ctx.Done():
+			s.waiting.Add(-1)
+			return scaling.Sample{}, busy()
+		}
+	}
+	defer func() { <-s.evals }()
 	smp, err := t.scaler.Sample(ctx, s.opts.Now())
 	switch {
 	case err != nil:
@@ -318,6 +605,36 @@ func active(t *trigger, smp scaling.Sample) bool {
 		a = *p
 	}
 	return smp.Active || smp.Value > a
+}
+
+// MaxStreamsPerTrigger bounds the open streams of one trigger: KEDA opens
+// a StreamIsActive and a StreamMetricSpec, and briefly two more while it
+// rebuilds the ScaledObject's scalers.
+const MaxStreamsPerTrigger = 4
+
+// openStream counts a stream of ref's trigger, or refuses it past
+// MaxStreamsPerTrigger or Options.MaxStreams. Call the returned func when
+// the stream ends.
+func (s *Server) openStream(ref *pb.ScaledObjectRef) (func(), error) {
+	key := keyOf(ref)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.streams[key] >= MaxStreamsPerTrigger:
+		return nil, status.Errorf(codes.ResourceExhausted, "ScaledObject %s/%s: this trigger already has %d open streams, the most scaleplane keeps; close one first", ref.GetNamespace(), ref.GetName(), MaxStreamsPerTrigger)
+	case s.nstreams >= s.opts.MaxStreams:
+		return nil, status.Errorf(codes.ResourceExhausted, "scaleplane keeps at most %d streams open at once; remove unused external-push ScaledObjects or raise the limit", s.opts.MaxStreams)
+	}
+	s.streams[key]++
+	s.nstreams++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.nstreams--
+		if s.streams[key]--; s.streams[key] <= 0 {
+			delete(s.streams, key)
+		}
+	}, nil
 }
 
 // IsActive implements pb.ExternalScalerServer.
@@ -343,6 +660,11 @@ func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 	if err != nil {
 		return err
 	}
+	done, err := s.openStream(ref)
+	if err != nil {
+		return err
+	}
+	defer done()
 	tick := time.NewTicker(s.opts.StreamInterval)
 	defer tick.Stop()
 	var last *bool
@@ -369,11 +691,24 @@ func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 	}
 }
 
+// toInt64 is f clamped to int64: converting a float beyond it is
+// undefined in Go (on amd64 1e300 becomes -9223372036854775808), and
+// KEDA reads the integer fields when the float ones are 0.
+func toInt64(f float64) int64 {
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
 func metricSpec(t *trigger) *pb.GetMetricSpecResponse {
 	th := t.spec.trigger.Threshold
 	return &pb.GetMetricSpecResponse{MetricSpecs: []*pb.MetricSpec{{
 		MetricName:      t.spec.trigger.Name,
-		TargetSize:      int64(math.Ceil(th)),
+		TargetSize:      toInt64(math.Ceil(th)),
 		TargetSizeFloat: th,
 	}}}
 }
@@ -395,6 +730,11 @@ func (s *Server) StreamMetricSpec(ref *pb.ScaledObjectRef, stream grpc.ServerStr
 	if err != nil {
 		return err
 	}
+	done, err := s.openStream(ref)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if err := stream.Send(metricSpec(t)); err != nil {
 		return err
 	}
@@ -422,7 +762,7 @@ func (s *Server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb
 	}
 	return &pb.GetMetricsResponse{MetricValues: []*pb.MetricValue{{
 		MetricName:       name,
-		MetricValue:      int64(math.Round(smp.Value)),
+		MetricValue:      toInt64(math.Round(smp.Value)),
 		MetricValueFloat: smp.Value,
 	}}}, nil
 }
@@ -430,7 +770,9 @@ func (s *Server) GetMetrics(ctx context.Context, req *pb.GetMetricsRequest) (*pb
 // Serve answers on lis until ctx ends, over TLS when creds is not nil
 // (KEDA's enableTLS), else plaintext (KEDA's default for external scalers).
 func (s *Server) Serve(ctx context.Context, lis net.Listener, creds credentials.TransportCredentials) error {
-	var opts []grpc.ServerOption
+	// KEDA's calls carry one trigger's metadata; the default 4 MiB would
+	// let any caller make every call cost that much.
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(s.opts.MaxMetadataBytes + 16<<10)}
 	if creds != nil {
 		opts = append(opts, grpc.Creds(creds))
 	}
@@ -438,9 +780,12 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, creds credentials.
 	pb.RegisterExternalScalerServer(g, s)
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(lis) }()
+	var failed error
 	select {
 	case err := <-done:
-		return fmt.Errorf("external scaler on %s: %w", lis.Addr(), err)
+		// The listener failed; the connections it accepted would go on
+		// being served by nobody's server: end them too.
+		failed = fmt.Errorf("external scaler on %s: %w", lis.Addr(), err)
 	case <-ctx.Done():
 	}
 	s.quitOnce.Do(func() { close(s.quit) })
@@ -454,8 +799,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, creds credentials.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, t := range s.triggers {
-		s.release(t)
-		delete(s.triggers, k)
+		s.dropLocked(k, t)
 	}
-	return nil
+	return failed
 }

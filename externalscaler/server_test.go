@@ -33,10 +33,15 @@ import (
 )
 
 // scaledObjects is a client.Reader holding ScaledObjects by namespace/name.
-type scaledObjects map[string]*unstructured.Unstructured
+type scaledObjects struct {
+	mu sync.Mutex
+	m  map[string]*unstructured.Unstructured
+}
 
-func (r scaledObjects) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	so, ok := r[key.String()]
+func (r *scaledObjects) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	so, ok := r.m[key.String()]
 	if !ok {
 		return apierrors.NewNotFound(controllers.ScaledObjectGVK.GroupVersion().WithResource("scaledobjects").GroupResource(), key.Name)
 	}
@@ -44,8 +49,37 @@ func (r scaledObjects) Get(_ context.Context, key client.ObjectKey, obj client.O
 	return nil
 }
 
-func (r scaledObjects) List(context.Context, client.ObjectList, ...client.ListOption) error {
+func (r *scaledObjects) List(context.Context, client.ObjectList, ...client.ListOption) error {
 	return fmt.Errorf("not used")
+}
+
+// declare adds a trigger of type typ with metadata md to the ScaledObject
+// namespace/name, as its owner would write it.
+func (r *scaledObjects) declare(namespace, name, typ string, md map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	so := r.m[namespace+"/"+name]
+	m := map[string]any{}
+	for k, v := range md {
+		m[k] = v
+	}
+	triggers, _, _ := unstructured.NestedSlice(so.Object, "spec", "triggers")
+	triggers = append(triggers, map[string]any{"type": typ, "metadata": m})
+	if err := unstructured.SetNestedSlice(so.Object, triggers, "spec", "triggers"); err != nil {
+		panic(err)
+	}
+}
+
+func (r *scaledObjects) put(so *unstructured.Unstructured) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[so.GetNamespace()+"/"+so.GetName()] = so
+}
+
+func (r *scaledObjects) delete(namespace, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, namespace+"/"+name)
 }
 
 func scaledObject(ns, name, apiVersion, kind, target string) *unstructured.Unstructured {
@@ -88,7 +122,7 @@ func (s *values) set(q string, v float64) {
 // querySources are the app's trigger sources with only the embedded store
 // configured, its queries answered by m: the "promql" source checks
 // queries as the autoscaler's does.
-func querySources(t *testing.T, m scaling.MetricSource) *scaling.Sources {
+func querySources(t testing.TB, m scaling.MetricSource) *scaling.Sources {
 	t.Helper()
 	src := autoscaler.QuerySource(nil, promql.NewTriggerChecker(promql.Limits{}.WithDefaults()))
 	src.New = scaling.QueryScaler(m)
@@ -100,10 +134,11 @@ func querySources(t *testing.T, m scaling.MetricSource) *scaling.Sources {
 }
 
 type fixture struct {
-	srv    *Server
-	client pb.ExternalScalerClient
-	values *values
-	now    time.Time
+	srv     *Server
+	objects *scaledObjects
+	client  pb.ExternalScalerClient
+	values  *values
+	now     time.Time
 
 	mu sync.Mutex
 	// queries are the store's requests by owner.
@@ -122,9 +157,13 @@ func (f *fixture) requested() []string {
 	return out
 }
 
-func newFixture(t *testing.T, mut func(*Options)) *fixture {
+func newFixture(t testing.TB, mut func(*Options)) *fixture {
 	t.Helper()
 	f := &fixture{values: &values{v: map[string]float64{}}, now: time.Unix(1_800_000_000, 0), queries: map[string][]string{}}
+	f.objects = &scaledObjects{m: map[string]*unstructured.Unstructured{
+		"shop/web":    scaledObject("shop", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"),
+		"shop/deploy": scaledObject("shop", "deploy", "apps/v1", "Deployment", "api"),
+	}}
 	views := []*profile.Compiled{}
 	for _, p := range profile.Samples() {
 		v, err := profile.Compile(p)
@@ -136,11 +175,8 @@ func newFixture(t *testing.T, mut func(*Options)) *fixture {
 	opts := Options{
 		// As the app's sources: only the embedded store is configured.
 		Sources: querySources(t, f.values),
-		Reader: scaledObjects{
-			"shop/web":    scaledObject("shop", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"),
-			"shop/deploy": scaledObject("shop", "deploy", "apps/v1", "Deployment", "api"),
-		},
-		Views: views,
+		Reader:  f.objects,
+		Views:   views,
 		Request: func(owner string, qs ...string) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -167,7 +203,7 @@ func newFixture(t *testing.T, mut func(*Options)) *fixture {
 }
 
 // serve runs srv on 127.0.0.1 until the test ends and returns a client.
-func serve(t *testing.T, srv *Server, serverCreds, clientCreds credentials.TransportCredentials) pb.ExternalScalerClient {
+func serve(t testing.TB, srv *Server, serverCreds, clientCreds credentials.TransportCredentials) pb.ExternalScalerClient {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -199,6 +235,13 @@ func ref(name string, md map[string]string) *pb.ScaledObjectRef {
 	return &pb.ScaledObjectRef{Namespace: "shop", Name: name, ScalerMetadata: md}
 }
 
+// declared is ref after the ScaledObject shop/name declares a trigger of
+// type external with metadata md.
+func (f *fixture) declared(name string, md map[string]string) *pb.ScaledObjectRef {
+	f.objects.declare("shop", name, "external", md)
+	return ref(name, md)
+}
+
 func code(err error) codes.Code { return status.Code(err) }
 
 // Issue 14 item 4: KEDA's four calls answered from a trigger, with the
@@ -208,7 +251,10 @@ func TestIssue14Item4Answers(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	md := map[string]string{"query": rps, "threshold": "10", "activationThreshold": "5", "scalerAddress": "127.0.0.1:1"}
-	expanded := `sum(rate(http_requests_total{namespace="shop",job="cart"}[1m]))`
+	// Expanded, and kept to the ScaledObject's namespace (the matcher the
+	// query has already is not repeated).
+	expanded := `sum(rate(http_requests_total{job="cart",namespace="shop"}[1m]))`
+	f.objects.declare("shop", "web", "external", md)
 
 	spec, err := f.client.GetMetricSpec(ctx, ref("web", md))
 	if err != nil {
@@ -267,6 +313,7 @@ func TestIssue14Item4Refusals(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	ok := map[string]string{"query": "vector(1)", "threshold": "1"}
+	f.objects.declare("shop", "deploy", "external", ok)
 	cases := []struct {
 		name string
 		ref  *pb.ScaledObjectRef
@@ -274,10 +321,10 @@ func TestIssue14Item4Refusals(t *testing.T) {
 		says string
 	}{
 		{"no name", &pb.ScaledObjectRef{Namespace: "shop", ScalerMetadata: ok}, codes.InvalidArgument, "needs a name and a namespace"},
-		{"bad metadata", ref("web", map[string]string{"query": "vector(1)"}), codes.InvalidArgument, "metadata.threshold: Required value"},
+		{"bad metadata", f.declared("web", map[string]string{"query": "vector(1)"}), codes.InvalidArgument, "metadata.threshold: Required value"},
 		{"no such ScaledObject", ref("nope", ok), codes.NotFound, "ScaledObject shop/nope not found"},
 		{"a Deployment without podSelector", ref("deploy", ok), codes.FailedPrecondition, "set metadata.podSelector"},
-		{"a source not configured", ref("web", map[string]string{"query": "vector(1)", "threshold": "1", "source": "prometheus"}), codes.FailedPrecondition, `unknown trigger source "prometheus"`},
+		{"a source not configured", f.declared("web", map[string]string{"query": "vector(1)", "threshold": "1", "source": "prometheus"}), codes.FailedPrecondition, `unknown trigger source "prometheus"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -301,7 +348,9 @@ func TestIssue14Item4PodSelectorIdleAndLimit(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.Idle = time.Minute; o.MaxTriggers = 2 })
 	ctx := context.Background()
 	md := func(q string) map[string]string {
-		return map[string]string{"query": q, "threshold": "1", "podSelector": "app=api"}
+		m := map[string]string{"query": q, "threshold": "1", "podSelector": "app=api"}
+		f.objects.declare("shop", "deploy", "external", m)
+		return m
 	}
 	if _, err := f.client.GetMetricSpec(ctx, ref("deploy", md("vector(1)"))); err != nil {
 		t.Fatal(err)
@@ -335,10 +384,12 @@ func TestIssue14Item4PodSelectorIdleAndLimit(t *testing.T) {
 // changes; StreamMetricSpec sends the spec once.
 func TestIssue14Item4Streams(t *testing.T) {
 	f := newFixture(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	md := map[string]string{"query": "queue", "threshold": "10", "podSelector": "app=api"}
-	f.values.set("queue", 0)
+	f.objects.declare("shop", "deploy", "external-push", md)
+	// The query is kept to the ScaledObject's namespace.
+	f.values.set(`queue{namespace="shop"}`, 0)
 	stream, err := f.client.StreamIsActive(ctx, ref("deploy", md))
 	if err != nil {
 		t.Fatal(err)
@@ -354,11 +405,11 @@ func TestIssue14Item4Streams(t *testing.T) {
 	if recv() {
 		t.Fatal("first verdict at 0: active")
 	}
-	f.values.set("queue", 3)
+	f.values.set(`queue{namespace="shop"}`, 3)
 	if !recv() {
 		t.Fatal("verdict after the value rose: inactive")
 	}
-	f.values.set("queue", 0)
+	f.values.set(`queue{namespace="shop"}`, 0)
 	if recv() {
 		t.Fatal("verdict after the value fell: active")
 	}
@@ -393,12 +444,14 @@ func TestIssue14Item4TLS(t *testing.T) {
 	md := map[string]string{"query": "vector(1)", "threshold": "1"}
 
 	f := newFixture(t, nil)
+	f.objects.declare("shop", "web", "external", md)
 	c := serve(t, f.srv, serverCreds, credentials.NewTLS(&tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}))
 	if _, err := c.GetMetricSpec(context.Background(), ref("web", md)); err != nil {
 		t.Errorf("over TLS: %v", err)
 	}
 
 	g := newFixture(t, nil)
+	g.objects.declare("shop", "web", "external", md)
 	plain := serve(t, g.srv, serverCreds, insecure.NewCredentials())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

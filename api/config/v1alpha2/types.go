@@ -83,8 +83,9 @@ type ExternalScaler struct {
 	// BindAddress is where it listens, e.g. ":9090"; empty turns it off.
 	BindAddress string `json:"bindAddress,omitempty"`
 	// CertDir holds tls.crt and tls.key (reloaded when they change) for a
-	// ScaledObject with enableTLS; empty serves plaintext gRPC, KEDA's
-	// default for external scalers.
+	// ScaledObject with enableTLS, and optionally ca.crt: then every caller
+	// must present a client certificate of that CA (KEDA's tlsClientCert).
+	// Empty serves plaintext gRPC, KEDA's default for external scalers.
 	CertDir string `json:"certDir,omitempty"`
 }
 

@@ -2,16 +2,13 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc/credentials"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -94,7 +91,9 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 			Request:        store.Registry().SetOwner,
 			SampleTimeout:  limits.Timeout,
 			StreamInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
-			Log:            mgr.GetLogger().WithName("external-scaler"),
+			// Room for the longest query the limits allow, and KEDA's keys.
+			MaxMetadataBytes: max(64<<10, limits.MaxQueryLength+16<<10),
+			Log:              mgr.GetLogger().WithName("external-scaler"),
 		})
 		if err != nil {
 			return err
@@ -169,12 +168,12 @@ type externalScalerRunnable struct {
 func (r *externalScalerRunnable) Start(ctx context.Context) error {
 	var creds credentials.TransportCredentials
 	if r.certDir != "" {
-		w, err := certwatcher.New(filepath.Join(r.certDir, "tls.crt"), filepath.Join(r.certDir, "tls.key"))
+		cfg, watch, err := externalscaler.ServerTLS(r.certDir)
 		if err != nil {
-			return fmt.Errorf("external scaler certificate: %w", err)
+			return err
 		}
-		go func() { _ = w.Start(ctx) }()
-		creds = credentials.NewTLS(&tls.Config{GetCertificate: w.GetCertificate, MinVersion: tls.VersionTLS12})
+		go func() { _ = watch(ctx) }()
+		creds = credentials.NewTLS(cfg)
 	}
 	lis, err := net.Listen("tcp", r.addr)
 	if err != nil {
