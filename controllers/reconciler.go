@@ -38,9 +38,7 @@ type Reconciler struct {
 	cache  client.Reader
 	api    client.Reader
 	writer client.Client
-	// events are core/v1 Events. The events.k8s.io/v1 recorder folds
-	// events of one reason about one object into a series that keeps the
-	// first note only, so a second fan-out's sizes would never be seen.
+	// events are core/v1 Events (see EventRecorder).
 	events record.EventRecorder
 	keda   *kedaWatch
 
@@ -60,7 +58,7 @@ func newReconciler(mgr manager.Manager, v *profile.Compiled, keda *kedaWatch, op
 		cache:           mgr.GetCache(),
 		api:             mgr.GetAPIReader(),
 		writer:          mgr.GetClient(),
-		events:          mgr.GetEventRecorderFor(EventRecorderName), //nolint:staticcheck // see Reconciler.events
+		events:          EventRecorder(mgr),
 		keda:            keda,
 		conflictRetries: opts.ConflictRetries,
 	}

@@ -27,7 +27,10 @@ const (
 	// AnnotationPausedReplicas pins the replicas while paused.
 	AnnotationPausedReplicas = "scaleplane.io/paused-replicas"
 
-	// Event reasons.
+	// Event reasons (docs/autoscaling.md lists them). ScaledGroups is a
+	// fan-out that set member groups' sizes; Scaled is any other change of
+	// the count: the autoscaler's /scale write, or a fan-out that only
+	// re-pinned the scale config of a kind without member groups.
 	ReasonScaledGroups            = "ScaledGroups"
 	ReasonStatusReplicas          = "StatusReplicasUpdated"
 	ReasonHPAApplied              = "HPAApplied"

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -116,7 +116,10 @@ type Autoscaler struct {
 type env struct {
 	cache  client.Reader
 	writer client.Client
-	events events.EventRecorder
+	// events are the controllers' core/v1 recorder (controllers.EventRecorder):
+	// one way to record events, whose correlator keeps the newest message
+	// of a repeated reason.
+	events record.EventRecorder
 	// foreign is nil in unit tests that run without a manager.
 	foreign *foreignFinder
 }

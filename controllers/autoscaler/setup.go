@@ -20,11 +20,8 @@ import (
 	"github.com/scaleplane/scaleplane/promql"
 )
 
-// Names of the controllers and of the events' reporting controller.
-const (
-	ControllerPrefix  = "scaleplane-autoscaler-"
-	EventRecorderName = "scaleplane-autoscaler"
-)
+// ControllerPrefix names the controllers: scaleplane-autoscaler-<kind>.
+const ControllerPrefix = "scaleplane-autoscaler-"
 
 // SetupWithManager registers one controller per kind with mgr. They run
 // only on the elected leader (controller-runtime controllers need leader
@@ -37,7 +34,7 @@ func (a *Autoscaler) SetupWithManager(mgr manager.Manager) error {
 	a.env.Store(&env{
 		cache:   mgr.GetCache(),
 		writer:  mgr.GetClient(),
-		events:  mgr.GetEventRecorder(EventRecorderName),
+		events:  controllers.EventRecorder(mgr),
 		foreign: &foreignFinder{cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
 	})
 	// The worker gauges follow the manager's life, on every replica (a
