@@ -9,6 +9,9 @@ const (
 	// AutoscalerFieldManager writes spec.replicas through /scale for the
 	// trigger autoscaler, so managedFields tell its writes from a person's.
 	AutoscalerFieldManager = "scaleplane-autoscaler"
+	// ActivityFieldManager patches a Scaling's status.lastActivity, from
+	// whichever replica received POST /activity/...
+	ActivityFieldManager = "scaleplane-activity"
 
 	// LabelManagedBy marks objects scaleplane creates (HPAs).
 	LabelManagedBy = "app.kubernetes.io/managed-by"

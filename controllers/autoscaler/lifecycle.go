@@ -109,6 +109,10 @@ func (k *kindLoop) forget(ctx context.Context, nn types.NamespacedName) {
 	st := k.workloads[nn]
 	delete(k.workloads, nn)
 	k.mu.Unlock()
+	if e := k.a.env.Load(); e != nil && e.scalings != nil {
+		// Namespaced workloads' Scalings go with them (owner reference).
+		e.scalings.forget(ctx, k.scalingKey(nn), nn.Namespace == "" && e.scalings.served.Load())
+	}
 	if st == nil {
 		return
 	}

@@ -31,12 +31,25 @@ func (a *Autoscaler) SetupWithManager(mgr manager.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, controllers.IndexHPATarget); err != nil {
 		return fmt.Errorf("index HPAs by scale target: %w", err)
 	}
+	writer := newScalingWriter(mgr.GetClient(), a.opts.ScalingWrites, a.opts.Now)
 	a.env.Store(&env{
-		cache:   mgr.GetCache(),
-		writer:  mgr.GetClient(),
-		events:  controllers.EventRecorder(mgr),
-		foreign: &foreignFinder{cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
+		cache:    mgr.GetCache(),
+		writer:   mgr.GetClient(),
+		events:   controllers.EventRecorder(mgr),
+		foreign:  &foreignFinder{cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
+		scalings: writer,
+		activity: newActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace),
+		api:      mgr.GetAPIReader(),
+		elected:  mgr.Elected(),
 	})
+	// Scalings (scalings.go): the writer and the watch that learns of
+	// activity recorded by any replica, both on the leader.
+	if err := mgr.Add(writer); err != nil {
+		return fmt.Errorf("add the Scaling writer: %w", err)
+	}
+	if err := mgr.Add(scalingWatch{a: a, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), every: a.opts.ForeignCheckInterval}); err != nil {
+		return fmt.Errorf("add the Scaling watch: %w", err)
+	}
 	// The worker gauges follow the manager's life, on every replica (a
 	// replica that is not the leader shows its workers idle).
 	if err := mgr.Add(gaugesWhileRunning{a}); err != nil {

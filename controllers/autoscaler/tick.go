@@ -42,7 +42,10 @@ func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	st := k.get(req.NamespacedName)
 	st.pending.Store(false)
-	return k.reconcile(ctx, e, u, st)
+	k.syncScaling(ctx, e, st)
+	res, err := k.reconcile(ctx, e, u, st)
+	k.offerScaling(e, u, st)
+	return res, err
 }
 
 func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstructured, st *workload) (reconcile.Result, error) {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,6 +87,44 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 	if len(actions) == 0 || actions[len(actions)-1] != scaling.ActionScaleDown {
 		t.Errorf("written actions in the explanation: %v, want the last to be ScaleDown (scaled up to %d first)", actions, up.Replicas)
 	}
+	// Issue 13 item 1: the Scaling shows the same, through kubectl.
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		s, err := getScaling(ctx, ns, "web-rackedcluster")
+		if err != nil {
+			return false, err.Error()
+		}
+		var last string
+		if n := len(s.Status.Decisions); n > 0 {
+			last = s.Status.Decisions[n-1].Action
+		}
+		ok := s.Status.Mode == v1alpha1.ScalingModeTriggers && s.Status.Replicas != nil && *s.Status.Replicas == 1 &&
+			last == string(scaling.ActionScaleDown) && len(s.Status.Triggers) == 1 && s.Status.History != nil &&
+			s.Status.LastScaleTime != nil && len(s.OwnerReferences) == 1 && s.OwnerReferences[0].Name == "web"
+		return ok, fmt.Sprintf("mode %q, replicas %v, last decision %q, triggers %v, owners %v", s.Status.Mode, s.Status.Replicas, last, s.Status.Triggers, s.OwnerReferences)
+	})
+	out, err := cluster.Kubectl(context.Background(), "get", "scalings", "-n", ns)
+	if err != nil {
+		t.Fatalf("kubectl get scalings: %v: %s", err, out)
+	}
+	for _, col := range []string{"TARGET", "MODE", "REPLICAS", "DESIRED", "MIN", "MAX", "ACTIVE", "REASON", "LAST SCALE", "RackedCluster/web", "triggers", "Autoscaling"} {
+		if !strings.Contains(out, col) {
+			t.Errorf("kubectl get scalings lacks %q:\n%s", col, out)
+		}
+	}
+}
+
+// getScaling reads a Scaling.
+func getScaling(ctx context.Context, ns, name string) (*v1alpha1.Scaling, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(autoscaler.ScalingGVK)
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		return nil, err
+	}
+	s := &v1alpha1.Scaling{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // With minReplicas 0 and a short idle timeout, no requests take the
@@ -129,6 +168,14 @@ func testIdleGoesToZeroAndActivityWakesIt(t *testing.T, e *env) {
 	if !strings.Contains(note, "activity at") {
 		t.Errorf("wake-up event does not name the activity: %q", note)
 	}
+	// Issue 13 item 2: the activity is in the Scaling, for every replica.
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		s, err := getScaling(ctx, ns, "fn-rackedcluster")
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.Status.LastActivity != nil, fmt.Sprintf("lastActivity %v", s.Status.LastActivity)
+	})
 }
 
 // A metrics outage (the exporter answers 500, or stops) leaves the trigger
