@@ -38,8 +38,9 @@ tools: $(CONTROLPLANE) $(CERTMANAGER) ## build etcd, kube-apiserver, kube-contro
 $(BIN)/%:
 	@hack/build-tool.sh $*
 
-build: ## build bin/scaleplane
+build: ## build bin/scaleplane, and bin/kubectl-scaleplane: the same program as the kubectl plugin (kubectl scaleplane explain)
 	$(GO) build -o bin/scaleplane ./cmd/scaleplane
+	ln -f bin/scaleplane bin/kubectl-scaleplane
 
 demo: $(CONTROLPLANE) ## run scaleplane on an embedded local control plane (Ctrl-C stops and cleans up)
 	$(GO) run ./cmd/scaleplane dev

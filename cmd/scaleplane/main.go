@@ -3,8 +3,12 @@
 //
 //	scaleplane --config=/etc/scaleplane/config.yaml   run in a cluster
 //	scaleplane dev                                    run everything on an embedded control plane
-//	scaleplane explain NAMESPACE/RESOURCE/NAME         show the autoscaler's last decisions
+//	scaleplane explain NAMESPACE/RESOURCE/NAME         show what scaleplane does with a workload and why
+//	scaleplane completion bash|zsh                     print a shell completion script
 //	scaleplane version                                 print version, commit and Go version
+//
+// Installed as kubectl-scaleplane (make build writes both names), it is the
+// kubectl plugin "scaleplane": kubectl scaleplane explain NS/RESOURCE/NAME.
 package main
 
 import (
@@ -12,8 +16,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"k8s.io/client-go/rest"
@@ -25,7 +32,47 @@ import (
 )
 
 func main() {
+	if isPlugin(os.Args[0]) {
+		os.Exit(runPlugin(os.Args[1:]))
+	}
 	os.Exit(run(os.Args[1:]))
+}
+
+// pluginName is the binary's name as a kubectl plugin.
+const pluginName = "kubectl-scaleplane"
+
+// isPlugin reports whether the binary runs as kubectl's plugin (kubectl
+// runs kubectl-scaleplane with the words after "kubectl scaleplane").
+func isPlugin(argv0 string) bool {
+	return strings.TrimSuffix(filepath.Base(argv0), ".exe") == pluginName
+}
+
+// runPlugin is main as kubectl-scaleplane: the commands a kubectl user
+// runs; never the manager, which "kubectl scaleplane" with a typo would
+// otherwise start.
+func runPlugin(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "explain", "completion", "version":
+			return run(args)
+		case "help", "-h", "--help":
+			pluginUsage(os.Stdout)
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "kubectl scaleplane: unknown command %q\n", args[0])
+	}
+	pluginUsage(os.Stderr)
+	return 2
+}
+
+func pluginUsage(w io.Writer) {
+	fmt.Fprint(w, `kubectl scaleplane shows what scaleplane does with your workloads.
+
+Usage:
+  kubectl scaleplane explain NS/RESOURCE/NAME     what sets the workload's count, and the last decisions
+  kubectl scaleplane completion bash|zsh          print a shell completion script
+  kubectl scaleplane version [-o json]            print the version, commit and Go version
+`)
 }
 
 func run(args []string) int {
@@ -35,6 +82,8 @@ func run(args []string) int {
 			return devMain(args[1:])
 		case "explain":
 			return explainMain(args[1:])
+		case "completion":
+			return completionMain(args[1:])
 		case "version":
 			return versionMain(args[1:])
 		case "help", "-h", "--help":
@@ -52,7 +101,8 @@ Usage:
   scaleplane [flags]                      run the webhooks, controllers and autoscaler
   scaleplane dev [flags]                  run everything on an embedded local control plane
   scaleplane dev load NS/NAME [flags]     send requests to a dev workload's sample pods
-  scaleplane explain NS/RESOURCE/NAME     print the autoscaler's last decisions for a workload
+  scaleplane explain NS/RESOURCE/NAME     what sets a workload's count, and the last decisions (its Scaling)
+  scaleplane completion bash|zsh          print a shell completion script
   scaleplane version [-o json]            print the version, commit and Go version
 
 Run 'scaleplane <command> -h' for a command's flags.

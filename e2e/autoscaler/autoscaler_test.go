@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,6 +22,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/e2e/controlplane"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -111,6 +115,34 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 			t.Errorf("kubectl get scalings lacks %q:\n%s", col, out)
 		}
 	}
+	// Issue 13 item 2: the kubectl plugin reads it through the kubeconfig.
+	out = kubectlPlugin(t, "scaleplane", "explain", ns+"/rackedclusters/web")
+	for _, want := range []string{"RackedCluster " + ns + "/web: triggers", "CONDITION", "Active", "TRIGGER", "rps", "ScaleUp", "ScaleDown"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl scaleplane explain lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// kubectlPlugin runs the real kubectl with KUBECONFIG set and
+// kubectl-scaleplane (scaleplane built under that name) first on PATH:
+// `kubectl scaleplane ...` as a user runs it.
+func kubectlPlugin(t *testing.T, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-scaleplane"), "./cmd/scaleplane")
+	build.Dir = framework.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build kubectl-scaleplane: %v\n%s", err, out)
+	}
+	kubectl := controlplane.Binary(controlplane.KubectlBinary)
+	cmd := exec.Command(kubectl, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "PATH="+dir+string(os.PathListSeparator)+filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // getScaling reads a Scaling.
