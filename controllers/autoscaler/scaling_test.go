@@ -115,6 +115,10 @@ func TestIssue13Item1ScalingFingerprints(t *testing.T) {
 // roundTrip is a History written to a Scaling's status, read back by the
 // API server's JSON (times to the microsecond), and restored at now.
 func roundTrip(t *testing.T, h *scaling.History, now time.Time) *scaling.History {
+	return roundTripActive(t, h, false, now)
+}
+
+func roundTripActive(t *testing.T, h *scaling.History, triggersActive bool, now time.Time) *scaling.History {
 	t.Helper()
 	raw, err := json.Marshal(historyToStatus(h))
 	if err != nil {
@@ -124,7 +128,7 @@ func roundTrip(t *testing.T, h *scaling.History, now time.Time) *scaling.History
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	return historyFromStatus(&back, now)
+	return historyFromStatus(&back, triggersActive, now)
 }
 
 // Issue 13 item 3: scaling.History <-> status. Runs of equal
@@ -158,8 +162,11 @@ func TestIssue13Item3HistoryRoundTrip(t *testing.T) {
 	}
 
 	h.LastActive = at(60)
-	if got := roundTrip(t, h, at(75)).LastActive; !got.Equal(at(75)) {
-		t.Errorf("LastActive of a workload active at the last write = %v, want the restore time %v", got, at(75))
+	if got := roundTripActive(t, h, true, at(75)).LastActive; !got.Equal(at(75)) {
+		t.Errorf("LastActive of a workload whose triggers were active at the last write = %v, want the restore time %v", got, at(75))
+	}
+	if got := roundTrip(t, h, at(75)).LastActive; !got.Equal(at(60)) {
+		t.Errorf("LastActive from an activity signal = %v, want it as written, %v", got, at(60))
 	}
 	if got := roundTrip(t, &scaling.History{}, at(75)); len(got.Recommendations) != 0 || !got.LastActive.IsZero() {
 		t.Errorf("an empty History restored as %+v", got)

@@ -73,7 +73,11 @@ func (k *kindLoop) syncScaling(ctx context.Context, e *env, st *workload) {
 	st.scalingPrev = prev
 	st.changes = prev.Decisions
 	if prev.Mode == v1alpha1.ScalingModeTriggers && prev.History != nil {
-		st.history = historyFromStatus(prev.History, k.a.opts.Now())
+		active := false
+		for _, t := range prev.Triggers {
+			active = active || t.Active
+		}
+		st.history = historyFromStatus(prev.History, active, k.a.opts.Now())
 	}
 }
 

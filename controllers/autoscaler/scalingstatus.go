@@ -226,13 +226,16 @@ func historyToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
 
 // historyFromStatus is the History a new leader restores at now. The
 // status is written when a count changes, and at most once per refresh
-// interval otherwise, so its newest recommendation and LastActive may lag
-// the old leader's last tick: what was true at the last write is taken to
-// have lasted until now (the newest recommendation, and LastActive when
-// the workload was active at that tick). That is never less than what an
+// interval otherwise, so its newest recommendation and a LastActive that
+// active triggers move on every tick may lag the old leader's last tick:
+// what was true at the last write is taken to have lasted until now (the
+// newest recommendation, and LastActive when triggersActive said the
+// workload was active at that tick). That is never less than what an
 // uninterrupted leader would hold, so a new leader never shrinks early;
 // at worst it holds a count or an idle timer for one more window.
-func historyFromStatus(s *v1alpha1.ScalingHistory, now time.Time) *scaling.History {
+// Activity signals need no such guess: every replica records them in
+// status.lastActivity as they come.
+func historyFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time.Time) *scaling.History {
 	h := &scaling.History{}
 	if s == nil {
 		return h
@@ -251,7 +254,7 @@ func historyFromStatus(s *v1alpha1.ScalingHistory, now time.Time) *scaling.Histo
 	h.LastScaleTime = microTime(s.LastScaleTime)
 	if n := len(h.Recommendations); n > 0 {
 		last := h.Recommendations[n-1]
-		if !h.LastActive.IsZero() && !h.LastActive.Before(last.Time) && now.After(h.LastActive) {
+		if triggersActive && !h.LastActive.IsZero() && !h.LastActive.Before(last.Time) && now.After(h.LastActive) {
 			h.LastActive = now
 		}
 		if now.After(last.Time) {
