@@ -417,6 +417,9 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// devPluginFolder holds the kubectl-scaleplane link in a data folder.
+const devPluginFolder = "plugin"
+
 // linkPlugin makes the running binary available as kubectl-scaleplane in
 // the run's data folder (removed with it), so that the walkthrough's
 // kubectl scaleplane works also from go run. It returns the folder.
@@ -424,7 +427,7 @@ func linkPlugin(dataDir, exe string) (string, error) {
 	if exe == "" {
 		return "", errors.New("the running binary's path is unknown")
 	}
-	dir := filepath.Join(dataDir, "plugin")
+	dir := filepath.Join(dataDir, devPluginFolder)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}

@@ -249,4 +249,3 @@ func TestIssue13Item3RestoredHistoryDecidesAsUninterrupted(t *testing.T) {
 		})
 	}
 }
-

@@ -38,7 +38,7 @@ var ScalingGVK = v1alpha1.GroupVersion.WithKind("Scaling")
 // ScalingWrites bounds the Scaling writes. Zero values take the defaults.
 type ScalingWrites struct {
 	// PerWorkloadInterval and PerWorkloadBurst are one workload's bucket:
-	// one write per interval, bursts of up to burst. Default 5 s and 3.
+	// one write per interval, bursts of up to burst. Default 1 s and 5.
 	PerWorkloadInterval time.Duration
 	PerWorkloadBurst    int
 	// QPS and Burst are the process's bucket over every workload. Default
@@ -52,10 +52,10 @@ type ScalingWrites struct {
 
 func (o *ScalingWrites) defaults() {
 	if o.PerWorkloadInterval <= 0 {
-		o.PerWorkloadInterval = 5 * time.Second
+		o.PerWorkloadInterval = time.Second
 	}
 	if o.PerWorkloadBurst <= 0 {
-		o.PerWorkloadBurst = 3
+		o.PerWorkloadBurst = 5
 	}
 	if o.QPS <= 0 {
 		o.QPS = 50

@@ -294,12 +294,16 @@ func (w *walk) run(s stepLine) {
 		}))
 
 	case strings.Contains(cmd, "explain"):
-		out := w.untilOK(cmd, ok(cmd))
-		for _, action := range []string{"WakeUp", "ScaleUp", "ScaleToZero"} {
-			if !strings.Contains(out, action) {
-				t.Errorf("%q shows no %s decision:\n%s", cmd, action, out)
+		// The Scaling follows the decisions within its write budget (a few
+		// seconds): wait for the last ones.
+		out := w.untilOK(cmd, func(out string, err error) (bool, string) {
+			for _, action := range []string{"WakeUp", "ScaleUp", "ScaleToZero"} {
+				if !strings.Contains(out, action) {
+					return false, fmt.Sprintf("%q shows no %s decision (err %v):\n%s", cmd, action, err, out)
+				}
 			}
-		}
+			return err == nil, fmt.Sprintf("%q failed: %v", cmd, err)
+		})
 		w.logf("%s", out)
 
 	default:
