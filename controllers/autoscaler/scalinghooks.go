@@ -148,14 +148,24 @@ func (s scalingWatch) Start(ctx context.Context) error {
 		if err == nil {
 			break
 		}
-		if !warned {
-			log.Error(err, "scalings.scaleplane.io is not served: install scaleplane's CRDs (config/crd); until then no Scaling is written and activity reaches only the replica that receives it")
-			warned = true
+		wait := time.Second
+		if meta.IsNoMatchError(err) {
+			// Known not served: the loops run without Scalings.
+			e.scalings.known.Store(true)
+			wait = s.every
+			if !warned {
+				log.Error(err, "scalings.scaleplane.io is not served: install scaleplane's CRDs (config/crd); until then no Scaling is written and activity reaches only the replica that receives it")
+				warned = true
+			}
+		} else {
+			// Discovery failed: the loops wait (a new leader must not
+			// decide before it could restore the History); ask again soon.
+			log.Info("cannot tell whether Scalings are served yet; retrying", "error", err.Error())
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(s.every):
+		case <-time.After(wait):
 		}
 	}
 	u := &unstructured.Unstructured{}
@@ -181,6 +191,7 @@ func (s scalingWatch) Start(ctx context.Context) error {
 		return fmt.Errorf("watch Scalings: %w", err)
 	}
 	e.scalings.served.Store(true)
+	e.scalings.known.Store(true)
 	<-ctx.Done()
 	return nil
 }

@@ -84,6 +84,10 @@ type scalingWriter struct {
 	// served is set once Scalings are served (scalingWatch); until then
 	// offers are kept and nothing is written.
 	served atomic.Bool
+	// known is set once scalingWatch knows whether they are served: until
+	// then no reconcile decides, so that a new leader's first decision
+	// never runs before it could restore the History.
+	known atomic.Bool
 
 	// writes counts API calls made (applies and deletes), for the
 	// benchmark and the metric.

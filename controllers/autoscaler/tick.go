@@ -40,6 +40,10 @@ func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		k.forget(ctx, req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
+	if e.scalings != nil && !e.scalings.known.Load() {
+		// A new leader restores History from the Scaling before deciding.
+		return reconcile.Result{RequeueAfter: 250 * time.Millisecond}, nil
+	}
 	st := k.get(req.NamespacedName)
 	st.pending.Store(false)
 	k.syncScaling(ctx, e, st)
