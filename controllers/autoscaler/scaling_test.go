@@ -249,3 +249,29 @@ func TestIssue13Item3RestoredHistoryDecidesAsUninterrupted(t *testing.T) {
 		})
 	}
 }
+
+// In hpa mode the Scaling shows the built-in HPA's desired count, and its
+// ScalingActive when the HPA says it cannot act.
+func TestIssue13Item1ScalingShowsTheHPA(t *testing.T) {
+	v := viewOf(t, "RackedCluster")
+	w := scaling.Workload{Replicas: ptr(int32(3)), Config: cfg(1, 5).metric().obj()}
+	hpa := &autoscalingv2.HorizontalPodAutoscalerStatus{DesiredReplicas: 5, Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{
+		{Type: autoscalingv2.ScalingActive, Status: "False", Reason: "FailedGetResourceMetric", Message: "no metrics for pods"},
+	}}
+	st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(), State: StateNotManaged,
+		HPA: hpa, Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)})
+	type got struct {
+		Mode            v1alpha1.ScalingMode
+		Desired         int32
+		Active, Message string
+	}
+	g := got{Mode: st.Mode, Desired: *st.DesiredReplicas}
+	for _, c := range st.Conditions {
+		if c.Type == v1alpha1.ScalingActive {
+			g.Active, g.Message = string(c.Status)+"/"+c.Reason, c.Message
+		}
+	}
+	if diff := cmp.Diff(got{v1alpha1.ScalingModeHPA, 5, "False/HPAFailedGetResourceMetric", "no metrics for pods"}, g); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

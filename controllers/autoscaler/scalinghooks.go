@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers"
 )
 
 // How the kind loops use Scalings: a workload's Scaling is read (from the
@@ -102,6 +104,12 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 		in.WriteError = st.lastRec.Error
 	}
 	st.mu.Unlock()
+	if e.cache != nil && scalingMode(in.State, w, in.Layout, in.Defaults) == v1alpha1.ScalingModeHPA && u.GetNamespace() != "" {
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+		if err := e.cache.Get(context.Background(), types.NamespacedName{Namespace: u.GetNamespace(), Name: controllers.HPAName(u.GetName(), k.kind)}, hpa); err == nil {
+			in.HPA = &hpa.Status
+		}
+	}
 	status := buildScalingStatus(in)
 	if t := st.lastActivity(); !t.IsZero() {
 		status.LastActivity = microOrNil(t)

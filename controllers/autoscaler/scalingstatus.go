@@ -9,6 +9,7 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -71,6 +72,8 @@ type scalingInput struct {
 	// transition times; nil for a new one.
 	Previous *v1alpha1.ScalingStatus
 	Now      time.Time
+	// HPA is the built-in HPA's status in hpa mode, nil when unknown.
+	HPA *autoscalingv2.HorizontalPodAutoscalerStatus
 }
 
 // buildScalingStatus is the Scaling status of in. Values that change on
@@ -93,6 +96,9 @@ func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
 	}
 	if c := w.Config; c != nil {
 		st.MinReplicas, st.MaxReplicas = clonePtr(c.MinReplicas), clonePtr(c.MaxReplicas)
+	}
+	if h := in.HPA; h != nil && mode == v1alpha1.ScalingModeHPA {
+		st.DesiredReplicas = ptr(h.DesiredReplicas)
 	}
 	d := in.Decision
 	if d != nil {
@@ -177,6 +183,15 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 		}
 	case v1alpha1.ScalingModeHPA:
 		active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, "HPA", "the built-in HPA scales this workload")
+		if in.HPA != nil {
+			// The HPA's own ScalingActive, when it says it cannot act
+			// (no metrics, an invalid selector).
+			for _, c := range in.HPA.Conditions {
+				if c.Type == autoscalingv2.ScalingActive && c.Status == corev1.ConditionFalse {
+					active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, "HPA"+c.Reason, c.Message)
+				}
+			}
+		}
 	case v1alpha1.ScalingModePinned:
 		msg := "no scale config: the count is set by hand"
 		if c := w.Config; c != nil && c.Pinned() {
