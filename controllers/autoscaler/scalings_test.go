@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -218,5 +219,24 @@ func BenchmarkIssue13ScalingWrites10000(b *testing.B) {
 			b.ReportMetric(perSecond, "writes/s")
 			b.ReportMetric(peak, "peak-writes/s")
 		})
+	}
+}
+
+// A cluster-scoped workload's Scaling has no owner to collect it: forget
+// deletes it; a namespaced one's is left to the garbage collector.
+func TestIssue13Item1ScalingForget(t *testing.T) {
+	var deleted []string
+	scheme := runtime.NewScheme()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Delete: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.DeleteOption) error {
+			deleted = append(deleted, obj.GetNamespace()+"/"+obj.GetName())
+			return nil
+		},
+	}).Build()
+	w := newScalingWriter(c, ScalingWrites{}, nil)
+	w.forget(context.Background(), types.NamespacedName{Namespace: "shop", Name: "db-rackedcluster"}, false)
+	w.forget(context.Background(), types.NamespacedName{Namespace: "scaleplane-system", Name: "global-clusterkind"}, true)
+	if diff := cmp.Diff([]string{"scaleplane-system/global-clusterkind"}, deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
 }
