@@ -38,9 +38,10 @@ tools: $(CONTROLPLANE) $(CERTMANAGER) ## build etcd, kube-apiserver, kube-contro
 $(BIN)/%:
 	@hack/build-tool.sh $*
 
-build: ## build bin/scaleplane, and bin/kubectl-scaleplane: the same program as the kubectl plugin (kubectl scaleplane explain)
+build: ## build bin/scaleplane, and bin/kubectl-scaleplane and bin/kubectl_complete-scaleplane: the same program as the kubectl plugin and its completion (kubectl scaleplane explain)
 	$(GO) build -o bin/scaleplane ./cmd/scaleplane
 	ln -f bin/scaleplane bin/kubectl-scaleplane
+	ln -f bin/scaleplane bin/kubectl_complete-scaleplane
 
 demo: $(CONTROLPLANE) ## run scaleplane on an embedded local control plane (Ctrl-C stops and cleans up)
 	$(GO) run ./cmd/scaleplane dev

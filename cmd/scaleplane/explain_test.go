@@ -85,3 +85,26 @@ TIME      REPLICAS               ACTION   REASON
 		t.Errorf("explain (-want +got):\n%s", diff)
 	}
 }
+
+// The plugin's completion helper: commands, then explain's workloads.
+func TestIssue13PluginCompletion(t *testing.T) {
+	list := func() []string {
+		return []string{"shop/rackedcluster/cart", "shop/function/hello", "web/rackedcluster/front"}
+	}
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"explain", "completion", "version", "help"}},
+		{[]string{"ex"}, []string{"explain"}},
+		{[]string{"explain", "shop/"}, []string{"shop/rackedcluster/cart", "shop/function/hello"}},
+		{[]string{"explain", "--j"}, []string{"--json"}},
+		{[]string{"completion", ""}, []string{"bash", "zsh"}},
+		{[]string{"explain", "shop/rackedcluster/cart", ""}, nil},
+	}
+	for _, tc := range cases {
+		if diff := cmp.Diff(tc.want, completeArgs(tc.args, list)); diff != "" {
+			t.Errorf("completeArgs(%q) (-want +got):\n%s", tc.args, diff)
+		}
+	}
+}

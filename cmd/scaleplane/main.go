@@ -32,6 +32,9 @@ import (
 )
 
 func main() {
+	if isPluginCompletion(os.Args[0]) {
+		os.Exit(pluginCompletionMain(os.Args[1:]))
+	}
 	if isPlugin(os.Args[0]) {
 		os.Exit(runPlugin(os.Args[1:]))
 	}
@@ -40,6 +43,14 @@ func main() {
 
 // pluginName is the binary's name as a kubectl plugin.
 const pluginName = "kubectl-scaleplane"
+
+// pluginCompletionName is the binary's name as kubectl's completion helper
+// for the plugin: kubectl runs it for "kubectl scaleplane <TAB>".
+const pluginCompletionName = "kubectl_complete-scaleplane"
+
+func isPluginCompletion(argv0 string) bool {
+	return strings.TrimSuffix(filepath.Base(argv0), ".exe") == pluginCompletionName
+}
 
 // isPlugin reports whether the binary runs as kubectl's plugin (kubectl
 // runs kubectl-scaleplane with the words after "kubectl scaleplane").

@@ -122,6 +122,11 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 			t.Errorf("kubectl scaleplane explain lacks %q:\n%s", want, out)
 		}
 	}
+	// And kubectl completes the plugin's workloads from the Scalings.
+	out = kubectlPlugin(t, "__complete", "scaleplane", "explain", ns+"/")
+	if !strings.Contains(out, ns+"/rackedcluster/web\n") {
+		t.Errorf("kubectl __complete scaleplane explain %s/ does not offer %s/rackedcluster/web:\n%s", ns, ns, out)
+	}
 }
 
 // kubectlPlugin runs the real kubectl with KUBECONFIG set and
@@ -134,6 +139,10 @@ func kubectlPlugin(t *testing.T, args ...string) string {
 	build.Dir = framework.RepoRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build kubectl-scaleplane: %v\n%s", err, out)
+	}
+	// Its completion helper, as make build links it.
+	if err := os.Link(filepath.Join(dir, "kubectl-scaleplane"), filepath.Join(dir, "kubectl_complete-scaleplane")); err != nil {
+		t.Fatal(err)
 	}
 	kubectl := controlplane.Binary(controlplane.KubectlBinary)
 	cmd := exec.Command(kubectl, args...)
