@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +27,11 @@ import (
 // never moves lastActivity back: it reads the Scaling first and carries
 // its resourceVersion, so two replicas racing cannot overwrite a newer
 // time with an older one. Entries live only while a window is open, so
-// a replica that is not the leader keeps no memory of workloads.
+// a replica that is not the leader keeps no memory of workloads. A token
+// bucket over every workload (ActivityWriteQPS) bounds the replica's
+// writes: past it a signal waits in its window, which stays open until a
+// token frees, so a flood of activity for many workloads lengthens the
+// windows instead of flooding the API server.
 type activityWriter struct {
 	c      client.Client
 	api    client.Reader
@@ -34,6 +39,8 @@ type activityWriter struct {
 	window time.Duration
 	// after runs f after d (time.AfterFunc); tests replace it.
 	after func(d time.Duration, f func())
+	// limiter bounds the writes of this replica.
+	limiter *rate.Limiter
 
 	mu   sync.Mutex
 	open map[types.NamespacedName]*activityEntry
@@ -50,10 +57,18 @@ type activityEntry struct {
 func newActivityWriter(c client.Client, api client.Reader, ns string) *activityWriter {
 	return &activityWriter{
 		c: c, api: api, ns: ns, window: time.Second,
-		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) },
-		open:  map[types.NamespacedName]*activityEntry{},
+		after:   func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+		limiter: rate.NewLimiter(ActivityWriteQPS, ActivityWriteBurst),
+		open:    map[types.NamespacedName]*activityEntry{},
 	}
 }
+
+// ActivityWriteQPS and ActivityWriteBurst bound one replica's writes of
+// activity to Scalings.
+const (
+	ActivityWriteQPS   = 50
+	ActivityWriteBurst = 100
+)
 
 // record writes activity at t for workload u of kind k, or, within the
 // window of the last write, keeps it for the window's end. It returns the
@@ -68,7 +83,15 @@ func (w *activityWriter) record(ctx context.Context, k *kindLoop, u *unstructure
 		w.mu.Unlock()
 		return nil
 	}
-	w.open[key] = &activityEntry{workload: u, kind: k}
+	e := &activityEntry{workload: u, kind: k}
+	w.open[key] = e
+	if !w.limiter.Allow() {
+		// Over the replica's budget: written when the window ends.
+		e.pending = t
+		w.mu.Unlock()
+		w.after(w.window, func() { w.windowEnd(key) })
+		return nil
+	}
 	w.mu.Unlock()
 	err := w.write(ctx, k, u, key, t)
 	w.after(w.window, func() { w.windowEnd(key) })
@@ -83,6 +106,11 @@ func (w *activityWriter) windowEnd(key types.NamespacedName) {
 	if e == nil || e.pending.IsZero() {
 		delete(w.open, key)
 		w.mu.Unlock()
+		return
+	}
+	if !w.limiter.Allow() {
+		w.mu.Unlock()
+		w.after(w.window, func() { w.windowEnd(key) })
 		return
 	}
 	t, u, k := e.pending, e.workload, e.kind

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -144,4 +145,34 @@ func TestIssue13Item2ActivityCoalescedNeverBack(t *testing.T) {
 			t.Errorf("an older activity: %d patches, stored %v; want 0 and %v", *patches, got, later)
 		}
 	})
+}
+
+// Over the replica's write budget a signal waits in its window, and is
+// written once a token frees: never dropped, never a burst of writes.
+func TestIssue13Item2ActivityWithinTheReplicasBudget(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster"}
+	a := newTestAutoscaler(t, t0)
+	k := a.byResource["rackedclusters"]
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k.view.GVK())
+	u.SetNamespace("shop")
+	u.SetName("cart")
+	c, patches := scalingStore(t, key, nil)
+	aw := newActivityWriter(c, c, "scaleplane-system")
+	aw.limiter = rate.NewLimiter(0, 0) // no budget
+	var windows []func()
+	aw.after = func(_ time.Duration, f func()) { windows = append(windows, f) }
+	if err := aw.record(context.Background(), k, u, t0); err != nil {
+		t.Fatal(err)
+	}
+	windows[0]()
+	if *patches != 0 || len(windows) != 2 {
+		t.Fatalf("without budget: %d patches, %d windows; want 0 and the window open again", *patches, len(windows))
+	}
+	aw.limiter = rate.NewLimiter(rate.Inf, 1)
+	windows[1]()
+	if got := storedActivity(t, c, key); *patches != 1 || !got.Equal(t0) {
+		t.Errorf("once a token frees: %d patches, stored %v; want 1 and %v", *patches, got, t0)
+	}
 }
