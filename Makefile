@@ -51,8 +51,10 @@ $(BIN)/%:
 $(BIN)/keda-operator: | $(PROMETHEUS)
 $(BIN)/keda-adapter: | $(BIN)/keda-operator
 
-build: ## build bin/scaleplane
+build: ## build bin/scaleplane, and bin/kubectl-scaleplane and bin/kubectl_complete-scaleplane: the same program as the kubectl plugin and its completion (kubectl scaleplane explain)
 	$(GO) build -o bin/scaleplane ./cmd/scaleplane
+	ln -f bin/scaleplane bin/kubectl-scaleplane
+	ln -f bin/scaleplane bin/kubectl_complete-scaleplane
 
 demo: $(CONTROLPLANE) ## run scaleplane on an embedded local control plane (Ctrl-C stops and cleans up)
 	$(GO) run ./cmd/scaleplane dev

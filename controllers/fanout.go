@@ -101,8 +101,19 @@ func (r *Reconciler) fanOut(ctx context.Context, u *unstructured.Unstructured) e
 	fanoutWrites.WithLabelValues(r.kind).Inc()
 	note := fanOutNote(r.view.Layout(), before, after)
 	ctrl.LoggerFrom(ctx).Info("fanned out replicas", "change", note)
-	r.events.Eventf(u, corev1.EventTypeNormal, v1alpha1.ReasonScaledGroups, "%s", note)
+	r.events.Eventf(u, corev1.EventTypeNormal, fanOutReason(after), "%s", note)
 	return nil
+}
+
+// fanOutReason is the event reason of a fan-out that wrote after:
+// ScaledGroups when it set member groups' sizes, Scaled when it only
+// re-pinned the scale config (every write of a kind without member groups,
+// such as a Function), so that no event speaks of groups a kind lacks.
+func fanOutReason(after scaling.Workload) string {
+	if len(after.Groups) > 0 {
+		return v1alpha1.ReasonScaledGroups
+	}
+	return v1alpha1.ReasonScaled
 }
 
 // fanOutObject returns u with C1 applied, and whether anything changed. u

@@ -5,7 +5,8 @@ package controllers
 const (
 	// ControllerPrefix starts every controller name: scaleplane-<kind>.
 	ControllerPrefix = "scaleplane-"
-	// EventRecorderName is the reporting controller of our events.
+	// EventRecorderName is the source component of every event the
+	// controllers and the autoscaler record (EventRecorder).
 	EventRecorderName = "scaleplane-controller"
 
 	// hpaTargetIndex indexes HPAs by their scaleTargetRef as

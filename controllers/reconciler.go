@@ -38,9 +38,7 @@ type Reconciler struct {
 	cache  client.Reader
 	api    client.Reader
 	writer client.Client
-	// events are core/v1 Events. The events.k8s.io/v1 recorder folds
-	// events of one reason about one object into a series that keeps the
-	// first note only, so a second fan-out's sizes would never be seen.
+	// events are core/v1 Events (see EventRecorder).
 	events record.EventRecorder
 	keda   *kedaWatch
 	// hpaIndex is the kind's field index of HPAs by scale target.
@@ -65,7 +63,7 @@ func newReconciler(mgr manager.Manager, v *profile.Compiled, keda *kedaWatch, op
 		cache:           objects.Reader(mgr.GetCache(), mgr.GetScheme()),
 		api:             mgr.GetAPIReader(),
 		writer:          mgr.GetClient(),
-		events:          mgr.GetEventRecorderFor(EventRecorderName), //nolint:staticcheck // see Reconciler.events
+		events:          EventRecorder(mgr),
 		keda:            keda,
 		conflictRetries: opts.ConflictRetries,
 	}

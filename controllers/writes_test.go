@@ -211,3 +211,39 @@ func TestV11SelectorNeverSilentlyDropped(t *testing.T) {
 		}
 	}
 }
+
+// Issue 13 item 4: the fan-out's event reads right for every kind. A kind
+// with member groups gets ScaledGroups with the groups' sizes; a kind
+// without them (a Function) whose pinned config follows R gets Scaled,
+// never a reason that speaks of groups it lacks.
+func TestIssue13Item4FanOutEventReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name, kind string
+		obj        *unstructured.Unstructured
+		want       []string
+	}{
+		{"member groups", "RackedCluster", rc("demo").replicas(4).rack("a", 2).rack("b", 2).obj(),
+			[]string{"Normal ScaledGroups spec.racks[*].members a=2, b=2 -> 4 (spec.replicas 4)"}},
+		{"member groups and a pin", "RackedCluster", rc("demo").replicas(4).rack("a", 2).config(bounds(2, 2)).obj(),
+			[]string{"Normal ScaledGroups spec.racks[*].members a=2 -> 4 (spec.replicas 4); spec.scaleConfig pinned 2 -> 4"}},
+		{"no member groups: a re-pin", "Function", fn("hello").replicas(3).config(bounds(1, 1)).obj(),
+			[]string{"Normal Scaled spec.scaleConfig pinned 1 -> 3"}},
+		{"no member groups, nothing to follow", "Function", fn("hello").replicas(3).config(bounds(3, 3)).obj(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := tc.obj
+			obj.SetResourceVersion("")
+			r, c, events := fakeReconciler(t, tc.kind, interceptor.Funcs{}, obj)
+			u := workload(tc.kind, "").obj()
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), u); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.fanOut(context.Background(), u); err != nil {
+				t.Fatalf("fanOut: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, drain(events)); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

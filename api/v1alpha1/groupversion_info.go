@@ -36,7 +36,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &ScaleProfile{}, &ScaleProfileList{})
+	s.AddKnownTypes(GroupVersion, &ScaleProfile{}, &ScaleProfileList{}, &Scaling{}, &ScalingList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -9,6 +9,9 @@ const (
 	// AutoscalerFieldManager writes spec.replicas through /scale for the
 	// trigger autoscaler, so managedFields tell its writes from a person's.
 	AutoscalerFieldManager = "scaleplane-autoscaler"
+	// ActivityFieldManager patches a Scaling's status.lastActivity, from
+	// whichever replica received POST /activity/...
+	ActivityFieldManager = "scaleplane-activity"
 
 	// LabelManagedBy marks objects scaleplane creates (HPAs).
 	LabelManagedBy = "app.kubernetes.io/managed-by"
@@ -33,7 +36,10 @@ const (
 	// AnnotationPausedReplicas pins the replicas while paused.
 	AnnotationPausedReplicas = "scaleplane.io/paused-replicas"
 
-	// Event reasons.
+	// Event reasons (docs/autoscaling.md lists them). ScaledGroups is a
+	// fan-out that set member groups' sizes; Scaled is any other change of
+	// the count: the autoscaler's /scale write, or a fan-out that only
+	// re-pinned the scale config of a kind without member groups.
 	ReasonScaledGroups            = "ScaledGroups"
 	ReasonStatusReplicas          = "StatusReplicasUpdated"
 	ReasonHPAApplied              = "HPAApplied"

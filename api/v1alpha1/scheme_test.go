@@ -15,7 +15,7 @@ func TestAddToScheme(t *testing.T) {
 	if err := AddToScheme(s); err != nil {
 		t.Fatalf("AddToScheme: %v", err)
 	}
-	for _, obj := range []runtime.Object{&ScaleProfile{}, &ScaleProfileList{}} {
+	for _, obj := range []runtime.Object{&ScaleProfile{}, &ScaleProfileList{}, &Scaling{}, &ScalingList{}} {
 		gvks, _, err := s.ObjectKinds(obj)
 		if err != nil {
 			t.Fatalf("ObjectKinds(%T): %v", obj, err)

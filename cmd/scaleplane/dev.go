@@ -250,9 +250,13 @@ func dev(ctx context.Context, o devOptions) (err error) {
 		return err
 	}
 	exe, _ := os.Executable()
+	plugin, err := linkPlugin(folder.path, exe)
+	if err != nil {
+		devLog("kubectl scaleplane is not available in this run: " + err.Error())
+	}
 	printReady(os.Stdout, readyInfo{kubeconfig: kc.path, createdKubeconfig: edit.CreatedFile, previousContext: edit.PreviousContext,
 		dataDir: folder.path, keep: o.keep, cpTime: cpTime, total: time.Since(start), metricsAddr: metricsAddr,
-		controlPlaneBin: controlplane.BinaryDir(), executable: exe, logPath: logPath})
+		controlPlaneBin: controlplane.BinaryDir(), executable: exe, pluginDir: plugin, logPath: logPath})
 	term.start()
 	select {
 	case <-ctx.Done():
@@ -322,6 +326,7 @@ type readyInfo struct {
 	metricsAddr       string
 	controlPlaneBin   string
 	executable        string
+	pluginDir         string
 	logPath           string
 }
 
@@ -335,6 +340,10 @@ func printReady(out io.Writer, r readyInfo) {
 	// when `go run` built it in a temporary folder.
 	if exeDir := filepath.Dir(r.executable); r.executable != "" && exeDir != bin {
 		path += ":" + exeDir
+	}
+	// kubectl-scaleplane, for kubectl scaleplane explain.
+	if r.pluginDir != "" {
+		path += ":" + r.pluginDir
 	}
 	fmt.Fprintf(out, "%s (control plane %s, total %s)\n", ReadyLine, r.cpTime.Round(time.Millisecond), r.total.Round(time.Millisecond))
 	fmt.Fprintf(out, `
@@ -358,7 +367,8 @@ Autoscaling on requests per second, to zero and back (about two minutes):
   $ scaleplane dev load default/web --rps 35 --duration 60s      # wakes it (POST /activity), then 4 members per rack
   $ kubectl wait rcl/web --for=jsonpath='{.spec.replicas}'=0 --timeout=3m   # no requests for 30 s: back to 0, pods stopped
   $ curl -sX POST $SCALEPLANE_SERVER/activity/default/rackedclusters/web   # activity wakes it to 1
-  $ scaleplane explain default/rackedclusters/web                # each decision and why
+  $ kubectl get scalings -A                                      # a Scaling per workload: who sets its count, and why
+  $ kubectl scaleplane explain default/rackedclusters/web        # each decision and why (also: scaleplane explain)
 This terminal prints each step as it happens. Debug endpoints: http://%s/debug/store
 `, r.kubeconfig, path, r.metricsAddr, r.metricsAddr)
 	if r.createdKubeconfig {
@@ -420,4 +430,26 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// devPluginFolder holds the kubectl-scaleplane link in a data folder.
+const devPluginFolder = "plugin"
+
+// linkPlugin makes the running binary available as kubectl-scaleplane in
+// the run's data folder (removed with it), so that the walkthrough's
+// kubectl scaleplane works also from go run. It returns the folder.
+func linkPlugin(dataDir, exe string) (string, error) {
+	if exe == "" {
+		return "", errors.New("the running binary's path is unknown")
+	}
+	dir := filepath.Join(dataDir, devPluginFolder)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	link := filepath.Join(dir, pluginName)
+	_ = os.Remove(link) // ours: a previous run with --keep
+	if err := os.Symlink(exe, link); err != nil {
+		return "", fmt.Errorf("link %s: %w", link, err)
+	}
+	return dir, nil
 }

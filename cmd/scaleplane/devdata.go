@@ -294,7 +294,7 @@ func cleanCrashedRuns(tmp string, log func(string)) error {
 // folderEntries are the names dev and its control plane create in a data
 // folder; removing them removes everything dev made there.
 func folderEntries() []string {
-	return append(controlplane.DirEntries(), devCertsFolder, devLogFile)
+	return append(controlplane.DirEntries(), devCertsFolder, devLogFile, devPluginFolder)
 }
 
 // close ends the run's use of the folder: with --keep, the state loses

@@ -254,6 +254,9 @@ func eventTag(e *eventsv1.Event) (string, bool) {
 	switch e.Reason {
 	case "Scaled":
 		switch {
+		case strings.Contains(e.Note, " pinned "):
+			// The fan-out of a kind without member groups.
+			return "fan-out", true
 		case strings.HasPrefix(e.Note, "Woke up"):
 			return "wake-up", true
 		case strings.HasPrefix(e.Note, "Scaled to zero"):

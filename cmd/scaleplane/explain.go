@@ -2,49 +2,56 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
-	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// explainMain prints the trigger autoscaler's last decisions for a workload,
-// read from GET /debug/autoscaler/{namespace}/{resource}/{name} on the
-// manager's metrics server.
+// scalingsResource is the Scaling kind's resource.
+var scalingsResource = v1alpha1.GroupVersion.WithResource("scalings")
+
+// explainMain prints what scaleplane does with a workload and why, read
+// from the workload's Scaling through the kubeconfig, like any kubectl
+// command: no port-forward, no token.
 func explainMain(args []string) int {
 	fs := flag.NewFlagSet("scaleplane explain", flag.ContinueOnError)
 	var (
-		server    = fs.String("server", envOr("SCALEPLANE_SERVER", "https://127.0.0.1:8443"), "the manager's metrics address: the one `scaleplane dev` prints (http), or https through `kubectl port-forward` ($SCALEPLANE_SERVER)")
-		token     = fs.String("token", os.Getenv("SCALEPLANE_TOKEN"), "bearer token allowed to get /debug/autoscaler/* ($SCALEPLANE_TOKEN), e.g. $(kubectl create token NAME)")
-		tokenFile = fs.String("token-file", "", "file holding the bearer token")
-		caFile    = fs.String("ca-file", "", "CA bundle that signed the metrics server's certificate")
-		insecure  = fs.Bool("insecure-skip-tls-verify", false, "do not verify the metrics server's certificate (it is self-signed unless you gave it one)")
-		asJSON    = fs.Bool("json", false, "print the endpoint's JSON instead of a table")
-		timeout   = fs.Duration("timeout", 10*time.Second, "how long to wait for the answer")
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG, ~/.kube/config or in-cluster")
+		systemNS   = fs.String("scaleplane-namespace", "scaleplane-system", "namespace scaleplane runs in, where the Scalings of cluster-scoped workloads live")
+		asJSON     = fs.Bool("json", false, "print the Scaling as JSON instead of a summary")
+		timeout    = fs.Duration("timeout", 10*time.Second, "how long to wait for the API server")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: scaleplane explain NAMESPACE/RESOURCE/NAME [flags]
+       kubectl scaleplane explain NAMESPACE/RESOURCE/NAME [flags]
 
-Prints the trigger autoscaler's last decisions for one workload: each tick's
-count, action, reason, trigger values and limits. RESOURCE is the profiled
-plural (rackedclusters), optionally with its group, or the kind in lower case.
-
-  scaleplane dev prints the address:   scaleplane explain default/rackedclusters/demo --server http://127.0.0.1:PORT
-  in a cluster:                        kubectl -n scaleplane-system port-forward deploy/scaleplane-controller-manager 8443
-                                       scaleplane explain shop/functions/cart --token "$(kubectl create token scaleplane-debug)" --insecure-skip-tls-verify
+Prints what scaleplane does with one workload and why, from its Scaling
+object (kubectl get scalings): who sets the count, the conditions, each
+trigger's last value and threshold, and the last decisions that changed the
+count. RESOURCE is the workload's resource (rackedclusters), optionally with
+its group (rackedclusters.samples.scaleplane.io), or its kind in lower case.
+For a cluster-scoped kind, NAMESPACE is ignored: its Scalings live in
+--scaleplane-namespace.
 
 Flags:
 `)
@@ -69,36 +76,24 @@ Flags:
 		fmt.Fprintf(os.Stderr, "scaleplane explain: %v\n", err)
 		return 2
 	}
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "scaleplane explain: read --token-file: %v\n", err)
-			return 2
-		}
-		*token = strings.TrimSpace(string(b))
-	}
-	client, err := explainClient(*caFile, *insecure)
+	cfg, err := restConfig(*kubeconfig)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "scaleplane explain: %v\n", err)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	body, err := fetchExplanation(ctx, client, *server, *token, ns, resource, name)
+	s, raw, err := fetchScaling(ctx, cfg, *systemNS, ns, resource, name)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "scaleplane explain: %v\n", err)
 		return 1
 	}
 	if *asJSON {
-		_, _ = os.Stdout.Write(body)
+		b, _ := json.MarshalIndent(raw, "", "  ")
+		fmt.Println(string(b))
 		return 0
 	}
-	var e autoscaler.Explanation
-	if err := json.Unmarshal(body, &e); err != nil {
-		fmt.Fprintf(os.Stderr, "scaleplane explain: the server's answer is not an explanation: %v\n", err)
-		return 1
-	}
-	renderExplanation(os.Stdout, e)
+	renderScaling(os.Stdout, s, time.Now())
 	return 0
 }
 
@@ -111,123 +106,117 @@ func parseTarget(s string) (ns, resource, name string, err error) {
 	return parts[0], parts[1], parts[2], nil
 }
 
-func explainClient(caFile string, insecure bool) (*http.Client, error) {
-	tlsCfg := &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // the user asked for it, for the self-signed metrics certificate
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("read --ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca-file %s holds no PEM certificate", caFile)
-		}
-		tlsCfg.RootCAs = pool
+// fetchScaling finds the kind RESOURCE names through discovery and reads
+// the workload's Scaling, turning every failure into a message that says
+// what to change.
+func fetchScaling(ctx context.Context, cfg *rest.Config, systemNS, ns, resource, name string) (*v1alpha1.Scaling, map[string]any, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build a discovery client: %w", err)
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tlsCfg
-	return &http.Client{Transport: tr}, nil
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	gr := schema.ParseGroupResource(strings.ToLower(resource))
+	gvk, err := mapper.KindFor(gr.WithVersion(""))
+	if err != nil {
+		return nil, nil, fmt.Errorf("resource %q: %w; name the workload's resource as kubectl api-resources lists it", resource, err)
+	}
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resource %q: %w", resource, err)
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameRoot {
+		ns = systemNS
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build a client: %w", err)
+	}
+	scalingName := autoscaler.ScalingName(name, gvk.Kind)
+	u, err := dyn.Resource(scalingsResource).Namespace(ns).Get(ctx, scalingName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) && strings.Contains(err.Error(), "the server could not find the requested resource"):
+		return nil, nil, errors.New("scalings.scaleplane.io is not served: install scaleplane's CRDs (config/crd, or the Helm chart)")
+	case apierrors.IsNotFound(err):
+		return nil, nil, fmt.Errorf("no Scaling %s/%s: scaleplane has not written one for %s %s/%s; check the name, that the kind is profiled and that scaleplane runs", ns, scalingName, gvk.Kind, ns, name)
+	case apierrors.IsForbidden(err):
+		return nil, nil, fmt.Errorf("%w; you need get on scalings.scaleplane.io in %s", err, ns)
+	case err != nil:
+		return nil, nil, fmt.Errorf("read Scaling %s/%s: %w", ns, scalingName, err)
+	}
+	s := &v1alpha1.Scaling{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+		return nil, nil, fmt.Errorf("read Scaling %s/%s: %w", ns, scalingName, err)
+	}
+	return s, u.Object, nil
 }
 
-// fetchExplanation GETs the explain endpoint and turns every failure into
-// a message that says what to change.
-func fetchExplanation(ctx context.Context, c *http.Client, server, token, ns, resource, name string) ([]byte, error) {
-	u, err := url.Parse(server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--server %q: give the metrics address as http://HOST:PORT (dev) or https://HOST:PORT", server)
+// renderScaling prints a Scaling for a person: who sets the count and
+// why, the conditions, the triggers, then the decisions oldest first.
+func renderScaling(w io.Writer, s *v1alpha1.Scaling, now time.Time) {
+	st := s.Status
+	ref := s.Spec.TargetRef
+	where := ref.Name
+	if len(s.OwnerReferences) > 0 {
+		where = s.Namespace + "/" + ref.Name
 	}
-	u = u.JoinPath(autoscaler.ExplainPath, url.PathEscape(ns), url.PathEscape(resource), url.PathEscape(name))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
+	mode := string(st.Mode)
+	if mode == "" {
+		mode = "unknown"
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	fmt.Fprintf(w, "%s %s: %s\n", ref.Kind, where, mode)
+	fmt.Fprintf(w, "replicas %s, desired %s, range %s..%s", count(st.Replicas), count(st.DesiredReplicas), count(st.MinReplicas), count(st.MaxReplicas))
+	if st.LastScaleTime != nil {
+		fmt.Fprintf(w, "; last scale %s (%s ago)", st.LastScaleTime.UTC().Format(time.RFC3339), now.Sub(st.LastScaleTime.Time).Round(time.Second))
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reach %s: %w (is the manager running, and the address the one it serves metrics on?)", server, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read the answer: %w", err)
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return body, nil
-	case http.StatusUnauthorized:
-		return nil, errors.New("401 Unauthorized: pass a bearer token the API server accepts (--token or --token-file)")
-	case http.StatusForbidden:
-		return nil, errors.New("403 Forbidden: the token's user needs `get` on the non-resource URL /debug/autoscaler/* (a ClusterRole with nonResourceURLs)")
-	}
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return nil, fmt.Errorf("%s: %s", resp.Status, e.Error)
-	}
-	return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
-}
-
-// renderExplanation prints an explanation for a person: a header with the
-// state, then one line per tick, oldest first.
-func renderExplanation(w io.Writer, e autoscaler.Explanation) {
-	fmt.Fprintf(w, "%s %s/%s: %s", e.Kind, e.Namespace, e.Name, e.State)
-	if e.Message != "" {
-		fmt.Fprintf(w, " (%s)", e.Message)
-	}
-	fmt.Fprintf(w, "\npolling every %s", time.Duration(e.PollingIntervalSeconds*float64(time.Second)))
-	if !e.LastActivity.IsZero() {
-		fmt.Fprintf(w, "; last activity %s", e.LastActivity.UTC().Format(time.RFC3339))
+	if st.LastActivity != nil {
+		fmt.Fprintf(w, "; last activity %s", st.LastActivity.UTC().Format(time.RFC3339))
 	}
 	fmt.Fprintln(w)
-	if len(e.Decisions) == 0 {
-		fmt.Fprintln(w, "no decisions yet")
-		return
-	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tREPLICAS\tACTION\tTRIGGERS (value -> wants)\tLIMITS\tREASON")
-	for _, r := range e.Decisions {
-		replicas := fmt.Sprintf("%d -> %d", r.Current, r.Desired)
-		switch {
-		case r.Error != "":
+	fmt.Fprintln(tw, "CONDITION\tSTATUS\tREASON\tMESSAGE")
+	for _, c := range st.Conditions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, dash(c.Message))
+	}
+	_ = tw.Flush()
+	if len(st.Triggers) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TRIGGER\tTYPE\tVALUE\tTHRESHOLD\tACTIVE\tPROBLEM")
+		for _, t := range st.Triggers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", t.Name, dash(t.Type), dash(t.Value), dash(t.Threshold), t.Active, dash(t.Problem))
+		}
+		_ = tw.Flush()
+	}
+	fmt.Fprintln(w)
+	if len(st.Decisions) == 0 {
+		fmt.Fprintln(w, "no decisions that changed the count yet")
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tREPLICAS\tACTION\tREASON")
+	for _, d := range st.Decisions {
+		replicas := fmt.Sprintf("%d -> %d", d.Current, d.Desired)
+		reason := d.Reason
+		if d.Error != "" {
 			replicas += " (write failed)"
-		case r.Desired != r.Current && !r.Written:
-			replicas += " (not written)"
+			reason += "; write failed: " + d.Error
 		}
-		reason := r.Reason
-		if r.Error != "" {
-			reason += "; write failed: " + r.Error
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format("15:04:05"), replicas, r.Action, triggerCells(r.Triggers), limitCell(r.Decision), reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Time.UTC().Format("15:04:05"), replicas, d.Action, reason)
 	}
 	_ = tw.Flush()
 }
 
-func triggerCells(ts []scaling.TriggerDecision) string {
-	if len(ts) == 0 {
+func count(p *int32) string {
+	if p == nil {
 		return "-"
 	}
-	cells := make([]string, len(ts))
-	for i, t := range ts {
-		if !t.Valid {
-			cells[i] = t.Name + "=" + t.Problem
-			continue
-		}
-		cells[i] = fmt.Sprintf("%s=%s -> %d", t.Name, strconv.FormatFloat(t.Value, 'g', 4, 64), t.Desired)
-	}
-	return strings.Join(cells, ", ")
+	return fmt.Sprint(*p)
 }
 
-func limitCell(d scaling.Decision) string {
-	s := fmt.Sprintf("%d..%d", d.Min, d.Max)
-	if d.Stabilization != "" {
-		s += " " + d.Stabilization
-	}
-	if d.Limit != "" && d.Limit != scaling.LimitNone {
-		s += " " + d.Limit
+func dash(s string) string {
+	if s == "" {
+		return "-"
 	}
 	return s
 }

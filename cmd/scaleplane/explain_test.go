@@ -1,18 +1,14 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/scaleplane/scaleplane/controllers/autoscaler"
-	"github.com/scaleplane/scaleplane/scaling"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -47,85 +43,68 @@ func TestParseTarget(t *testing.T) {
 	}
 }
 
-func TestRenderExplanation(t *testing.T) {
+// Issue 13 item 2: explain prints the Scaling for a person.
+func TestIssue13ExplainRendersTheScaling(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	e := autoscaler.Explanation{
-		Kind: "RackedCluster", Resource: "rackedclusters", Namespace: "shop", Name: "cart",
-		State: autoscaler.StateAutoscaling, PollingIntervalSeconds: 15, LastActivity: t0.Add(-time.Minute),
-		Decisions: []autoscaler.Record{
-			{Written: true, Decision: scaling.Decision{Time: t0, Current: 2, Desired: 6, Action: scaling.ActionScaleUp, Min: 1, Max: 10,
-				Reason: "Scale up from 2 to 6: rps=103 > 20 per replica",
-				Triggers: []scaling.TriggerDecision{
-					{Name: "rps", Valid: true, Value: 103, Desired: 6},
-					{Name: "queue", Problem: "no data"},
-				}}},
-			{Error: "conflict", Decision: scaling.Decision{Time: t0.Add(15 * time.Second), Current: 6, Desired: 4, Action: scaling.ActionScaleDown, Min: 1, Max: 10,
-				Reason: "Scale down from 6 to 4: all triggers below target (rps=70 < 20 per replica)", Limit: scaling.LimitNone,
-				Stabilization: "ScaleDownStabilized",
-				Triggers:      []scaling.TriggerDecision{{Name: "rps", Valid: true, Value: 70, Desired: 4}}}},
+	i := func(n int32) *int32 { return &n }
+	s := &v1alpha1.Scaling{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart-rackedcluster", OwnerReferences: []metav1.OwnerReference{{Name: "cart"}}},
+		Spec:       v1alpha1.ScalingSpec{TargetRef: v1alpha1.ScalingTargetRef{APIVersion: "samples.scaleplane.io/v1alpha1", Kind: "RackedCluster", Name: "cart"}},
+		Status: v1alpha1.ScalingStatus{
+			Mode: v1alpha1.ScalingModeTriggers, Replicas: i(4), DesiredReplicas: i(4), MinReplicas: i(0), MaxReplicas: i(10),
+			LastScaleTime: &metav1.Time{Time: t0.Add(-time.Minute)},
+			LastActivity:  &metav1.MicroTime{Time: t0.Add(-2 * time.Minute)},
+			Conditions: []metav1.Condition{
+				{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"},
+				{Type: "Active", Status: metav1.ConditionTrue, Reason: "Autoscaling", Message: "the trigger autoscaler scales this workload"},
+			},
+			Triggers: []v1alpha1.TriggerStatus{{Name: "rps", Type: "AverageValue", Value: "35", Threshold: "10", Active: true}},
+			Decisions: []v1alpha1.ScalingDecision{
+				{Time: metav1.MicroTime{Time: t0.Add(-3 * time.Minute)}, Current: 0, Desired: 1, Action: "WakeUp", Reason: "Wake up from 0 to 1: activity"},
+				{Time: metav1.MicroTime{Time: t0.Add(-time.Minute)}, Current: 1, Desired: 4, Action: "ScaleUp", Reason: "Scale up from 1 to 4", Error: "conflict"},
+			},
 		},
 	}
 	var b strings.Builder
-	renderExplanation(&b, e)
-	want := `RackedCluster shop/cart: Autoscaling
-polling every 15s; last activity 2026-06-01T11:59:00Z
+	renderScaling(&b, s, t0)
+	want := `RackedCluster shop/cart: triggers
+replicas 4, desired 4, range 0..10; last scale 2026-06-01T11:59:00Z (1m0s ago); last activity 2026-06-01T11:58:00Z
 
-TIME      REPLICAS               ACTION     TRIGGERS (value -> wants)    LIMITS                     REASON
-12:00:00  2 -> 6                 ScaleUp    rps=103 -> 6, queue=no data  1..10                      Scale up from 2 to 6: rps=103 > 20 per replica
-12:00:15  6 -> 4 (write failed)  ScaleDown  rps=70 -> 4                  1..10 ScaleDownStabilized  Scale down from 6 to 4: all triggers below target (rps=70 < 20 per replica); write failed: conflict
+CONDITION  STATUS  REASON       MESSAGE
+Ready      True    Ready        -
+Active     True    Autoscaling  the trigger autoscaler scales this workload
+
+TRIGGER  TYPE          VALUE  THRESHOLD  ACTIVE  PROBLEM
+rps      AverageValue  35     10         true    -
+
+TIME      REPLICAS               ACTION   REASON
+11:57:00  0 -> 1                 WakeUp   Wake up from 0 to 1: activity
+11:59:00  1 -> 4 (write failed)  ScaleUp  Scale up from 1 to 4; write failed: conflict
 `
 	if diff := cmp.Diff(want, b.String()); diff != "" {
-		t.Errorf("table (-want +got):\n%s", diff)
-	}
-
-	b.Reset()
-	renderExplanation(&b, autoscaler.Explanation{Kind: "Function", Namespace: "a", Name: "b", State: autoscaler.StatePaused,
-		Message: `annotation scaleplane.io/paused is "true": remove it to resume autoscaling`, PollingIntervalSeconds: 1})
-	want = `Function a/b: Paused (annotation scaleplane.io/paused is "true": remove it to resume autoscaling)
-polling every 1s
-no decisions yet
-`
-	if diff := cmp.Diff(want, b.String()); diff != "" {
-		t.Errorf("paused (-want +got):\n%s", diff)
+		t.Errorf("explain (-want +got):\n%s", diff)
 	}
 }
 
-func TestFetchExplanationErrors(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Header.Get("Authorization") {
-		case "":
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-		case "Bearer denied":
-			http.Error(w, "Forbidden", http.StatusForbidden)
-		default:
-			if r.URL.Path != "/debug/autoscaler/shop/rackedclusters/cart" {
-				w.WriteHeader(http.StatusNotFound)
-				fmt.Fprint(w, `{"error": "resource \"x\" is not profiled"}`)
-				return
-			}
-			fmt.Fprint(w, `{"kind":"RackedCluster"}`)
-		}
-	}))
-	defer srv.Close()
+// The plugin's completion helper: commands, then explain's workloads.
+func TestIssue13PluginCompletion(t *testing.T) {
+	list := func() []string {
+		return []string{"shop/rackedcluster/cart", "shop/function/hello", "web/rackedcluster/front"}
+	}
 	cases := []struct {
-		name, server, token, resource, want string
+		args []string
+		want []string
 	}{
-		{"ok", srv.URL, "t", "rackedclusters", `{"kind":"RackedCluster"}`},
-		{"no token", srv.URL, "", "rackedclusters", "error: 401 Unauthorized: pass a bearer token the API server accepts (--token or --token-file)"},
-		{"denied", srv.URL, "denied", "rackedclusters", "error: 403 Forbidden: the token's user needs `get` on the non-resource URL /debug/autoscaler/* (a ClusterRole with nonResourceURLs)"},
-		{"server's message", srv.URL, "t", "x", `error: 404 Not Found: resource "x" is not profiled`},
-		{"bad server", "127.0.0.1:8443", "t", "rackedclusters", `error: --server "127.0.0.1:8443": give the metrics address as http://HOST:PORT (dev) or https://HOST:PORT`},
+		{nil, []string{"explain", "completion", "version", "help"}},
+		{[]string{"ex"}, []string{"explain"}},
+		{[]string{"explain", "shop/"}, []string{"shop/rackedcluster/cart", "shop/function/hello"}},
+		{[]string{"explain", "--j"}, []string{"--json"}},
+		{[]string{"completion", ""}, []string{"bash", "zsh"}},
+		{[]string{"explain", "shop/rackedcluster/cart", ""}, nil},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			body, err := fetchExplanation(context.Background(), srv.Client(), tc.server, tc.token, "shop", tc.resource, "cart")
-			got := string(body)
-			if err != nil {
-				got = "error: " + err.Error()
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
+		if diff := cmp.Diff(tc.want, completeArgs(tc.args, list)); diff != "" {
+			t.Errorf("completeArgs(%q) (-want +got):\n%s", tc.args, diff)
+		}
 	}
 }

@@ -3,10 +3,14 @@
 //
 //	scaleplane --config=/etc/scaleplane/config.yaml   run in a cluster
 //	scaleplane dev                                    run everything on an embedded control plane
-//	scaleplane explain NAMESPACE/RESOURCE/NAME         show the autoscaler's last decisions
 //	scaleplane profile init --crd NAME                 print a ScaleProfile for a CRD
 //	scaleplane config check -f FILE --crd FILE         check profiles against CRD files offline
+//	scaleplane explain NAMESPACE/RESOURCE/NAME         show what scaleplane does with a workload and why
+//	scaleplane completion bash|zsh                     print a shell completion script
 //	scaleplane version                                 print version, commit and Go version
+//
+// Installed as kubectl-scaleplane (make build writes both names), it is the
+// kubectl plugin "scaleplane": kubectl scaleplane explain NS/RESOURCE/NAME.
 package main
 
 import (
@@ -14,8 +18,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"k8s.io/client-go/rest"
@@ -27,7 +34,58 @@ import (
 )
 
 func main() {
+	if isPluginCompletion(os.Args[0]) {
+		os.Exit(pluginCompletionMain(os.Args[1:]))
+	}
+	if isPlugin(os.Args[0]) {
+		os.Exit(runPlugin(os.Args[1:]))
+	}
 	os.Exit(run(os.Args[1:]))
+}
+
+// pluginName is the binary's name as a kubectl plugin.
+const pluginName = "kubectl-scaleplane"
+
+// pluginCompletionName is the binary's name as kubectl's completion helper
+// for the plugin: kubectl runs it for "kubectl scaleplane <TAB>".
+const pluginCompletionName = "kubectl_complete-scaleplane"
+
+func isPluginCompletion(argv0 string) bool {
+	return strings.TrimSuffix(filepath.Base(argv0), ".exe") == pluginCompletionName
+}
+
+// isPlugin reports whether the binary runs as kubectl's plugin (kubectl
+// runs kubectl-scaleplane with the words after "kubectl scaleplane").
+func isPlugin(argv0 string) bool {
+	return strings.TrimSuffix(filepath.Base(argv0), ".exe") == pluginName
+}
+
+// runPlugin is main as kubectl-scaleplane: the commands a kubectl user
+// runs; never the manager, which "kubectl scaleplane" with a typo would
+// otherwise start.
+func runPlugin(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "explain", "completion", "version":
+			return run(args)
+		case "help", "-h", "--help":
+			pluginUsage(os.Stdout)
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "kubectl scaleplane: unknown command %q\n", args[0])
+	}
+	pluginUsage(os.Stderr)
+	return 2
+}
+
+func pluginUsage(w io.Writer) {
+	fmt.Fprint(w, `kubectl scaleplane shows what scaleplane does with your workloads.
+
+Usage:
+  kubectl scaleplane explain NS/RESOURCE/NAME     what sets the workload's count, and the last decisions
+  kubectl scaleplane completion bash|zsh          print a shell completion script
+  kubectl scaleplane version [-o json]            print the version, commit and Go version
+`)
 }
 
 func run(args []string) int {
@@ -41,6 +99,8 @@ func run(args []string) int {
 			return profileMain(args[1:])
 		case "config":
 			return configMain(args[1:])
+		case "completion":
+			return completionMain(args[1:])
 		case "version":
 			return versionMain(args[1:])
 		case "help", "-h", "--help":
@@ -58,9 +118,10 @@ Usage:
   scaleplane [flags]                      run the webhooks, controllers and autoscaler
   scaleplane dev [flags]                  run everything on an embedded local control plane
   scaleplane dev load NS/NAME [flags]     send requests to a dev workload's sample pods
-  scaleplane explain NS/RESOURCE/NAME     print the autoscaler's last decisions for a workload
   scaleplane profile init (--crd NAME | -f FILE)  print a ScaleProfile and its RBAC for a CRD
   scaleplane config check -f FILE [--crd FILE]... check configurations and profiles against CRD files
+  scaleplane explain NS/RESOURCE/NAME     what sets a workload's count, and the last decisions (its Scaling)
+  scaleplane completion bash|zsh          print a shell completion script
   scaleplane version [-o json]            print the version, commit and Go version
 
 Run 'scaleplane <command> -h' for a command's flags.

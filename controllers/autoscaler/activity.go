@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // maxActivityBody is the largest body POST /activity/... accepts. It
@@ -68,10 +69,34 @@ func (a *Autoscaler) serveActivity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.opts.Now()
-	st := k.get(nn)
-	st.recordActivity(now)
-	k.enqueue(st)
-	writeJSON(w, http.StatusAccepted, ActivityResponse{Kind: k.kind, Namespace: nn.Namespace, Name: nn.Name, Recorded: now.UTC(), State: st.currentState()})
+	// Durably first, in the Scaling, whatever replica this is: the leader
+	// learns of it through its watch, a new leader finds it.
+	var durable error
+	if e.activity != nil {
+		durable = e.activity.record(r.Context(), k, u, now)
+	}
+	resp := ActivityResponse{Kind: k.kind, Namespace: nn.Namespace, Name: nn.Name, Recorded: now.UTC()}
+	if e.leader() {
+		// The leader also acts at once. Only the leader keeps memory of a
+		// workload: a replica that is not would keep it forever (nothing
+		// reconciles there to forget it).
+		st := k.get(nn)
+		st.recordActivity(now)
+		k.enqueue(st)
+		resp.State = st.currentState()
+	} else {
+		if durable != nil {
+			writeProblem(w, http.StatusServiceUnavailable, "record the activity in the Scaling: "+durable.Error()+"; retry")
+			return
+		}
+		if st := k.lookup(nn.Namespace, nn.Name); st != nil {
+			resp.State = st.currentState()
+		}
+	}
+	if durable != nil {
+		log.FromContext(r.Context()).Info("activity recorded in memory only", "workload", nn.String(), "error", durable.Error())
+	}
+	writeJSON(w, http.StatusAccepted, resp)
 }
 
 // validObjectPath answers 400 unless the path's namespace is a namespace

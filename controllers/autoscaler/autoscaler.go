@@ -13,12 +13,13 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -63,6 +64,11 @@ type Options struct {
 	// ForeignCheckInterval is how often the loop asks the RESTMapper
 	// whether KEDA's ScaledObject is served. Default 30 s.
 	ForeignCheckInterval time.Duration
+	// Namespace is scaleplane's own namespace, where the Scalings of
+	// cluster-scoped workloads live. Default scaleplane-system.
+	Namespace string
+	// ScalingWrites bounds the writes of Scaling objects.
+	ScalingWrites ScalingWrites
 	// SkipNameValidation lets several managers in one process register
 	// the same controller names; only tests need it.
 	SkipNameValidation bool
@@ -95,6 +101,10 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Namespace == "" {
+		o.Namespace = "scaleplane-system"
+	}
+	o.ScalingWrites.defaults()
 }
 
 // Autoscaler is the trigger autoscaler of every profiled kind. Build it
@@ -118,9 +128,34 @@ type Autoscaler struct {
 type env struct {
 	cache  client.Reader
 	writer client.Client
-	events events.EventRecorder
+	// events are the controllers' core/v1 recorder (controllers.EventRecorder):
+	// one way to record events, whose correlator keeps the newest message
+	// of a repeated reason.
+	events record.EventRecorder
 	// foreign is nil in unit tests that run without a manager.
 	foreign *foreignFinder
+	// scalings writes Scaling objects; nil in unit tests without one.
+	scalings *scalingWriter
+	// activity records POST /activity/... in Scalings; nil in unit tests.
+	activity *activityWriter
+	// api reads past the cache and elected is closed once this replica
+	// leads (both nil in unit tests: activity is then recorded in memory
+	// only, as on a leader).
+	api     client.Reader
+	elected <-chan struct{}
+}
+
+// leader reports whether this replica runs the loops.
+func (e *env) leader() bool {
+	if e.elected == nil {
+		return true
+	}
+	select {
+	case <-e.elected:
+		return true
+	default:
+		return false
+	}
 }
 
 // New validates opts and builds the autoscaler; nothing runs until the
@@ -244,10 +279,18 @@ func (k *kindLoop) enqueue(st *workload) {
 	u := k.newObject()
 	u.SetNamespace(st.nn.Namespace)
 	u.SetName(st.nn.Name)
+	if !k.wakeObject(u) {
+		st.pending.Store(false)
+	}
+}
+
+// wakeObject queues a tick of u's workload, unless the channel is full.
+func (k *kindLoop) wakeObject(u *unstructured.Unstructured) bool {
 	select {
 	case k.wake <- event.GenericEvent{Object: u}:
+		return true
 	default:
-		st.pending.Store(false)
+		return false
 	}
 }
 
@@ -274,6 +317,11 @@ type workload struct {
 	warned       warnings
 	// gauges are the trigger names with a trigger_value series.
 	gauges []string
+	// restored is set once the workload's Scaling was read for what a
+	// previous leader left (syncScaling); scalingPrev is the status last
+	// offered, for conditions' transition times.
+	restored    bool
+	scalingPrev *v1alpha1.ScalingStatus
 
 	// activity is the latest activity signal, in Unix nanoseconds.
 	activity atomic.Int64
@@ -285,6 +333,10 @@ type workload struct {
 	message  string
 	interval time.Duration
 	records  ring
+	// lastRec is the last tick's record while Autoscaling, and changes the
+	// decisions that changed (or tried to) the count, for the Scaling.
+	lastRec *Record
+	changes []v1alpha1.ScalingDecision
 	// scrape is true when a trigger reads the embedded store, so the
 	// workload's pods are scraped.
 	scrape bool
@@ -351,6 +403,7 @@ func (st *workload) publish(s State, msg string, interval time.Duration, rec *Re
 	if s != StateAutoscaling && st.state == StateAutoscaling {
 		st.history = &scaling.History{}
 		st.lastTick = time.Time{}
+		st.lastRec = nil
 	}
 	st.state, st.message = s, msg
 	if interval > 0 {
@@ -358,5 +411,10 @@ func (st *workload) publish(s State, msg string, interval time.Duration, rec *Re
 	}
 	if rec != nil {
 		st.records.add(*rec)
+		st.noteChange(rec)
+		if s == StateAutoscaling {
+			r := *rec
+			st.lastRec = &r
+		}
 	}
 }

@@ -36,8 +36,6 @@ func viewOf(t testing.TB, kind string) *profile.Compiled {
 	return nil
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // testSources are the trigger sources of this package's tests: those of
 // NewSources (cron, and promql over embedded when it is not nil) and the
 // test scalers "fixed" and "blocking".

@@ -34,6 +34,9 @@ import (
 //   - inflight.mu: the reconciles in flight, for the worker gauges.
 //   - foreignFinder.mu (foreign.go): when KEDA was last looked for; released
 //     before the RESTMapper is asked.
+//   - scalingWriter.mu (scalings.go) and activityWriter.mu
+//     (activitywriter.go): what waits to be written; released before every
+//     API call.
 //
 // Without a lock: workload.activity and workload.pending are atomic, so a
 // gateway's activity signal never waits for a tick; Autoscaler.env is an
@@ -109,6 +112,10 @@ func (k *kindLoop) forget(ctx context.Context, nn types.NamespacedName) {
 	st := k.workloads[nn]
 	delete(k.workloads, nn)
 	k.mu.Unlock()
+	if e := k.a.env.Load(); e != nil && e.scalings != nil {
+		// Namespaced workloads' Scalings go with them (owner reference).
+		e.scalings.forget(ctx, k.scalingKey(nn), nn.Namespace == "" && e.scalings.served.Load())
+	}
 	if st == nil {
 		return
 	}

@@ -24,8 +24,16 @@ import (
 // recorder collects events as "Type Reason: note".
 type recorder struct{ got []string }
 
-func (r *recorder) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, _, note string, args ...interface{}) {
+func (r *recorder) Event(_ runtime.Object, eventtype, reason, note string) {
+	r.got = append(r.got, eventtype+" "+reason+": "+note)
+}
+
+func (r *recorder) Eventf(_ runtime.Object, eventtype, reason, note string, args ...interface{}) {
 	r.got = append(r.got, eventtype+" "+reason+": "+fmt.Sprintf(note, args...))
+}
+
+func (r *recorder) AnnotatedEventf(o runtime.Object, _ map[string]string, eventtype, reason, note string, args ...interface{}) {
+	r.Eventf(o, eventtype, reason, note, args...)
 }
 
 // fixedValue is the value the "fixed" test source reports.

@@ -23,11 +23,8 @@ import (
 	"github.com/scaleplane/scaleplane/promql"
 )
 
-// Names of the controllers and of the events' reporting controller.
-const (
-	ControllerPrefix  = "scaleplane-autoscaler-"
-	EventRecorderName = "scaleplane-autoscaler"
-)
+// ControllerPrefix names the controllers: scaleplane-autoscaler-<kind>.
+const ControllerPrefix = "scaleplane-autoscaler-"
 
 // SetupWithManager registers one controller per kind with mgr. They run
 // only on the elected leader (controller-runtime controllers need leader
@@ -75,12 +72,25 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 	// Workloads are read as the manager's scheme knows them: typed kinds
 	// from the typed informer the embedding operator shares.
 	cached := internalobjects.Reader(mgr.GetCache(), mgr.GetScheme())
+	writer := newScalingWriter(mgr.GetClient(), a.opts.ScalingWrites, a.opts.Now)
 	a.env.Store(&env{
-		cache:   cached,
-		writer:  mgr.GetClient(),
-		events:  mgr.GetEventRecorder(EventRecorderName),
-		foreign: &foreignFinder{cache: cached, mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
+		cache:    cached,
+		writer:   mgr.GetClient(),
+		events:   controllers.EventRecorder(mgr),
+		foreign:  &foreignFinder{cache: cached, mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
+		scalings: writer,
+		activity: newActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace),
+		api:      mgr.GetAPIReader(),
+		elected:  mgr.Elected(),
 	})
+	// Scalings (scalings.go): the writer and the watch that learns of
+	// activity recorded by any replica, both on the leader.
+	if err := mgr.Add(writer); err != nil {
+		return fmt.Errorf("add the Scaling writer: %w", err)
+	}
+	if err := mgr.Add(scalingWatch{a: a, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), every: a.opts.ForeignCheckInterval}); err != nil {
+		return fmt.Errorf("add the Scaling watch: %w", err)
+	}
 	// The worker gauges follow the manager's life, on every replica (a
 	// replica that is not the leader shows its workers idle).
 	if err := mgr.Add(gaugesWhileRunning{a}); err != nil {

@@ -18,15 +18,9 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// Event actions (events.k8s.io/v1 requires one) and the reasons this
-// package adds to config's.
-const (
-	actionScale     = "Scale"
-	actionAutoscale = "Autoscale"
-	// ReasonInvalidPause is the Warning reason for a paused-replicas
-	// annotation that is not a count.
-	ReasonInvalidPause = "InvalidPauseAnnotation"
-)
+// ReasonInvalidPause is the Warning reason for a paused-replicas
+// annotation that is not a count.
+const ReasonInvalidPause = "InvalidPauseAnnotation"
 
 // Reconcile is one workload's tick: get it, decide whether it is ours and
 // whether a tick is due, sample, decide, write.
@@ -46,9 +40,16 @@ func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		k.forget(ctx, req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
+	if e.scalings != nil && !e.scalings.known.Load() {
+		// A new leader restores History from the Scaling before deciding.
+		return reconcile.Result{RequeueAfter: 250 * time.Millisecond}, nil
+	}
 	st := k.get(req.NamespacedName)
 	st.pending.Store(false)
-	return k.reconcile(ctx, e, u, st)
+	k.syncScaling(ctx, e, st)
+	res, err := k.reconcile(ctx, e, u, st)
+	k.offerScaling(e, u, st)
+	return res, err
 }
 
 func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstructured, st *workload) (reconcile.Result, error) {
@@ -68,7 +69,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 	interval := pollingInterval(w.Config, k.a.opts.PollingInterval)
 
 	p := readPause(u.GetAnnotations())
-	k.warn(e, u, st, ReasonInvalidPause, actionAutoscale, p.Problem)
+	k.warn(e, u, st, ReasonInvalidPause, p.Problem)
 	switch {
 	case p.Problem != "":
 		st.publish(StatePaused, p.Problem, interval, nil)
@@ -91,7 +92,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 			note = fmt.Sprintf("trigger autoscaler standing down: %s also scales this workload; remove it, or remove the scale config's triggers and idle settings",
 				strings.Join(foreign, ", "))
 		}
-		k.warn(e, u, st, v1alpha1.ReasonForeignAutoscaler, actionAutoscale, note)
+		k.warn(e, u, st, v1alpha1.ReasonForeignAutoscaler, note)
 		if note != "" {
 			// HPAs are not watched here: look again next interval.
 			st.publish(StateForeign, note, interval, nil)
@@ -110,7 +111,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 
 	d := k.decide(ctx, e, st, w, now, activity)
 	k.signalDependencies(u.GetNamespace(), d)
-	k.warn(e, u, st, v1alpha1.ReasonInvalidTrigger, actionAutoscale, triggerProblems(d))
+	k.warn(e, u, st, v1alpha1.ReasonInvalidTrigger, triggerProblems(d))
 	rec := Record{Decision: d, LastActivity: activity}
 	res := reconcile.Result{RequeueAfter: interval}
 	if d.Desired != d.Current {
@@ -122,15 +123,15 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 				// new count as soon as the watch delivers it.
 				st.lastTick = time.Time{}
 			} else {
-				k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, fmt.Sprintf("write %d replicas through /scale: %v", d.Desired, err))
+				k.warn(e, u, st, v1alpha1.ReasonWriteFailed, fmt.Sprintf("write %d replicas through /scale: %v", d.Desired, err))
 			}
 		} else {
 			rec.Written = true
 			// The HPA stores a scale event only after a successful update.
 			st.history.RecordScale(w.Config, d)
-			k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, "")
+			k.warn(e, u, st, v1alpha1.ReasonWriteFailed, "")
 			if e.events != nil {
-				e.events.Eventf(u, nil, corev1.EventTypeNormal, v1alpha1.ReasonScaled, actionScale, "%s", eventNote(d))
+				e.events.Eventf(u, corev1.EventTypeNormal, v1alpha1.ReasonScaled, "%s", eventNote(d))
 			}
 		}
 	}
@@ -203,7 +204,7 @@ func (k *kindLoop) signalDependencies(ns string, d scaling.Decision) {
 func (k *kindLoop) hold(ctx context.Context, e *env, u *unstructured.Unstructured, st *workload, cur, hold int32, interval time.Duration) (reconcile.Result, error) {
 	msg := fmt.Sprintf("annotation %s holds the count at %d: remove it to resume autoscaling", v1alpha1.AnnotationPausedReplicas, hold)
 	if cur == hold {
-		k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, "")
+		k.warn(e, u, st, v1alpha1.ReasonWriteFailed, "")
 		st.publish(StateHeld, msg, interval, nil)
 		return reconcile.Result{}, nil
 	}
@@ -218,13 +219,13 @@ func (k *kindLoop) hold(ctx context.Context, e *env, u *unstructured.Unstructure
 			// watch brings the new version; hold again then.
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
-		k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, fmt.Sprintf("write %d replicas through /scale: %v", hold, err))
+		k.warn(e, u, st, v1alpha1.ReasonWriteFailed, fmt.Sprintf("write %d replicas through /scale: %v", hold, err))
 		return reconcile.Result{RequeueAfter: interval}, nil
 	}
 	rec.Written = true
-	k.warn(e, u, st, v1alpha1.ReasonWriteFailed, actionScale, "")
+	k.warn(e, u, st, v1alpha1.ReasonWriteFailed, "")
 	if e.events != nil {
-		e.events.Eventf(u, nil, corev1.EventTypeNormal, v1alpha1.ReasonScaled, actionScale,
+		e.events.Eventf(u, corev1.EventTypeNormal, v1alpha1.ReasonScaled,
 			"Held at %d (from %d): annotation %s", hold, cur, v1alpha1.AnnotationPausedReplicas)
 	}
 	st.publish(StateHeld, msg, interval, &rec)
@@ -265,8 +266,8 @@ func (k *kindLoop) writeScale(ctx context.Context, e *env, u *unstructured.Unstr
 
 // warn emits a Warning when note differs from the last one for reason, and
 // forgets the reason when note is empty (see warnings.next).
-func (k *kindLoop) warn(e *env, u *unstructured.Unstructured, st *workload, reason, action, note string) {
+func (k *kindLoop) warn(e *env, u *unstructured.Unstructured, st *workload, reason, note string) {
 	if st.warned.next(reason, note) && e != nil && e.events != nil {
-		e.events.Eventf(u, nil, corev1.EventTypeWarning, reason, action, "%s", note)
+		e.events.Eventf(u, corev1.EventTypeWarning, reason, "%s", note)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,12 +15,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/e2e/controlplane"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -85,6 +90,81 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 	if len(actions) == 0 || actions[len(actions)-1] != scaling.ActionScaleDown {
 		t.Errorf("written actions in the explanation: %v, want the last to be ScaleDown (scaled up to %d first)", actions, up.Replicas)
 	}
+	// Issue 13 item 1: the Scaling shows the same, through kubectl.
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		s, err := getScaling(ctx, ns, "web-rackedcluster")
+		if err != nil {
+			return false, err.Error()
+		}
+		var last string
+		if n := len(s.Status.Decisions); n > 0 {
+			last = s.Status.Decisions[n-1].Action
+		}
+		ok := s.Status.Mode == v1alpha1.ScalingModeTriggers && s.Status.Replicas != nil && *s.Status.Replicas == 1 &&
+			last == string(scaling.ActionScaleDown) && len(s.Status.Triggers) == 1 && s.Status.History != nil &&
+			s.Status.LastScaleTime != nil && len(s.OwnerReferences) == 1 && s.OwnerReferences[0].Name == "web"
+		return ok, fmt.Sprintf("mode %q, replicas %v, last decision %q, triggers %v, owners %v", s.Status.Mode, s.Status.Replicas, last, s.Status.Triggers, s.OwnerReferences)
+	})
+	out, err := cluster.Kubectl(context.Background(), "get", "scalings", "-n", ns)
+	if err != nil {
+		t.Fatalf("kubectl get scalings: %v: %s", err, out)
+	}
+	for _, col := range []string{"TARGET", "MODE", "REPLICAS", "DESIRED", "MIN", "MAX", "ACTIVE", "REASON", "LAST SCALE", "RackedCluster/web", "triggers", "Autoscaling"} {
+		if !strings.Contains(out, col) {
+			t.Errorf("kubectl get scalings lacks %q:\n%s", col, out)
+		}
+	}
+	// Issue 13 item 2: the kubectl plugin reads it through the kubeconfig.
+	out = kubectlPlugin(t, "scaleplane", "explain", ns+"/rackedclusters/web")
+	for _, want := range []string{"RackedCluster " + ns + "/web: triggers", "CONDITION", "Active", "TRIGGER", "rps", "ScaleUp", "ScaleDown"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl scaleplane explain lacks %q:\n%s", want, out)
+		}
+	}
+	// And kubectl completes the plugin's workloads from the Scalings.
+	out = kubectlPlugin(t, "__complete", "scaleplane", "explain", ns+"/")
+	if !strings.Contains(out, ns+"/rackedcluster/web\n") {
+		t.Errorf("kubectl __complete scaleplane explain %s/ does not offer %s/rackedcluster/web:\n%s", ns, ns, out)
+	}
+}
+
+// kubectlPlugin runs the real kubectl with KUBECONFIG set and
+// kubectl-scaleplane (scaleplane built under that name) first on PATH:
+// `kubectl scaleplane ...` as a user runs it.
+func kubectlPlugin(t *testing.T, args ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-scaleplane"), "./cmd/scaleplane")
+	build.Dir = framework.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build kubectl-scaleplane: %v\n%s", err, out)
+	}
+	// Its completion helper, as make build links it.
+	if err := os.Link(filepath.Join(dir, "kubectl-scaleplane"), filepath.Join(dir, "kubectl_complete-scaleplane")); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := controlplane.Binary(controlplane.KubectlBinary)
+	cmd := exec.Command(kubectl, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig, "PATH="+dir+string(os.PathListSeparator)+filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// getScaling reads a Scaling.
+func getScaling(ctx context.Context, ns, name string) (*v1alpha1.Scaling, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(autoscaler.ScalingGVK)
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		return nil, err
+	}
+	s := &v1alpha1.Scaling{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // With minReplicas 0 and a short idle timeout, no requests take the
@@ -128,6 +208,14 @@ func testIdleGoesToZeroAndActivityWakesIt(t *testing.T, e *env) {
 	if !strings.Contains(note, "activity at") {
 		t.Errorf("wake-up event does not name the activity: %q", note)
 	}
+	// Issue 13 item 2: the activity is in the Scaling, for every replica.
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		s, err := getScaling(ctx, ns, "fn-rackedcluster")
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.Status.LastActivity != nil, fmt.Sprintf("lastActivity %v", s.Status.LastActivity)
+	})
 }
 
 // A metrics outage (the exporter answers 500, or stops) leaves the trigger

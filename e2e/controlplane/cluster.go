@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	scaleplaneconfig "github.com/scaleplane/scaleplane/config"
 )
 
 // Options says what a control plane starts with.
@@ -157,6 +159,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if len(crdPaths) == 0 && len(opts.CRDs) == 0 {
 		crdPaths = []string{filepath.Join(RepoRoot(), "config", "samples", "crd")}
 	}
+	// scaleplane's Scaling CRD is always there, as config/default installs
+	// it: every scaleplane started on this control plane writes Scalings.
+	scalingCRD, err := scaleplaneconfig.ScalingCRD()
+	if err != nil {
+		return nil, err
+	}
+	opts.CRDs = append(append([]*apiextensionsv1.CustomResourceDefinition(nil), opts.CRDs...), scalingCRD)
 	c.Scheme = opts.Scheme
 	if c.Scheme == nil {
 		c.Scheme = runtime.NewScheme()

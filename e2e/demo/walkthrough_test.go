@@ -282,13 +282,28 @@ func (w *walk) run(s stepLine) {
 		r := w.waitRCL("web", 60*time.Second, "awake at 1, racks ready", func(r rcl) bool { return r.settled() && r.replicas == 1 })
 		w.logf("web: %s", r)
 
-	case strings.Contains(cmd, "explain"):
-		out := w.untilOK(cmd, ok(cmd))
-		for _, action := range []string{"WakeUp", "ScaleUp", "ScaleToZero"} {
-			if !strings.Contains(out, action) {
-				t.Errorf("%q shows no %s decision:\n%s", cmd, action, out)
+	case strings.Contains(cmd, "get scalings"):
+		// Issue 13: a Scaling per sample workload, web autoscaled by triggers.
+		w.logf("%s", w.untilOK(cmd, func(out string, err error) (bool, string) {
+			for _, want := range []string{"TARGET", "MODE", "LAST SCALE", "RackedCluster/web", "triggers", "RackedCluster/autoscaled", "hpa", "Function/hello", "WorkerGroup/inference"} {
+				if !strings.Contains(out, want) {
+					return false, fmt.Sprintf("%q lacks %q (err %v):\n%s", cmd, want, err, out)
+				}
 			}
-		}
+			return err == nil, fmt.Sprintf("%q failed: %v", cmd, err)
+		}))
+
+	case strings.Contains(cmd, "explain"):
+		// The Scaling follows the decisions within its write budget (a few
+		// seconds): wait for the last ones.
+		out := w.untilOK(cmd, func(out string, err error) (bool, string) {
+			for _, action := range []string{"WakeUp", "ScaleUp", "ScaleToZero"} {
+				if !strings.Contains(out, action) {
+					return false, fmt.Sprintf("%q shows no %s decision (err %v):\n%s", cmd, action, err, out)
+				}
+			}
+			return err == nil, fmt.Sprintf("%q failed: %v", cmd, err)
+		})
 		w.logf("%s", out)
 
 	default:

@@ -74,6 +74,8 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 		SampleTimeout:   limits.Timeout,
 		TickTimeout:     seconds(cfg.Autoscaler.Queries.TickTimeoutSeconds),
 		OnTriggerQuery:  store.RequestQuery,
+		// Scalings of cluster-scoped workloads live beside scaleplane.
+		Namespace: opts.Namespace,
 		// Several managers in one process (tests) need distinct names.
 		SkipNameValidation: opts.SkipControllerNameValidation,
 	})

@@ -1,0 +1,176 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+)
+
+// activityWriter records POST /activity/... in the workload's Scaling, on
+// whichever replica receives it, so that the leader learns of it through
+// its watch of Scalings and a new leader finds it. Writes are a status
+// patch of lastActivity alone, coalesced to at most one per workload per
+// window: the first signal is written at once, later ones within the
+// window are kept and the newest is written when the window ends. A patch
+// never moves lastActivity back: it reads the Scaling first and carries
+// its resourceVersion, so two replicas racing cannot overwrite a newer
+// time with an older one. Entries live only while a window is open, so
+// a replica that is not the leader keeps no memory of workloads. A token
+// bucket over every workload (ActivityWriteQPS) bounds the replica's
+// writes: past it a signal waits in its window, which stays open until a
+// token frees, so a flood of activity for many workloads lengthens the
+// windows instead of flooding the API server.
+type activityWriter struct {
+	c      client.Client
+	api    client.Reader
+	ns     string
+	window time.Duration
+	// after runs f after d (time.AfterFunc); tests replace it.
+	after func(d time.Duration, f func())
+	// limiter bounds the writes of this replica.
+	limiter *rate.Limiter
+
+	mu   sync.Mutex
+	open map[types.NamespacedName]*activityEntry
+
+	writes atomic.Int64
+}
+
+type activityEntry struct {
+	pending  time.Time
+	workload *unstructured.Unstructured
+	kind     *kindLoop
+}
+
+func newActivityWriter(c client.Client, api client.Reader, ns string) *activityWriter {
+	return &activityWriter{
+		c: c, api: api, ns: ns, window: time.Second,
+		after:   func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+		limiter: rate.NewLimiter(ActivityWriteQPS, ActivityWriteBurst),
+		open:    map[types.NamespacedName]*activityEntry{},
+	}
+}
+
+// ActivityWriteQPS and ActivityWriteBurst bound one replica's writes of
+// activity to Scalings.
+const (
+	ActivityWriteQPS   = 50
+	ActivityWriteBurst = 100
+)
+
+// record writes activity at t for workload u of kind k, or, within the
+// window of the last write, keeps it for the window's end. It returns the
+// write's error (nil when coalesced).
+func (w *activityWriter) record(ctx context.Context, k *kindLoop, u *unstructured.Unstructured, t time.Time) error {
+	key := k.scalingKey(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+	w.mu.Lock()
+	if e := w.open[key]; e != nil {
+		if t.After(e.pending) {
+			e.pending, e.workload = t, u
+		}
+		w.mu.Unlock()
+		return nil
+	}
+	e := &activityEntry{workload: u, kind: k}
+	w.open[key] = e
+	if !w.limiter.Allow() {
+		// Over the replica's budget: written when the window ends.
+		e.pending = t
+		w.mu.Unlock()
+		w.after(w.window, func() { w.windowEnd(key) })
+		return nil
+	}
+	w.mu.Unlock()
+	err := w.write(ctx, k, u, key, t)
+	w.after(w.window, func() { w.windowEnd(key) })
+	return err
+}
+
+// windowEnd writes what arrived during the window, opening a new one, or
+// closes the entry when nothing did.
+func (w *activityWriter) windowEnd(key types.NamespacedName) {
+	w.mu.Lock()
+	e := w.open[key]
+	if e == nil || e.pending.IsZero() {
+		delete(w.open, key)
+		w.mu.Unlock()
+		return
+	}
+	if !w.limiter.Allow() {
+		w.mu.Unlock()
+		w.after(w.window, func() { w.windowEnd(key) })
+		return
+	}
+	t, u, k := e.pending, e.workload, e.kind
+	e.pending = time.Time{}
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.write(ctx, k, u, key, t); err != nil {
+		ctrl.Log.WithName("activity").Info("record activity in the Scaling", "scaling", key.String(), "error", err.Error())
+	}
+	w.after(w.window, func() { w.windowEnd(key) })
+}
+
+// openEntries is how many workloads have a window open.
+func (w *activityWriter) openEntries() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.open)
+}
+
+// write sets the Scaling's status.lastActivity to t unless it already
+// holds t or later, creating the Scaling (as the leader would) when there
+// is none yet.
+func (w *activityWriter) write(ctx context.Context, k *kindLoop, u *unstructured.Unstructured, key types.NamespacedName, t time.Time) error {
+	want := metav1.NewMicroTime(t)
+	wantStr, _ := want.MarshalQueryParameter()
+	for attempt := 0; attempt < 4; attempt++ {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(ScalingGVK)
+		err := w.api.Get(ctx, key, cur)
+		if apierrors.IsNotFound(err) {
+			w.writes.Add(1)
+			obj := scalingObject(u, w.ns)
+			if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+				return fmt.Errorf("create Scaling %s: %w", key, err)
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read Scaling %s: %w", key, err)
+		}
+		if s, ok, _ := unstructured.NestedString(cur.Object, "status", "lastActivity"); ok {
+			var have metav1.MicroTime
+			if have.UnmarshalQueryParameter(s) == nil && !have.Time.Before(want.Time.Truncate(time.Microsecond)) {
+				return nil
+			}
+		}
+		base := cur.DeepCopy()
+		if err := unstructured.SetNestedField(cur.Object, wantStr, "status", "lastActivity"); err != nil {
+			return err
+		}
+		w.writes.Add(1)
+		err = w.c.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(v1alpha1.ActivityFieldManager))
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("patch the lastActivity of Scaling %s: %w", key, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("patch the lastActivity of Scaling %s: it kept changing; retry", key)
+}

@@ -1,0 +1,235 @@
+package autoscaler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers"
+)
+
+// How the kind loops use Scalings: a workload's Scaling is read (from the
+// manager's cache) on every reconcile of the leader, for the activity any
+// replica recorded in it, and, on the first reconcile of a workload this
+// leader has not seen, for the History and conditions the previous leader
+// left; the reconcile ends by offering the newest status to the writer.
+
+// scalingKey is where the Scaling of workload nn lives.
+func (k *kindLoop) scalingKey(nn types.NamespacedName) types.NamespacedName {
+	ns := nn.Namespace
+	if ns == "" {
+		ns = k.a.opts.Namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: ScalingName(nn.Name, k.kind)}
+}
+
+// readScaling returns the workload's Scaling from the cache, nil when there
+// is none or Scalings are not served.
+func (k *kindLoop) readScaling(ctx context.Context, e *env, nn types.NamespacedName) *v1alpha1.Scaling {
+	if e == nil || e.cache == nil || e.scalings == nil || !e.scalings.served.Load() {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ScalingGVK)
+	if err := e.cache.Get(ctx, k.scalingKey(nn), u); err != nil {
+		return nil
+	}
+	s := &v1alpha1.Scaling{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
+		ctrl.LoggerFrom(ctx).Info("Scaling unreadable; ignoring it", "error", err.Error())
+		return nil
+	}
+	return s
+}
+
+// syncScaling takes what the workload's Scaling holds that this replica's
+// memory may lack: the latest activity (any replica's POST /activity), and,
+// once per memory, the previous leader's History, conditions and
+// decisions, so that a new leader's first decision is the one the old
+// leader would have made.
+func (k *kindLoop) syncScaling(ctx context.Context, e *env, st *workload) {
+	s := k.readScaling(ctx, e, st.nn)
+	if s == nil {
+		st.restored = true
+		return
+	}
+	if t := s.Status.LastActivity; t != nil {
+		st.recordActivity(t.Time)
+	}
+	if st.restored {
+		return
+	}
+	st.restored = true
+	prev := s.Status.DeepCopy()
+	st.scalingPrev = prev
+	st.changes = prev.Decisions
+	if prev.Mode == v1alpha1.ScalingModeTriggers && prev.History != nil {
+		active := false
+		for _, t := range prev.Triggers {
+			active = active || t.Active
+		}
+		st.history = historyFromStatus(prev.History, active, k.a.opts.Now())
+	}
+}
+
+// offerScaling builds the workload's Scaling from what this reconcile
+// published and hands it to the writer.
+func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *workload) {
+	if e == nil || e.scalings == nil {
+		return
+	}
+	w, _ := k.view.Read(u)
+	st.mu.Lock()
+	in := scalingInput{
+		Kind: k.kind, Name: u.GetName(), Generation: u.GetGeneration(),
+		Workload: w, Layout: k.view.Layout(), Defaults: k.defaultMetrics,
+		State: st.state, Message: st.message,
+		History: st.history, Decisions: st.changes, Previous: st.scalingPrev,
+		Now: k.a.opts.Now(),
+	}
+	if st.lastRec != nil && st.state == StateAutoscaling {
+		d := st.lastRec.Decision
+		in.Decision = &d
+		in.WriteError = st.lastRec.Error
+	}
+	st.mu.Unlock()
+	if e.cache != nil && scalingMode(in.State, w, in.Layout, in.Defaults) == v1alpha1.ScalingModeHPA && u.GetNamespace() != "" {
+		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+		if err := e.cache.Get(context.Background(), types.NamespacedName{Namespace: u.GetNamespace(), Name: controllers.HPAName(u.GetName(), k.kind)}, hpa); err == nil {
+			in.HPA = &hpa.Status
+		}
+	}
+	status := buildScalingStatus(in)
+	if t := st.lastActivity(); !t.IsZero() {
+		status.LastActivity = microOrNil(t)
+	}
+	st.scalingPrev = &status
+	e.scalings.offer(scalingObject(u, k.a.opts.Namespace), status, in.Now)
+}
+
+// noteChange keeps a decision that changed, or tried to change, the count
+// for status.decisions. Called under st.mu (publish).
+func (st *workload) noteChange(rec *Record) {
+	if rec == nil || (rec.Desired == rec.Current && rec.Error == "") {
+		return
+	}
+	d := v1alpha1.ScalingDecision{
+		Time: microTimeOf(rec.Time), Current: rec.Current, Desired: rec.Desired,
+		Action: string(rec.Action), Reason: truncate(rec.Reason, maxNote), Error: truncate(rec.Error, maxNote),
+	}
+	st.changes = append(append([]v1alpha1.ScalingDecision(nil), st.changes...), d)
+	if n := len(st.changes); n > maxScalingDecisions {
+		st.changes = st.changes[n-maxScalingDecisions:]
+	}
+}
+
+// scalingWatch runs on the leader: it learns whether Scalings are served
+// (the writer holds its writes until they are) and turns a Scaling whose
+// lastActivity moved into a wake-up of its workload, so that activity
+// posted to any replica reaches the leader's loop.
+type scalingWatch struct {
+	a      *Autoscaler
+	cache  cache.Cache
+	mapper meta.RESTMapper
+	every  time.Duration
+}
+
+func (s scalingWatch) NeedLeaderElection() bool { return true }
+
+func (s scalingWatch) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("scalings")
+	e := s.a.env.Load()
+	warned := false
+	for {
+		_, err := s.mapper.RESTMapping(ScalingGVK.GroupKind(), ScalingGVK.Version)
+		if err == nil {
+			break
+		}
+		wait := time.Second
+		if meta.IsNoMatchError(err) {
+			// Known not served: the loops run without Scalings.
+			e.scalings.known.Store(true)
+			wait = s.every
+			if !warned {
+				log.Error(err, "scalings.scaleplane.io is not served: install scaleplane's CRDs (config/crd); until then no Scaling is written and activity reaches only the replica that receives it")
+				warned = true
+			}
+		} else {
+			// Discovery failed: the loops wait (a new leader must not
+			// decide before it could restore the History); ask again soon.
+			log.Info("cannot tell whether Scalings are served yet; retrying", "error", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ScalingGVK)
+	inf, err := s.cache.GetInformer(ctx, u)
+	if err != nil {
+		return fmt.Errorf("watch Scalings: %w", err)
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*unstructured.Unstructured)
+			n, ok2 := newObj.(*unstructured.Unstructured)
+			if !ok1 || !ok2 {
+				return
+			}
+			before, _, _ := unstructured.NestedString(o.Object, "status", "lastActivity")
+			after, _, _ := unstructured.NestedString(n.Object, "status", "lastActivity")
+			if after != "" && after != before {
+				s.a.wakeFromScaling(n)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watch Scalings: %w", err)
+	}
+	e.scalings.served.Store(true)
+	e.scalings.known.Store(true)
+	<-ctx.Done()
+	return nil
+}
+
+// wakeFromScaling queues a tick of the workload a Scaling names.
+func (a *Autoscaler) wakeFromScaling(s *unstructured.Unstructured) {
+	kind, _, _ := unstructured.NestedString(s.Object, "spec", "targetRef", "kind")
+	apiVersion, _, _ := unstructured.NestedString(s.Object, "spec", "targetRef", "apiVersion")
+	name, _, _ := unstructured.NestedString(s.Object, "spec", "targetRef", "name")
+	for _, k := range a.kinds {
+		gvk := k.view.GVK()
+		if gvk.Kind != kind || gvk.GroupVersion().String() != apiVersion {
+			continue
+		}
+		ns := s.GetNamespace()
+		if len(s.GetOwnerReferences()) == 0 && ns == a.opts.Namespace {
+			// A cluster-scoped workload's Scaling (scalingObject).
+			ns = ""
+		}
+		nn := types.NamespacedName{Namespace: ns, Name: name}
+		if st := k.lookup(nn.Namespace, nn.Name); st != nil {
+			k.enqueue(st)
+			return
+		}
+		u := k.newObject()
+		u.SetNamespace(nn.Namespace)
+		u.SetName(nn.Name)
+		k.wakeObject(u)
+		return
+	}
+}
+
+func microTimeOf(t time.Time) metav1.MicroTime { return metav1.NewMicroTime(t) }

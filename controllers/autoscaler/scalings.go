@@ -1,0 +1,412 @@
+package autoscaler
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+)
+
+// The writer of Scaling objects. The leader's ticks offer every workload's
+// status as they build it; the writer applies it (server-side apply, field
+// manager scaleplane) only when it changed, and within two token buckets:
+// one per workload, one for the process, so that 10,000 workloads cannot
+// flood the API server whatever their triggers do. A change an operator or a
+// new leader acts on (mode, counts, conditions, decisions, history other
+// than the newest recommendation's time) is written as soon as the buckets
+// allow; a change of soft values only (trigger values, the newest
+// recommendation's time, LastActive) waits for the refresh interval.
+// Offers that arrive while a write waits replace it: only the newest status
+// is written.
+
+// ScalingGVK is the Scaling kind.
+var ScalingGVK = v1alpha1.GroupVersion.WithKind("Scaling")
+
+// ScalingWrites bounds the Scaling writes. Zero values take the defaults.
+type ScalingWrites struct {
+	// PerWorkloadInterval and PerWorkloadBurst are one workload's bucket:
+	// one write per interval, bursts of up to burst. Default 1 s and 5.
+	PerWorkloadInterval time.Duration
+	PerWorkloadBurst    int
+	// QPS and Burst are the process's bucket over every workload. Default
+	// 50 and 200.
+	QPS   float64
+	Burst int
+	// RefreshInterval is how often a status whose soft values alone
+	// changed is written. Default 60 s.
+	RefreshInterval time.Duration
+}
+
+func (o *ScalingWrites) defaults() {
+	if o.PerWorkloadInterval <= 0 {
+		o.PerWorkloadInterval = time.Second
+	}
+	if o.PerWorkloadBurst <= 0 {
+		o.PerWorkloadBurst = 5
+	}
+	if o.QPS <= 0 {
+		o.QPS = 50
+	}
+	if o.Burst <= 0 {
+		o.Burst = 200
+	}
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = 60 * time.Second
+	}
+}
+
+// scalingWriter applies Scalings; see the top of this file.
+type scalingWriter struct {
+	c      client.Client
+	opts   ScalingWrites
+	global *rate.Limiter
+	now    func() time.Time
+	kick   chan struct{}
+
+	mu     sync.Mutex
+	items  map[types.NamespacedName]*scalingItem
+	urgent dueHeap
+	soft   dueHeap
+
+	// served is set once Scalings are served (scalingWatch); until then
+	// offers are kept and nothing is written.
+	served atomic.Bool
+	// known is set once scalingWatch knows whether they are served: until
+	// then no reconcile decides, so that a new leader's first decision
+	// never runs before it could restore the History.
+	known atomic.Bool
+
+	// writes counts API calls made (applies and deletes), for the
+	// benchmark and the metric.
+	writes atomic.Int64
+}
+
+type scalingItem struct {
+	key types.NamespacedName
+	// object is the Scaling without status (metadata and spec), applied
+	// once; status is the newest status offered.
+	object *unstructured.Unstructured
+	status v1alpha1.ScalingStatus
+	sig    string
+	full   string
+
+	wroteSig, wroteFull string
+	wroteAt             time.Time
+	exists              bool
+	failures            int
+
+	limiter *rate.Limiter
+	// due is when the item is next written; zero when not scheduled.
+	due    time.Time
+	urgent bool
+}
+
+func newScalingWriter(c client.Client, opts ScalingWrites, now func() time.Time) *scalingWriter {
+	opts.defaults()
+	return &scalingWriter{
+		c:      c,
+		opts:   opts,
+		global: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst),
+		now:    now,
+		kick:   make(chan struct{}, 1),
+		items:  map[types.NamespacedName]*scalingItem{},
+	}
+}
+
+// offer hands the writer the newest Scaling of a workload: object holds
+// metadata (name, namespace, owner, labels) and spec.
+func (w *scalingWriter) offer(object *unstructured.Unstructured, status v1alpha1.ScalingStatus, now time.Time) {
+	key := types.NamespacedName{Namespace: object.GetNamespace(), Name: object.GetName()}
+	sig, full := scalingFingerprints(status)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	it := w.items[key]
+	if it == nil {
+		it = &scalingItem{key: key, limiter: rate.NewLimiter(rate.Every(w.opts.PerWorkloadInterval), w.opts.PerWorkloadBurst)}
+		w.items[key] = it
+	}
+	it.object, it.status, it.sig, it.full = object, status, sig, full
+	if it.exists && full == it.wroteFull {
+		return
+	}
+	urgent := !it.exists || sig != it.wroteSig
+	at := now
+	if !urgent {
+		at = it.wroteAt.Add(w.opts.RefreshInterval)
+	}
+	w.schedule(it, at, urgent)
+}
+
+// schedule sets it to be written at (or earlier, if it already is).
+// Called with mu held.
+func (w *scalingWriter) schedule(it *scalingItem, at time.Time, urgent bool) {
+	if !it.due.IsZero() && !at.Before(it.due) && (it.urgent || !urgent) {
+		return
+	}
+	it.due, it.urgent = at, urgent
+	h := &w.soft
+	if urgent {
+		h = &w.urgent
+	}
+	heap.Push(h, dueEntry{at: at, key: it.key})
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// forget drops a deleted workload's Scaling from memory; a cluster-scoped
+// workload's Scaling (no owner reference to collect it) is deleted.
+func (w *scalingWriter) forget(ctx context.Context, key types.NamespacedName, deleteObject bool) {
+	w.mu.Lock()
+	delete(w.items, key)
+	w.mu.Unlock()
+	if !deleteObject {
+		return
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(ScalingGVK)
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	w.writes.Add(1)
+	if err := w.c.Delete(ctx, u); err != nil && !apierrors.IsNotFound(err) {
+		ctrl.LoggerFrom(ctx).Error(err, "delete the Scaling of a deleted workload", "scaling", key.String())
+	}
+}
+
+// next pops the next item to write at now, or says when to look again
+// (zero: nothing scheduled). Urgent items go first; both buckets must
+// allow the write.
+func (w *scalingWriter) next(now time.Time) (*scalingItem, scalingWrite, time.Time) {
+	if !w.served.Load() {
+		return nil, scalingWrite{}, time.Time{}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		h := &w.urgent
+		if !w.urgent.ready(now) {
+			h = &w.soft
+		}
+		if h.Len() == 0 {
+			return nil, scalingWrite{}, w.earliest()
+		}
+		e := (*h)[0]
+		it := w.items[e.key]
+		if it == nil || !it.due.Equal(e.at) || (h == &w.urgent) != it.urgent {
+			heap.Pop(h) // stale: rescheduled or forgotten
+			continue
+		}
+		if e.at.After(now) {
+			return nil, scalingWrite{}, w.earliest()
+		}
+		if r := it.limiter.ReserveN(now, 1); r.DelayFrom(now) > 0 {
+			d := r.DelayFrom(now)
+			r.CancelAt(now)
+			heap.Pop(h)
+			it.due = time.Time{}
+			w.schedule(it, now.Add(d), it.urgent)
+			continue
+		}
+		calls := 1
+		if !it.exists {
+			calls = 2 // the object, then its status
+		}
+		if r := w.global.ReserveN(now, calls); r.DelayFrom(now) > 0 {
+			d := r.DelayFrom(now)
+			r.CancelAt(now)
+			return nil, scalingWrite{}, now.Add(d)
+		}
+		heap.Pop(h)
+		it.due = time.Time{}
+		if it.exists && it.full == it.wroteFull {
+			continue // an offer put it back as written
+		}
+		return it, scalingWrite{object: it.object, status: it.status, sig: it.sig, full: it.full, create: !it.exists}, time.Time{}
+	}
+}
+
+// earliest is the first due time of either heap, zero when none. Called
+// with mu held; stale entries only make it early, which costs a wake-up.
+func (w *scalingWriter) earliest() time.Time {
+	var at time.Time
+	for _, h := range []*dueHeap{&w.urgent, &w.soft} {
+		if h.Len() > 0 && (at.IsZero() || (*h)[0].at.Before(at)) {
+			at = (*h)[0].at
+		}
+	}
+	return at
+}
+
+// scalingWrite is one write taken from an item under the lock.
+type scalingWrite struct {
+	object    *unstructured.Unstructured
+	status    v1alpha1.ScalingStatus
+	sig, full string
+	create    bool
+}
+
+// flush writes every item due at now that the buckets allow, and returns
+// when to call it again (zero: when something is offered).
+func (w *scalingWriter) flush(ctx context.Context, now time.Time) time.Time {
+	for {
+		it, wr, at := w.next(now)
+		if it == nil {
+			return at
+		}
+		err := w.apply(ctx, wr)
+		w.mu.Lock()
+		switch {
+		case err == nil:
+			it.exists, it.failures = true, 0
+			it.wroteSig, it.wroteFull, it.wroteAt = wr.sig, wr.full, now
+			if it.full != it.wroteFull && w.items[it.key] == it {
+				// Offered again while the write ran.
+				at := now
+				if it.sig == it.wroteSig {
+					at = now.Add(w.opts.RefreshInterval)
+				}
+				w.schedule(it, at, it.sig != it.wroteSig)
+			}
+		case ctx.Err() != nil:
+		default:
+			// C6: a refused write is retried with backoff, never in a loop.
+			if apierrors.IsNotFound(err) {
+				it.exists = false
+			}
+			it.failures++
+			if w.items[it.key] == it {
+				w.schedule(it, now.Add(backoff(it.failures)), false)
+			}
+			ctrl.LoggerFrom(ctx).Info("Scaling write failed; retrying with backoff", "scaling", it.key.String(), "failures", it.failures, "error", err.Error())
+		}
+		w.mu.Unlock()
+		if ctx.Err() != nil {
+			return time.Time{}
+		}
+	}
+}
+
+func backoff(failures int) time.Duration {
+	d := time.Second << min(failures-1, 8)
+	return min(d, 5*time.Minute)
+}
+
+// apply writes one Scaling: the object itself when it may not exist yet,
+// then its status, both server-side applied under scaleplane's field
+// manager. status.lastActivity is never part of the leader's apply, so the
+// activity patches of every replica keep owning it.
+func (w *scalingWriter) apply(ctx context.Context, wr scalingWrite) error {
+	if wr.create {
+		w.writes.Add(1)
+		if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(wr.object.DeepCopy()), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("apply Scaling %s/%s: %w", wr.object.GetNamespace(), wr.object.GetName(), err)
+		}
+	}
+	st := wr.status.DeepCopy()
+	st.LastActivity = nil
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st)
+	if err != nil {
+		return fmt.Errorf("convert Scaling status: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": raw}}
+	u.SetGroupVersionKind(ScalingGVK)
+	u.SetNamespace(wr.object.GetNamespace())
+	u.SetName(wr.object.GetName())
+	w.writes.Add(1)
+	if err := w.c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply the status of Scaling %s/%s: %w", wr.object.GetNamespace(), wr.object.GetName(), err)
+	}
+	return nil
+}
+
+// Start runs the writer until ctx ends; on the leader only.
+func (w *scalingWriter) Start(ctx context.Context) error {
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithName("scalings"))
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		at := w.flush(ctx, w.now())
+		wait := time.Hour
+		if !at.IsZero() {
+			wait = max(at.Sub(w.now()), time.Millisecond)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.kick:
+		case <-timer.C:
+		}
+	}
+}
+
+// NeedLeaderElection is true: only the leader decides, so only it writes.
+func (w *scalingWriter) NeedLeaderElection() bool { return true }
+
+// scalingObject is the Scaling of workload u (metadata and spec): in u's
+// namespace with u as its owner, or, for a cluster-scoped u, in ns
+// without an owner (an owner reference from a namespaced object to a
+// cluster-scoped one is allowed, but the Scaling must live in some
+// namespace, and one in scaleplane's own is found by the operator who
+// runs it); the autoscaler deletes those itself.
+func scalingObject(u *unstructured.Unstructured, ns string) *unstructured.Unstructured {
+	kind := u.GetKind()
+	s := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{"targetRef": map[string]any{
+			"apiVersion": u.GetAPIVersion(), "kind": kind, "name": u.GetName(),
+		}},
+	}}
+	s.SetGroupVersionKind(ScalingGVK)
+	s.SetName(ScalingName(u.GetName(), kind))
+	s.SetLabels(map[string]string{
+		v1alpha1.LabelManagedBy:    v1alpha1.ManagedByValue,
+		v1alpha1.LabelWorkloadKind: kind,
+		v1alpha1.LabelWorkloadName: u.GetName(),
+	})
+	if u.GetNamespace() == "" {
+		s.SetNamespace(ns)
+		return s
+	}
+	s.SetNamespace(u.GetNamespace())
+	s.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: u.GetAPIVersion(), Kind: kind, Name: u.GetName(), UID: u.GetUID(),
+		BlockOwnerDeletion: ptr(false), Controller: ptr(false),
+	}})
+	return s
+}
+
+// dueEntry is one scheduled write; dueHeap orders them by time.
+type dueEntry struct {
+	at  time.Time
+	key types.NamespacedName
+}
+
+type dueHeap []dueEntry
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueEntry)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// ready reports whether the earliest entry is due at now.
+func (h dueHeap) ready(now time.Time) bool { return len(h) > 0 && !h[0].at.After(now) }
