@@ -62,11 +62,21 @@ func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.C
 // missing configuration is created as Configurations makes it; a nil
 // clientConfig makes both an error, as in SyncConfigurations.
 func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
+	return syncConfigurations(ctx, c, views, wc, clientConfig, kindPaths)
+}
+
+// SyncDispatchConfigurations is SyncConfigurationsWith for a Dispatcher's
+// kinds (DispatchConfigurations): call it whenever the active kinds change.
+func SyncDispatchConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
+	return syncConfigurations(ctx, c, views, wc, clientConfig, dispatchPaths)
+}
+
+func syncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) error {
 	owner := ownerOf(wc)
-	wantM, wantV := Configurations(views, wc, pathOnly)
+	wantM, wantV := configurations(views, wc, pathOnly, paths)
 	var createM, createV func() client.Object
 	if clientConfig != nil {
-		fullM, fullV := Configurations(views, wc, clientConfig)
+		fullM, fullV := configurations(views, wc, clientConfig, paths)
 		createM = func() client.Object { return fullM.DeepCopy() }
 		createV = func() client.Object { return fullV.DeepCopy() }
 	}
