@@ -30,9 +30,10 @@ import (
 // ".<owner>.scaleplane.io". Any number of scaleplane binaries and embedding
 // operators therefore share a cluster, each with its own owner:
 //
-//   - an entry of a profiled kind that exists keeps everything (clientConfig
-//     and its caBundle, failurePolicy, selectors, timeouts an administrator
-//     tuned) except its rules, which are set from the profile;
+//   - an entry of a profiled kind that exists keeps everything (the Service
+//     or URL of its clientConfig and its caBundle, failurePolicy, selectors,
+//     timeouts an administrator tuned) except its rules, which are set from
+//     the profile, and its path, which is the handler's;
 //   - an entry of a new profile is added as Configurations makes it, with the
 //     clientConfig of an existing entry of the same owner (same Service or
 //     URL and CA bundle) and the new entry's own path;
@@ -212,6 +213,14 @@ func mergeEntries[W any](have, want []W, fallback func(path string) admissionreg
 			kept := deepCopy(*h)
 			*fields(&kept).name = *w.name
 			*fields(&kept).rules = *w.rules
+			// The path is the handler's, so it is ours to set (a kind
+			// moved to the dispatcher); the Service or URL and its CA
+			// stay the administrator's.
+			cc, err := withPath(*fields(&kept).clientConfig, *w.clientConfig.Service.Path)
+			if err != nil {
+				return nil, fmt.Errorf("entry %q: %w", *w.name, err)
+			}
+			*fields(&kept).clientConfig = cc
 			out = append(out, kept)
 			continue
 		}
