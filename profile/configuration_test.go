@@ -45,8 +45,8 @@ func TestParseComplete(t *testing.T) {
 	want.Profiles = defaulted(append(want.Profiles, foreign))
 	got.Profiles = defaulted(got.Profiles)
 	want.Webhook = configv1alpha2.Webhook{
-		Port: 9444, Host: "0.0.0.0", CertDir: "/etc/scaleplane/certs",
-		Owner: "scaleplane", MutatingConfigurationName: "sp-mutating", ValidatingConfigurationName: "sp-validating",
+		Port: 9444, Host: "0.0.0.0", CertDir: "/etc/scaleplane/certs", Owner: "scaleplane",
+		MutatingConfigurationName: "sp-mutating", ValidatingConfigurationName: "sp-validating",
 		TimeoutSeconds: 5,
 		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "scaleplane.io/ignore", Operator: metav1.LabelSelectorOpDoesNotExist},
