@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -216,11 +217,13 @@ func mergeEntries[W any](have, want []W, fallback func(path string) admissionreg
 			// The path is the handler's, so it is ours to set (a kind
 			// moved to the dispatcher); the Service or URL and its CA
 			// stay the administrator's.
-			cc, err := withPath(*fields(&kept).clientConfig, *w.clientConfig.Service.Path)
-			if err != nil {
-				return nil, fmt.Errorf("entry %q: %w", *w.name, err)
+			if want := *w.clientConfig.Service.Path; !callsPath(*fields(&kept).clientConfig, want) {
+				cc, err := withPath(*fields(&kept).clientConfig, want)
+				if err != nil {
+					return nil, fmt.Errorf("entry %q: %w", *w.name, err)
+				}
+				*fields(&kept).clientConfig = cc
 			}
-			*fields(&kept).clientConfig = cc
 			out = append(out, kept)
 			continue
 		}
@@ -252,6 +255,19 @@ func deepCopy[W any](w W) W {
 		return any(*e.DeepCopy()).(W)
 	}
 	panic(fmt.Sprintf("deepCopy: unexpected webhook entry type %T", w))
+}
+
+// callsPath reports whether cc calls path already, however it spells it
+// (envtest writes URLs as host:port//path).
+func callsPath(cc admissionregistrationv1.WebhookClientConfig, want string) bool {
+	switch {
+	case cc.Service != nil:
+		return cc.Service.Path != nil && path.Clean(*cc.Service.Path) == want
+	case cc.URL != nil:
+		u, err := url.Parse(*cc.URL)
+		return err == nil && path.Clean(u.Path) == want
+	}
+	return false
 }
 
 // withPath returns a copy of cc that calls path instead.
