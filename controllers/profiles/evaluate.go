@@ -37,6 +37,14 @@ func (s State) Active() bool { return s.View != nil }
 //   - CRDNotServed: the API server does not serve the kind's version;
 //   - Active otherwise.
 func Evaluate(p *v1alpha1.ScaleProfile, others []v1alpha1.ScaleProfile, mapper meta.RESTMapper) State {
+	return EvaluateWith(p, others, mapper, nil)
+}
+
+// EvaluateWith is Evaluate in a process that also runs kinds set up
+// statically (the binary's configuration file, a library builder): a
+// ScaleProfile of one of those is a Conflict, since the static one is
+// older than any object.
+func EvaluateWith(p *v1alpha1.ScaleProfile, others []v1alpha1.ScaleProfile, mapper meta.RESTMapper, static map[schema.GroupKind]bool) State {
 	s := State{Condition: metav1.Condition{Type: v1alpha1.ConditionActive, Status: metav1.ConditionFalse, ObservedGeneration: p.Generation}}
 	fail := func(reason, msg string) State {
 		s.Condition.Reason, s.Condition.Message = reason, msg
@@ -47,6 +55,9 @@ func Evaluate(p *v1alpha1.ScaleProfile, others []v1alpha1.ScaleProfile, mapper m
 		return fail(v1alpha1.ProfileReasonInvalid, fmt.Sprintf("spec.target.apiVersion %q: %v", p.Spec.Target.APIVersion, err))
 	}
 	gk := schema.GroupKind{Group: gv.Group, Kind: p.Spec.Target.Kind}
+	if static[gk] {
+		return fail(v1alpha1.ProfileReasonConflict, fmt.Sprintf("%s is profiled in scaleplane's own configuration; remove it there or delete this ScaleProfile", gk))
+	}
 	if winner := oldest(gk, others); winner != nil && winner.Name != p.Name {
 		return fail(v1alpha1.ProfileReasonConflict, fmt.Sprintf("ScaleProfile %s, older, profiles %s too; delete one of them", winner.Name, gk))
 	}

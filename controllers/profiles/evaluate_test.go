@@ -62,12 +62,14 @@ func TestIssue12Item4Evaluate(t *testing.T) {
 			want{false, metav1.ConditionFalse, "Invalid", "rackedclusters.samples.scaleplane.io", "Namespaced", `spec.target.resource "racks"`}},
 		{"CRD not served", sp("fn", time.Hour, fn), nil,
 			want{false, metav1.ConditionFalse, "CRDNotServed", "", "", "the API server does not serve Function"}},
+		{"profiled statically", sp("fn", time.Hour, fn), nil,
+			want{false, metav1.ConditionFalse, "Conflict", "", "", "Function.samples.scaleplane.io is profiled in scaleplane's own configuration"}},
 		{"cluster-scoped", sp("wg", time.Hour, wg), nil,
 			want{false, metav1.ConditionFalse, "Invalid", "workergroups.samples.scaleplane.io", "Cluster", "WorkerGroup is cluster-scoped"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Evaluate(&tc.p, append(tc.others, tc.p), mapper)
+			s := EvaluateWith(&tc.p, append(tc.others, tc.p), mapper, map[schema.GroupKind]bool{gv.WithKind("Function").GroupKind(): tc.name == "profiled statically"})
 			got := want{s.Active(), s.Condition.Status, s.Condition.Reason, s.Resource, s.Scope, ""}
 			if len(s.Condition.Message) >= len(tc.want.MessageHasPrefix) && s.Condition.Message[:len(tc.want.MessageHasPrefix)] == tc.want.MessageHasPrefix {
 				got.MessageHasPrefix = tc.want.MessageHasPrefix

@@ -39,6 +39,10 @@ type Options struct {
 	Resync func(ctx context.Context, active []*profile.Compiled) error
 	// Controllers tunes each kind's controller.
 	Controllers controllers.Options
+	// Static are the kinds this process set up otherwise (its
+	// configuration file, the library builder): a ScaleProfile of one of
+	// them is a Conflict.
+	Static []*profile.Compiled
 	// NotServedRetry is how often profiles whose CRD is not served are
 	// looked at again. Default 15 s.
 	NotServedRetry time.Duration
@@ -51,6 +55,8 @@ type Options struct {
 type Reconciler struct {
 	mgr  manager.Manager
 	opts Options
+
+	static map[schema.GroupKind]bool
 
 	mu sync.Mutex
 	// ctx lives as long as the manager; kinds' controllers run under it.
@@ -81,7 +87,10 @@ func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	if opts.NotServedRetry <= 0 {
 		opts.NotServedRetry = 15 * time.Second
 	}
-	r := &Reconciler{mgr: mgr, opts: opts, active: map[schema.GroupKind]*activeKind{}}
+	r := &Reconciler{mgr: mgr, opts: opts, active: map[schema.GroupKind]*activeKind{}, static: map[schema.GroupKind]bool{}}
+	for _, v := range opts.Static {
+		r.static[v.GVK().GroupKind()] = true
+	}
 	if err := mgr.Add(r); err != nil {
 		return nil, err
 	}
@@ -149,7 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		states[i] = Evaluate(p, list.Items, r.mgr.GetRESTMapper())
+		states[i] = EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)
 		if s := states[i]; s.Active() {
 			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, view: s.View}
 		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed {
