@@ -3,6 +3,7 @@ package webhooks
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
@@ -22,6 +23,31 @@ import (
 // come from wc, with the defaults of package api/config/v1alpha2 when
 // empty (owner scaleplane, the binary's).
 func Configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	return configurations(views, wc, clientConfig, kindPaths)
+}
+
+// DispatchConfigurations is Configurations for a Dispatcher's kinds: each
+// entry calls the dispatcher's path of its role and kind (DispatchPath).
+func DispatchConfigurations(views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	return configurations(views, wc, clientConfig, dispatchPaths)
+}
+
+// handlerPaths name a kind's handler paths: one server path per kind and
+// role (SetupKind), or the dispatcher's.
+type handlerPaths struct {
+	mutate, validate, scale func(schema.GroupVersionResource) string
+}
+
+var (
+	kindPaths     = handlerPaths{MutatePath, ValidatePath, ValidateScalePath}
+	dispatchPaths = handlerPaths{
+		func(gvr schema.GroupVersionResource) string { return DispatchPath(DispatchMutatePrefix, gvr) },
+		func(gvr schema.GroupVersionResource) string { return DispatchPath(DispatchValidatePrefix, gvr) },
+		func(gvr schema.GroupVersionResource) string { return DispatchPath(DispatchValidateScalePrefix, gvr) },
+	}
+)
+
+func configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	owner := ownerOf(wc)
 	mutatingName, validatingName := configurationNames(wc)
 	labels := func() map[string]string { return map[string]string{v1alpha1.LabelOwner: owner} }
@@ -57,7 +83,7 @@ func Configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 		reinvoke := admissionregistrationv1.IfNeededReinvocationPolicy
 		m.Webhooks = append(m.Webhooks, admissionregistrationv1.MutatingWebhook{
 			Name:                    mutateName(gvr, owner),
-			ClientConfig:            clientConfig(MutatePath(gvr)),
+			ClientConfig:            clientConfig(paths.mutate(gvr)),
 			Rules:                   mainRules,
 			FailurePolicy:           &c.failurePolicy,
 			MatchPolicy:             &c.matchPolicy,
@@ -68,8 +94,8 @@ func Configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      &reinvoke,
 		})
-		v.Webhooks = append(v.Webhooks, c.validating(validateName(gvr, owner), clientConfig(ValidatePath(gvr)), mainRules),
-			c.validating(scaleName(gvr, owner), clientConfig(ValidateScalePath(gvr)), scaleRules))
+		v.Webhooks = append(v.Webhooks, c.validating(validateName(gvr, owner), clientConfig(paths.validate(gvr)), mainRules),
+			c.validating(scaleName(gvr, owner), clientConfig(paths.scale(gvr)), scaleRules))
 	}
 	return m, v
 }

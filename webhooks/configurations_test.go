@@ -433,3 +433,37 @@ func TestIssue16Item2Ownership(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncSetsTheHandlerPath: an entry's path is the handler's, so a kind
+// moved to the dispatcher gets the dispatcher's path, keeping its Service
+// and CA bundle.
+func TestSyncSetsTheHandlerPath(t *testing.T) {
+	views := testViews(t)
+	fn := []*profile.Compiled{views[function]}
+	wc := configv1alpha2.Webhook{}
+	m, v := Configurations(fn, wc, func(path string) admissionregistrationv1.WebhookClientConfig {
+		cc := ServiceClientConfig("ns", "svc", 443)(path)
+		cc.CABundle = []byte("CA")
+		return cc
+	})
+	c := fakeClient(t, m, v)
+	if err := SyncDispatchConfigurations(context.Background(), c, fn, wc, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: v.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, w := range got.Webhooks {
+		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Name != "svc" || string(w.ClientConfig.CABundle) != "CA" {
+			t.Errorf("%s: clientConfig %+v lost its Service or CA", w.Name, w.ClientConfig)
+			continue
+		}
+		paths = append(paths, *w.ClientConfig.Service.Path)
+	}
+	want := []string{"/validate/samples.scaleplane.io/v1alpha1/functions", "/validate-scale/samples.scaleplane.io/v1alpha1/functions"}
+	if diff := cmp.Diff(want, paths); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+}

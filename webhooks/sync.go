@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -30,9 +31,10 @@ import (
 // ".<owner>.scaleplane.io". Any number of scaleplane binaries and embedding
 // operators therefore share a cluster, each with its own owner:
 //
-//   - an entry of a profiled kind that exists keeps everything (clientConfig
-//     and its caBundle, failurePolicy, selectors, timeouts an administrator
-//     tuned) except its rules, which are set from the profile;
+//   - an entry of a profiled kind that exists keeps everything (the Service
+//     or URL of its clientConfig and its caBundle, failurePolicy, selectors,
+//     timeouts an administrator tuned) except its rules, which are set from
+//     the profile, and its path, which is the handler's;
 //   - an entry of a new profile is added as Configurations makes it, with the
 //     clientConfig of an existing entry of the same owner (same Service or
 //     URL and CA bundle) and the new entry's own path;
@@ -62,11 +64,21 @@ func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.C
 // missing configuration is created as Configurations makes it; a nil
 // clientConfig makes both an error, as in SyncConfigurations.
 func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
+	return syncConfigurations(ctx, c, views, wc, clientConfig, kindPaths)
+}
+
+// SyncDispatchConfigurations is SyncConfigurationsWith for a Dispatcher's
+// kinds (DispatchConfigurations): call it whenever the active kinds change.
+func SyncDispatchConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
+	return syncConfigurations(ctx, c, views, wc, clientConfig, dispatchPaths)
+}
+
+func syncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) error {
 	owner := ownerOf(wc)
-	wantM, wantV := Configurations(views, wc, pathOnly)
+	wantM, wantV := configurations(views, wc, pathOnly, paths)
 	var createM, createV func() client.Object
 	if clientConfig != nil {
-		fullM, fullV := Configurations(views, wc, clientConfig)
+		fullM, fullV := configurations(views, wc, clientConfig, paths)
 		createM = func() client.Object { return fullM.DeepCopy() }
 		createV = func() client.Object { return fullV.DeepCopy() }
 	}
@@ -202,6 +214,16 @@ func mergeEntries[W any](have, want []W, fallback func(path string) admissionreg
 			kept := deepCopy(*h)
 			*fields(&kept).name = *w.name
 			*fields(&kept).rules = *w.rules
+			// The path is the handler's, so it is ours to set (a kind
+			// moved to the dispatcher); the Service or URL and its CA
+			// stay the administrator's.
+			if want := *w.clientConfig.Service.Path; !callsPath(*fields(&kept).clientConfig, want) {
+				cc, err := withPath(*fields(&kept).clientConfig, want)
+				if err != nil {
+					return nil, fmt.Errorf("entry %q: %w", *w.name, err)
+				}
+				*fields(&kept).clientConfig = cc
+			}
 			out = append(out, kept)
 			continue
 		}
@@ -233,6 +255,19 @@ func deepCopy[W any](w W) W {
 		return any(*e.DeepCopy()).(W)
 	}
 	panic(fmt.Sprintf("deepCopy: unexpected webhook entry type %T", w))
+}
+
+// callsPath reports whether cc calls path already, however it spells it
+// (envtest writes URLs as host:port//path).
+func callsPath(cc admissionregistrationv1.WebhookClientConfig, want string) bool {
+	switch {
+	case cc.Service != nil:
+		return cc.Service.Path != nil && path.Clean(*cc.Service.Path) == want
+	case cc.URL != nil:
+		u, err := url.Parse(*cc.URL)
+		return err == nil && path.Clean(u.Path) == want
+	}
+	return false
 }
 
 // withPath returns a copy of cc that calls path instead.

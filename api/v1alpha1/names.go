@@ -55,3 +55,13 @@ const (
 	// scaleplane runs the profile; its reason says why not.
 	ConditionActive = "Active"
 )
+
+// Reasons of a ScaleProfile's Active condition (PHASE2 section 2).
+const (
+	ProfileReasonActive         = "Active"
+	ProfileReasonCRDNotServed   = "CRDNotServed"
+	ProfileReasonSchemaMismatch = "SchemaMismatch"
+	ProfileReasonRBACMissing    = "RBACMissing"
+	ProfileReasonInvalid        = "Invalid"
+	ProfileReasonConflict       = "Conflict"
+)

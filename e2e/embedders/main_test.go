@@ -7,6 +7,7 @@ package embedders
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -24,7 +25,10 @@ func TestMain(m *testing.M) {
 	} else {
 		log.SetLogger(logr.Discard())
 	}
-	// The sample CRDs; no webhook configuration is installed up front:
-	// each embedder creates its own.
-	os.Exit(framework.Run(m, framework.Options{}, &cluster))
+	// The sample CRDs and scaleplane's own (ScaleProfile); no webhook
+	// configuration is installed up front: each embedder creates its own.
+	os.Exit(framework.Run(m, framework.Options{CRDPaths: []string{
+		filepath.Join(framework.RepoRoot(), "config", "samples", "crd"),
+		filepath.Join(framework.RepoRoot(), "config", "crd", "bases"),
+	}}, &cluster))
 }

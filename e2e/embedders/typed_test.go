@@ -172,3 +172,10 @@ func TestIssue16Item4TypedKindOneInformer(t *testing.T) {
 	}
 	t.Logf("informers asked for: %v", log.seen())
 }
+
+func (l *informerLog) RemoveInformer(ctx context.Context, obj client.Object) error {
+	l.mu.Lock()
+	l.types = append(l.types, fmt.Sprintf("remove %T %s", obj, obj.GetObjectKind().GroupVersionKind().Kind))
+	l.mu.Unlock()
+	return l.Cache.RemoveInformer(ctx, obj)
+}

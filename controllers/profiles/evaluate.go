@@ -1,0 +1,108 @@
+package profiles
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
+)
+
+// State is what scaleplane makes of one ScaleProfile: the Active condition
+// (without times), the status fields, and the compiled profile when it is
+// active.
+type State struct {
+	View      *profile.Compiled
+	Condition metav1.Condition
+	Resource  string
+	Scope     v1alpha1.Scope
+}
+
+// Active reports whether the profile runs.
+func (s State) Active() bool { return s.View != nil }
+
+// Evaluate decides whether p may be active, given every ScaleProfile
+// (others may include p) and the API server's kinds:
+//
+//   - Invalid: the spec does not compile (every field error named), its
+//     resource is not what the API server calls the kind, or the kind is
+//     cluster-scoped (issue 12 item 5);
+//   - Conflict: an older profile (by creation, then name) names the same
+//     kind; only the oldest is active, so applying a second one never
+//     changes what runs;
+//   - CRDNotServed: the API server does not serve the kind's version;
+//   - Active otherwise.
+func Evaluate(p *v1alpha1.ScaleProfile, others []v1alpha1.ScaleProfile, mapper meta.RESTMapper) State {
+	return EvaluateWith(p, others, mapper, nil)
+}
+
+// EvaluateWith is Evaluate in a process that also runs kinds set up
+// statically (the binary's configuration file, a library builder): a
+// ScaleProfile of one of those is a Conflict, since the static one is
+// older than any object.
+func EvaluateWith(p *v1alpha1.ScaleProfile, others []v1alpha1.ScaleProfile, mapper meta.RESTMapper, static map[schema.GroupKind]bool) State {
+	s := State{Condition: metav1.Condition{Type: v1alpha1.ConditionActive, Status: metav1.ConditionFalse, ObservedGeneration: p.Generation}}
+	fail := func(reason, msg string) State {
+		s.Condition.Reason, s.Condition.Message = reason, msg
+		return s
+	}
+	gv, err := schema.ParseGroupVersion(p.Spec.Target.APIVersion)
+	if err != nil {
+		return fail(v1alpha1.ProfileReasonInvalid, fmt.Sprintf("spec.target.apiVersion %q: %v", p.Spec.Target.APIVersion, err))
+	}
+	gk := schema.GroupKind{Group: gv.Group, Kind: p.Spec.Target.Kind}
+	if static[gk] {
+		return fail(v1alpha1.ProfileReasonConflict, fmt.Sprintf("%s is profiled in scaleplane's own configuration; remove it there or delete this ScaleProfile", gk))
+	}
+	if winner := oldest(gk, others); winner != nil && winner.Name != p.Name {
+		return fail(v1alpha1.ProfileReasonConflict, fmt.Sprintf("ScaleProfile %s, older, profiles %s too; delete one of them", winner.Name, gk))
+	}
+	view, err := profile.Compile(p.Spec)
+	if err != nil {
+		return fail(v1alpha1.ProfileReasonInvalid, err.Error())
+	}
+	m, err := mapper.RESTMapping(gk, gv.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return fail(v1alpha1.ProfileReasonCRDNotServed, fmt.Sprintf("the API server does not serve %s in %s; install its CRD", gk.Kind, gv))
+		}
+		return fail(v1alpha1.ProfileReasonCRDNotServed, fmt.Sprintf("look up %s: %v", gk, err))
+	}
+	s.Resource = m.Resource.GroupResource().String()
+	s.Scope = v1alpha1.ScopeNamespaced
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		s.Scope = v1alpha1.ScopeCluster
+		return fail(v1alpha1.ProfileReasonInvalid, fmt.Sprintf("%s is cluster-scoped; scaleplane runs namespaced kinds only so far", gk.Kind))
+	}
+	if got := m.Resource.Resource; got != view.GVR().Resource {
+		return fail(v1alpha1.ProfileReasonInvalid, fmt.Sprintf("spec.target.resource %q: the API server calls %s %q; set resource: %s", view.GVR().Resource, gk.Kind, got, got))
+	}
+	s.View = view
+	s.Condition.Status, s.Condition.Reason = metav1.ConditionTrue, v1alpha1.ProfileReasonActive
+	s.Condition.Message = fmt.Sprintf("scaleplane runs %s", s.Resource)
+	return s
+}
+
+// oldest is the profile of gk created first (then by name), or nil.
+func oldest(gk schema.GroupKind, all []v1alpha1.ScaleProfile) *v1alpha1.ScaleProfile {
+	var best *v1alpha1.ScaleProfile
+	for i := range all {
+		p := &all[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(p.Spec.Target.APIVersion)
+		if err != nil || gv.Group != gk.Group || p.Spec.Target.Kind != gk.Kind {
+			continue
+		}
+		if best == nil || p.CreationTimestamp.Before(&best.CreationTimestamp) ||
+			(p.CreationTimestamp.Equal(&best.CreationTimestamp) && strings.Compare(p.Name, best.Name) < 0) {
+			best = p
+		}
+	}
+	return best
+}

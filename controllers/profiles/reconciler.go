@@ -1,0 +1,267 @@
+package profiles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/profile"
+)
+
+// Dispatcher serves the webhooks of the active kinds; package webhooks'
+// *Dispatcher implements it.
+type Dispatcher interface {
+	Activate(view *profile.Compiled)
+	Deactivate(gvr schema.GroupVersionResource)
+}
+
+// Options wires the reconciler.
+type Options struct {
+	// Owner names the controllers (<owner>-scaleprofiles, <owner>-<kind>).
+	Owner string
+	// Dispatcher is told on every replica which kinds are active.
+	Dispatcher Dispatcher
+	// Resync brings the webhook entries in line with the active kinds
+	// (webhooks.SyncDispatchConfigurations); called on the leader when
+	// they change. Nil leaves the entries alone.
+	Resync func(ctx context.Context, active []*profile.Compiled) error
+	// Controllers tunes each kind's controller.
+	Controllers controllers.Options
+	// Static are the kinds this process set up otherwise (its
+	// configuration file, the library builder): a ScaleProfile of one of
+	// them is a Conflict.
+	Static []*profile.Compiled
+	// NotServedRetry is how often profiles whose CRD is not served are
+	// looked at again. Default 15 s.
+	NotServedRetry time.Duration
+}
+
+// Reconciler keeps the active kinds in line with the ScaleProfiles. Every
+// replica runs it (the webhooks answer on every replica); only the leader
+// runs the kinds' controllers, resyncs the webhook entries and writes
+// status.
+type Reconciler struct {
+	mgr  manager.Manager
+	opts Options
+
+	static map[schema.GroupKind]bool
+
+	mu sync.Mutex
+	// ctx lives as long as the manager; kinds' controllers run under it.
+	ctx    context.Context
+	active map[schema.GroupKind]*activeKind
+}
+
+type activeKind struct {
+	profile string
+	spec    v1alpha1.ScaleProfileSpec
+	view    *profile.Compiled
+	runtime *controllers.KindRuntime
+}
+
+// SetupWithManager registers the reconciler; mgr's scheme must know
+// package api/v1alpha1's types.
+func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
+	if !mgr.GetScheme().Recognizes(v1alpha1.GroupVersion.WithKind("ScaleProfile")) {
+		return nil, errors.New("set up ScaleProfiles: the manager's scheme does not know them; add api/v1alpha1.AddToScheme to it")
+	}
+	if opts.Dispatcher == nil {
+		return nil, errors.New("set up ScaleProfiles: Options.Dispatcher is required (webhooks.NewDispatcher)")
+	}
+	if opts.Owner == "" {
+		opts.Owner = "scaleplane"
+	}
+	opts.Controllers.Owner = opts.Owner
+	if opts.NotServedRetry <= 0 {
+		opts.NotServedRetry = 15 * time.Second
+	}
+	r := &Reconciler{mgr: mgr, opts: opts, active: map[schema.GroupKind]*activeKind{}, static: map[schema.GroupKind]bool{}}
+	for _, v := range opts.Static {
+		r.static[v.GVK().GroupKind()] = true
+	}
+	if err := mgr.Add(r); err != nil {
+		return nil, err
+	}
+	every := false
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(opts.Owner + "-scaleprofiles").
+		For(&v1alpha1.ScaleProfile{}).
+		WithOptions(controller.Options{NeedLeaderElection: &every, MaxConcurrentReconciles: 1}).
+		Complete(r)
+	if err != nil {
+		return nil, fmt.Errorf("set up ScaleProfiles: %w", err)
+	}
+	return r, nil
+}
+
+// Start keeps the manager's context for the kinds' controllers and stops
+// them when the manager stops.
+func (r *Reconciler) Start(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	r.mu.Unlock()
+	<-ctx.Done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, a := range r.active {
+		if a.runtime != nil {
+			_ = a.runtime.Stop(stopCtx)
+		}
+	}
+	return nil
+}
+
+// NeedLeaderElection is false: every replica serves the webhooks.
+func (*Reconciler) NeedLeaderElection() bool { return false }
+
+func (r *Reconciler) leader() bool {
+	select {
+	case <-r.mgr.Elected():
+		return true
+	default:
+		return false
+	}
+}
+
+// Reconcile looks at every ScaleProfile, whichever changed: one profile's
+// change can change another's state (the older of two for a kind going).
+func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx == nil {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	var list v1alpha1.ScaleProfileList
+	if err := r.mgr.GetClient().List(ctx, &list); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list ScaleProfiles: %w", err)
+	}
+	leader := r.leader()
+	want := map[schema.GroupKind]*activeKind{}
+	states := make([]State, len(list.Items))
+	retry := false
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		states[i] = EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)
+		if s := states[i]; s.Active() {
+			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, view: s.View}
+		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed {
+			retry = true
+		}
+	}
+	changed, errs := r.apply(want, leader)
+	if changed && leader && r.opts.Resync != nil {
+		if err := r.opts.Resync(ctx, r.views()); err != nil {
+			errs = append(errs, fmt.Errorf("resync webhook entries: %w", err))
+		}
+	}
+	if leader {
+		for i := range list.Items {
+			if list.Items[i].DeletionTimestamp == nil {
+				if err := r.writeStatus(ctx, &list.Items[i], states[i]); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if retry {
+		return ctrl.Result{RequeueAfter: r.opts.NotServedRetry}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// apply makes want the active kinds: the dispatcher first (so webhooks
+// judge a kind before its entries call them), then, on the leader, each
+// kind's controller. It reports whether the set changed.
+func (r *Reconciler) apply(want map[schema.GroupKind]*activeKind, leader bool) (bool, []error) {
+	var errs []error
+	changed := false
+	stopCtx, cancel := context.WithTimeout(r.ctx, 30*time.Second)
+	defer cancel()
+	for gk, a := range r.active {
+		w, ok := want[gk]
+		if ok && w.profile == a.profile && equality.Semantic.DeepEqual(w.spec, a.spec) {
+			w.runtime = a.runtime
+			continue
+		}
+		changed = true
+		if !ok || w.view.GVR() != a.view.GVR() {
+			r.opts.Dispatcher.Deactivate(a.view.GVR())
+		}
+		if a.runtime != nil {
+			if err := a.runtime.Stop(stopCtx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		delete(r.active, gk)
+	}
+	for gk, w := range want {
+		if _, running := r.active[gk]; running {
+			if leader && w.runtime == nil {
+				errs = append(errs, r.startRuntime(w))
+			}
+			r.active[gk] = w
+			continue
+		}
+		changed = true
+		r.opts.Dispatcher.Activate(w.view)
+		if leader {
+			errs = append(errs, r.startRuntime(w))
+		}
+		r.active[gk] = w
+	}
+	return changed, errs
+}
+
+func (r *Reconciler) startRuntime(a *activeKind) error {
+	rt, err := controllers.NewKindRuntime(r.mgr, a.view, r.opts.Controllers)
+	if err != nil {
+		return err
+	}
+	if err := rt.Start(r.ctx); err != nil {
+		return err
+	}
+	a.runtime = rt
+	return nil
+}
+
+func (r *Reconciler) views() []*profile.Compiled {
+	out := make([]*profile.Compiled, 0, len(r.active))
+	for _, a := range r.active {
+		out = append(out, a.view)
+	}
+	return out
+}
+
+// writeStatus patches p's status when the state changed it.
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ScaleProfile, s State) error {
+	next := p.DeepCopy()
+	apimeta.SetStatusCondition(&next.Status.Conditions, s.Condition)
+	next.Status.Resource, next.Status.Scope, next.Status.ObservedGeneration = s.Resource, s.Scope, p.Generation
+	if equality.Semantic.DeepEqual(p.Status, next.Status) {
+		return nil
+	}
+	if err := r.mgr.GetClient().Status().Patch(ctx, next, client.MergeFrom(p)); err != nil {
+		return fmt.Errorf("write the status of ScaleProfile %s: %w", p.Name, err)
+	}
+	return nil
+}
