@@ -401,7 +401,7 @@ func TestIssue14ExternalScalerHostileShutdown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer conn.Close()
+			defer func() { _ = conn.Close() }()
 			c := pb.NewExternalScalerClient(conn)
 
 			md := map[string]string{"query": "queue", "threshold": "1", "podSelector": "app=api"}

@@ -656,8 +656,8 @@ func (s *Server) IsActive(ctx context.Context, ref *pb.ScaledObjectRef) (*pb.IsA
 // KEDA keeps what it had.
 func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStreamingServer[pb.IsActiveResponse]) error {
 	ctx := stream.Context()
-	t, err := s.resolve(ctx, ref)
-	if err != nil {
+	// A reference that does not resolve opens no stream.
+	if _, err := s.resolve(ctx, ref); err != nil {
 		return err
 	}
 	done, err := s.openStream(ref)
@@ -670,7 +670,8 @@ func (s *Server) StreamIsActive(ref *pb.ScaledObjectRef, stream grpc.ServerStrea
 	var last *bool
 	for {
 		// Streaming is asking: keep the trigger (and its scraping) alive.
-		if t, err = s.resolve(ctx, ref); err != nil {
+		t, err := s.resolve(ctx, ref)
+		if err != nil {
 			return err
 		}
 		if smp, err := s.sample(ctx, t); err != nil {

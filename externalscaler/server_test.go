@@ -217,7 +217,7 @@ func serve(t testing.TB, srv *Server, serverCreds, clientCreds credentials.Trans
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		conn.Close()
+		_ = conn.Close()
 		cancel()
 		select {
 		case err := <-done:

@@ -491,7 +491,7 @@ func (l *loader) run(ctx context.Context, d time.Duration, out io.Writer, tty bo
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// What fell due in the last tick of the duration.
-		done = l.step(d, done)
+		l.step(d, done)
 	}
 	// Answers still on their way count; after a grace, they are cut.
 	waited := make(chan struct{})

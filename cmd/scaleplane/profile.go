@@ -154,7 +154,7 @@ func readCRDFile(name string, stdin io.Reader) ([]*apiextensionsv1.CustomResourc
 		}
 		return out, nil
 	}
-	var r io.Reader = stdin
+	r := io.Reader(stdin)
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {

@@ -154,7 +154,7 @@ func (w *activityWriter) write(ctx context.Context, k *kindLoop, u *unstructured
 		}
 		if s, ok, _ := unstructured.NestedString(cur.Object, "status", "lastActivity"); ok {
 			var have metav1.MicroTime
-			if have.UnmarshalQueryParameter(s) == nil && !have.Time.Before(want.Time.Truncate(time.Microsecond)) {
+			if have.UnmarshalQueryParameter(s) == nil && !have.Time.Before(want.Truncate(time.Microsecond)) {
 				return nil
 			}
 		}

@@ -558,7 +558,8 @@ func TestIssue10Item3RecreateWhileForgetting(t *testing.T) {
 		}
 	}()
 	select {
-	case <-r.p.closeCtxErr:
+	case err := <-r.p.closeCtxErr:
+		t.Logf("the deletion closed the scaler (its context: %v)", err)
 	case <-time.After(hangBound):
 		t.Fatal("the deletion never closed the scaler")
 	}

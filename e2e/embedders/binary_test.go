@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -64,7 +65,9 @@ func (b *binary) stop() {
 		return
 	}
 	b.cancel()
-	<-b.done
+	if err := <-b.done; err != nil {
+		fmt.Fprintf(os.Stderr, "embedders: the binary stopped with: %v\n", err)
+	}
 	b.cancel = nil
 }
 
@@ -121,7 +124,7 @@ func TestIssue16Item2BinaryBesideEmbedder(t *testing.T) {
 		}
 		return v.ResourceVersion
 	}
-	binRV, opRV := rvOf("scaleplane-validating-webhook-configuration"), rvOf(op.owner+"-validating-webhook-configuration")
+	binRV := rvOf("scaleplane-validating-webhook-configuration")
 
 	// The embedder restarts: the binary's configuration is not written.
 	op.stop()
@@ -131,7 +134,7 @@ func TestIssue16Item2BinaryBesideEmbedder(t *testing.T) {
 		t.Errorf("the embedder's restart wrote the binary's configuration (resourceVersion %s -> %s)", binRV, got)
 	}
 	// The binary restarts: the embedder's configuration is not written.
-	opRV = rvOf(op.owner + "-validating-webhook-configuration")
+	opRV := rvOf(op.owner + "-validating-webhook-configuration")
 	bin.stop()
 	bin.start(t)
 	framework.Eventually(t, 0, inLine)

@@ -3,6 +3,7 @@ package embedders
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,7 +115,9 @@ func (e *embedder) stop() {
 		return
 	}
 	e.cancel()
-	<-e.done
+	if err := <-e.done; err != nil {
+		fmt.Fprintf(os.Stderr, "embedders: %s stopped with: %v\n", e.owner, err)
+	}
 	e.cancel = nil
 }
 

@@ -77,7 +77,12 @@ func TestIssue12Item4LiveScaleProfiles(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 
 	apply := func(name string, spec v1alpha1.ScaleProfileSpec) {
 		t.Helper()

@@ -138,7 +138,12 @@ func TestIssue16Item4TypedKindOneInformer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 
 	ns := cluster.Namespace(t)
 	wg := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{

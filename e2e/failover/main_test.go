@@ -50,7 +50,11 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "failover: %v\n", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "failover: %v\n", err)
+		}
+	}()
 	sock := filepath.Join(dir, "cluster-network.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {

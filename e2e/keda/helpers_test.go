@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -91,7 +92,9 @@ func startEnv() (*env, error) {
 	go func() { done <- a.Run(runCtx) }()
 	framework.BeforeStop(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "keda e2e: scaleplane stopped with: %v\n", err)
+		}
 	})
 	return e, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -78,7 +79,9 @@ func startEnv() (*env, error) {
 	go func() { done <- a.Run(runCtx) }()
 	framework.BeforeStop(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "prometheus e2e: scaleplane stopped with: %v\n", err)
+		}
 	})
 	return &env{prom: prom}, nil
 }
