@@ -26,9 +26,14 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -54,8 +59,8 @@ func TestMain(m *testing.M) {
 }
 
 // startApp runs the binary's wiring with a configuration file that
-// profiles nothing, until the test ends.
-func startApp(t *testing.T) {
+// profiles nothing, until the test ends, and returns its webhook port.
+func startApp(t *testing.T, leaderElection bool) int {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	port := framework.FreePort(t)
@@ -74,6 +79,9 @@ func startApp(t *testing.T) {
 		WebhookIPs:  []string{"127.0.0.1"},
 		MetricsAddr: "0",
 		ProbeAddr:   "0",
+		// Several Apps run one after the other in this process.
+		SkipControllerNameValidation: true,
+		LeaderElection:               leaderElection,
 	})
 	if err != nil {
 		cancel()
@@ -87,6 +95,7 @@ func startApp(t *testing.T) {
 			t.Errorf("app stopped with: %v", err)
 		}
 	})
+	return port
 }
 
 func buildBinary(t *testing.T) string {
@@ -159,7 +168,7 @@ func field(u *unstructured.Unstructured, path string) (string, error) {
 // running scaleplane with kubectl take effect without a restart.
 func TestIssue12Item4LiveProfilesThroughKubectl(t *testing.T) {
 	bin := buildBinary(t)
-	startApp(t)
+	startApp(t, false)
 	// ScaleProfiles are cluster-scoped: they outlive the test's namespace.
 	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "sprof", "--all") })
 	ns := cluster.Namespace(t)
@@ -335,4 +344,60 @@ spec:
 			return len(got) == 0, fmt.Sprintf("entries for workers after the ScaleProfile's deletion: %q", got)
 		})
 	})
+}
+
+// TestIssue12Item4StartupSyncKeepsLiveEntries: a replica's start-up sync,
+// which runs before its ScaleProfile reconciler and whether or not it
+// leads, keeps the entries of the active ScaleProfiles; otherwise every
+// start would remove them and objects of those kinds would be admitted
+// unjudged until the leader resynced. The replica here never leads
+// (another holds the lease), so only its start-up sync writes entries.
+func TestIssue12Item4StartupSyncKeepsLiveEntries(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	golden, err := os.ReadFile(filepath.Join(testdata(), "leaderworkerset.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	profileYAML := strings.SplitN(string(golden), "# stdout:\n", 2)[1]
+	if out, err := cluster.KubectlWithInput(ctx, profileYAML, "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply the profile: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "sprof", "--all") })
+	lws := schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
+	if got, err := entries(ctx, lws); err == nil && len(got) != 0 {
+		t.Fatalf("entries for %s before any scaleplane ran: %q", lws, got)
+	}
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNamespace}}
+	if err := cluster.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: app.LeaderElectionID, Namespace: appNamespace},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("another-replica"), LeaseDurationSeconds: ptr.To(int32(3600)), AcquireTime: &now, RenewTime: &now},
+	}
+	if err := cluster.Client.Create(ctx, lease); err != nil {
+		t.Fatalf("hold the lease: %v", err)
+	}
+	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), lease) })
+
+	port := startApp(t, true)
+	// The webhook server starts after the start-up sync.
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = c.Close()
+		return true, ""
+	})
+	got, err := entries(ctx, lws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.HasSuffix(got[0], webhooks.DispatchPath(webhooks.DispatchMutatePrefix, lws)) {
+		t.Errorf("after a start that does not lead, mutating entries for %s: %q, want one calling the dispatcher", lws, got)
+	}
 }
