@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -58,6 +60,10 @@ type Options struct {
 	// apiextensions.k8s.io/v1; a kind without a readable CRD (a built-in
 	// kind, no RBAC) runs without limits.
 	CRDs client.Reader
+	// SkipAccessReview leaves out the SelfSubjectAccessReviews that make a
+	// profile RBACMissing when this process may not do what its kind
+	// needs (accessRules); for managers whose client cannot create them.
+	SkipAccessReview bool
 }
 
 // Reconciler keeps the active kinds in line with the ScaleProfiles. Every
@@ -194,10 +200,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		states[i] = r.withSchema(ctx, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static))
+		states[i] = r.withAccess(ctx, p, r.withSchema(ctx, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)))
 		if s := states[i]; s.Active() {
 			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, view: s.View}
-		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed {
+		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed || s.Condition.Reason == v1alpha1.ProfileReasonRBACMissing {
 			retry = true
 		}
 	}
@@ -250,6 +256,55 @@ func (r *Reconciler) withSchema(ctx context.Context, s State) State {
 		return s
 	}
 	s.View = view
+	return s
+}
+
+// accessRules are what scaleplane does on a profiled kind: the fan-out's
+// patches, status.replicas and the selector, the trigger autoscaler's
+// /scale writes, and the finalizers its HPA's owner reference needs
+// (config/rbac/profiled_kinds_role.yaml, profile init's ClusterRole).
+var accessRules = []struct{ sub, verb string }{
+	{"", "get"}, {"", "list"}, {"", "watch"}, {"", "update"}, {"", "patch"},
+	{"status", "get"}, {"status", "patch"}, {"status", "update"},
+	{"scale", "get"}, {"scale", "update"}, {"scale", "patch"},
+	{"finalizers", "update"},
+}
+
+// withAccess makes an active state RBACMissing when this process may not
+// do everything accessRules lists on the kind, naming each missing verb.
+// A kind already running under the same spec is not asked again. A review
+// that cannot be made (no API, no scheme) is logged and does not block.
+func (r *Reconciler) withAccess(ctx context.Context, p *v1alpha1.ScaleProfile, s State) State {
+	if !s.Active() || r.opts.SkipAccessReview {
+		return s
+	}
+	if a, ok := r.active[s.View.GVK().GroupKind()]; ok && a.profile == p.Name && equality.Semantic.DeepEqual(a.spec, p.Spec) {
+		return s
+	}
+	gvr := s.View.GVR()
+	var missing []string
+	for _, rule := range accessRules {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Subresource: rule.sub, Verb: rule.verb},
+		}}
+		if err := r.mgr.GetClient().Create(ctx, review); err != nil {
+			ctrl.LoggerFrom(ctx).Info("cannot review scaleplane's access to a profiled kind; assuming it is granted", "resource", s.Resource, "error", err.Error())
+			return s
+		}
+		if !review.Status.Allowed {
+			res := gvr.Resource
+			if rule.sub != "" {
+				res += "/" + rule.sub
+			}
+			missing = append(missing, rule.verb+" "+res)
+		}
+	}
+	if len(missing) == 0 {
+		return s
+	}
+	s.View = nil
+	s.Condition.Status, s.Condition.Reason = metav1.ConditionFalse, v1alpha1.ProfileReasonRBACMissing
+	s.Condition.Message = fmt.Sprintf("scaleplane may not %s in %s; bind it a ClusterRole with these verbs (scaleplane profile init prints one)", strings.Join(missing, ", "), gvr.Group)
 	return s
 }
 

@@ -55,6 +55,9 @@ type App struct {
 	rotator *certs.Rotator
 	synced  atomic.Bool
 	servers *servers
+	// profiles wires the ScaleProfile reconciler, set up in Run once the
+	// API server says whether it serves ScaleProfiles.
+	profiles profiles.Options
 }
 
 // New builds the manager and registers everything on it. It reads the
@@ -181,10 +184,27 @@ func New(opts Options) (*App, error) {
 			return webhooks.SyncDispatchConfigurations(ctx, a.direct, append(append([]*profile.Compiled(nil), a.Views...), active...), opts.Config.Webhook, a.clientConfig)
 		}
 	}
-	if _, err := profiles.SetupWithManager(mgr, popts); err != nil {
-		return nil, err
-	}
+	a.profiles = popts
 	return a, nil
+}
+
+// setupScaleProfiles runs the ScaleProfile reconciler when the API server
+// serves ScaleProfiles. Without their CRD (an installation that predates
+// it, a test control plane) its watch would never sync and would stop the
+// manager; the configuration file's kinds run as before.
+func (a *App) setupScaleProfiles() error {
+	gvk := v1alpha1.GroupVersion.WithKind("ScaleProfile")
+	if _, err := a.Manager.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if !apimeta.IsNoMatchError(err) {
+			return fmt.Errorf("look up ScaleProfiles: %w", err)
+		}
+		ctrl.Log.WithName("scaleplane").Info("ScaleProfiles are not served: only the configuration file's profiles run; install config/crd (the release manifest or the chart do) to apply profiles with kubectl")
+		return nil
+	}
+	if _, err := profiles.SetupWithManager(a.Manager, a.profiles); err != nil {
+		return fmt.Errorf("set up ScaleProfiles: %w", err)
+	}
+	return nil
 }
 
 // noDispatcher stands in for the webhooks' dispatcher when the process
@@ -245,6 +265,9 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	if err := a.checkKindsServed(); err != nil {
+		return err
+	}
+	if err := a.setupScaleProfiles(); err != nil {
 		return err
 	}
 	// Bound before anything is written, so that a port in use fails the
