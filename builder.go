@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -235,11 +234,6 @@ func (b *Builder) compile() (*profile.Compiled, error) {
 		t.Resource = mapping.Resource.Resource
 	case t.Resource != mapping.Resource.Resource:
 		errs = append(errs, fmt.Errorf("profile target resource %q: the API server calls %s %q; leave resource out", t.Resource, gvk.Kind, mapping.Resource.Resource))
-	}
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-		// The controllers, the HPA and the /scale checks are namespaced
-		// today (issue 12 item 5 is cluster-scoped kinds).
-		errs = append(errs, fmt.Errorf("%s is cluster-scoped; scaleplane's library sets up namespaced kinds only", gvk.Kind))
 	}
 	if spec.ReplicasPath == "" || spec.Status.ReplicasPath == "" || spec.Status.SelectorPath == "" {
 		if err := b.scalePaths(mapping.Resource, &spec); err != nil {

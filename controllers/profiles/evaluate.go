@@ -28,9 +28,8 @@ func (s State) Active() bool { return s.View != nil }
 // Evaluate decides whether p may be active, given every ScaleProfile
 // (others may include p) and the API server's kinds:
 //
-//   - Invalid: the spec does not compile (every field error named), its
-//     resource is not what the API server calls the kind, or the kind is
-//     cluster-scoped (issue 12 item 5);
+//   - Invalid: the spec does not compile (every field error named) or its
+//     resource is not what the API server calls the kind;
 //   - Conflict: an older profile (by creation, then name) names the same
 //     kind; only the oldest is active, so applying a second one never
 //     changes what runs;
@@ -75,8 +74,9 @@ func EvaluateWith(p *v1alpha1.ScaleProfile, others []v1alpha1.ScaleProfile, mapp
 	s.Resource = m.Resource.GroupResource().String()
 	s.Scope = v1alpha1.ScopeNamespaced
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		// The controllers and webhooks run cluster-scoped kinds as they
+		// do configuration-file ones (without an HPA).
 		s.Scope = v1alpha1.ScopeCluster
-		return fail(v1alpha1.ProfileReasonInvalid, fmt.Sprintf("%s is cluster-scoped; scaleplane runs namespaced kinds only so far", gk.Kind))
 	}
 	if got := m.Resource.Resource; got != view.GVR().Resource {
 		return fail(v1alpha1.ProfileReasonInvalid, fmt.Sprintf("spec.target.resource %q: the API server calls %s %q; set resource: %s", view.GVR().Resource, gk.Kind, got, got))

@@ -65,7 +65,7 @@ func TestIssue12Item4Evaluate(t *testing.T) {
 		{"profiled statically", sp("fn", time.Hour, fn), nil,
 			want{false, metav1.ConditionFalse, "Conflict", "", "", "Function.samples.scaleplane.io is profiled in scaleplane's own configuration"}},
 		{"cluster-scoped", sp("wg", time.Hour, wg), nil,
-			want{false, metav1.ConditionFalse, "Invalid", "workergroups.samples.scaleplane.io", "Cluster", "WorkerGroup is cluster-scoped"}},
+			want{true, metav1.ConditionTrue, "Active", "workergroups.samples.scaleplane.io", "Cluster", "scaleplane runs workergroups"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

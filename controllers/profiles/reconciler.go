@@ -4,16 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
@@ -46,6 +53,17 @@ type Options struct {
 	// NotServedRetry is how often profiles whose CRD is not served are
 	// looked at again. Default 15 s.
 	NotServedRetry time.Duration
+	// CRDs reads a kind's CustomResourceDefinition, whose served schema
+	// gives the kind's limits (contract M7, S2, C6) and must agree with
+	// the profile (SchemaMismatch otherwise). Nil reads through the
+	// manager's API reader, which needs the manager's scheme to know
+	// apiextensions.k8s.io/v1; a kind without a readable CRD (a built-in
+	// kind, no RBAC) runs without limits.
+	CRDs client.Reader
+	// SkipAccessReview leaves out the SelfSubjectAccessReviews that make a
+	// profile RBACMissing when this process may not do what its kind
+	// needs (accessRules); for managers whose client cannot create them.
+	SkipAccessReview bool
 }
 
 // Reconciler keeps the active kinds in line with the ScaleProfiles. Every
@@ -58,10 +76,17 @@ type Reconciler struct {
 
 	static map[schema.GroupKind]bool
 
+	// elected wakes the reconciler once this replica leads: the kinds'
+	// controllers, the entries and the status are the leader's.
+	elected chan event.GenericEvent
+
 	mu sync.Mutex
 	// ctx lives as long as the manager; kinds' controllers run under it.
 	ctx    context.Context
 	active map[schema.GroupKind]*activeKind
+	// unsynced is set while the webhook entries may not match active: a
+	// change seen before this replica led, or a resync that failed.
+	unsynced bool
 }
 
 type activeKind struct {
@@ -87,7 +112,11 @@ func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
 	if opts.NotServedRetry <= 0 {
 		opts.NotServedRetry = 15 * time.Second
 	}
-	r := &Reconciler{mgr: mgr, opts: opts, active: map[schema.GroupKind]*activeKind{}, static: map[schema.GroupKind]bool{}}
+	if opts.CRDs == nil {
+		opts.CRDs = mgr.GetAPIReader()
+	}
+	r := &Reconciler{mgr: mgr, opts: opts, active: map[schema.GroupKind]*activeKind{}, static: map[schema.GroupKind]bool{},
+		elected: make(chan event.GenericEvent, 1), unsynced: true}
 	for _, v := range opts.Static {
 		r.static[v.GVK().GroupKind()] = true
 	}
@@ -95,10 +124,16 @@ func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		return nil, err
 	}
 	every := false
+	copts := controller.Options{NeedLeaderElection: &every, MaxConcurrentReconciles: 1}
+	if opts.Controllers.SkipNameValidation {
+		skip := true
+		copts.SkipNameValidation = &skip
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(opts.Owner + "-scaleprofiles").
 		For(&v1alpha1.ScaleProfile{}).
-		WithOptions(controller.Options{NeedLeaderElection: &every, MaxConcurrentReconciles: 1}).
+		WatchesRawSource(source.Channel(r.elected, &handler.EnqueueRequestForObject{})).
+		WithOptions(copts).
 		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("set up ScaleProfiles: %w", err)
@@ -112,6 +147,13 @@ func (r *Reconciler) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.ctx = ctx
 	r.mu.Unlock()
+	select {
+	case <-r.mgr.Elected():
+		// The name is no profile's: any request makes Reconcile look at
+		// them all.
+		r.elected <- event.GenericEvent{Object: &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: "scaleplane-elected"}}}
+	case <-ctx.Done():
+	}
 	<-ctx.Done()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -158,17 +200,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		states[i] = EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)
+		states[i] = r.withAccess(ctx, p, r.withSchema(ctx, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)))
 		if s := states[i]; s.Active() {
 			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, view: s.View}
-		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed {
+		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed || s.Condition.Reason == v1alpha1.ProfileReasonRBACMissing {
 			retry = true
 		}
 	}
 	changed, errs := r.apply(want, leader)
-	if changed && leader && r.opts.Resync != nil {
+	r.unsynced = r.unsynced || changed
+	if r.unsynced && leader && r.opts.Resync != nil {
 		if err := r.opts.Resync(ctx, r.views()); err != nil {
 			errs = append(errs, fmt.Errorf("resync webhook entries: %w", err))
+		} else {
+			r.unsynced = false
 		}
 	}
 	if leader {
@@ -187,6 +232,80 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		return ctrl.Result{RequeueAfter: r.opts.NotServedRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// withSchema gives an active state's profile the limits of its kind's
+// served CRD, or makes it SchemaMismatch when the two disagree.
+func (r *Reconciler) withSchema(ctx context.Context, s State) State {
+	if !s.Active() {
+		return s
+	}
+	gvr := s.View.GVR()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := r.opts.CRDs.Get(ctx, client.ObjectKey{Name: gvr.Resource + "." + gvr.Group}, crd); err != nil {
+		// Built-in kinds have no CRD; without RBAC to read CRDs the kind
+		// runs as it did before schema awareness.
+		ctrl.LoggerFrom(ctx).Info("schema limits unknown: scaleplane cannot check its writes against the CRD's schema (M7, S2, C6)", "resource", s.Resource, "error", err.Error())
+		return s
+	}
+	view, err := s.View.WithCRD(crd)
+	if err != nil {
+		s.View = nil
+		s.Condition.Status, s.Condition.Reason = metav1.ConditionFalse, v1alpha1.ProfileReasonSchemaMismatch
+		s.Condition.Message = err.Error()
+		return s
+	}
+	s.View = view
+	return s
+}
+
+// accessRules are what scaleplane does on a profiled kind: the fan-out's
+// patches, status.replicas and the selector, the trigger autoscaler's
+// /scale writes, and the finalizers its HPA's owner reference needs
+// (config/rbac/profiled_kinds_role.yaml, profile init's ClusterRole).
+var accessRules = []struct{ sub, verb string }{
+	{"", "get"}, {"", "list"}, {"", "watch"}, {"", "update"}, {"", "patch"},
+	{"status", "get"}, {"status", "patch"}, {"status", "update"},
+	{"scale", "get"}, {"scale", "update"}, {"scale", "patch"},
+	{"finalizers", "update"},
+}
+
+// withAccess makes an active state RBACMissing when this process may not
+// do everything accessRules lists on the kind, naming each missing verb.
+// A kind already running under the same spec is not asked again. A review
+// that cannot be made (no API, no scheme) is logged and does not block.
+func (r *Reconciler) withAccess(ctx context.Context, p *v1alpha1.ScaleProfile, s State) State {
+	if !s.Active() || r.opts.SkipAccessReview {
+		return s
+	}
+	if a, ok := r.active[s.View.GVK().GroupKind()]; ok && a.profile == p.Name && equality.Semantic.DeepEqual(a.spec, p.Spec) {
+		return s
+	}
+	gvr := s.View.GVR()
+	var missing []string
+	for _, rule := range accessRules {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Subresource: rule.sub, Verb: rule.verb},
+		}}
+		if err := r.mgr.GetClient().Create(ctx, review); err != nil {
+			ctrl.LoggerFrom(ctx).Info("cannot review scaleplane's access to a profiled kind; assuming it is granted", "resource", s.Resource, "error", err.Error())
+			return s
+		}
+		if !review.Status.Allowed {
+			res := gvr.Resource
+			if rule.sub != "" {
+				res += "/" + rule.sub
+			}
+			missing = append(missing, rule.verb+" "+res)
+		}
+	}
+	if len(missing) == 0 {
+		return s
+	}
+	s.View = nil
+	s.Condition.Status, s.Condition.Reason = metav1.ConditionFalse, v1alpha1.ProfileReasonRBACMissing
+	s.Condition.Message = fmt.Sprintf("scaleplane may not %s in %s; bind it a ClusterRole with these verbs (scaleplane profile init prints one)", strings.Join(missing, ", "), gvr.Group)
+	return s
 }
 
 // apply makes want the active kinds: the dispatcher first (so webhooks

@@ -55,6 +55,15 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 	if out, err := cluster.Kubectl(ctx, "apply", "-f", filepath.Join(framework.RepoRoot(), "config", "samples", "deploy", "profiled_kinds_role.yaml")); err != nil {
 		t.Fatalf("apply the sample kinds' role: %v\n%s", err, out)
 	}
+	// config/default installs the ScaleProfile CRD; scaleplane runs its
+	// reconciler only where it is served.
+	spCRD := filepath.Join(framework.RepoRoot(), "config", "crd", "bases", "scaleplane.io_scaleprofiles.yaml")
+	if out, err := cluster.Kubectl(ctx, "apply", "--server-side", "-f", spCRD); err != nil {
+		t.Fatalf("apply the ScaleProfile CRD: %v\n%s", err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "-f", spCRD); err != nil {
+		t.Fatalf("wait for the ScaleProfile CRD: %v\n%s", err, out)
+	}
 	cs, err := kubernetes.NewForConfig(cluster.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +190,51 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 	if code, body := get("/metrics", managerCfg.BearerToken); code != http.StatusForbidden {
 		t.Errorf("GET /metrics as a token without the reader role: %d %.200s, want 403", code, body)
 	}
+
+	// ScaleProfiles under the shipped role (issue 12 item 4): scaleplane
+	// reads them and writes their status; a kind it has no rules for is
+	// RBACMissing, naming what to grant, and not served.
+	gadgets := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.rbac.example.org}
+spec:
+  group: rbac.example.org
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+---
+apiVersion: scaleplane.io/v1alpha1
+kind: ScaleProfile
+metadata: {name: gadgets.rbac.example.org}
+spec:
+  target: {apiVersion: rbac.example.org/v1, kind: Gadget, resource: gadgets}
+  replicasPath: .spec.replicas
+  status: {replicasPath: .status.replicas}
+  scaleConfig: {annotation: scaleplane.io/scale-config}
+`
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		out, err := cluster.KubectlWithInput(ctx, gadgets, "apply", "--server-side", "-f", "-")
+		return err == nil, fmt.Sprintf("kubectl apply the Gadget CRD and its ScaleProfile: %v %s", err, out)
+	})
+	t.Cleanup(func() {
+		_, _ = cluster.Kubectl(context.Background(), "delete", "sprof", "gadgets.rbac.example.org", "--ignore-not-found")
+	})
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		out, err := cluster.Kubectl(ctx, "get", "sprof", "gadgets.rbac.example.org", "-o",
+			`jsonpath={.status.conditions[?(@.type=="Active")].reason}: {.status.conditions[?(@.type=="Active")].message}`)
+		return err == nil && strings.HasPrefix(out, "RBACMissing: ") && strings.Contains(out, "update gadgets/scale"),
+			fmt.Sprintf("ScaleProfile gadgets.rbac.example.org: %v %q, want RBACMissing naming update gadgets/scale", err, out)
+	})
 }
 
 func waitReady(t *testing.T, probePort int, done chan error) {

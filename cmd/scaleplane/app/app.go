@@ -12,9 +12,12 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,8 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/profiles"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 	"github.com/scaleplane/scaleplane/webhooks"
@@ -50,6 +55,9 @@ type App struct {
 	rotator *certs.Rotator
 	synced  atomic.Bool
 	servers *servers
+	// profiles wires the ScaleProfile reconciler, set up in Run once the
+	// API server says whether it serves ScaleProfiles.
+	profiles profiles.Options
 }
 
 // New builds the manager and registers everything on it. It reads the
@@ -69,6 +77,14 @@ func New(opts Options) (*App, error) {
 	}
 	a := &App{Views: views, opts: opts}
 	scheme := certs.NewScheme()
+	// ScaleProfiles are read and their status written through the
+	// manager; CRDs are read for live kinds' schemas (withSchema).
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("build scheme: %w", err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("build scheme: %w", err)
+	}
 
 	mopts := ctrl.Options{
 		Scheme: scheme,
@@ -122,6 +138,7 @@ func New(opts Options) (*App, error) {
 		return nil, fmt.Errorf("set up autoscaler: %w", err)
 	}
 	a.Sources = pipe.sources
+	var dispatcher profiles.Dispatcher = noDispatcher{}
 	if !opts.NoWebhookServer {
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, fmt.Errorf("add webhook readiness check: %w", err)
@@ -134,9 +151,21 @@ func New(opts Options) (*App, error) {
 				return nil, err
 			}
 		}
-		if err := webhooks.Setup(mgr, views, webhooks.Options{Sources: pipe.sources, OnReview: opts.OnAdmission}); err != nil {
+		wopts := webhooks.Options{Sources: pipe.sources, OnReview: opts.OnAdmission}
+		// The per-kind paths stay served for entries an older release
+		// wrote; the entries this one writes call the dispatcher, which
+		// serves the configuration file's kinds and ScaleProfiles' alike.
+		if err := webhooks.Setup(mgr, views, wopts); err != nil {
 			return nil, fmt.Errorf("set up webhooks: %w", err)
 		}
+		d, err := webhooks.NewDispatcher(mgr, wopts)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range views {
+			d.Activate(v)
+		}
+		dispatcher = d
 	}
 	if err := controllers.Setup(mgr, views, controllers.Options{Owner: opts.Config.Webhook.Owner, MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
 		return nil, fmt.Errorf("set up controllers: %w", err)
@@ -144,8 +173,46 @@ func New(opts Options) (*App, error) {
 	if err := setupAutoscaler(mgr, opts, views, pipe); err != nil {
 		return nil, fmt.Errorf("set up autoscaler: %w", err)
 	}
+	popts := profiles.Options{
+		Owner:       opts.Config.Webhook.Owner,
+		Dispatcher:  dispatcher,
+		Controllers: controllers.Options{MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation},
+		Static:      views,
+	}
+	if !opts.NoWebhookServer && *opts.ManageWebhookConfigurations {
+		popts.Resync = func(ctx context.Context, active []*profile.Compiled) error {
+			return webhooks.SyncDispatchConfigurations(ctx, a.direct, append(append([]*profile.Compiled(nil), a.Views...), active...), opts.Config.Webhook, a.clientConfig)
+		}
+	}
+	a.profiles = popts
 	return a, nil
 }
+
+// setupScaleProfiles runs the ScaleProfile reconciler when the API server
+// serves ScaleProfiles. Without their CRD (an installation that predates
+// it, a test control plane) its watch would never sync and would stop the
+// manager; the configuration file's kinds run as before.
+func (a *App) setupScaleProfiles() error {
+	gvk := v1alpha1.GroupVersion.WithKind("ScaleProfile")
+	if _, err := a.Manager.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		if !apimeta.IsNoMatchError(err) {
+			return fmt.Errorf("look up ScaleProfiles: %w", err)
+		}
+		ctrl.Log.WithName("scaleplane").Info("ScaleProfiles are not served: only the configuration file's profiles run; install config/crd (the release manifest or the chart do) to apply profiles with kubectl")
+		return nil
+	}
+	if _, err := profiles.SetupWithManager(a.Manager, a.profiles); err != nil {
+		return fmt.Errorf("set up ScaleProfiles: %w", err)
+	}
+	return nil
+}
+
+// noDispatcher stands in for the webhooks' dispatcher when the process
+// serves no webhooks: ScaleProfiles still run their kinds' controllers.
+type noDispatcher struct{}
+
+func (noDispatcher) Activate(*profile.Compiled)             {}
+func (noDispatcher) Deactivate(schema.GroupVersionResource) {}
 
 func (a *App) certsOptions() certs.Options {
 	wc := a.opts.Config.Webhook
@@ -198,6 +265,9 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	if err := a.checkKindsServed(); err != nil {
+		return err
+	}
+	if err := a.setupScaleProfiles(); err != nil {
 		return err
 	}
 	// Bound before anything is written, so that a port in use fails the
@@ -286,7 +356,11 @@ func (a *App) prepareWebhooks(ctx context.Context) (err error) {
 // It returns the configurations it created.
 func (a *App) ensureWebhookConfigurations(ctx context.Context) (created []client.Object, err error) {
 	wc := a.opts.Config.Webhook
-	mutating, validating := webhooks.Configurations(a.Views, wc, a.clientConfig)
+	views, err := a.withLiveProfiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mutating, validating := webhooks.DispatchConfigurations(views, wc, a.clientConfig)
 	for _, obj := range []client.Object{mutating, validating} {
 		switch err := a.direct.Create(ctx, obj); {
 		case err == nil:
@@ -297,13 +371,44 @@ func (a *App) ensureWebhookConfigurations(ctx context.Context) (created []client
 	}
 	// The release manifest and the chart ship both configurations without
 	// entries: new entries call this process's Service (or URL).
-	if err := webhooks.SyncConfigurationsWith(ctx, a.direct, a.Views, wc, a.clientConfig); err != nil {
+	if err := webhooks.SyncDispatchConfigurations(ctx, a.direct, views, wc, a.clientConfig); err != nil {
 		return created, fmt.Errorf("sync webhook configurations: %w", err)
 	}
 	if a.opts.WebhookURL != "" {
 		return created, a.pointWebhooksAtURL(ctx)
 	}
 	return created, nil
+}
+
+// withLiveProfiles is the configuration file's kinds and those of the
+// active ScaleProfiles. Every replica syncs the entries at start, before
+// the ScaleProfile reconciler runs: without the live kinds a start would
+// remove their entries, and their objects would be admitted unjudged until
+// the leader resyncs. Where ScaleProfiles are not served (their CRD is not
+// installed) only the file's kinds are.
+func (a *App) withLiveProfiles(ctx context.Context) ([]*profile.Compiled, error) {
+	views := append([]*profile.Compiled(nil), a.Views...)
+	var list v1alpha1.ScaleProfileList
+	if err := a.direct.List(ctx, &list); err != nil {
+		if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return views, nil
+		}
+		return nil, fmt.Errorf("list ScaleProfiles: %w", err)
+	}
+	static := make(map[schema.GroupKind]bool, len(a.Views))
+	for _, v := range a.Views {
+		static[v.GVK().GroupKind()] = true
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if s := profiles.EvaluateWith(p, list.Items, a.Manager.GetRESTMapper(), static); s.Active() {
+			views = append(views, s.View)
+		}
+	}
+	return views, nil
 }
 
 // deleteCreated removes webhook configurations a failed start created. It

@@ -1,0 +1,403 @@
+// Package liveprofiles_test proves issue 12 item 4 through the binary's
+// own wiring (app.New, in-process) and the real kubectl: scaleplane runs
+// with no profile for the third-party-shaped CRDs of
+// cmd/scaleplane/testdata/profileinit; what `scaleplane profile init`
+// prints for one is applied with `kubectl apply --server-side`, `kubectl
+// get sprof` shows it Active, and objects of the kind are then defaulted,
+// scaled (to 0 where the schema allows) and deleted with kubectl, all
+// without a restart. A profile that disagrees with its CRD shows its
+// reason in `kubectl get sprof`; deleting a ScaleProfile removes its
+// webhook entries.
+package liveprofiles_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/webhooks"
+)
+
+var cluster *framework.Cluster
+
+const appNamespace = "scaleplane-liveprofiles-e2e"
+
+func testdata() string {
+	return filepath.Join(framework.RepoRoot(), "cmd", "scaleplane", "testdata", "profileinit")
+}
+
+func TestMain(m *testing.M) {
+	log.SetLogger(logr.Discard())
+	os.Exit(framework.Run(m, framework.Options{
+		CRDPaths: []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), testdata()},
+	}, &cluster))
+}
+
+// startApp runs the binary's wiring with a configuration file that
+// profiles nothing, until the test ends, and returns its webhook port.
+func startApp(t *testing.T, leaderElection bool) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	port := framework.FreePort(t)
+	cfg := &configv1alpha2.Configuration{}
+	cfg.APIVersion, cfg.Kind = configv1alpha2.APIVersion, configv1alpha2.Kind
+	cfg.Default()
+	cfg.Webhook.Host = "127.0.0.1"
+	cfg.Webhook.Port = port
+	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")
+	a, err := app.New(app.Options{
+		Config:      cfg,
+		RestConfig:  cluster.Config,
+		CertMode:    app.CertSelfSigned,
+		Namespace:   appNamespace,
+		WebhookURL:  "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		WebhookIPs:  []string{"127.0.0.1"},
+		MetricsAddr: "0",
+		ProbeAddr:   "0",
+		// Several Apps run one after the other in this process.
+		SkipControllerNameValidation: true,
+		LeaderElection:               leaderElection,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("build app: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("app stopped with: %v", err)
+		}
+	})
+	return port
+}
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "scaleplane")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/scaleplane")
+	build.Dir = framework.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build scaleplane: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// sprof is `kubectl get sprof NAME` as columns by header.
+func sprof(ctx context.Context, name string) (map[string]string, error) {
+	out, err := cluster.Kubectl(ctx, "get", "sprof", name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		return nil, fmt.Errorf("kubectl get sprof %s printed %q", name, out)
+	}
+	head, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	if len(head) != len(row) {
+		return nil, fmt.Errorf("kubectl get sprof %s: columns %q, values %q", name, head, row)
+	}
+	cols := map[string]string{}
+	for i := range head {
+		cols[head[i]] = row[i]
+	}
+	return cols, nil
+}
+
+// entries are the names of the mutating entries routing gvr, and the
+// paths they call.
+func entries(ctx context.Context, gvr schema.GroupVersionResource) ([]string, error) {
+	var m admissionregistrationv1.MutatingWebhookConfiguration
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Name: configv1alpha2.DefaultMutatingConfigurationName}, &m); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, w := range m.Webhooks {
+		for _, r := range w.Rules {
+			if len(r.APIGroups) == 1 && r.APIGroups[0] == gvr.Group && len(r.Resources) == 1 && r.Resources[0] == gvr.Resource {
+				path := ""
+				if w.ClientConfig.URL != nil {
+					path = *w.ClientConfig.URL
+				}
+				out = append(out, path)
+			}
+		}
+	}
+	return out, nil
+}
+
+func field(u *unstructured.Unstructured, path string) (string, error) {
+	jp := jsonpath.New("f")
+	if err := jp.Parse("{" + path + "}"); err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := jp.Execute(&b, u.Object); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// TestIssue12Item4LiveProfilesThroughKubectl: profiles applied to a
+// running scaleplane with kubectl take effect without a restart.
+func TestIssue12Item4LiveProfilesThroughKubectl(t *testing.T) {
+	bin := buildBinary(t)
+	startApp(t, false)
+	// ScaleProfiles are cluster-scoped: they outlive the test's namespace.
+	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "sprof", "--all") })
+	ns := cluster.Namespace(t)
+	cases := []struct {
+		crd       string
+		gvr       schema.GroupVersionResource
+		kind      string
+		body      string
+		want      map[string]string // path -> value at n replicas (%d)
+		refuses0  string
+		clustered bool
+	}{{
+		// A scale config with schema minimums and a defaulted spec.replicas.
+		crd: "functions.serverless.example.org", kind: "Function",
+		gvr:      schema.GroupVersionResource{Group: "serverless.example.org", Version: "v1alpha2", Resource: "functions"},
+		body:     "{runtime: python312, replicas: 2}",
+		want:     map[string]string{".spec.replicas": "%d", ".spec.scaleConfig.minReplicas": "%d", ".spec.scaleConfig.maxReplicas": "%d"},
+		refuses0: "the CRD's schema requires a value of at least 1 (minimum)",
+	}, {
+		// No room in the schema: the scale config is an annotation.
+		crd: "workers.batch.example.org", kind: "Worker",
+		gvr:  schema.GroupVersionResource{Group: "batch.example.org", Version: "v1", Resource: "workers"},
+		body: "{replicas: 2, queue: jobs}",
+		want: map[string]string{".spec.replicas": "%d"},
+	}, {
+		// Member groups (racks) and a map of ready counts in status.
+		crd: "cassandraclusters.db.example.org", kind: "CassandraCluster",
+		gvr:  schema.GroupVersionResource{Group: "db.example.org", Version: "v1", Resource: "cassandraclusters"},
+		body: "{topology: {nodesPerRack: 2, racks: [{rackName: a}, {rackName: b}]}}",
+		want: map[string]string{".spec.topology.nodesPerRack": "%d", ".spec.topology.racks[*].nodes": "%d %d"},
+	}, {
+		crd: "edgepools.infra.example.org", kind: "EdgePool", clustered: true,
+		gvr:  schema.GroupVersionResource{Group: "infra.example.org", Version: "v1", Resource: "edgepools"},
+		body: "{size: 2, region: west}",
+		want: map[string]string{".spec.size": "%d"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.kind, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			// What profile init prints for the CRD, applied as is.
+			cmd := exec.CommandContext(ctx, bin, "profile", "init", "--crd", tc.crd, "--kubeconfig", cluster.Kubeconfig)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil && stdout.Len() == 0 {
+				t.Fatalf("profile init --crd %s: %v\n%s", tc.crd, err, stderr.String())
+			}
+			if out, err := cluster.KubectlWithInput(ctx, stdout.String(), "apply", "--server-side", "-f", "-"); err != nil {
+				t.Fatalf("kubectl apply the profile: %v\n%s", err, out)
+			}
+			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+				cols, err := sprof(ctx, tc.crd)
+				if err != nil {
+					return false, err.Error()
+				}
+				want := map[string]string{"NAME": tc.crd, "TARGET": tc.kind, "ACTIVE": "True", "REASON": "Active"}
+				delete(cols, "AGE")
+				return cmp.Equal(want, cols), fmt.Sprintf("kubectl get sprof (-want +got):\n%s", cmp.Diff(want, cols))
+			})
+			// The leader writes the entries after the status: objects are
+			// judged once they call the dispatcher.
+			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+				got, err := entries(ctx, tc.gvr)
+				if err != nil {
+					return false, err.Error()
+				}
+				return len(got) == 1 && strings.HasSuffix(got[0], webhooks.DispatchPath(webhooks.DispatchMutatePrefix, tc.gvr)),
+					fmt.Sprintf("mutating entries for %s: %q", tc.gvr, got)
+			})
+
+			name, nsArgs, meta := "demo", []string{"-n", ns}, fmt.Sprintf("{name: demo, namespace: %s}", ns)
+			if tc.clustered {
+				name = "demo-" + ns
+				nsArgs, meta = nil, "{name: "+name+"}"
+			}
+			manifest := fmt.Sprintf("apiVersion: %s/%s\nkind: %s\nmetadata: %s\nspec: %s\n", tc.gvr.Group, tc.gvr.Version, tc.kind, meta, tc.body)
+			if out, err := cluster.KubectlWithInput(ctx, manifest, "apply", "--server-side", "-f", "-"); err != nil {
+				t.Fatalf("create: %v\n%s", err, out)
+			}
+			check := func(n int) {
+				t.Helper()
+				framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+					u := &unstructured.Unstructured{}
+					u.SetGroupVersionKind(tc.gvr.GroupVersion().WithKind(tc.kind))
+					key := client.ObjectKey{Name: name}
+					if !tc.clustered {
+						key.Namespace = ns
+					}
+					if err := cluster.Client.Get(ctx, key, u); err != nil {
+						return false, err.Error()
+					}
+					got, want := map[string]string{}, map[string]string{}
+					for path, w := range tc.want {
+						out, err := field(u, path)
+						if err != nil {
+							return false, err.Error()
+						}
+						got[path] = out
+						want[path] = strings.ReplaceAll(w, "%d", strconv.Itoa(n))
+					}
+					return cmp.Equal(want, got), fmt.Sprintf("at %d replicas (-want +got):\n%s", n, cmp.Diff(want, got))
+				})
+			}
+			check(2)
+			scale := func(n int) (string, error) {
+				return cluster.Kubectl(ctx, append([]string{"scale", tc.gvr.Resource + "." + tc.gvr.Group + "/" + name, fmt.Sprintf("--replicas=%d", n)}, nsArgs...)...)
+			}
+			if out, err := scale(3); err != nil {
+				t.Fatalf("kubectl scale --replicas=3: %v\n%s", err, out)
+			}
+			check(3)
+			out, err := scale(0)
+			switch {
+			case tc.refuses0 == "" && err != nil:
+				t.Fatalf("kubectl scale --replicas=0: %v\n%s", err, out)
+			case tc.refuses0 == "":
+				check(0)
+			case err == nil || !strings.Contains(out+err.Error(), tc.refuses0):
+				t.Fatalf("kubectl scale --replicas=0: %v\n%s\nwant a refusal containing %q", err, out, tc.refuses0)
+			default:
+				check(3)
+			}
+			if out, err := cluster.Kubectl(ctx, append([]string{"delete", tc.gvr.Resource + "." + tc.gvr.Group, name, "--wait=true", "--timeout=60s"}, nsArgs...)...); err != nil {
+				t.Fatalf("kubectl delete: %v\n%s", err, out)
+			}
+		})
+	}
+
+	t.Run("broken profile and deletion", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		// LeaderWorkerSet's /scale specReplicasPath is .spec.replicas: a
+		// profile writing .spec.size disagrees with its CRD.
+		broken := `apiVersion: scaleplane.io/v1alpha1
+kind: ScaleProfile
+metadata:
+  name: broken-lws
+spec:
+  target: {apiVersion: leaderworkerset.x-k8s.io/v1, kind: LeaderWorkerSet, resource: leaderworkersets}
+  replicasPath: .spec.size
+  status: {replicasPath: .status.replicas}
+  scaleConfig: {annotation: scaleplane.io/scale-config}
+`
+		if out, err := cluster.KubectlWithInput(ctx, broken, "apply", "--server-side", "-f", "-"); err != nil {
+			t.Fatalf("kubectl apply: %v\n%s", err, out)
+		}
+		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+			cols, err := sprof(ctx, "broken-lws")
+			if err != nil {
+				return false, err.Error()
+			}
+			return cols["ACTIVE"] == "False" && cols["REASON"] == "SchemaMismatch", fmt.Sprintf("kubectl get sprof broken-lws: %v", cols)
+		})
+		msg, err := cluster.Kubectl(ctx, "get", "sprof", "broken-lws", "-o", `jsonpath={.status.conditions[?(@.type=="Active")].message}`)
+		if err != nil || !strings.Contains(msg, "replicasPath") {
+			t.Errorf("the SchemaMismatch message names no field path: %v %q", err, msg)
+		}
+		lws := schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
+		if got, err := entries(ctx, lws); err != nil || len(got) != 0 {
+			t.Errorf("a profile that is not active has webhook entries: %q %v", got, err)
+		}
+
+		// Deleting an active ScaleProfile removes its entries.
+		worker := schema.GroupVersionResource{Group: "batch.example.org", Version: "v1", Resource: "workers"}
+		if out, err := cluster.Kubectl(ctx, "delete", "sprof", "workers.batch.example.org"); err != nil {
+			t.Fatalf("kubectl delete sprof: %v\n%s", err, out)
+		}
+		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+			got, err := entries(ctx, worker)
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(got) == 0, fmt.Sprintf("entries for workers after the ScaleProfile's deletion: %q", got)
+		})
+	})
+}
+
+// TestIssue12Item4StartupSyncKeepsLiveEntries: a replica's start-up sync,
+// which runs before its ScaleProfile reconciler and whether or not it
+// leads, keeps the entries of the active ScaleProfiles; otherwise every
+// start would remove them and objects of those kinds would be admitted
+// unjudged until the leader resynced. The replica here never leads
+// (another holds the lease), so only its start-up sync writes entries.
+func TestIssue12Item4StartupSyncKeepsLiveEntries(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	golden, err := os.ReadFile(filepath.Join(testdata(), "leaderworkerset.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	profileYAML := strings.SplitN(string(golden), "# stdout:\n", 2)[1]
+	if out, err := cluster.KubectlWithInput(ctx, profileYAML, "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply the profile: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "sprof", "--all") })
+	lws := schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
+	if got, err := entries(ctx, lws); err == nil && len(got) != 0 {
+		t.Fatalf("entries for %s before any scaleplane ran: %q", lws, got)
+	}
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNamespace}}
+	if err := cluster.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: app.LeaderElectionID, Namespace: appNamespace},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("another-replica"), LeaseDurationSeconds: ptr.To(int32(3600)), AcquireTime: &now, RenewTime: &now},
+	}
+	if err := cluster.Client.Create(ctx, lease); err != nil {
+		t.Fatalf("hold the lease: %v", err)
+	}
+	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), lease) })
+
+	port := startApp(t, true)
+	// The webhook server starts after the start-up sync.
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return false, err.Error()
+		}
+		_ = c.Close()
+		return true, ""
+	})
+	got, err := entries(ctx, lws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.HasSuffix(got[0], webhooks.DispatchPath(webhooks.DispatchMutatePrefix, lws)) {
+		t.Errorf("after a start that does not lead, mutating entries for %s: %q, want one calling the dispatcher", lws, got)
+	}
+}
