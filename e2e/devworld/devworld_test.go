@@ -19,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	world "github.com/scaleplane/scaleplane/cmd/scaleplane/devworld"
@@ -159,12 +160,17 @@ func waitReadyMembers(t *testing.T, ns, name, want string) {
 
 func setMembers(t *testing.T, ns, name string, members ...int64) {
 	t.Helper()
-	u := sample("RackedCluster", ns, name, nil)
-	if err := cluster.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
-		t.Fatal(err)
-	}
-	_ = unstructured.SetNestedSlice(u.Object, racks(members...), "spec", "racks")
-	if err := cluster.Client.Update(context.Background(), u); err != nil {
+	// The world writes the workload's status meanwhile: an update of the
+	// spec retries on a conflict, as kubectl edit would have the user do.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u := sample("RackedCluster", ns, name, nil)
+		if err := cluster.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+			return err
+		}
+		_ = unstructured.SetNestedSlice(u.Object, racks(members...), "spec", "racks")
+		return cluster.Client.Update(context.Background(), u)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
