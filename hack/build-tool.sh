@@ -20,12 +20,22 @@ case "$name" in
   keda-adapter)
     dir="$root/hack/tools/keda"; pkg="./cmd/keda-adapter"; what="github.com/kedacore/keda/v2 v2.21.0 (its metrics server)" ;;
   keda-crds)
-    # KEDA's CRDs, copied from the module the operator is built from.
-    src=$(cd "$root/hack/tools/keda" && go list -m -f '{{.Dir}}' github.com/kedacore/keda/v2)/config/crd/bases
-    rm -rf "$out/keda-crds.tmp" && mkdir -p "$out/keda-crds.tmp"
-    cp "$src"/*.yaml "$out/keda-crds.tmp/" && chmod 644 "$out/keda-crds.tmp"/*.yaml
-    rm -rf "$out/keda-crds" && mv "$out/keda-crds.tmp" "$out/keda-crds"
-    echo "==> copied KEDA's CRDs into bin/controlplane/keda-crds"
+    # KEDA's CRDs, copied from the module the operator is built from. On a
+    # cold machine the module is not in the cache yet (go list -m gives no
+    # Dir until it is): download it first, and fail loudly on no CRDs.
+    ( cd "$root/hack/tools/keda" && go mod download github.com/kedacore/keda/v2 )
+    dir=$(cd "$root/hack/tools/keda" && go list -m -f '{{.Dir}}' github.com/kedacore/keda/v2)
+    src="$dir/config/crd/bases"
+    if [ -z "$dir" ] || ! ls "$src"/*.yaml >/dev/null 2>&1; then
+      echo "build-tool.sh: no KEDA CRDs found in '$src'" >&2; exit 1
+    fi
+    rm -rf "$out/keda-crds.tmp"
+    mkdir -p "$out/keda-crds.tmp"
+    cp "$src"/*.yaml "$out/keda-crds.tmp/"
+    chmod 644 "$out/keda-crds.tmp"/*.yaml
+    rm -rf "$out/keda-crds"
+    mv "$out/keda-crds.tmp" "$out/keda-crds"
+    echo "==> copied $(ls "$out/keda-crds" | wc -l) KEDA CRDs into bin/controlplane/keda-crds"
     exit 0 ;;
   prometheus)
     # remove_all_sd leaves out every service discovery but file and static
