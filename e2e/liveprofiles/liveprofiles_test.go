@@ -248,29 +248,13 @@ func TestIssue12Item4LiveProfilesThroughKubectl(t *testing.T) {
 			if out, err := cluster.KubectlWithInput(ctx, manifest, "apply", "--server-side", "-f", "-"); err != nil {
 				t.Fatalf("create: %v\n%s", err, out)
 			}
+			key := client.ObjectKey{Name: name}
+			if !tc.clustered {
+				key.Namespace = ns
+			}
 			check := func(n int) {
 				t.Helper()
-				framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-					u := &unstructured.Unstructured{}
-					u.SetGroupVersionKind(tc.gvr.GroupVersion().WithKind(tc.kind))
-					key := client.ObjectKey{Name: name}
-					if !tc.clustered {
-						key.Namespace = ns
-					}
-					if err := cluster.Client.Get(ctx, key, u); err != nil {
-						return false, err.Error()
-					}
-					got, want := map[string]string{}, map[string]string{}
-					for path, w := range tc.want {
-						out, err := field(u, path)
-						if err != nil {
-							return false, err.Error()
-						}
-						got[path] = out
-						want[path] = strings.ReplaceAll(w, "%d", strconv.Itoa(n))
-					}
-					return cmp.Equal(want, got), fmt.Sprintf("at %d replicas (-want +got):\n%s", n, cmp.Diff(want, got))
-				})
+				framework.EventuallyFields(t, cluster.Client, tc.gvr.GroupVersion().WithKind(tc.kind), key, n, tc.want, field)
 			}
 			check(2)
 			scale := func(n int) (string, error) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,29 +126,13 @@ func TestIssue12Item1InferredProfilesScale(t *testing.T) {
 			if out, err := cluster.KubectlWithInput(ctx, manifest, "apply", "--server-side", "-f", "-"); err != nil {
 				t.Fatalf("create: %v\n%s", err, out)
 			}
+			key := client.ObjectKey{Name: name}
+			if !tc.clustered {
+				key.Namespace = ns
+			}
 			check := func(n int) {
 				t.Helper()
-				framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-					u := &unstructured.Unstructured{}
-					u.SetGroupVersionKind(v.GVK())
-					key := client.ObjectKey{Name: name}
-					if !tc.clustered {
-						key.Namespace = ns
-					}
-					if err := cluster.Client.Get(ctx, key, u); err != nil {
-						return false, err.Error()
-					}
-					got, want := map[string]string{}, map[string]string{}
-					for path, w := range tc.want {
-						out, err := jsonpath(u, path)
-						if err != nil {
-							return false, err.Error()
-						}
-						got[path] = out
-						want[path] = strings.ReplaceAll(w, "%d", fmt.Sprint(n))
-					}
-					return cmp.Equal(want, got), fmt.Sprintf("at %d replicas (-want +got):\n%s", n, cmp.Diff(want, got))
-				})
+				framework.EventuallyFields(t, cluster.Client, v.GVK(), key, n, tc.want, jsonpath)
 			}
 			check(2)
 			scale := func(n int) (string, error) {
