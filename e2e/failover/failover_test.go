@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,30 +44,7 @@ func TestIssue10Item7LeaderKillUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	d := deploy(t)
 
-	svc := &corev1.Service{}
-	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "scaleplane-webhook-service"}, svc); err != nil {
-		t.Fatalf("the shipped webhook Service: %v", err)
-	}
-	network.SetClusterIP(svc.Spec.ClusterIP, servicePort)
-
-	pods := map[string]*replica{}
-	for _, name := range []string{"scaleplane-controller-manager-a", "scaleplane-controller-manager-b"} {
-		pods[name] = d.start(t, name)
-	}
-	// Start-up on a loaded machine (two binaries, one API server) is slow;
-	// only a replica that exits is a failure here.
-	framework.Eventually(t, 3*framework.DefaultTimeout, func(context.Context) (bool, string) {
-		var waiting []string
-		for _, r := range pods {
-			if !r.running() {
-				t.Fatalf("%s exited while starting: %v\n%s", r.name, r.exitErr, tail(r.logPath, 40))
-			}
-			if !network.Ready(r.name) {
-				waiting = append(waiting, r.name+": "+r.readiness())
-			}
-		}
-		return len(waiting) == 0, fmt.Sprintf("not ready: %v", waiting)
-	})
+	pods := d.startReady(t, "scaleplane-controller-manager-a", "scaleplane-controller-manager-b")
 	noReadyBefore, unknownBefore := network.Refused()
 	var leader, survivor *replica
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {

@@ -269,3 +269,33 @@ func tail(path string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// startReady points the Service stand-in at the shipped webhook Service's
+// clusterIP, starts a replica per name and waits until every one is an
+// endpoint. Start-up on a loaded machine (two binaries, one API server) is
+// slow; only a replica that exits is a failure here.
+func (d *deployment) startReady(t *testing.T, names ...string) map[string]*replica {
+	t.Helper()
+	svc := &corev1.Service{}
+	if err := cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: systemNamespace, Name: "scaleplane-webhook-service"}, svc); err != nil {
+		t.Fatalf("the shipped webhook Service: %v", err)
+	}
+	network.SetClusterIP(svc.Spec.ClusterIP, servicePort)
+	pods := map[string]*replica{}
+	for _, name := range names {
+		pods[name] = d.start(t, name)
+	}
+	framework.Eventually(t, 3*framework.DefaultTimeout, func(context.Context) (bool, string) {
+		var waiting []string
+		for _, r := range pods {
+			if !r.running() {
+				t.Fatalf("%s exited while starting: %v\n%s", r.name, r.exitErr, tail(r.logPath, 40))
+			}
+			if !network.Ready(r.name) {
+				waiting = append(waiting, r.name+": "+r.readiness())
+			}
+		}
+		return len(waiting) == 0, fmt.Sprintf("not ready: %v", waiting)
+	})
+	return pods
+}

@@ -51,27 +51,7 @@ const idleTimeout = 40 * time.Second
 func TestIssue13StateAcrossLeaderChange(t *testing.T) {
 	ctx := context.Background()
 	d := deploy(t)
-	svc := &corev1.Service{}
-	if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: "scaleplane-webhook-service"}, svc); err != nil {
-		t.Fatalf("the shipped webhook Service: %v", err)
-	}
-	network.SetClusterIP(svc.Spec.ClusterIP, servicePort)
-	pods := map[string]*replica{}
-	for _, name := range []string{"scaleplane-controller-manager-c", "scaleplane-controller-manager-d"} {
-		pods[name] = d.start(t, name)
-	}
-	framework.Eventually(t, 3*framework.DefaultTimeout, func(context.Context) (bool, string) {
-		var waiting []string
-		for _, r := range pods {
-			if !r.running() {
-				t.Fatalf("%s exited while starting: %v\n%s", r.name, r.exitErr, tail(r.logPath, 40))
-			}
-			if !network.Ready(r.name) {
-				waiting = append(waiting, r.name+": "+r.readiness())
-			}
-		}
-		return len(waiting) == 0, fmt.Sprintf("not ready: %v", waiting)
-	})
+	pods := d.startReady(t, "scaleplane-controller-manager-c", "scaleplane-controller-manager-d")
 	var leader, other *replica
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		holder, _, err := leaseHolder(ctx)
