@@ -64,4 +64,8 @@ const (
 	ProfileReasonRBACMissing    = "RBACMissing"
 	ProfileReasonInvalid        = "Invalid"
 	ProfileReasonConflict       = "Conflict"
+	// ProfileReasonWebhooksNotInstalled: in GitOps mode, the kind runs but
+	// the webhook configurations (the user's repository's) lack its
+	// entries, so its objects are not judged at admission.
+	ProfileReasonWebhooksNotInstalled = "WebhooksNotInstalled"
 )

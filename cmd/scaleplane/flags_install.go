@@ -19,6 +19,13 @@ func bindInstallFlags(fs *flag.FlagSet, opts *app.Options) {
 	fs.StringVar(&opts.MetricsCertDir, "metrics-cert-path", "", "directory holding the metrics server's certificate and key (a mounted Secret, reloaded on change); empty: a self-signed certificate made at start")
 	fs.StringVar(&opts.MetricsCertName, "metrics-cert-name", "tls.crt", "certificate file name in --metrics-cert-path")
 	fs.StringVar(&opts.MetricsKeyName, "metrics-cert-key", "tls.key", "key file name in --metrics-cert-path")
+	bindWebhookURL(fs, opts)
+	fs.BoolVar(&opts.GitOps, "gitops", false, "leave the webhook configurations and cert-manager objects to your repository (Argo CD, Flux): write none of them; print them with scaleplane render webhooks|certificates. Needs --cert-mode=cert-manager or files")
+}
+
+// bindWebhookURL binds --webhook-url, which the manager and scaleplane
+// render share: the address is in the entries and the certificate.
+func bindWebhookURL(fs *flag.FlagSet, opts *app.Options) {
 	fs.Func("webhook-url", "https://HOST:PORT the webhook configurations call instead of the webhook Service, for an API server outside the cluster network; an IP host is added to the self-signed certificate", func(s string) error {
 		u, err := url.Parse(s)
 		if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {

@@ -5,6 +5,7 @@
 //	scaleplane dev                                    run everything on an embedded control plane
 //	scaleplane profile init --crd NAME                 print a ScaleProfile for a CRD
 //	scaleplane config check -f FILE --crd FILE         check profiles against CRD files offline
+//	scaleplane render webhooks|certificates            print what GitOps mode (--gitops) leaves to the repository
 //	scaleplane explain NAMESPACE/RESOURCE/NAME         show what scaleplane does with a workload and why
 //	scaleplane completion bash|zsh                     print a shell completion script
 //	scaleplane version                                 print version, commit and Go version
@@ -99,6 +100,8 @@ func run(args []string) int {
 			return profileMain(args[1:])
 		case "config":
 			return configMain(args[1:])
+		case "render":
+			return renderMain(args[1:])
 		case "completion":
 			return completionMain(args[1:])
 		case "version":
@@ -120,6 +123,7 @@ Usage:
   scaleplane dev load NS/NAME [flags]     send requests to a dev workload's sample pods
   scaleplane profile init (--crd NAME | -f FILE)  print a ScaleProfile and its RBAC for a CRD
   scaleplane config check -f FILE [--crd FILE]... check configurations and profiles against CRD files
+  scaleplane render webhooks|certificates  print what --gitops leaves to your repository
   scaleplane explain NS/RESOURCE/NAME     what sets a workload's count, and the last decisions (its Scaling)
   scaleplane completion bash|zsh          print a shell completion script
   scaleplane version [-o json]            print the version, commit and Go version
@@ -186,7 +190,7 @@ func serveMain(args []string) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	log.Info("starting", "version", currentVersion().Version, "commit", currentVersion().Commit, "profiles", len(a.Views), "certMode", opts.CertMode)
+	log.Info("starting", "version", currentVersion().Version, "commit", currentVersion().Commit, "profiles", len(a.Views), "certMode", opts.CertMode, "gitOps", opts.GitOps)
 	if err := a.Run(ctx); err != nil {
 		// A plain message, not a stack trace: the most common failures
 		// (cert-manager missing, RBAC) say what to install or grant.

@@ -44,6 +44,13 @@ type Options struct {
 	// (webhooks.SyncDispatchConfigurations); called on the leader when
 	// they change. Nil leaves the entries alone.
 	Resync func(ctx context.Context, active []*profile.Compiled) error
+	// Missing, set instead of Resync in GitOps mode (where the entries are
+	// the user's repository's), reports the active kinds whose entries the
+	// webhook configurations lack (webhooks.MissingDispatchEntries). Their
+	// profiles show Active False, reason WebhooksNotInstalled, until the
+	// entries are applied; their kinds run meanwhile, so the entries take
+	// effect as soon as they are. Looked at again every NotServedRetry.
+	Missing func(ctx context.Context, active []*profile.Compiled) (map[schema.GroupVersionResource][]string, error)
 	// Controllers tunes each kind's controller.
 	Controllers controllers.Options
 	// Static are the kinds this process set up otherwise (its
@@ -214,6 +221,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 			errs = append(errs, fmt.Errorf("resync webhook entries: %w", err))
 		} else {
 			r.unsynced = false
+		}
+	}
+	if leader && r.opts.Missing != nil {
+		missing, err := r.opts.Missing(ctx, r.views())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read the webhook configurations: %w", err))
+		}
+		for i := range states {
+			if s := &states[i]; s.Active() && len(missing[s.View.GVR()]) > 0 {
+				retry = true
+				s.Condition.Status, s.Condition.Reason = metav1.ConditionFalse, v1alpha1.ProfileReasonWebhooksNotInstalled
+				s.Condition.Message = fmt.Sprintf("GitOps mode: scaleplane runs the kind but writes no webhook configuration, and these entries are missing: %s; "+
+					"objects of the kind are admitted without defaulting or validation until they are applied: run scaleplane render webhooks -f with this profile and commit the output",
+					strings.Join(missing[s.View.GVR()], ", "))
+			}
 		}
 	}
 	if leader {

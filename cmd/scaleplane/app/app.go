@@ -179,7 +179,13 @@ func New(opts Options) (*App, error) {
 		Controllers: controllers.Options{MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation},
 		Static:      views,
 	}
-	if !opts.NoWebhookServer && *opts.ManageWebhookConfigurations {
+	switch {
+	case opts.NoWebhookServer:
+	case opts.GitOps:
+		popts.Missing = func(ctx context.Context, active []*profile.Compiled) (map[schema.GroupVersionResource][]string, error) {
+			return webhooks.MissingDispatchEntries(ctx, a.direct, active, opts.Config.Webhook)
+		}
+	case *opts.ManageWebhookConfigurations:
 		popts.Resync = func(ctx context.Context, active []*profile.Compiled) error {
 			return webhooks.SyncDispatchConfigurations(ctx, a.direct, append(append([]*profile.Compiled(nil), a.Views...), active...), opts.Config.Webhook, a.clientConfig)
 		}
@@ -214,18 +220,22 @@ type noDispatcher struct{}
 func (noDispatcher) Activate(*profile.Compiled)             {}
 func (noDispatcher) Deactivate(schema.GroupVersionResource) {}
 
-func (a *App) certsOptions() certs.Options {
-	wc := a.opts.Config.Webhook
+func (a *App) certsOptions() certs.Options { return certsOptionsFor(a.opts) }
+
+// certsOptionsFor is what package certs needs of opts: the Secret, the
+// Service's names and the configurations to inject or annotate.
+func certsOptionsFor(opts Options) certs.Options {
+	wc := opts.Config.Webhook
 	o := certs.Options{
-		Mode:                            certs.Mode(a.opts.CertMode),
-		SecretNamespace:                 a.opts.Namespace,
-		SecretName:                      a.opts.SecretName,
-		DNSNames:                        certs.ServiceDNSNames(a.opts.ServiceName, a.opts.Namespace),
+		Mode:                            certs.Mode(opts.CertMode),
+		SecretNamespace:                 opts.Namespace,
+		SecretName:                      opts.SecretName,
+		DNSNames:                        certs.ServiceDNSNames(opts.ServiceName, opts.Namespace),
 		MutatingWebhookConfigurations:   []string{wc.MutatingConfigurationName},
 		ValidatingWebhookConfigurations: []string{wc.ValidatingConfigurationName},
 		CertDir:                         wc.CertDir,
 	}
-	for _, ip := range a.opts.WebhookIPs {
+	for _, ip := range opts.WebhookIPs {
 		if parsed := net.ParseIP(ip); parsed != nil {
 			o.IPAddresses = append(o.IPAddresses, parsed)
 		}
@@ -310,6 +320,9 @@ func (a *App) prepareWebhooks(ctx context.Context) (err error) {
 		if err := certs.CheckCertManager(a.direct); err != nil {
 			return fmt.Errorf("cert-manager mode: %w", err)
 		}
+	}
+	if a.opts.GitOps {
+		return a.prepareGitOps(ctx)
 	}
 	if a.opts.CertMode != CertFiles {
 		// Out of a cluster (dev) the namespace may not exist yet; in one, it
@@ -495,15 +508,23 @@ func (a *App) pointWebhooksAtURL(ctx context.Context) error {
 }
 
 func (a *App) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
-	if a.opts.WebhookURL != "" {
-		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(a.opts.WebhookURL + path)}
+	return clientConfigFor(a.opts)(path)
+}
+
+// clientConfigFor is how opts' webhook entries reach the server: the URL
+// when one is set, else the Service on port 443.
+func clientConfigFor(opts Options) func(path string) admissionregistrationv1.WebhookClientConfig {
+	return func(path string) admissionregistrationv1.WebhookClientConfig {
+		if opts.WebhookURL != "" {
+			return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(opts.WebhookURL + path)}
+		}
+		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+			Namespace: opts.Namespace,
+			Name:      opts.ServiceName,
+			Path:      ptr.To(path),
+			Port:      ptr.To(int32(443)),
+		}}
 	}
-	return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-		Namespace: a.opts.Namespace,
-		Name:      a.opts.ServiceName,
-		Path:      ptr.To(path),
-		Port:      ptr.To(int32(443)),
-	}}
 }
 
 // Scheme is the scheme the manager uses.

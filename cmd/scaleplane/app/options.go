@@ -63,6 +63,18 @@ type Options struct {
 	// they are missing and keeps their rules in line with the profiles.
 	// Default true; tests that install their own set it false.
 	ManageWebhookConfigurations *bool
+	// GitOps leaves the webhook configurations and the cert-manager
+	// objects to the user's repository (Argo CD, Flux): scaleplane creates,
+	// syncs, re-points and annotates none of them, and creates no
+	// namespace, so what the repository applies is what stays.
+	// `scaleplane render webhooks|certificates` prints them as a start
+	// outside GitOps mode would write them (Render). A kind whose entries
+	// are missing is logged at start and, for a ScaleProfile, shown in its
+	// Active condition (WebhooksNotInstalled). Needs CertMode cert-manager
+	// (cert-manager's CA injector fills caBundle) or files: the
+	// self-signed CA is made in the cluster and would have to be written
+	// into the configurations. Default false.
+	GitOps bool
 	// NoWebhookServer runs only the controllers (a webhook outage drill).
 	NoWebhookServer bool
 
@@ -149,6 +161,9 @@ func (o Options) validate() error {
 	}
 	if o.MetricsCertDir != "" && o.Dev {
 		errs = append(errs, errors.New("a metrics certificate (--metrics-cert-path) is for the HTTPS metrics server; dev mode serves metrics over plain HTTP"))
+	}
+	if o.GitOps && o.CertMode == CertSelfSigned {
+		errs = append(errs, fmt.Errorf("GitOps mode leaves the webhook configurations to your repository, but the self-signed CA is made in the cluster and scaleplane would have to write it into them; use --cert-mode=%s (cert-manager's CA injector fills caBundle; scaleplane render certificates prints the Issuer and Certificate) or --cert-mode=%s (you provide the key pair and caBundle)", CertCertManager, CertFiles))
 	}
 	switch o.CertMode {
 	case CertSelfSigned, CertCertManager, CertFiles:
