@@ -22,3 +22,21 @@ func TestSampleCRDs(t *testing.T) {
 		t.Errorf("SampleCRDs (-want +got):\n%s", diff)
 	}
 }
+
+// TestScaleplaneCRDs: the binary carries scaleplane's own CRDs, so that
+// scaleplane dev and the e2e control plane serve Scalings and ScaleProfiles
+// (kubectl apply of a profile works there as in a cluster).
+func TestScaleplaneCRDs(t *testing.T) {
+	crds, err := ScaleplaneCRDs()
+	if err != nil {
+		t.Fatalf("ScaleplaneCRDs: %v", err)
+	}
+	var names []string
+	for _, crd := range crds {
+		names = append(names, crd.Name)
+	}
+	want := []string{"scaleprofiles.scaleplane.io", "scalings.scaleplane.io"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("ScaleplaneCRDs (-want +got):\n%s", diff)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -112,8 +113,13 @@ func (o *Options) defaults() {
 // needed to configure the metrics server and the scraper), then call
 // SetupWithManager.
 type Autoscaler struct {
-	opts  Options
-	kinds []*kindLoop
+	opts Options
+	// kindsMu guards kinds and byResource: kinds started at run time
+	// (StartKind, for ScaleProfiles) join and leave while the endpoints,
+	// the scraper and the Scaling watch read them. Taken before any
+	// loop's lock, never under one (lock order, lifecycle.go).
+	kindsMu sync.RWMutex
+	kinds   []*kindLoop
 	// byResource finds a kind by plural, plural.group or lower-case kind,
 	// as the URL paths name it.
 	byResource map[string]*kindLoop
@@ -176,6 +182,8 @@ func New(opts Options) (*Autoscaler, error) {
 
 // addKind adds the loop of v's kind.
 func (a *Autoscaler) addKind(v *profile.Compiled) (*kindLoop, error) {
+	a.kindsMu.Lock()
+	defer a.kindsMu.Unlock()
 	for _, k := range a.kinds {
 		if k.view.GVK() == v.GVK() {
 			return nil, fmt.Errorf("two profiles for %s: keep one", v.GVK())
@@ -192,6 +200,34 @@ func (a *Autoscaler) addKind(v *profile.Compiled) (*kindLoop, error) {
 	return k, nil
 }
 
+// removeKind takes k's loop out of the lists; its controller has stopped.
+func (a *Autoscaler) removeKind(k *kindLoop) {
+	a.kindsMu.Lock()
+	defer a.kindsMu.Unlock()
+	a.kinds = slices.DeleteFunc(a.kinds, func(x *kindLoop) bool { return x == k })
+	for name, x := range a.byResource {
+		if x == k {
+			delete(a.byResource, name)
+		}
+	}
+	// A name another kind shares (a lower-case kind) points at it again.
+	for _, x := range a.kinds {
+		gvr := x.view.GVR()
+		for _, name := range []string{gvr.Resource, gvr.Resource + "." + gvr.Group, strings.ToLower(x.view.GVK().Kind)} {
+			if _, taken := a.byResource[name]; !taken {
+				a.byResource[name] = x
+			}
+		}
+	}
+}
+
+// kindList is a copy of the loops, to range over without holding kindsMu.
+func (a *Autoscaler) kindList() []*kindLoop {
+	a.kindsMu.RLock()
+	defer a.kindsMu.RUnlock()
+	return slices.Clone(a.kinds)
+}
+
 // Sources are the trigger sources the autoscaler builds scalers from; give
 // the validating webhook the same value.
 func (a *Autoscaler) Sources() *scaling.Sources { return a.opts.Sources }
@@ -199,11 +235,15 @@ func (a *Autoscaler) Sources() *scaling.Sources { return a.opts.Sources }
 // kindFor finds the loop of a resource named in a URL, answering 404 with
 // the known resources when there is none.
 func (a *Autoscaler) kindFor(w http.ResponseWriter, resource string) (*kindLoop, bool) {
-	if k, ok := a.byResource[strings.ToLower(resource)]; ok {
+	a.kindsMu.RLock()
+	k, ok := a.byResource[strings.ToLower(resource)]
+	a.kindsMu.RUnlock()
+	if ok {
 		return k, true
 	}
-	known := make([]string, 0, len(a.kinds))
-	for _, k := range a.kinds {
+	kinds := a.kindList()
+	known := make([]string, 0, len(kinds))
+	for _, k := range kinds {
 		known = append(known, k.resource)
 	}
 	sort.Strings(known)

@@ -112,7 +112,7 @@ func (s *autoscalerSet) gauges() []workerGauges {
 	s.mu.Unlock()
 	byKind := map[string]*workerGauges{}
 	for _, a := range live {
-		for _, k := range a.kinds {
+		for _, k := range a.kindList() {
 			g := byKind[k.kind]
 			if g == nil {
 				g = &workerGauges{Kind: k.kind}

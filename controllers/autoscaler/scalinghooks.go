@@ -209,7 +209,7 @@ func (a *Autoscaler) wakeFromScaling(s *unstructured.Unstructured) {
 	kind, _, _ := unstructured.NestedString(s.Object, "spec", "targetRef", "kind")
 	apiVersion, _, _ := unstructured.NestedString(s.Object, "spec", "targetRef", "apiVersion")
 	name, _, _ := unstructured.NestedString(s.Object, "spec", "targetRef", "name")
-	for _, k := range a.kinds {
+	for _, k := range a.kindList() {
 		gvk := k.view.GVK()
 		if gvk.Kind != kind || gvk.GroupVersion().String() != apiVersion {
 			continue

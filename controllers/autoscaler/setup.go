@@ -34,7 +34,7 @@ func (a *Autoscaler) SetupWithManager(mgr manager.Manager) error {
 	if err := a.setupManager(mgr); err != nil {
 		return err
 	}
-	for _, k := range a.kinds {
+	for _, k := range a.kindList() {
 		if err := a.setupKind(mgr, k); err != nil {
 			return err
 		}
@@ -135,7 +135,7 @@ const (
 // is left out so that every group's pods match).
 func (a *Autoscaler) ScrapeWorkloads() []promql.Workload {
 	var out []promql.Workload
-	for _, k := range a.kinds {
+	for _, k := range a.kindList() {
 		if len(k.podLabels) == 0 {
 			continue
 		}

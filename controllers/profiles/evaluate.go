@@ -20,6 +20,10 @@ type State struct {
 	Condition metav1.Condition
 	Resource  string
 	Scope     v1alpha1.Scope
+	// CRDGeneration is the generation of the kind's CRD whose schema View
+	// holds (0: none read): a CRD whose schema changed under an unchanged
+	// profile activates the kind again with the new limits.
+	CRDGeneration int64
 }
 
 // Active reports whether the profile runs.

@@ -14,12 +14,14 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
@@ -51,14 +53,23 @@ type Options struct {
 	// entries are applied; their kinds run meanwhile, so the entries take
 	// effect as soon as they are. Looked at again every NotServedRetry.
 	Missing func(ctx context.Context, active []*profile.Compiled) (map[schema.GroupVersionResource][]string, error)
+	// StartAutoscaler starts the trigger autoscaler of an active kind on
+	// the leader (controllers/autoscaler's Autoscaler.StartKind) and
+	// returns what stops it. Nil runs none; the webhooks must then refuse
+	// triggers for the kinds (webhooks.Options.Sources nil), or they would
+	// be accepted and never evaluated.
+	StartAutoscaler func(ctx context.Context, v *profile.Compiled) (stop func(context.Context) error, err error)
 	// Controllers tunes each kind's controller.
 	Controllers controllers.Options
 	// Static are the kinds this process set up otherwise (its
 	// configuration file, the library builder): a ScaleProfile of one of
 	// them is a Conflict.
 	Static []*profile.Compiled
-	// NotServedRetry is how often profiles whose CRD is not served are
-	// looked at again. Default 15 s.
+	// NotServedRetry is how often profiles that wait on what is not
+	// watched (RBAC, the webhook entries in GitOps mode) are looked at
+	// again; CRDs are watched when the manager's scheme knows them, and
+	// this is then only a fallback for a CRD the API server serves a
+	// little after its last event. Default 15 s.
 	NotServedRetry time.Duration
 	// CRDs reads a kind's CustomResourceDefinition, whose served schema
 	// gives the kind's limits (contract M7, S2, C6) and must agree with
@@ -99,8 +110,26 @@ type Reconciler struct {
 type activeKind struct {
 	profile string
 	spec    v1alpha1.ScaleProfileSpec
+	// crd is the generation of the CRD the view's schema limits came from.
+	crd     int64
 	view    *profile.Compiled
 	runtime *controllers.KindRuntime
+	// stopAutoscaler stops the kind's trigger autoscaler (nil: none runs).
+	stopAutoscaler func(context.Context) error
+}
+
+// stop stops what runs for the kind: the trigger autoscaler before the
+// controller, whose Stop may remove the informer both read.
+func (a *activeKind) stop(ctx context.Context) error {
+	var errs []error
+	if a.stopAutoscaler != nil {
+		errs = append(errs, a.stopAutoscaler(ctx))
+		a.stopAutoscaler = nil
+	}
+	if a.runtime != nil {
+		errs = append(errs, a.runtime.Stop(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // SetupWithManager registers the reconciler; mgr's scheme must know
@@ -136,12 +165,21 @@ func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		skip := true
 		copts.SkipNameValidation = &skip
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(opts.Owner + "-scaleprofiles").
 		For(&v1alpha1.ScaleProfile{}).
 		WatchesRawSource(source.Channel(r.elected, &handler.EnqueueRequestForObject{})).
-		WithOptions(copts).
-		Complete(r)
+		WithOptions(copts)
+	if mgr.GetScheme().Recognizes(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition")) {
+		// A CRD installed, served (Established), changed or deleted can
+		// change any profile's state and its kind's schema limits. Only
+		// metadata is cached: CRDs can be megabytes each. Any event makes
+		// Reconcile look at every profile, as for the election.
+		b = b.WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "scaleplane-crd-changed"}}}
+		}))
+	}
+	err := b.Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("set up ScaleProfiles: %w", err)
 	}
@@ -167,9 +205,7 @@ func (r *Reconciler) Start(ctx context.Context) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, a := range r.active {
-		if a.runtime != nil {
-			_ = a.runtime.Stop(stopCtx)
-		}
+		_ = a.stop(stopCtx)
 	}
 	return nil
 }
@@ -209,7 +245,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		}
 		states[i] = r.withAccess(ctx, p, r.withSchema(ctx, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)))
 		if s := states[i]; s.Active() {
-			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, view: s.View}
+			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, crd: s.CRDGeneration, view: s.View}
 		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed || s.Condition.Reason == v1alpha1.ProfileReasonRBACMissing {
 			retry = true
 		}
@@ -277,7 +313,7 @@ func (r *Reconciler) withSchema(ctx context.Context, s State) State {
 		s.Condition.Message = err.Error()
 		return s
 	}
-	s.View = view
+	s.View, s.CRDGeneration = view, crd.Generation
 	return s
 }
 
@@ -340,24 +376,22 @@ func (r *Reconciler) apply(want map[schema.GroupKind]*activeKind, leader bool) (
 	defer cancel()
 	for gk, a := range r.active {
 		w, ok := want[gk]
-		if ok && w.profile == a.profile && equality.Semantic.DeepEqual(w.spec, a.spec) {
-			w.runtime = a.runtime
+		if ok && w.profile == a.profile && w.crd == a.crd && equality.Semantic.DeepEqual(w.spec, a.spec) {
+			w.runtime, w.stopAutoscaler = a.runtime, a.stopAutoscaler
 			continue
 		}
 		changed = true
 		if !ok || w.view.GVR() != a.view.GVR() {
 			r.opts.Dispatcher.Deactivate(a.view.GVR())
 		}
-		if a.runtime != nil {
-			if err := a.runtime.Stop(stopCtx); err != nil {
-				errs = append(errs, err)
-			}
+		if err := a.stop(stopCtx); err != nil {
+			errs = append(errs, err)
 		}
 		delete(r.active, gk)
 	}
 	for gk, w := range want {
 		if _, running := r.active[gk]; running {
-			if leader && w.runtime == nil {
+			if leader && (w.runtime == nil || (w.stopAutoscaler == nil && r.opts.StartAutoscaler != nil)) {
 				errs = append(errs, r.startRuntime(w))
 			}
 			r.active[gk] = w
@@ -373,15 +407,27 @@ func (r *Reconciler) apply(want map[schema.GroupKind]*activeKind, leader bool) (
 	return changed, errs
 }
 
+// startRuntime starts what of a's kind does not run yet: its controller,
+// then its trigger autoscaler. A failure leaves the rest to the next
+// reconcile, which starts only what is missing.
 func (r *Reconciler) startRuntime(a *activeKind) error {
-	rt, err := controllers.NewKindRuntime(r.mgr, a.view, r.opts.Controllers)
-	if err != nil {
-		return err
+	if a.runtime == nil {
+		rt, err := controllers.NewKindRuntime(r.mgr, a.view, r.opts.Controllers)
+		if err != nil {
+			return err
+		}
+		if err := rt.Start(r.ctx); err != nil {
+			return err
+		}
+		a.runtime = rt
 	}
-	if err := rt.Start(r.ctx); err != nil {
-		return err
+	if a.stopAutoscaler == nil && r.opts.StartAutoscaler != nil {
+		stop, err := r.opts.StartAutoscaler(r.ctx, a.view)
+		if err != nil {
+			return fmt.Errorf("start the trigger autoscaler of %s: %w", a.view.GVK().Kind, err)
+		}
+		a.stopAutoscaler = stop
 	}
-	a.runtime = rt
 	return nil
 }
 

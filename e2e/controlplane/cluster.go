@@ -159,13 +159,14 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if len(crdPaths) == 0 && len(opts.CRDs) == 0 {
 		crdPaths = []string{filepath.Join(RepoRoot(), "config", "samples", "crd")}
 	}
-	// scaleplane's Scaling CRD is always there, as config/default installs
-	// it: every scaleplane started on this control plane writes Scalings.
-	scalingCRD, err := scaleplaneconfig.ScalingCRD()
+	// scaleplane's own CRDs are always there, as config/default installs
+	// them: every scaleplane started on this control plane writes Scalings,
+	// and ScaleProfiles apply with kubectl (scaleplane dev too).
+	own, err := scaleplaneconfig.ScaleplaneCRDs()
 	if err != nil {
 		return nil, err
 	}
-	opts.CRDs = append(append([]*apiextensionsv1.CustomResourceDefinition(nil), opts.CRDs...), scalingCRD)
+	opts.CRDs = append(append([]*apiextensionsv1.CustomResourceDefinition(nil), opts.CRDs...), own...)
 	c.Scheme = opts.Scheme
 	if c.Scheme == nil {
 		c.Scheme = runtime.NewScheme()

@@ -28,6 +28,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -36,6 +37,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
@@ -55,6 +57,8 @@ func TestMain(m *testing.M) {
 	log.SetLogger(logr.Discard())
 	os.Exit(framework.Run(m, framework.Options{
 		CRDPaths: []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), testdata()},
+		// The real HPA controller, for `kubectl autoscale` of live kinds.
+		HPAController: true,
 	}, &cluster))
 }
 
@@ -172,51 +176,85 @@ func TestIssue12Item4LiveProfilesThroughKubectl(t *testing.T) {
 	// ScaleProfiles are cluster-scoped: they outlive the test's namespace.
 	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "sprof", "--all") })
 	ns := cluster.Namespace(t)
+	big := writeBigCRD(t)
+	// trigger is a scale config the trigger autoscaler moves to 5: a
+	// query worth 50 at 10 per replica.
+	const trigger = `{"minReplicas":1,"maxReplicas":5,"pollingIntervalSeconds":1,"triggers":[{"name":"load","type":"AverageValue","threshold":10,"query":"vector(50)"}]}`
 	cases := []struct {
 		crd       string
+		crdFile   string
 		gvr       schema.GroupVersionResource
 		kind      string
 		body      string
 		want      map[string]string // path -> value at n replicas (%d)
 		refuses0  string
 		clustered bool
+		// autoscale is how the kind is autoscaled: "hpa" (kubectl
+		// autoscale; the real HPA controller raises it to the HPA's
+		// minimum, 4), "annotation" or a spec path (a scale config with a
+		// trigger; scaleplane's trigger autoscaler takes it to 5).
+		autoscale string
 	}{{
 		// A scale config with schema minimums and a defaulted spec.replicas.
-		crd: "functions.serverless.example.org", kind: "Function",
-		gvr:      schema.GroupVersionResource{Group: "serverless.example.org", Version: "v1alpha2", Resource: "functions"},
-		body:     "{runtime: python312, replicas: 2}",
-		want:     map[string]string{".spec.replicas": "%d", ".spec.scaleConfig.minReplicas": "%d", ".spec.scaleConfig.maxReplicas": "%d"},
-		refuses0: "the CRD's schema requires a value of at least 1 (minimum)",
+		crd: "functions.serverless.example.org", kind: "Function", crdFile: filepath.Join(testdata(), "function.yaml"),
+		gvr:       schema.GroupVersionResource{Group: "serverless.example.org", Version: "v1alpha2", Resource: "functions"},
+		body:      "{runtime: python312, replicas: 2}",
+		want:      map[string]string{".spec.replicas": "%d", ".spec.scaleConfig.minReplicas": "%d", ".spec.scaleConfig.maxReplicas": "%d"},
+		refuses0:  "the CRD's schema requires a value of at least 1 (minimum)",
+		autoscale: "hpa",
 	}, {
 		// No room in the schema: the scale config is an annotation.
-		crd: "workers.batch.example.org", kind: "Worker",
-		gvr:  schema.GroupVersionResource{Group: "batch.example.org", Version: "v1", Resource: "workers"},
-		body: "{replicas: 2, queue: jobs}",
-		want: map[string]string{".spec.replicas": "%d"},
+		crd: "workers.batch.example.org", kind: "Worker", crdFile: filepath.Join(testdata(), "no-room.json"),
+		gvr:       schema.GroupVersionResource{Group: "batch.example.org", Version: "v1", Resource: "workers"},
+		body:      "{replicas: 2, queue: jobs}",
+		want:      map[string]string{".spec.replicas": "%d"},
+		autoscale: "annotation",
 	}, {
 		// Member groups (racks) and a map of ready counts in status.
-		crd: "cassandraclusters.db.example.org", kind: "CassandraCluster",
-		gvr:  schema.GroupVersionResource{Group: "db.example.org", Version: "v1", Resource: "cassandraclusters"},
-		body: "{topology: {nodesPerRack: 2, racks: [{rackName: a}, {rackName: b}]}}",
-		want: map[string]string{".spec.topology.nodesPerRack": "%d", ".spec.topology.racks[*].nodes": "%d %d"},
+		crd: "cassandraclusters.db.example.org", kind: "CassandraCluster", crdFile: filepath.Join(testdata(), "database.yaml"),
+		gvr:       schema.GroupVersionResource{Group: "db.example.org", Version: "v1", Resource: "cassandraclusters"},
+		body:      "{topology: {nodesPerRack: 2, racks: [{rackName: a}, {rackName: b}]}}",
+		want:      map[string]string{".spec.topology.nodesPerRack": "%d", ".spec.topology.racks[*].nodes": "%d %d"},
+		autoscale: "hpa",
 	}, {
-		crd: "edgepools.infra.example.org", kind: "EdgePool", clustered: true,
-		gvr:  schema.GroupVersionResource{Group: "infra.example.org", Version: "v1", Resource: "edgepools"},
-		body: "{size: 2, region: west}",
-		want: map[string]string{".spec.size": "%d"},
+		// Cluster-scoped: KEDA's and the HPA's namespaced scale client
+		// cannot scale it (kedacore/keda#6798); scaleplane's triggers can.
+		crd: "edgepools.infra.example.org", kind: "EdgePool", clustered: true, crdFile: filepath.Join(testdata(), "cluster-scoped.yaml"),
+		gvr:       schema.GroupVersionResource{Group: "infra.example.org", Version: "v1", Resource: "edgepools"},
+		body:      "{size: 2, region: west}",
+		want:      map[string]string{".spec.size": "%d"},
+		autoscale: "annotation",
+	}, {
+		// Larger than 256 KiB: installed (and only installable) with
+		// server-side apply.
+		crd: big.name, kind: "Analyzer", crdFile: big.file,
+		gvr:       schema.GroupVersionResource{Group: "analytics.example.org", Version: "v1", Resource: "analyzers"},
+		body:      "{replicas: 2}",
+		want:      map[string]string{".spec.replicas": "%d"},
+		autoscale: "spec.autoscaling",
 	}}
 	for _, tc := range cases {
 		t.Run(tc.kind, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			// What profile init prints for the CRD, applied as is.
+			// 1. What profile init prints for the served CRD.
 			cmd := exec.CommandContext(ctx, bin, "profile", "init", "--crd", tc.crd, "--kubeconfig", cluster.Kubeconfig)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil && stdout.Len() == 0 {
 				t.Fatalf("profile init --crd %s: %v\n%s", tc.crd, err, stderr.String())
 			}
-			if out, err := cluster.KubectlWithInput(ctx, stdout.String(), "apply", "--server-side", "-f", "-"); err != nil {
+			profileFile := filepath.Join(t.TempDir(), "profile.yaml")
+			if err := os.WriteFile(profileFile, stdout.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// 2. config check of that output against the CRD file, offline.
+			check := exec.CommandContext(ctx, bin, "config", "check", "-f", profileFile, "--crd", tc.crdFile)
+			if out, err := check.CombinedOutput(); err != nil {
+				t.Fatalf("scaleplane config check -f <profile init's output> --crd %s: %v\n%s", tc.crdFile, err, out)
+			}
+			// 3. Applied as is, to the running scaleplane.
+			if out, err := cluster.Kubectl(ctx, "apply", "--server-side", "-f", profileFile); err != nil {
 				t.Fatalf("kubectl apply the profile: %v\n%s", err, out)
 			}
 			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
@@ -239,11 +277,13 @@ func TestIssue12Item4LiveProfilesThroughKubectl(t *testing.T) {
 					fmt.Sprintf("mutating entries for %s: %q", tc.gvr, got)
 			})
 
+			// 4. Create, scale (to 0 too), autoscale and delete.
 			name, nsArgs, meta := "demo", []string{"-n", ns}, fmt.Sprintf("{name: demo, namespace: %s}", ns)
 			if tc.clustered {
 				name = "demo-" + ns
 				nsArgs, meta = nil, "{name: "+name+"}"
 			}
+			res := tc.gvr.Resource + "." + tc.gvr.Group
 			manifest := fmt.Sprintf("apiVersion: %s/%s\nkind: %s\nmetadata: %s\nspec: %s\n", tc.gvr.Group, tc.gvr.Version, tc.kind, meta, tc.body)
 			if out, err := cluster.KubectlWithInput(ctx, manifest, "apply", "--server-side", "-f", "-"); err != nil {
 				t.Fatalf("create: %v\n%s", err, out)
@@ -252,32 +292,63 @@ func TestIssue12Item4LiveProfilesThroughKubectl(t *testing.T) {
 			if !tc.clustered {
 				key.Namespace = ns
 			}
-			check := func(n int) {
+			at := func(n int) {
 				t.Helper()
 				framework.EventuallyFields(t, cluster.Client, tc.gvr.GroupVersion().WithKind(tc.kind), key, n, tc.want, field)
 			}
-			check(2)
+			at(2)
+			kubectl := func(args ...string) {
+				t.Helper()
+				if out, err := cluster.Kubectl(ctx, append(args, nsArgs...)...); err != nil {
+					t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+				}
+			}
 			scale := func(n int) (string, error) {
-				return cluster.Kubectl(ctx, append([]string{"scale", tc.gvr.Resource + "." + tc.gvr.Group + "/" + name, fmt.Sprintf("--replicas=%d", n)}, nsArgs...)...)
+				return cluster.Kubectl(ctx, append([]string{"scale", res + "/" + name, fmt.Sprintf("--replicas=%d", n)}, nsArgs...)...)
 			}
-			if out, err := scale(3); err != nil {
-				t.Fatalf("kubectl scale --replicas=3: %v\n%s", err, out)
-			}
-			check(3)
+			kubectl("scale", res+"/"+name, "--replicas=3")
+			at(3)
 			out, err := scale(0)
 			switch {
 			case tc.refuses0 == "" && err != nil:
 				t.Fatalf("kubectl scale --replicas=0: %v\n%s", err, out)
 			case tc.refuses0 == "":
-				check(0)
+				at(0)
 			case err == nil || !strings.Contains(out+err.Error(), tc.refuses0):
 				t.Fatalf("kubectl scale --replicas=0: %v\n%s\nwant a refusal containing %q", err, out, tc.refuses0)
 			default:
-				check(3)
+				at(3)
 			}
-			if out, err := cluster.Kubectl(ctx, append([]string{"delete", tc.gvr.Resource + "." + tc.gvr.Group, name, "--wait=true", "--timeout=60s"}, nsArgs...)...); err != nil {
-				t.Fatalf("kubectl delete: %v\n%s", err, out)
+			kubectl("scale", res+"/"+name, "--replicas=2")
+			at(2)
+			switch tc.autoscale {
+			case "hpa":
+				// The HPA controller raises a count below the HPA's
+				// minimum through /scale, metrics or not; scaleplane fans
+				// it out and re-pins the scale config.
+				kubectl("autoscale", res+"/"+name, "--min=4", "--max=6", "--cpu-percent=80")
+				at(4)
+				kubectl("delete", "hpa", name)
+			case "annotation":
+				kubectl("annotate", res+"/"+name, "--overwrite", "scaleplane.io/scale-config="+trigger)
+				at(5)
+			default:
+				patch := `{"spec":{"` + strings.TrimPrefix(tc.autoscale, "spec.") + `":` + trigger + `}}`
+				kubectl("patch", res+"/"+name, "--type=merge", "-p", patch)
+				at(5)
 			}
+			if tc.autoscale != "hpa" {
+				// Its Scaling says the trigger autoscaler set the count.
+				scalingNS := ns
+				if tc.clustered {
+					scalingNS = appNamespace
+				}
+				framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+					out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(tc.kind), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
+					return err == nil && out == "triggers 5", fmt.Sprintf("kubectl get scaling: %q %v", out, err)
+				})
+			}
+			kubectl("delete", res, name, "--wait=true", "--timeout=60s")
 		})
 	}
 
@@ -384,4 +455,78 @@ func TestIssue12Item4StartupSyncKeepsLiveEntries(t *testing.T) {
 	if len(got) != 1 || !strings.HasSuffix(got[0], webhooks.DispatchPath(webhooks.DispatchMutatePrefix, lws)) {
 		t.Errorf("after a start that does not lead, mutating entries for %s: %q, want one calling the dispatcher", lws, got)
 	}
+}
+
+// bigCRD is a CRD larger than 256 KiB the test installed.
+type bigCRD struct{ name, file string }
+
+// writeBigCRD writes a CRD over 256 KiB, as generated CRDs of large
+// operators are (every field documented), and installs it the only way
+// kubectl can: client-side apply stores the whole object in an annotation
+// the API server caps at 256 KiB and is refused; server-side apply is not.
+func writeBigCRD(t *testing.T) bigCRD {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	integer := apiextensionsv1.JSONSchemaProps{Type: "integer", Format: "int32"}
+	options := map[string]apiextensionsv1.JSONSchemaProps{}
+	doc := strings.Repeat("A setting of the analyzer, documented at length as generated API references are. ", 12)
+	for i := range 300 {
+		options[fmt.Sprintf("option%03d", i)] = apiextensionsv1.JSONSchemaProps{Type: "string", Description: fmt.Sprintf("Option %d. %s", i, doc)}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: "analyzers.analytics.example.org"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "analytics.example.org",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "analyzers", Singular: "analyzer", Kind: "Analyzer", ListKind: "AnalyzerList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{
+					Status: &apiextensionsv1.CustomResourceSubresourceStatus{},
+					Scale:  &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas"},
+				},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+							"replicas": integer,
+							"autoscaling": {
+								Type:                   "object",
+								XPreserveUnknownFields: ptr.To(true),
+								Properties:             map[string]apiextensionsv1.JSONSchemaProps{"minReplicas": integer, "maxReplicas": integer},
+							},
+							"options": {Type: "object", Properties: options},
+						}},
+						"status": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"replicas": integer}},
+					},
+				}},
+			}},
+		},
+	}
+	data, err := yaml.Marshal(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) <= 256<<10 {
+		t.Fatalf("the big CRD is %d bytes, not over 256 KiB", len(data))
+	}
+	file := filepath.Join(t.TempDir(), "analyzers.yaml")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cluster.Kubectl(ctx, "apply", "-f", file)
+	if err == nil || !strings.Contains(out+err.Error(), "Too long") {
+		t.Fatalf("client-side kubectl apply of a %d KiB CRD: %v\n%s\nwant the API server's refusal of the last-applied annotation", len(data)>>10, err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, "apply", "--server-side", "-f", file); err != nil {
+		t.Fatalf("kubectl apply --server-side the big CRD: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "-f", file, "--ignore-not-found") })
+	if out, err := cluster.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+crd.Name); err != nil {
+		t.Fatalf("wait for the big CRD: %v\n%s", err, out)
+	}
+	t.Logf("CRD %s: %d KiB, installed with kubectl apply --server-side (client-side apply refused)", crd.Name, len(data)>>10)
+	return bigCRD{name: crd.Name, file: file}
 }

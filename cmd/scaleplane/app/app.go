@@ -170,7 +170,8 @@ func New(opts Options) (*App, error) {
 	if err := controllers.Setup(mgr, views, controllers.Options{Owner: opts.Config.Webhook.Owner, MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
 		return nil, fmt.Errorf("set up controllers: %w", err)
 	}
-	if err := setupAutoscaler(mgr, opts, views, pipe); err != nil {
+	as, err := setupAutoscaler(mgr, opts, views, pipe)
+	if err != nil {
 		return nil, fmt.Errorf("set up autoscaler: %w", err)
 	}
 	popts := profiles.Options{
@@ -178,6 +179,15 @@ func New(opts Options) (*App, error) {
 		Dispatcher:  dispatcher,
 		Controllers: controllers.Options{MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation},
 		Static:      views,
+		// ScaleProfiles' kinds get the trigger autoscaler too: the
+		// webhooks admit their triggers with the same sources.
+		StartAutoscaler: func(ctx context.Context, v *profile.Compiled) (func(context.Context) error, error) {
+			rk, err := as.StartKind(ctx, v)
+			if err != nil {
+				return nil, err
+			}
+			return rk.Stop, nil
+		},
 	}
 	switch {
 	case opts.NoWebhookServer:

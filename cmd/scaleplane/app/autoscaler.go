@@ -63,7 +63,7 @@ func newTriggerPipeline(opts Options) (*triggerPipeline, error) {
 // until Run; the metrics server (servers.go) serves them behind the same
 // limits and, outside dev, the same authentication and authorization as
 // /metrics.
-func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compiled, pipe *triggerPipeline) error {
+func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compiled, pipe *triggerPipeline) (*autoscaler.Autoscaler, error) {
 	cfg := opts.Config
 	store, eval := pipe.store, pipe.eval
 	limits := eval.Limits()
@@ -80,7 +80,7 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 		SkipNameValidation: opts.SkipControllerNameValidation,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	discoverer := as.Discoverer()
 	if ec := cfg.Autoscaler.ExternalScaler; ec.BindAddress != "" {
@@ -98,10 +98,10 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 			Log:              mgr.GetLogger().WithName("external-scaler"),
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := mgr.Add(&externalScalerRunnable{srv: ext, addr: ec.BindAddress, certDir: ec.CertDir}); err != nil {
-			return fmt.Errorf("add external scaler: %w", err)
+			return nil, fmt.Errorf("add external scaler: %w", err)
 		}
 		pods := promql.PodDiscoverer{Client: mgr.GetCache(), Workloads: ext.ScrapeWorkloads}
 		triggers := discoverer
@@ -123,13 +123,13 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 	so.Registerer = metrics.Registry
 	scraper, err := promql.NewScraper(so)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := mgr.Add(scraper); err != nil {
-		return fmt.Errorf("add scraper: %w", err)
+		return nil, fmt.Errorf("add scraper: %w", err)
 	}
 	if err := as.SetupWithManager(mgr); err != nil {
-		return err
+		return nil, err
 	}
 
 	debug, err := promql.NewDebugHandler(store, eval, scraper, promql.DebugOptions{
@@ -142,7 +142,7 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 		Limits: limits,
 	})
 	if err != nil {
-		return fmt.Errorf("debug endpoints: %w", err)
+		return nil, fmt.Errorf("debug endpoints: %w", err)
 	}
 	handlers := map[string]http.Handler{
 		promql.DebugEvalPath:    debug,
@@ -152,10 +152,10 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 	}
 	for path, h := range handlers {
 		if err := mgr.AddMetricsServerExtraHandler(path, h); err != nil {
-			return fmt.Errorf("serve %s on the metrics server: %w", path, err)
+			return nil, fmt.Errorf("serve %s on the metrics server: %w", path, err)
 		}
 	}
-	return nil
+	return as, nil
 }
 
 // externalScalerRunnable serves the KEDA external scaler on the elected

@@ -1,0 +1,121 @@
+package autoscaler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	internalobjects "github.com/scaleplane/scaleplane/internal/objects"
+	"github.com/scaleplane/scaleplane/profile"
+)
+
+// RunningKind is the trigger autoscaler of one kind started at run time
+// (StartKind). Stop it before the kind's informer is removed.
+type RunningKind struct {
+	a      *Autoscaler
+	k      *kindLoop
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// StartKind adds the loop of v's kind while the manager runs and starts its
+// controller under ctx, for kinds activated at run time (ScaleProfiles),
+// where SetupKind registers a kind for the manager's whole life. Call it on
+// the elected leader, after SetupWithManager (or SetupKind) and once the
+// manager's cache runs; the caller stops it when the kind's profile goes
+// away or changes. Until then the kind's triggers, idle timeouts and
+// schedules run, its activity and explain endpoints answer, and its
+// Scalings are written, exactly as for a kind of the configuration file.
+func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*RunningKind, error) {
+	mgr := a.mgr
+	if mgr == nil {
+		return nil, errors.New("start the autoscaler of a kind: set the autoscaler up with a manager first (SetupWithManager)")
+	}
+	k, err := a.addKind(v)
+	if err != nil {
+		return nil, fmt.Errorf("start the autoscaler of %s: %w", v.GVK().Kind, err)
+	}
+	name := ControllerPrefix + strings.ToLower(k.kind)
+	skip := true
+	c, err := controller.NewUnmanaged(name, controller.Options{
+		Reconciler:              k,
+		MaxConcurrentReconciles: a.opts.MaxConcurrentReconciles,
+		// The kind may be activated again under the same name.
+		SkipNameValidation: &skip,
+		RecoverPanic:       mgr.GetControllerOptions().RecoverPanic,
+		CacheSyncTimeout:   mgr.GetControllerOptions().CacheSyncTimeout,
+		LogConstructor: func(req *reconcile.Request) logr.Logger {
+			log := mgr.GetLogger().WithValues("controller", name, "kind", k.kind)
+			if req != nil {
+				log = log.WithValues("namespace", req.Namespace, "name", req.Name)
+			}
+			return log
+		},
+	})
+	if err != nil {
+		a.removeKind(k)
+		return nil, fmt.Errorf("build the autoscaler of %s: %w", k.kind, err)
+	}
+	// The same watches as setupKind: spec and annotation changes, and the
+	// wake channel (activity, dependencies, Scalings).
+	proto := internalobjects.Prototype(mgr.GetScheme(), v.GVK())
+	changed := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	for _, src := range []source.Source{
+		source.Kind[client.Object](mgr.GetCache(), proto, &handler.EnqueueRequestForObject{}, changed),
+		source.Channel(k.wake, &handler.EnqueueRequestForObject{}),
+	} {
+		if err := c.Watch(src); err != nil {
+			a.removeKind(k)
+			return nil, fmt.Errorf("watch for the autoscaler of %s: %w", k.kind, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &RunningKind{a: a, k: k, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- c.Start(ctx) }()
+	return r, nil
+}
+
+// Stop stops the kind's controller, waits until its ticks have returned (or
+// ctx ends), takes the kind out of the endpoints and the scraper, and
+// releases its workloads' scalers. Scalings stay: they belong to their
+// workloads (owner references), and a profile applied again restores its
+// History from them, as a new leader does. Stop is idempotent.
+func (r *RunningKind) Stop(ctx context.Context) error {
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case err := <-r.done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				r.err = fmt.Errorf("autoscaler of %s: %w", r.k.kind, err)
+			}
+		case <-ctx.Done():
+			r.err = fmt.Errorf("stop the autoscaler of %s: %w", r.k.kind, ctx.Err())
+			return
+		}
+		r.a.removeKind(r.k)
+		r.k.mu.Lock()
+		states := make([]*workload, 0, len(r.k.workloads))
+		for nn, st := range r.k.workloads {
+			states = append(states, st)
+			delete(r.k.workloads, nn)
+		}
+		r.k.mu.Unlock()
+		for _, st := range states {
+			r.k.deleteMetrics(st)
+			r.k.closeScalers(ctx, st)
+		}
+	})
+	return r.err
+}
