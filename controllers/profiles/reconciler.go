@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -170,14 +171,21 @@ func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		For(&v1alpha1.ScaleProfile{}).
 		WatchesRawSource(source.Channel(r.elected, &handler.EnqueueRequestForObject{})).
 		WithOptions(copts)
+	// Any event makes Reconcile look at every profile, as for the
+	// election. Only metadata is cached: CRDs can be megabytes each.
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "scaleplane-watched-change"}}}
+	})
 	if mgr.GetScheme().Recognizes(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition")) {
 		// A CRD installed, served (Established), changed or deleted can
-		// change any profile's state and its kind's schema limits. Only
-		// metadata is cached: CRDs can be megabytes each. Any event makes
-		// Reconcile look at every profile, as for the election.
-		b = b.WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "scaleplane-crd-changed"}}}
-		}))
+		// change any profile's state and its kind's schema limits.
+		b = b.WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, all)
+	}
+	if opts.Missing != nil {
+		// GitOps mode: the repository's entries arrive with an apply of
+		// the configurations, which turns WebhooksNotInstalled to Active.
+		b = b.WatchesMetadata(&admissionregistrationv1.MutatingWebhookConfiguration{}, all).
+			WatchesMetadata(&admissionregistrationv1.ValidatingWebhookConfiguration{}, all)
 	}
 	err := b.Complete(r)
 	if err != nil {
