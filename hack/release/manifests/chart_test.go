@@ -189,7 +189,7 @@ func TestIssue11Item5ChartEveryOption(t *testing.T) {
 		"tolerations":       {"CriticalAddonsOnly", spec("tolerations").([]any)[0].(map[string]any)["key"]},
 		"pod label":         {"control-plane", nested(dep, "spec", "template", "metadata", "labels", "example.com/tier")},
 		"pod annotation":    {"platform", nested(dep, "spec", "template", "metadata", "annotations", "example.com/team")},
-		"args":              {[]any{"--config=/etc/scaleplane/scaleplane-config.yaml", "--leader-elect", "--cert-mode=cert-manager", "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs", "--zap-log-level=debug"}, container["args"]},
+		"args":              {[]any{"--config=/etc/scaleplane/scaleplane-config.yaml", "--leader-elect", "--cert-mode=cert-manager", "--gitops", "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs", "--zap-log-level=debug"}, container["args"]},
 		"PDB minAvailable":  {int64(2), nested(Find(objs, "PodDisruptionBudget", ManagerName), "spec", "minAvailable")},
 		"webhook injection": {Namespace + "/scaleplane-serving-cert", Find(objs, "MutatingWebhookConfiguration", "scaleplane-mutating-webhook-configuration").GetAnnotations()["cert-manager.io/inject-ca-from"]},
 		"serving issuer":    {"platform-ca", nested(Find(objs, "Certificate", "scaleplane-serving-cert"), "spec", "issuerRef", "name")},
@@ -341,6 +341,7 @@ func TestIssue11Item5ChartRefusesBadValues(t *testing.T) {
 		{"webhook timeout above the API server's 30 s", map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
 		{"misspelt value", map[string]any{"replica": 3}, "replica"},
 		{"issuerRef without a name", map[string]any{"certificates": map[string]any{"mode": "cert-manager", "certManager": map[string]any{"issuerRef": map[string]any{"kind": "ClusterIssuer"}}}}, "issuerRef"},
+		{"GitOps mode with the self-signed CA", map[string]any{"gitOps": map[string]any{"enabled": true}}, "gitOps.enabled needs certificates.mode: cert-manager"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

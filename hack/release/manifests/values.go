@@ -37,6 +37,7 @@ func EveryOption() map[string]any {
 			"issuerRef":   map[string]any{"name": "platform-ca", "kind": "ClusterIssuer"},
 			"ipAddresses": []any{"127.0.0.1"},
 		}},
+		"gitOps": map[string]any{"enabled": true},
 		"rbac": map[string]any{"extraRules": []any{map[string]any{
 			"apiGroups": []any{"apps"}, "resources": []any{"deployments"}, "verbs": []any{"get", "list", "watch"},
 		}}},

@@ -75,3 +75,57 @@ collector works harder, before the kernel's OOM killer acts at the limit
 {{- fail (printf "resources.limits.memory %q: set goMemLimit (GOMEMLIMIT, about 80%% of the limit, e.g. 800MiB), or write the limit in Mi or Gi" $mem) -}}
 {{- end -}}
 {{- end }}
+
+{{/* GitOps mode (gitOps.enabled): scaleplane writes no webhook
+configuration or cert-manager object, so the chart holds them all; the
+self-signed CA is made in the cluster and cannot be in them. */}}
+{{- define "scaleplane.gitOps" -}}
+{{- if .Values.gitOps.enabled -}}
+{{- if not (include "scaleplane.certManager" .) -}}
+{{- fail "gitOps.enabled needs certificates.mode: cert-manager: scaleplane would have to write its self-signed CA into the webhook configurations, which GitOps mode leaves to the chart" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end }}
+
+{{/* A profile's webhook entry: its group (core for none), version,
+resource, entry name and dispatcher path, as package webhooks names them. */}}
+{{- define "scaleplane.entry" -}}
+{{- $t := required "every profile needs target" .profile.target -}}
+{{- $gv := splitList "/" (required "every profile needs target.apiVersion" $t.apiVersion) -}}
+{{- $group := ternary "" (first $gv) (eq (len $gv) 1) -}}
+{{- $version := last $gv -}}
+{{- $resource := required "in GitOps mode every profile needs target.resource (the chart cannot ask the API server)" $t.resource -}}
+{{- $g := default "core" $group -}}
+group: {{ $group | quote }}
+version: {{ $version }}
+resource: {{ $resource }}
+name: {{ printf "%s.%s.%s.scaleplane.scaleplane.io" $resource $version $g }}
+path: {{ printf "%s/%s/%s" $g $version $resource }}
+{{- end }}
+
+{{/* What every entry shares: the Service, the policies, the selectors. */}}
+{{- define "scaleplane.entryCommon" -}}
+admissionReviewVersions: [v1]
+clientConfig:
+  service:
+    name: scaleplane-webhook-service
+    namespace: {{ .root.Release.Namespace }}
+    path: {{ .path }}
+    port: 443
+failurePolicy: Fail
+matchPolicy: Equivalent
+name: {{ .name }}
+namespaceSelector: {{ toYaml (default dict .root.Values.webhook.namespaceSelector) | nindent 2 }}
+objectSelector: {{ toYaml (default dict .root.Values.webhook.objectSelector) | nindent 2 }}
+sideEffects: None
+timeoutSeconds: {{ .root.Values.webhook.timeoutSeconds }}
+{{- end }}
+
+{{- define "scaleplane.rule" -}}
+apiGroups: [{{ .e.group | quote }}]
+apiVersions: [{{ .e.version }}]
+operations: {{ toYaml .ops | nindent 2 }}
+resources: [{{ .resource }}]
+scope: "*"
+{{- end }}

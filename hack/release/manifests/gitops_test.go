@@ -1,0 +1,88 @@
+package manifests
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/certs"
+	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+	"github.com/scaleplane/scaleplane/profile"
+)
+
+// TestIssue12Item7ChartGitOpsIsRender: with gitOps.enabled the chart runs
+// scaleplane with --gitops and holds every webhook entry itself, equal to
+// what `scaleplane render webhooks` prints for the same profiles and
+// settings (names, paths, rules, selectors, timeout, the CA injection
+// annotation); without it the configurations ship empty, for scaleplane to
+// fill. GitOps mode with self-signed certificates is refused.
+func TestIssue12Item7ChartGitOpsIsRender(t *testing.T) {
+	values := EveryOption()
+	objs := render(t, values)
+	specs := profile.Samples()
+	views, err := profile.CompileAll(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := profile.SampleConfiguration()
+	cfg.Webhook.TimeoutSeconds = 5
+	cfg.Webhook.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}}}}
+	cfg.Webhook.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/managed": "true"}}
+	want := app.RenderWebhookConfigurations(app.Options{Config: cfg, Namespace: Namespace, CertMode: app.CertCertManager}, views)
+	var args []any
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Deployment":
+			c, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			args, _ = c[0].(map[string]any)["args"].([]any)
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			var w client.Object
+			for _, x := range want {
+				if x.GetObjectKind().GroupVersionKind().Kind == o.GetKind() {
+					w = x
+				}
+			}
+			got := w.DeepCopyObject().(client.Object)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, got); err != nil {
+				t.Fatalf("%s: %v", o.GetName(), err)
+			}
+			if got.GetName() != w.GetName() || got.GetLabels()["scaleplane.io/owner"] != "scaleplane" {
+				t.Errorf("%s: name or owner label differ from render's %s", got.GetName(), w.GetName())
+			}
+			if diff := cmp.Diff(w.GetAnnotations()[certs.InjectCAFromAnnotation], got.GetAnnotations()[certs.InjectCAFromAnnotation]); diff != "" {
+				t.Errorf("%s: %s (-render +chart):\n%s", o.GetName(), certs.InjectCAFromAnnotation, diff)
+			}
+			if diff := cmp.Diff(webhooksOf(w), webhooksOf(got)); diff != "" {
+				t.Errorf("%s: entries (-scaleplane render +chart):\n%s", o.GetName(), diff)
+			}
+		}
+	}
+	if !slices.Contains(args, any("--gitops")) {
+		t.Errorf("the Deployment's args %q lack --gitops", args)
+	}
+
+	values["gitOps"] = map[string]any{"enabled": false}
+	for _, o := range render(t, values) {
+		if o.GetKind() == "MutatingWebhookConfiguration" || o.GetKind() == "ValidatingWebhookConfiguration" {
+			if _, found := o.Object["webhooks"]; found {
+				t.Errorf("%s has entries outside GitOps mode; scaleplane adds them", o.GetName())
+			}
+		}
+	}
+}
+
+func webhooksOf(o client.Object) any {
+	switch c := o.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		return c.Webhooks
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		return c.Webhooks
+	}
+	return nil
+}
