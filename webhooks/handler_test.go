@@ -58,8 +58,10 @@ func TestIssue10Item8InvalidCostIsLinear(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	allocated := after.TotalAlloc - before.TotalAlloc
 	// The message, the causes' messages and one formatting of each error:
-	// a few times the message, however the builder grows.
-	if bound := 16 * uint64(len(st.Message)); allocated > bound {
+	// a few times the message, however the builder grows (about 16 times;
+	// more under -race, whose instrumentation allocates too). Quadratic
+	// copying costs thousands of times the message.
+	if bound := 32 * uint64(len(st.Message)); allocated > bound {
 		t.Errorf("a refusal of %d problems (message %d bytes) allocated %d bytes, over %d", len(errs), len(st.Message), allocated, bound)
 	}
 	if len(st.Details.Causes) != len(errs) {
