@@ -39,6 +39,8 @@ type injection struct {
 	bundle   []byte
 	uid      types.UID
 	revision int64
+	// owns limits the injection to these entries (nil: all).
+	owns func(entryName string) bool
 }
 
 func (in injection) annotation() string {
@@ -81,7 +83,7 @@ func inject(ctx context.Context, c client.Client, in injection, mutating, valida
 			cfg := k.obj()
 			found, err := patchBundle(ctx, c, k.kind, name, cfg, in, func() bool {
 				changed := false
-				for _, cc := range clientConfigs(cfg) {
+				for _, cc := range clientConfigs(cfg, in.owns) {
 					changed = setBundle(cc, in.bundle) || changed
 				}
 				return changed
@@ -97,18 +99,23 @@ func inject(ctx context.Context, c client.Client, in injection, mutating, valida
 	return missing, nil
 }
 
-// clientConfigs are the clientConfigs of every webhook of a mutating or
-// validating webhook configuration.
-func clientConfigs(cfg client.Object) []*admissionregistrationv1.WebhookClientConfig {
+// clientConfigs are the clientConfigs of the webhooks of a mutating or
+// validating webhook configuration that owns accepts (all when nil).
+func clientConfigs(cfg client.Object, owns func(string) bool) []*admissionregistrationv1.WebhookClientConfig {
 	var out []*admissionregistrationv1.WebhookClientConfig
+	add := func(name string, cc *admissionregistrationv1.WebhookClientConfig) {
+		if owns == nil || owns(name) {
+			out = append(out, cc)
+		}
+	}
 	switch o := cfg.(type) {
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
 		for i := range o.Webhooks {
-			out = append(out, &o.Webhooks[i].ClientConfig)
+			add(o.Webhooks[i].Name, &o.Webhooks[i].ClientConfig)
 		}
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
 		for i := range o.Webhooks {
-			out = append(out, &o.Webhooks[i].ClientConfig)
+			add(o.Webhooks[i].Name, &o.Webhooks[i].ClientConfig)
 		}
 	}
 	return out

@@ -99,6 +99,12 @@ type Options struct {
 	// configurations that do not exist yet are injected when they appear.
 	MutatingWebhookConfigurations   []string
 	ValidatingWebhookConfigurations []string
+	// OwnsEntry, when set, limits the injection to the webhooks it accepts
+	// by name (webhooks.OwnsEntry for the owner): another embedder's entry
+	// kept in the same configuration calls its own server, with its own
+	// CA, and must keep it. Nil injects every webhook of the named
+	// configurations.
+	OwnsEntry func(entryName string) bool
 
 	// CertDir is where the Rotator writes CertName, KeyName and CAName for
 	// the webhook server (webhook.Options.CertDir). Empty: no files are

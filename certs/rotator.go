@@ -309,7 +309,7 @@ func (r *Rotator) reconcile(ctx context.Context) (time.Duration, error) {
 		}
 		wait = d.next.Sub(now)
 		rev, _ := strconv.ParseInt(secret.Annotations[RevisionAnnotation], 10, 64)
-		missing, err := inject(ctx, r.client, injection{bundle: secret.Data[CAKey], uid: secret.UID, revision: rev},
+		missing, err := inject(ctx, r.client, injection{bundle: secret.Data[CAKey], uid: secret.UID, revision: rev, owns: r.opts.OwnsEntry},
 			r.opts.MutatingWebhookConfigurations, r.opts.ValidatingWebhookConfigurations)
 		if err != nil {
 			if apierrors.IsConflict(err) {

@@ -243,7 +243,10 @@ func certsOptionsFor(opts Options) certs.Options {
 		DNSNames:                        certs.ServiceDNSNames(opts.ServiceName, opts.Namespace),
 		MutatingWebhookConfigurations:   []string{wc.MutatingConfigurationName},
 		ValidatingWebhookConfigurations: []string{wc.ValidatingConfigurationName},
-		CertDir:                         wc.CertDir,
+		// Only this owner's entries: another's in the same configuration
+		// has its own CA.
+		OwnsEntry: func(name string) bool { return webhooks.OwnsEntry(wc, name) },
+		CertDir:   wc.CertDir,
 	}
 	for _, ip := range opts.WebhookIPs {
 		if parsed := net.ParseIP(ip); parsed != nil {
