@@ -103,6 +103,9 @@ type Reconciler struct {
 	// ctx lives as long as the manager; kinds' controllers run under it.
 	ctx    context.Context
 	active map[schema.GroupKind]*activeKind
+	// crdsWatched says CRDs' metadata is cached (the manager's scheme
+	// knows CRDs), so withSchema can compare generations without a read.
+	crdsWatched bool
 	// unsynced is set while the webhook entries may not match active: a
 	// change seen before this replica led, or a resync that failed.
 	unsynced bool
@@ -180,6 +183,7 @@ func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		// A CRD installed, served (Established), changed or deleted can
 		// change any profile's state and its kind's schema limits.
 		b = b.WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, all)
+		r.crdsWatched = true
 	}
 	if opts.Missing != nil {
 		// GitOps mode: the repository's entries arrive with an apply of
@@ -251,7 +255,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		states[i] = r.withAccess(ctx, p, r.withSchema(ctx, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)))
+		states[i] = r.withAccess(ctx, p, r.withSchema(ctx, p, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)))
 		if s := states[i]; s.Active() {
 			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, crd: s.CRDGeneration, view: s.View}
 		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed || s.Condition.Reason == v1alpha1.ProfileReasonRBACMissing {
@@ -302,13 +306,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 
 // withSchema gives an active state's profile the limits of its kind's
 // served CRD, or makes it SchemaMismatch when the two disagree.
-func (r *Reconciler) withSchema(ctx context.Context, s State) State {
+func (r *Reconciler) withSchema(ctx context.Context, p *v1alpha1.ScaleProfile, s State) State {
 	if !s.Active() {
 		return s
 	}
 	gvr := s.View.GVR()
+	name := gvr.Resource + "." + gvr.Group
+	// A kind running under the same spec and the same CRD generation keeps
+	// its view: any CRD's event reconciles every profile, and a CRD can be
+	// megabytes, so the full CRD is read only when its generation (from
+	// the watch's metadata cache) moved.
+	if a, ok := r.active[s.View.GVK().GroupKind()]; ok && r.crdsWatched && a.crd != 0 && a.profile == p.Name && equality.Semantic.DeepEqual(a.spec, p.Spec) {
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		if err := r.mgr.GetClient().Get(ctx, client.ObjectKey{Name: name}, meta); err == nil && meta.Generation == a.crd {
+			s.View, s.CRDGeneration = a.view, a.crd
+			return s
+		}
+	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := r.opts.CRDs.Get(ctx, client.ObjectKey{Name: gvr.Resource + "." + gvr.Group}, crd); err != nil {
+	if err := r.opts.CRDs.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		// Built-in kinds have no CRD; without RBAC to read CRDs the kind
 		// runs as it did before schema awareness.
 		ctrl.LoggerFrom(ctx).Info("schema limits unknown: scaleplane cannot check its writes against the CRD's schema (M7, S2, C6)", "resource", s.Resource, "error", err.Error())

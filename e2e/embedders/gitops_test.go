@@ -40,7 +40,9 @@ import (
 //  2. applying the configurations the repository would hold (what
 //     scaleplane render webhooks prints) turns it Active, and objects of
 //     the kind are judged by the webhooks;
-//  3. the reconciler wrote no webhook configuration at any point.
+//  3. a change of the CRD alone (its /scale reads another field) is seen
+//     through the watch, and the profile becomes SchemaMismatch;
+//  4. the reconciler wrote no webhook configuration at any point.
 func TestIssue12Item7GitOpsProfilesAndWatchedCRDs(t *testing.T) {
 	const owner = "gitops"
 	scheme := runtime.NewScheme()
@@ -147,7 +149,19 @@ func TestIssue12Item7GitOpsProfilesAndWatchedCRDs(t *testing.T) {
 		return refusedBy(ctx, overMax(ns, gvk), entry)
 	})
 
-	// 3. Nothing the repository owns was written by the reconciler.
+	// 3. The CRD changes under the unchanged profile (its /scale now reads
+	// another field): the watch re-reads it, and the profile says the two
+	// disagree.
+	if err := live.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Spec.Versions[0].Subresources.Scale.SpecReplicasPath = ".spec.size"
+	if err := live.Update(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	state(p.Name, "False", v1alpha1.ProfileReasonSchemaMismatch, "replicasPath")
+
+	// 4. Nothing the repository owns was written by the reconciler.
 	for _, obj := range []client.Object{m, v} {
 		got := obj.DeepCopyObject().(client.Object)
 		if err := live.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
