@@ -48,6 +48,10 @@ type Options struct {
 	// Views are the profiled kinds: the pods of a ScaledObject's target of
 	// one of these kinds are found by the profile's pod labels.
 	Views []*profile.Compiled
+	// Kinds, when set, gives the profiled kinds at the time of each call
+	// instead of Views: the autoscaler's Kinds, which include kinds
+	// activated at run time (ScaleProfiles).
+	Kinds func() []*profile.Compiled
 	// Request tells the embedded store which queries a trigger reads, so
 	// that it keeps the series they select, and with no queries that the
 	// trigger is gone (promql.Registry.SetOwner of the store's registry);
@@ -432,7 +436,11 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstruc
 	vars := map[string]string{"kind": kind}
 	var view *profile.Compiled
 	if gv, err := schema.ParseGroupVersion(apiVersion); err == nil {
-		for _, v := range s.opts.Views {
+		views := s.opts.Views
+		if s.opts.Kinds != nil {
+			views = s.opts.Kinds()
+		}
+		for _, v := range views {
 			if g := v.GVK(); g.Group == gv.Group && g.Kind == kind {
 				view = v
 				vars["resource"] = v.GVR().Resource

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/externalscaler/pb"
@@ -457,5 +458,52 @@ func TestIssue14Item4TLS(t *testing.T) {
 	defer cancel()
 	if _, err := plain.GetMetricSpec(ctx, ref("web", md)); code(err) != codes.Unavailable {
 		t.Errorf("plaintext to a TLS server: %v, want Unavailable", err)
+	}
+}
+
+// TestIssue12LiveKindsReachTheExternalScaler: with Options.Kinds the
+// scaler sees kinds activated after it started (a ScaleProfile applied
+// while scaleplane runs): a ScaledObject whose target had no profile is
+// refused until the kind's profile is active, then its pods are found by
+// the profile's pod labels.
+func TestIssue12LiveKindsReachTheExternalScaler(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		kinds []*profile.Compiled
+	)
+	f := newFixture(t, func(o *Options) {
+		o.Views = nil
+		o.Kinds = func() []*profile.Compiled {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(kinds)
+		}
+	})
+	ctx := context.Background()
+	md := map[string]string{"query": "vector(1)", "threshold": "1"}
+	f.objects.declare("shop", "deploy", "external", md)
+	if _, err := f.client.GetMetricSpec(ctx, ref("deploy", md)); code(err) != codes.FailedPrecondition {
+		t.Fatalf("before the kind is profiled: got %v, want FailedPrecondition", err)
+	}
+	deployments, err := profile.Compile(v1alpha1.ScaleProfileSpec{
+		Target:       v1alpha1.TargetKind{APIVersion: "apps/v1", Kind: "Deployment", Resource: "deployments"},
+		ReplicasPath: ".spec.replicas",
+		ScaleConfig:  v1alpha1.ScaleConfigLocation{Annotation: "scaleplane.io/scale-config"},
+		Pods:         v1alpha1.Pods{Labels: map[string]string{"app": "${name}"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	kinds = append(kinds, deployments)
+	mu.Unlock()
+	// KEDA asks again after a refusal; the metadata is the same, so the
+	// trigger is built anew from the kinds of now.
+	if _, err := f.client.GetMetricSpec(ctx, ref("deploy", md)); err != nil {
+		t.Fatalf("once the kind is profiled: %v", err)
+	}
+	got := f.srv.ScrapeWorkloads()
+	if len(got) != 1 || got[0].Selector.String() != "app=api" {
+		t.Errorf("workloads to scrape %v, want the Deployment's pods by the profile's labels (app=api)", got)
 	}
 }

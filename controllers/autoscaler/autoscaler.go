@@ -221,6 +221,17 @@ func (a *Autoscaler) removeKind(k *kindLoop) {
 	}
 }
 
+// Kinds are the profiled kinds the autoscaler runs now: those it was set
+// up with and those started at run time (StartKind).
+func (a *Autoscaler) Kinds() []*profile.Compiled {
+	kinds := a.kindList()
+	out := make([]*profile.Compiled, len(kinds))
+	for i, k := range kinds {
+		out[i] = k.view
+	}
+	return out
+}
+
 // kindList is a copy of the loops, to range over without holding kindsMu.
 func (a *Autoscaler) kindList() []*kindLoop {
 	a.kindsMu.RLock()

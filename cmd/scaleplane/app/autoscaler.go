@@ -87,9 +87,11 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 		ext, err := externalscaler.New(externalscaler.Options{
 			// The sources the autoscaler builds its scalers with, so KEDA's
 			// answers come from the same evaluation and limits.
-			Sources:        pipe.sources,
-			Reader:         mgr.GetCache(),
-			Views:          views,
+			Sources: pipe.sources,
+			Reader:  mgr.GetCache(),
+			// Live kinds too: the autoscaler's kinds now, on the leader
+			// where this server runs.
+			Kinds:          as.Kinds,
 			Request:        store.Registry().SetOwner,
 			SampleTimeout:  limits.Timeout,
 			StreamInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
