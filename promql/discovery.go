@@ -66,6 +66,9 @@ func (d *PodDiscoverer) Targets(ctx context.Context) ([]Target, error) {
 	return out, nil
 }
 
+// LabelNamespace is the target label holding a pod's namespace.
+const LabelNamespace = "namespace"
+
 // PodTarget decides whether pod is scraped and where. A pod is a target when
 // it has prometheus.io/scrape: "true", is running, has an IP and is not
 // being deleted. The URL is <scheme>://<podIP>:<port><path> with scheme
@@ -73,6 +76,10 @@ func (d *PodDiscoverer) Targets(ctx context.Context) ([]Target, error) {
 // (default: the first declared TCP container port, else 80) and path from
 // prometheus.io/path (default /metrics). A pod with a bad annotation is
 // still returned, marked Invalid, so the debug endpoint shows why.
+//
+// Every sample scraped from the pod carries LabelNamespace: queries of a
+// tenant are bound to it (RequireLabel) and the store counts series by it
+// (Options.MaxSeriesPerNamespace).
 func PodTarget(pod *corev1.Pod, extra map[string]string) (Target, bool) {
 	ann := pod.Annotations
 	if ann[AnnotationScrape] != "true" || pod.DeletionTimestamp != nil ||
@@ -83,7 +90,7 @@ func PodTarget(pod *corev1.Pod, extra map[string]string) (Target, bool) {
 	for k, v := range extra {
 		b.Set(k, v)
 	}
-	b.Set("namespace", pod.Namespace)
+	b.Set(LabelNamespace, pod.Namespace)
 	b.Set("pod", pod.Name)
 	t := Target{Labels: b.Labels()}
 

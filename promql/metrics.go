@@ -57,8 +57,9 @@ var failureReasons = []string{FailureInvalidTarget, FailureConnection, FailureTi
 // Why the store refused a new series: the reason label of
 // scaleplane_store_refused_series_total.
 const (
-	RefusedMaxSeries = "max_series"
-	RefusedMaxBytes  = "max_bytes"
+	RefusedMaxSeries             = "max_series"
+	RefusedMaxBytes              = "max_bytes"
+	RefusedMaxSeriesPerNamespace = "max_series_per_namespace"
 )
 
 // scraperMetrics are a scraper's and its store's numbers. Every series,
@@ -116,7 +117,7 @@ func newScraperMetrics(reg prometheus.Registerer) (*scraperMetrics, error) {
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricStoreRefused,
-			Help: "New series the embedded store refused, by reason: it held metrics.maxSeries series (max_series) or metrics.maxStoreBytes bytes (max_bytes).",
+			Help: "New series the embedded store refused, by reason: it held metrics.maxSeries series (max_series), metrics.maxSeriesPerNamespace series of the sample's namespace (max_series_per_namespace) or metrics.maxStoreBytes bytes (max_bytes).",
 		}, []string{reasonLabel}),
 		refusedSamples: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: MetricStoreRefusedSamples,
@@ -129,7 +130,7 @@ func newScraperMetrics(reg prometheus.Registerer) (*scraperMetrics, error) {
 	for _, r := range failureReasons {
 		m.failures.WithLabelValues(r)
 	}
-	for _, r := range []string{RefusedMaxSeries, RefusedMaxBytes} {
+	for _, r := range []string{RefusedMaxSeries, RefusedMaxBytes, RefusedMaxSeriesPerNamespace} {
 		m.refused.WithLabelValues(r)
 	}
 	if reg == nil {
@@ -198,6 +199,9 @@ func (m *scraperMetrics) observeCycle(health []TargetHealth, u Usage) {
 	if d := u.RefusedSeriesForBytes - m.last.RefusedSeriesForBytes; d > 0 {
 		m.refused.WithLabelValues(RefusedMaxBytes).Add(float64(d))
 	}
+	if d := u.RefusedSeriesForNamespace - m.last.RefusedSeriesForNamespace; d > 0 {
+		m.refused.WithLabelValues(RefusedMaxSeriesPerNamespace).Add(float64(d))
+	}
 	if d := u.RefusedSamples - m.last.RefusedSamples; d > 0 {
 		m.refusedSamples.Add(float64(d))
 	}
@@ -214,19 +218,22 @@ type Usage struct {
 	Bytes     int
 	UsedBytes int64
 	// RefusedSeries counts new series refused at Options.MaxSeries,
-	// RefusedSeriesForBytes those refused at Options.MaxBytes, and
-	// RefusedSamples the samples refused while the store was past it.
-	RefusedSeries, RefusedSeriesForBytes, RefusedSamples uint64
+	// RefusedSeriesForBytes those refused at Options.MaxBytes,
+	// RefusedSeriesForNamespace those refused at
+	// Options.MaxSeriesPerNamespace, and RefusedSamples the samples refused
+	// while the store was past MaxBytes.
+	RefusedSeries, RefusedSeriesForBytes, RefusedSeriesForNamespace, RefusedSamples uint64
 }
 
 // Usage counts the store's series, samples and encoded bytes from chunk
 // headers, without decoding samples.
 func (s *Store) Usage() Usage {
 	u := Usage{
-		RefusedSeries:         s.refused.Load(),
-		RefusedSeriesForBytes: s.refusedBytes.Load(),
-		RefusedSamples:        s.refusedSamples.Load(),
-		UsedBytes:             s.used.Load(),
+		RefusedSeries:             s.refused.Load(),
+		RefusedSeriesForBytes:     s.refusedBytes.Load(),
+		RefusedSeriesForNamespace: s.refusedNamespace.Load(),
+		RefusedSamples:            s.refusedSamples.Load(),
+		UsedBytes:                 s.used.Load(),
 	}
 	s.mtx.RLock()
 	defer s.mtx.RUnlock()

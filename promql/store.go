@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,14 @@ type Options struct {
 	// with ErrSeriesLimit and counted in Stats.RefusedSeries. Zero means
 	// DefaultMaxSeries; a negative value removes the cap.
 	MaxSeries int
+	// MaxSeriesPerNamespace caps the series of one namespace (the
+	// namespace label every scraped sample carries): the store is shared
+	// by every tenant's triggers, and one tenant's pods must not take all
+	// of MaxSeries. Appends past it are refused with ErrSeriesLimit and
+	// counted in Stats.RefusedSeriesForNamespace. Zero means a quarter of
+	// MaxSeries (at least 1), as in the binary's configuration; a negative
+	// value removes the cap.
+	MaxSeriesPerNamespace int
 	// MaxBytes caps what the store holds: every series' labels and
 	// bookkeeping (a fixed estimate per series) and its chunks. A new
 	// series that would take the store past it is refused with
@@ -108,6 +117,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSeries == 0 {
 		o.MaxSeries = DefaultMaxSeries
+	}
+	if o.MaxSeriesPerNamespace == 0 && o.MaxSeries > 0 {
+		o.MaxSeriesPerNamespace = max(1, o.MaxSeries/4)
 	}
 	if o.MaxBytes == 0 {
 		o.MaxBytes = DefaultMaxBytes
@@ -134,6 +146,8 @@ type Store struct {
 	// value, then the slots of the series carrying that pair.
 	postings map[string]map[string]*postingList
 	all      int
+	// perNamespace counts the series of each namespace label value.
+	perNamespace map[string]int
 
 	// slab maps series references to series: a reference is a slot index
 	// plus the slot's generation, so a reference kept by a scrape loop
@@ -152,19 +166,21 @@ type Store struct {
 	// refused counts series refused at MaxSeries, refusedBytes those
 	// refused at MaxBytes, refusedSamples the samples of existing series
 	// refused while the store was past MaxBytes.
-	refused        atomic.Uint64
-	refusedBytes   atomic.Uint64
-	refusedSamples atomic.Uint64
-	minValidTime   atomic.Int64
-	requested      Registry
+	refused          atomic.Uint64
+	refusedBytes     atomic.Uint64
+	refusedNamespace atomic.Uint64
+	refusedSamples   atomic.Uint64
+	minValidTime     atomic.Int64
+	requested        Registry
 }
 
 // NewStore returns an empty store.
 func NewStore(opts Options) *Store {
 	s := &Store{
-		opts:     opts.withDefaults(),
-		byHash:   map[uint64]*memSeries{},
-		postings: map[string]map[string]*postingList{},
+		opts:         opts.withDefaults(),
+		byHash:       map[uint64]*memSeries{},
+		postings:     map[string]map[string]*postingList{},
+		perNamespace: map[string]int{},
 	}
 	s.minValidTime.Store(math.MinInt64)
 	return s
@@ -296,6 +312,11 @@ func (s *Store) removeLocked(ser *memSeries) {
 	s.free = append(s.free, idx)
 	s.slabMtx.Unlock()
 	s.all--
+	if ns := ser.lset.Get(LabelNamespace); s.perNamespace[ns] <= 1 {
+		delete(s.perNamespace, ns)
+	} else {
+		s.perNamespace[ns]--
+	}
 }
 
 const slabPageSize = 1024
@@ -379,6 +400,11 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 		s.refused.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrSeriesLimit, limit: int64(s.opts.MaxSeries), setting: "metrics.maxSeries"}
 	}
+	ns := lset.Get(LabelNamespace)
+	if s.opts.MaxSeriesPerNamespace > 0 && s.perNamespace[ns] >= s.opts.MaxSeriesPerNamespace {
+		s.refusedNamespace.Add(1)
+		return nil, false, &limitError{lset: lset, err: ErrSeriesLimit, limit: int64(s.opts.MaxSeriesPerNamespace), setting: "metrics.maxSeriesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
+	}
 	cost := seriesCost(lset)
 	if s.opts.MaxBytes > 0 && s.used.Load()+cost > s.opts.MaxBytes {
 		s.refusedBytes.Add(1)
@@ -390,6 +416,7 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 	s.byHash[h] = ser
 	s.addPostings(ser)
 	s.all++
+	s.perNamespace[ns]++
 	return ser, true, nil
 }
 
@@ -402,9 +429,11 @@ type Stats struct {
 	TimestampBuckets int
 	// ChunkBytes is the size of the encoded chunks.
 	ChunkBytes int
-	// RefusedSeries counts new series refused, at MaxSeries or MaxBytes;
-	// RefusedSeriesForBytes those refused at MaxBytes.
-	RefusedSeries, RefusedSeriesForBytes uint64
+	// RefusedSeries counts new series refused, at MaxSeries,
+	// MaxSeriesPerNamespace or MaxBytes; RefusedSeriesForBytes those
+	// refused at MaxBytes, RefusedSeriesForNamespace those refused at
+	// MaxSeriesPerNamespace.
+	RefusedSeries, RefusedSeriesForBytes, RefusedSeriesForNamespace uint64
 	// RefusedSamples counts samples of existing series refused while the
 	// store was past MaxBytes.
 	RefusedSamples uint64
@@ -419,10 +448,11 @@ type Stats struct {
 // debugging, not for a hot path.
 func (s *Store) Stats() Stats {
 	st := Stats{
-		RefusedSeries:         s.refused.Load() + s.refusedBytes.Load(),
-		RefusedSeriesForBytes: s.refusedBytes.Load(),
-		RefusedSamples:        s.refusedSamples.Load(),
-		UsedBytes:             s.used.Load(),
+		RefusedSeries:             s.refused.Load() + s.refusedBytes.Load() + s.refusedNamespace.Load(),
+		RefusedSeriesForBytes:     s.refusedBytes.Load(),
+		RefusedSeriesForNamespace: s.refusedNamespace.Load(),
+		RefusedSamples:            s.refusedSamples.Load(),
+		UsedBytes:                 s.used.Load(),
 	}
 	ts := map[int64]struct{}{}
 	first := true

@@ -77,7 +77,7 @@ func TestStoreRetention(t *testing.T) {
 
 func TestStoreMaxSeries(t *testing.T) {
 	now := dataStart
-	s := NewStore(Options{MaxSeries: 2, Retention: time.Minute, Now: func() time.Time { return now }})
+	s := NewStore(Options{MaxSeries: 2, MaxSeriesPerNamespace: -1, Retention: time.Minute, Now: func() time.Time { return now }})
 	ts := dataStart.UnixMilli()
 	for _, name := range []string{"a", "b"} {
 		if err := s.Append(series(name), ts, 1); err != nil {
@@ -375,5 +375,50 @@ func TestIssue10StoreByteAccount(t *testing.T) {
 	}
 	if u.Series != 20 {
 		t.Errorf("%d series left, want the 20 live ones", u.Series)
+	}
+}
+
+// TestStoreMaxSeriesPerNamespace: the store is shared by every tenant's
+// triggers; one namespace's pods fill only their own share, the others
+// keep theirs, and a namespace's series that age out free its share.
+func TestStoreMaxSeriesPerNamespace(t *testing.T) {
+	now := dataStart
+	s := NewStore(Options{MaxSeries: 100, MaxSeriesPerNamespace: 2, Retention: time.Minute, Now: func() time.Time { return now }})
+	ts := dataStart.UnixMilli()
+	in := func(ns, name string) labels.Labels {
+		return labels.FromStrings(labels.MetricName, name, LabelNamespace, ns)
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := s.Append(in("greedy", name), ts, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.Append(in("greedy", "c"), ts, 1)
+	if !errors.Is(err, ErrSeriesLimit) || !strings.Contains(err.Error(), `metrics.maxSeriesPerNamespace (namespace "greedy")`) {
+		t.Fatalf("a third series in one namespace: %v, want ErrSeriesLimit naming the setting and the namespace", err)
+	}
+	if err := s.Append(in("greedy", "a"), ts+5000, 2); err != nil {
+		t.Errorf("an existing series of the full namespace: %v", err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if err := s.Append(in("quiet", name), ts, 1); err != nil {
+			t.Errorf("another namespace's series %s: %v", name, err)
+		}
+	}
+	st := s.Stats()
+	if diff := cmp.Diff([]uint64{1, 1, 0}, []uint64{st.RefusedSeries, st.RefusedSeriesForNamespace, st.RefusedSeriesForBytes}); diff != "" {
+		t.Errorf("[refused, for namespace, for bytes] (-want +got):\n%s", diff)
+	}
+	// Once greedy's "b" ages out, the namespace has room for one more.
+	now = dataStart.Add(2 * time.Minute)
+	if err := s.Append(in("greedy", "a"), now.UnixMilli(), 3); err != nil {
+		t.Fatal(err)
+	}
+	s.Trim()
+	if err := s.Append(in("greedy", "c"), now.UnixMilli(), 1); err != nil {
+		t.Errorf("a series after trim: %v", err)
+	}
+	if err := s.Append(in("greedy", "d"), now.UnixMilli(), 1); !errors.Is(err, ErrSeriesLimit) {
+		t.Errorf("past the share again: %v, want ErrSeriesLimit", err)
 	}
 }

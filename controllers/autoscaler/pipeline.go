@@ -20,6 +20,10 @@ type MetricsOptions struct {
 	ScrapeInterval time.Duration
 	Retention      time.Duration
 	MaxSeries      int
+	// MaxSeriesPerNamespace bounds one namespace's series in the store,
+	// so that one tenant's pods cannot take all of MaxSeries. Zero: a
+	// quarter of MaxSeries; negative: no such bound.
+	MaxSeriesPerNamespace int
 	// PrometheusURL, when set, adds the "prometheus" source over that
 	// server and makes it the default one.
 	PrometheusURL string
@@ -45,7 +49,7 @@ func NewWithMetrics(mgr manager.Manager, opts MetricsOptions) (*Autoscaler, erro
 	}
 	opts.Limits.ScrapeInterval = opts.ScrapeInterval
 	limits := opts.Limits.WithDefaults()
-	store := promql.NewStore(promql.Options{Retention: opts.Retention, MaxSeries: opts.MaxSeries})
+	store := promql.NewStore(promql.Options{Retention: opts.Retention, MaxSeries: opts.MaxSeries, MaxSeriesPerNamespace: opts.MaxSeriesPerNamespace})
 	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits})
 	var remote promql.Source
 	if opts.PrometheusURL != "" {

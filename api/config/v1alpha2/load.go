@@ -209,6 +209,9 @@ func (c *Configuration) Default() {
 	if m.MaxSeries == 0 {
 		m.MaxSeries = DefaultMaxSeries
 	}
+	if m.MaxSeriesPerNamespace == 0 {
+		m.MaxSeriesPerNamespace = max(1, m.MaxSeries/4)
+	}
 	if m.MaxStoreBytes == 0 {
 		m.MaxStoreBytes = DefaultMaxStoreBytes
 	}
@@ -270,6 +273,9 @@ func (c *Configuration) Validate() field.ErrorList {
 	}
 	if c.Metrics.MaxSeries < 1 {
 		errs = append(errs, field.Invalid(mp.Child("maxSeries"), c.Metrics.MaxSeries, "must be at least 1 (or left out for the default, 100000)"))
+	}
+	if n := c.Metrics.MaxSeriesPerNamespace; n < 1 || n > max(1, c.Metrics.MaxSeries) {
+		errs = append(errs, field.Invalid(mp.Child("maxSeriesPerNamespace"), n, fmt.Sprintf("must be between 1 and maxSeries (%d), or left out for a quarter of maxSeries", c.Metrics.MaxSeries)))
 	}
 	// The store and the scrapes are what a pod's exposition can make
 	// scaleplane hold: every bound is required, none can be switched off.

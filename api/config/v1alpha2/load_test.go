@@ -30,7 +30,7 @@ func TestDefault(t *testing.T) {
 		Autoscaler: Autoscaler{PollingIntervalSeconds: 15, Queries: Queries{
 			MaxLength: 4096, MaxDepth: 100, MaxPointsPerSeries: 11000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 15,
 		}},
-		Metrics: Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000, MaxStoreBytes: 128 << 20,
+		Metrics: Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000, MaxSeriesPerNamespace: 25000, MaxStoreBytes: 128 << 20,
 			BodySizeLimitBytes: 10 << 20, SampleLimit: 10000, LabelLimit: 64, LabelNameLengthLimit: 256, LabelValueLengthLimit: 4096},
 		Servers: DefaultServers(),
 	}
@@ -105,6 +105,7 @@ metrics:
   scrapeIntervalSeconds: -5
   retentionSeconds: -1
   maxSeries: -1
+  maxSeriesPerNamespace: -3
   maxStoreBytes: 1024
   bodySizeLimitBytes: -1
   sampleLimit: -1
@@ -131,6 +132,7 @@ metrics:
 			"FieldValueInvalid metrics.scrapeIntervalSeconds",
 			"FieldValueInvalid metrics.retentionSeconds",
 			"FieldValueInvalid metrics.maxSeries",
+			"FieldValueInvalid metrics.maxSeriesPerNamespace",
 			"FieldValueInvalid metrics.maxStoreBytes",
 			"FieldValueInvalid metrics.bodySizeLimitBytes",
 			"FieldValueInvalid metrics.sampleLimit",
@@ -138,6 +140,11 @@ metrics:
 			"FieldValueInvalid metrics.labelNameLengthLimit",
 			"FieldValueInvalid metrics.labelValueLengthLimit",
 		},
+	}, {
+		name: "a namespace's share above the whole store",
+		yaml: header + `metrics: {maxSeries: 100, maxSeriesPerNamespace: 101}
+`,
+		want: []string{"FieldValueInvalid metrics.maxSeriesPerNamespace"},
 	}, {
 		name: "external scaler certificates without an address",
 		yaml: header + `autoscaler:

@@ -123,6 +123,10 @@ type Metrics struct {
 	RetentionSeconds int32 `json:"retentionSeconds,omitempty"`
 	// MaxSeries the store keeps; more are refused and counted. Default 100000.
 	MaxSeries int `json:"maxSeries,omitempty"`
+	// MaxSeriesPerNamespace the store keeps of one namespace's pods (the
+	// store is shared by every tenant's triggers); more are refused and
+	// counted. Default a quarter of maxSeries.
+	MaxSeriesPerNamespace int `json:"maxSeriesPerNamespace,omitempty"`
 	// MaxStoreBytes the store may take: series labels, a per-series
 	// bookkeeping estimate and chunks. New series past it are refused and
 	// counted, and samples too while existing series' chunks keep it past

@@ -206,7 +206,7 @@ func queryLimits(cfg *configv1alpha2.Configuration) promql.Limits {
 // storeOptions are the embedded store's bounds the configuration sets.
 func storeOptions(cfg *configv1alpha2.Configuration) promql.Options {
 	m := cfg.Metrics
-	return promql.Options{Retention: seconds(m.RetentionSeconds), MaxSeries: m.MaxSeries, MaxBytes: m.MaxStoreBytes}
+	return promql.Options{Retention: seconds(m.RetentionSeconds), MaxSeries: m.MaxSeries, MaxSeriesPerNamespace: m.MaxSeriesPerNamespace, MaxBytes: m.MaxStoreBytes}
 }
 
 // scraperOptions are the scraper's interval and per-scrape bounds the

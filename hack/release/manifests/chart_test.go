@@ -220,14 +220,14 @@ func TestIssue11Item5ChartEveryOption(t *testing.T) {
 		"prometheus": cfg.Autoscaler.PrometheusURL, "scrape": cfg.Metrics.ScrapeIntervalSeconds, "retention": cfg.Metrics.RetentionSeconds,
 		"maxSeries": cfg.Metrics.MaxSeries, "nsSelector": cfg.Webhook.NamespaceSelector != nil, "objSelector": cfg.Webhook.ObjectSelector.MatchLabels["scaleplane.io/managed"],
 		"maxLength": cfg.Autoscaler.Queries.MaxLength, "queryTimeout": cfg.Autoscaler.Queries.TimeoutSeconds, "externalScaler": cfg.Autoscaler.ExternalScaler.BindAddress,
-		"maxStoreBytes": cfg.Metrics.MaxStoreBytes, "sampleLimit": cfg.Metrics.SampleLimit, "labelLimit": cfg.Metrics.LabelLimit,
+		"maxStoreBytes": cfg.Metrics.MaxStoreBytes, "sampleLimit": cfg.Metrics.SampleLimit, "labelLimit": cfg.Metrics.LabelLimit, "perNamespace": cfg.Metrics.MaxSeriesPerNamespace,
 		"webhookInFlight": cfg.Servers.Webhook.MaxInFlight,
 	}
 	wantCfg := map[string]any{
 		"profiles": 3, "timeout": int32(5), "polling": int32(30), "prometheus": "https://prometheus.monitoring.svc:9090",
 		"scrape": int32(10), "retention": int32(3600), "maxSeries": 50000, "nsSelector": true, "objSelector": "true",
 		"maxLength": 2048, "queryTimeout": int32(5), "externalScaler": ":9090",
-		"maxStoreBytes": int64(64 << 20), "sampleLimit": 20000, "labelLimit": 40,
+		"maxStoreBytes": int64(64 << 20), "sampleLimit": 20000, "labelLimit": 40, "perNamespace": 5000,
 		"webhookInFlight": int32(200),
 	}
 	if diff := cmp.Diff(wantCfg, gotCfg); diff != "" {

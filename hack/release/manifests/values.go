@@ -31,7 +31,7 @@ func EveryOption() map[string]any {
 			"queries":        map[string]any{"maxLength": 2048, "timeoutSeconds": 5},
 			"externalScaler": map[string]any{"bindAddress": ":9090"}},
 		"metricsStore": map[string]any{"scrapeIntervalSeconds": 10, "retentionSeconds": 3600, "maxSeries": 50000,
-			"limits": map[string]any{"maxStoreBytes": 64 << 20, "sampleLimit": 20000, "labelLimit": 40}},
+			"limits": map[string]any{"maxStoreBytes": 64 << 20, "sampleLimit": 20000, "labelLimit": 40, "maxSeriesPerNamespace": 5000}},
 		"servers": map[string]any{"webhook": map[string]any{"maxInFlight": 200}},
 		"certificates": map[string]any{"mode": "cert-manager", "certManager": map[string]any{
 			"issuerRef":   map[string]any{"name": "platform-ca", "kind": "ClusterIssuer"},
