@@ -33,7 +33,7 @@ func TestReviewRenderRefusesOneKindAtTwoVersions(t *testing.T) {
 	v2 := write("fn-v1", "serverless.example.org/v1", "Function", "functions")
 	racked := write("racked-v1beta1", "samples.scaleplane.io/v1beta1", "RackedCluster", "rackedclusters")
 	for name, args := range map[string][]string{
-		"two ScaleProfiles":             {"webhooks", "--config", deploy, "-f", v1, "-f", v2},
+		"two ScaleProfiles":            {"webhooks", "--config", deploy, "-f", v1, "-f", v2},
 		"ScaleProfile and config file": {"webhooks", "--config", deploy, "-f", racked},
 	} {
 		t.Run(name, func(t *testing.T) {
