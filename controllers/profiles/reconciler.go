@@ -12,6 +12,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -111,12 +112,19 @@ type Reconciler struct {
 type activeKind struct {
 	profile string
 	spec    v1alpha1.ScaleProfileSpec
-	// crd is the generation of the CRD the view's schema limits came from.
-	crd     int64
+	// crd is the CRD the view's schema limits came from.
+	crd     crdVersion
 	view    *profile.Compiled
 	runtime *controllers.KindRuntime
 	// stopAutoscaler stops the kind's trigger autoscaler (nil: none runs).
 	stopAutoscaler func(context.Context) error
+}
+
+// crdVersion names one schema of a CRD: a CRD deleted and created again
+// starts at generation 1 again, under another UID.
+type crdVersion struct {
+	uid        types.UID
+	generation int64
 }
 
 // stop stops what runs for the kind: the trigger autoscaler before the
@@ -251,9 +259,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		states[i] = r.withAccess(ctx, p, r.withSchema(ctx, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)))
+		states[i] = r.withAccess(ctx, p, r.withSchema(ctx, p, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)))
 		if s := states[i]; s.Active() {
-			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, crd: s.CRDGeneration, view: s.View}
+			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, crd: crdVersion{s.CRDUID, s.CRDGeneration}, view: s.View}
 		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed || s.Condition.Reason == v1alpha1.ProfileReasonRBACMissing {
 			retry = true
 		}
@@ -302,13 +310,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 
 // withSchema gives an active state's profile the limits of its kind's
 // served CRD, or makes it SchemaMismatch when the two disagree.
-func (r *Reconciler) withSchema(ctx context.Context, s State) State {
+func (r *Reconciler) withSchema(ctx context.Context, p *v1alpha1.ScaleProfile, s State) State {
 	if !s.Active() {
 		return s
 	}
 	gvr := s.View.GVR()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := r.opts.CRDs.Get(ctx, client.ObjectKey{Name: gvr.Resource + "." + gvr.Group}, crd); err != nil {
+		if a, ok := r.active[s.View.GVK().GroupKind()]; ok && !apierrors.IsNotFound(err) && a.profile == p.Name && equality.Semantic.DeepEqual(a.spec, p.Spec) {
+			// A read that fails for a moment (an API server under load)
+			// keeps the running kind and the limits it runs with: taken
+			// for a CRD without schema, it would restart the kind twice
+			// and run it unlimited in between.
+			ctrl.LoggerFrom(ctx).Info("cannot read the kind's CRD; keeping the schema limits it runs with", "resource", s.Resource, "error", err.Error())
+			s.View, s.CRDGeneration, s.CRDUID = a.view, a.crd.generation, a.crd.uid
+			return s
+		}
 		// Built-in kinds have no CRD; without RBAC to read CRDs the kind
 		// runs as it did before schema awareness.
 		ctrl.LoggerFrom(ctx).Info("schema limits unknown: scaleplane cannot check its writes against the CRD's schema (M7, S2, C6)", "resource", s.Resource, "error", err.Error())
@@ -321,7 +338,7 @@ func (r *Reconciler) withSchema(ctx context.Context, s State) State {
 		s.Condition.Message = err.Error()
 		return s
 	}
-	s.View, s.CRDGeneration = view, crd.Generation
+	s.View, s.CRDGeneration, s.CRDUID = view, crd.Generation, crd.UID
 	return s
 }
 
