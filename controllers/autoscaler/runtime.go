@@ -33,11 +33,16 @@ type RunningKind struct {
 // StartKind adds the loop of v's kind while the manager runs and starts its
 // controller under ctx, for kinds activated at run time (ScaleProfiles),
 // where SetupKind registers a kind for the manager's whole life. Call it on
-// the elected leader, after SetupWithManager (or SetupKind) and once the
+// every replica, after SetupWithManager (or SetupKind) and once the
 // manager's cache runs; the caller stops it when the kind's profile goes
 // away or changes. Until then the kind's triggers, idle timeouts and
 // schedules run, its activity and explain endpoints answer, and its
 // Scalings are written, exactly as for a kind of the configuration file.
+//
+// Call it on every replica, as SetupWithManager's kinds are set up on
+// every replica: a gateway may POST /activity to any of them, and one
+// that does not lead records the activity in the workload's Scaling for
+// the leader. The kind's controller starts only once this replica leads.
 func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*RunningKind, error) {
 	mgr := a.mgr
 	if mgr == nil {
@@ -83,7 +88,14 @@ func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*Runni
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	r := &RunningKind{a: a, k: k, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- c.Start(ctx) }()
+	go func() {
+		select {
+		case <-mgr.Elected():
+			r.done <- c.Start(ctx)
+		case <-ctx.Done():
+			r.done <- nil
+		}
+	}()
 	return r, nil
 }
 

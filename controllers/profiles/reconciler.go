@@ -55,9 +55,11 @@ type Options struct {
 	// entries are applied; their kinds run meanwhile, so the entries take
 	// effect as soon as they are. Looked at again every NotServedRetry.
 	Missing func(ctx context.Context, active []*profile.Compiled) (map[schema.GroupVersionResource][]string, error)
-	// StartAutoscaler starts the trigger autoscaler of an active kind on
-	// the leader (controllers/autoscaler's Autoscaler.StartKind) and
-	// returns what stops it. Nil runs none; the webhooks must then refuse
+	// StartAutoscaler starts the trigger autoscaler of an active kind
+	// (controllers/autoscaler's Autoscaler.StartKind) and returns what
+	// stops it. It is called on every replica: a replica that does not
+	// lead answers the kind's activity endpoint (recording activity in the
+	// Scaling for the leader) and runs its controller once elected. Nil runs none; the webhooks must then refuse
 	// triggers for the kinds (webhooks.Options.Sources nil), or they would
 	// be accepted and never evaluated.
 	StartAutoscaler func(ctx context.Context, v *profile.Compiled) (stop func(context.Context) error, err error)
@@ -416,27 +418,26 @@ func (r *Reconciler) apply(want map[schema.GroupKind]*activeKind, leader bool) (
 	}
 	for gk, w := range want {
 		if _, running := r.active[gk]; running {
-			if leader && (w.runtime == nil || (w.stopAutoscaler == nil && r.opts.StartAutoscaler != nil)) {
-				errs = append(errs, r.startRuntime(w))
+			if (leader && w.runtime == nil) || (w.stopAutoscaler == nil && r.opts.StartAutoscaler != nil) {
+				errs = append(errs, r.startRuntime(w, leader))
 			}
 			r.active[gk] = w
 			continue
 		}
 		changed = true
 		r.opts.Dispatcher.Activate(w.view)
-		if leader {
-			errs = append(errs, r.startRuntime(w))
-		}
+		errs = append(errs, r.startRuntime(w, leader))
 		r.active[gk] = w
 	}
 	return changed, errs
 }
 
-// startRuntime starts what of a's kind does not run yet: its controller,
-// then its trigger autoscaler. A failure leaves the rest to the next
-// reconcile, which starts only what is missing.
-func (r *Reconciler) startRuntime(a *activeKind) error {
-	if a.runtime == nil {
+// startRuntime starts what of a's kind does not run yet: its controller
+// (on the leader), then its trigger autoscaler (on every replica; its
+// controller waits for the election). A failure leaves the rest to the
+// next reconcile, which starts only what is missing.
+func (r *Reconciler) startRuntime(a *activeKind, leader bool) error {
+	if leader && a.runtime == nil {
 		rt, err := controllers.NewKindRuntime(r.mgr, a.view, r.opts.Controllers)
 		if err != nil {
 			return err
