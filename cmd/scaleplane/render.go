@@ -138,16 +138,19 @@ func render(args []string, stdout, stderr io.Writer) int {
 // renderViews compiles the configuration's profiles and those of the
 // ScaleProfile files, refusing (exit 1, with field paths) what the API
 // server or scaleplane would refuse: an invalid profile, or two for one
-// resource.
+// kind. Kinds are keyed by group and kind, as the ScaleProfile reconciler
+// keys them: of two profiles of a kind at two versions it runs one (the
+// other is a Conflict), and an entry rendered for the other would call a
+// dispatcher path with no active profile, refusing every write of the kind.
 func renderViews(cfg *configv1alpha2.Configuration, files []string, stderr io.Writer) ([]*profile.Compiled, int) {
 	views, err := profile.CompileAll(cfg.Profiles)
 	if err != nil {
 		fmt.Fprintf(stderr, "scaleplane render webhooks: %v\n", err)
 		return nil, 1
 	}
-	seen := map[schema.GroupVersionResource]string{}
+	seen := map[schema.GroupKind]string{}
 	for _, v := range views {
-		seen[v.GVR()] = "the configuration"
+		seen[v.GVK().GroupKind()] = "the configuration"
 	}
 	problems := 0
 	for _, f := range files {
@@ -174,12 +177,12 @@ func renderViews(cfg *configv1alpha2.Configuration, files []string, stderr io.Wr
 				fmt.Fprintf(stderr, "error: %s: %s: %v\n", f, s.what, err)
 				continue
 			}
-			if first, dup := seen[v.GVR()]; dup {
+			if first, dup := seen[v.GVK().GroupKind()]; dup {
 				problems++
-				fmt.Fprintf(stderr, "error: %s: %s: %s (also profiled by %s); keep one\n", f, s.what, field.Duplicate(s.fp.Child("target"), v.GVR().GroupResource().String()).Error(), first)
+				fmt.Fprintf(stderr, "error: %s: %s: %s (also profiled by %s); keep one\n", f, s.what, field.Duplicate(s.fp.Child("target"), v.GVK().GroupKind().String()).Error(), first)
 				continue
 			}
-			seen[v.GVR()] = s.file + " " + s.what
+			seen[v.GVK().GroupKind()] = s.file + " " + s.what
 			views = append(views, v)
 		}
 	}

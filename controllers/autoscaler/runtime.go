@@ -25,19 +25,32 @@ type RunningKind struct {
 	a      *Autoscaler
 	k      *kindLoop
 	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
+	// done receives what the kind's controller returned.
+	done chan error
+	once sync.Once
+	// stopped is closed once the kind is out of the lists and its scalers
+	// are closed; err is set before.
+	stopped chan struct{}
+	err     error
+}
+
+func newRunningKind(a *Autoscaler, k *kindLoop, cancel context.CancelFunc) *RunningKind {
+	return &RunningKind{a: a, k: k, cancel: cancel, done: make(chan error, 1), stopped: make(chan struct{})}
 }
 
 // StartKind adds the loop of v's kind while the manager runs and starts its
 // controller under ctx, for kinds activated at run time (ScaleProfiles),
 // where SetupKind registers a kind for the manager's whole life. Call it on
-// the elected leader, after SetupWithManager (or SetupKind) and once the
+// every replica, after SetupWithManager (or SetupKind) and once the
 // manager's cache runs; the caller stops it when the kind's profile goes
 // away or changes. Until then the kind's triggers, idle timeouts and
 // schedules run, its activity and explain endpoints answer, and its
 // Scalings are written, exactly as for a kind of the configuration file.
+//
+// Call it on every replica, as SetupWithManager's kinds are set up on
+// every replica: a gateway may POST /activity to any of them, and one
+// that does not lead records the activity in the workload's Scaling for
+// the leader. The kind's controller starts only once this replica leads.
 func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*RunningKind, error) {
 	mgr := a.mgr
 	if mgr == nil {
@@ -82,8 +95,15 @@ func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*Runni
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &RunningKind{a: a, k: k, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- c.Start(ctx) }()
+	r := newRunningKind(a, k, cancel)
+	go func() {
+		select {
+		case <-mgr.Elected():
+			r.done <- c.Start(ctx)
+		case <-ctx.Done():
+			r.done <- nil
+		}
+	}()
 	return r, nil
 }
 
@@ -91,31 +111,40 @@ func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*Runni
 // ctx ends), takes the kind out of the endpoints and the scraper, and
 // releases its workloads' scalers. Scalings stay: they belong to their
 // workloads (owner references), and a profile applied again restores its
-// History from them, as a new leader does. Stop is idempotent.
+// History from them, as a new leader does. Stop is idempotent. When ctx
+// ends first, the rest still happens once the ticks return, and a later
+// Stop waits for it: a kind left in the lists for good would make every
+// StartKind of it fail ("two profiles").
 func (r *RunningKind) Stop(ctx context.Context) error {
 	r.once.Do(func() {
 		r.cancel()
-		select {
-		case err := <-r.done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				r.err = fmt.Errorf("autoscaler of %s: %w", r.k.kind, err)
-			}
-		case <-ctx.Done():
-			r.err = fmt.Errorf("stop the autoscaler of %s: %w", r.k.kind, ctx.Err())
-			return
-		}
-		r.a.removeKind(r.k)
-		r.k.mu.Lock()
-		states := make([]*workload, 0, len(r.k.workloads))
-		for nn, st := range r.k.workloads {
-			states = append(states, st)
-			delete(r.k.workloads, nn)
-		}
-		r.k.mu.Unlock()
-		for _, st := range states {
-			r.k.deleteMetrics(st)
-			r.k.closeScalers(ctx, st)
-		}
+		go r.finish()
 	})
-	return r.err
+	select {
+	case <-r.stopped:
+		return r.err
+	case <-ctx.Done():
+		return fmt.Errorf("stop the autoscaler of %s: %w; it leaves once its ticks return", r.k.kind, ctx.Err())
+	}
+}
+
+// finish waits for the controller, then takes the kind out of the lists
+// and closes its workloads' scalers (each within Options.CloseTimeout).
+func (r *RunningKind) finish() {
+	defer close(r.stopped)
+	if err := <-r.done; err != nil && !errors.Is(err, context.Canceled) {
+		r.err = fmt.Errorf("autoscaler of %s: %w", r.k.kind, err)
+	}
+	r.a.removeKind(r.k)
+	r.k.mu.Lock()
+	states := make([]*workload, 0, len(r.k.workloads))
+	for nn, st := range r.k.workloads {
+		states = append(states, st)
+		delete(r.k.workloads, nn)
+	}
+	r.k.mu.Unlock()
+	for _, st := range states {
+		r.k.deleteMetrics(st)
+		r.k.closeScalers(context.Background(), st)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
@@ -24,6 +25,9 @@ type State struct {
 	// holds (0: none read): a CRD whose schema changed under an unchanged
 	// profile activates the kind again with the new limits.
 	CRDGeneration int64
+	// CRDUID is that CRD's UID: one deleted and created again between
+	// two reconciles has the same generation and another schema.
+	CRDUID types.UID
 }
 
 // Active reports whether the profile runs.

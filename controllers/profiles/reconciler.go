@@ -12,6 +12,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,9 +55,11 @@ type Options struct {
 	// entries are applied; their kinds run meanwhile, so the entries take
 	// effect as soon as they are. Looked at again every NotServedRetry.
 	Missing func(ctx context.Context, active []*profile.Compiled) (map[schema.GroupVersionResource][]string, error)
-	// StartAutoscaler starts the trigger autoscaler of an active kind on
-	// the leader (controllers/autoscaler's Autoscaler.StartKind) and
-	// returns what stops it. Nil runs none; the webhooks must then refuse
+	// StartAutoscaler starts the trigger autoscaler of an active kind
+	// (controllers/autoscaler's Autoscaler.StartKind) and returns what
+	// stops it. It is called on every replica: a replica that does not
+	// lead answers the kind's activity endpoint (recording activity in the
+	// Scaling for the leader) and runs its controller once elected. Nil runs none; the webhooks must then refuse
 	// triggers for the kinds (webhooks.Options.Sources nil), or they would
 	// be accepted and never evaluated.
 	StartAutoscaler func(ctx context.Context, v *profile.Compiled) (stop func(context.Context) error, err error)
@@ -103,6 +106,9 @@ type Reconciler struct {
 	// ctx lives as long as the manager; kinds' controllers run under it.
 	ctx    context.Context
 	active map[schema.GroupKind]*activeKind
+	// lagging counts the quick looks at profiles whose CRD exists while
+	// discovery does not serve their kind, by profile and CRD version.
+	lagging map[string]int
 	// crdsWatched says CRDs' metadata is cached (the manager's scheme
 	// knows CRDs), so withSchema can compare generations without a read.
 	crdsWatched bool
@@ -114,12 +120,19 @@ type Reconciler struct {
 type activeKind struct {
 	profile string
 	spec    v1alpha1.ScaleProfileSpec
-	// crd is the generation of the CRD the view's schema limits came from.
-	crd     int64
+	// crd is the CRD the view's schema limits came from.
+	crd     crdVersion
 	view    *profile.Compiled
 	runtime *controllers.KindRuntime
 	// stopAutoscaler stops the kind's trigger autoscaler (nil: none runs).
 	stopAutoscaler func(context.Context) error
+}
+
+// crdVersion names one schema of a CRD: a CRD deleted and created again
+// starts at generation 1 again, under another UID.
+type crdVersion struct {
+	uid        types.UID
+	generation int64
 }
 
 // stop stops what runs for the kind: the trigger autoscaler before the
@@ -249,7 +262,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	leader := r.leader()
 	want := map[schema.GroupKind]*activeKind{}
 	states := make([]State, len(list.Items))
-	retry := false
+	retry, soon := false, false
+	lagging := map[string]int{}
 	for i := range list.Items {
 		p := &list.Items[i]
 		if p.DeletionTimestamp != nil {
@@ -257,11 +271,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		}
 		states[i] = r.withAccess(ctx, p, r.withSchema(ctx, p, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)))
 		if s := states[i]; s.Active() {
-			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, crd: s.CRDGeneration, view: s.View}
+			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, crd: crdVersion{s.CRDUID, s.CRDGeneration}, view: s.View}
 		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed || s.Condition.Reason == v1alpha1.ProfileReasonRBACMissing {
 			retry = true
+			if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed {
+				// A few quick looks per CRD version: a CRD that serves
+				// other versions only is not discovery lag.
+				if key, ok := r.crdKey(ctx, p); ok && r.lagging[key] < maxLagRetries {
+					lagging[key] = r.lagging[key] + 1
+					soon = true
+				} else if ok {
+					lagging[key] = r.lagging[key]
+				}
+			}
 		}
 	}
+	r.lagging = lagging
 	changed, errs := r.apply(want, leader)
 	r.unsynced = r.unsynced || changed
 	if r.unsynced && leader && r.opts.Resync != nil {
@@ -298,10 +323,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if err := errors.Join(errs...); err != nil {
 		return ctrl.Result{}, err
 	}
-	if retry {
+	switch {
+	case soon:
+		// The CRD is there but discovery does not serve the kind yet: the
+		// CRD's last event (Established) can come before discovery has
+		// it, and no further event will.
+		return ctrl.Result{RequeueAfter: discoveryLag}, nil
+	case retry:
 		return ctrl.Result{RequeueAfter: r.opts.NotServedRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// discoveryLag is how soon a profile whose CRD exists but whose kind the
+// RESTMapper does not know yet is looked at again, at most maxLagRetries
+// times for one version of the CRD.
+const (
+	discoveryLag  = time.Second
+	maxLagRetries = 10
+)
+
+// crdKey names p and the version of its target's CRD in the watch's
+// metadata cache; false when the CRD is not there or CRDs are not watched.
+func (r *Reconciler) crdKey(ctx context.Context, p *v1alpha1.ScaleProfile) (string, bool) {
+	if !r.crdsWatched {
+		return "", false
+	}
+	gv, err := schema.ParseGroupVersion(p.Spec.Target.APIVersion)
+	if err != nil || p.Spec.Target.Resource == "" {
+		return "", false
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := r.mgr.GetClient().Get(ctx, client.ObjectKey{Name: p.Spec.Target.Resource + "." + gv.Group}, meta); err != nil {
+		return "", false
+	}
+	return p.Name + "/" + meta.ResourceVersion, true
 }
 
 // withSchema gives an active state's profile the limits of its kind's
@@ -312,20 +369,29 @@ func (r *Reconciler) withSchema(ctx context.Context, p *v1alpha1.ScaleProfile, s
 	}
 	gvr := s.View.GVR()
 	name := gvr.Resource + "." + gvr.Group
-	// A kind running under the same spec and the same CRD generation keeps
-	// its view: any CRD's event reconciles every profile, and a CRD can be
-	// megabytes, so the full CRD is read only when its generation (from
-	// the watch's metadata cache) moved.
-	if a, ok := r.active[s.View.GVK().GroupKind()]; ok && r.crdsWatched && a.crd != 0 && a.profile == p.Name && equality.Semantic.DeepEqual(a.spec, p.Spec) {
+	// A kind running under the same spec and the same CRD (UID and
+	// generation) keeps its view: any CRD's event reconciles every
+	// profile, and a CRD can be megabytes, so the full CRD is read only
+	// when the watch's metadata cache says it changed.
+	if a, ok := r.active[s.View.GVK().GroupKind()]; ok && r.crdsWatched && a.crd.generation != 0 && a.profile == p.Name && equality.Semantic.DeepEqual(a.spec, p.Spec) {
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-		if err := r.mgr.GetClient().Get(ctx, client.ObjectKey{Name: name}, meta); err == nil && meta.Generation == a.crd {
-			s.View, s.CRDGeneration = a.view, a.crd
+		if err := r.mgr.GetClient().Get(ctx, client.ObjectKey{Name: name}, meta); err == nil && meta.Generation == a.crd.generation && meta.UID == a.crd.uid {
+			s.View, s.CRDGeneration, s.CRDUID = a.view, a.crd.generation, a.crd.uid
 			return s
 		}
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := r.opts.CRDs.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		if a, ok := r.active[s.View.GVK().GroupKind()]; ok && !apierrors.IsNotFound(err) && a.profile == p.Name && equality.Semantic.DeepEqual(a.spec, p.Spec) {
+			// A read that fails for a moment (an API server under load)
+			// keeps the running kind and the limits it runs with: taken
+			// for a CRD without schema, it would restart the kind twice
+			// and run it unlimited in between.
+			ctrl.LoggerFrom(ctx).Info("cannot read the kind's CRD; keeping the schema limits it runs with", "resource", s.Resource, "error", err.Error())
+			s.View, s.CRDGeneration, s.CRDUID = a.view, a.crd.generation, a.crd.uid
+			return s
+		}
 		// Built-in kinds have no CRD; without RBAC to read CRDs the kind
 		// runs as it did before schema awareness.
 		ctrl.LoggerFrom(ctx).Info("schema limits unknown: scaleplane cannot check its writes against the CRD's schema (M7, S2, C6)", "resource", s.Resource, "error", err.Error())
@@ -338,7 +404,7 @@ func (r *Reconciler) withSchema(ctx context.Context, p *v1alpha1.ScaleProfile, s
 		s.Condition.Message = err.Error()
 		return s
 	}
-	s.View, s.CRDGeneration = view, crd.Generation
+	s.View, s.CRDGeneration, s.CRDUID = view, crd.Generation, crd.UID
 	return s
 }
 
@@ -416,27 +482,26 @@ func (r *Reconciler) apply(want map[schema.GroupKind]*activeKind, leader bool) (
 	}
 	for gk, w := range want {
 		if _, running := r.active[gk]; running {
-			if leader && (w.runtime == nil || (w.stopAutoscaler == nil && r.opts.StartAutoscaler != nil)) {
-				errs = append(errs, r.startRuntime(w))
+			if (leader && w.runtime == nil) || (w.stopAutoscaler == nil && r.opts.StartAutoscaler != nil) {
+				errs = append(errs, r.startRuntime(w, leader))
 			}
 			r.active[gk] = w
 			continue
 		}
 		changed = true
 		r.opts.Dispatcher.Activate(w.view)
-		if leader {
-			errs = append(errs, r.startRuntime(w))
-		}
+		errs = append(errs, r.startRuntime(w, leader))
 		r.active[gk] = w
 	}
 	return changed, errs
 }
 
-// startRuntime starts what of a's kind does not run yet: its controller,
-// then its trigger autoscaler. A failure leaves the rest to the next
-// reconcile, which starts only what is missing.
-func (r *Reconciler) startRuntime(a *activeKind) error {
-	if a.runtime == nil {
+// startRuntime starts what of a's kind does not run yet: its controller
+// (on the leader), then its trigger autoscaler (on every replica; its
+// controller waits for the election). A failure leaves the rest to the
+// next reconcile, which starts only what is missing.
+func (r *Reconciler) startRuntime(a *activeKind, leader bool) error {
+	if leader && a.runtime == nil {
 		rt, err := controllers.NewKindRuntime(r.mgr, a.view, r.opts.Controllers)
 		if err != nil {
 			return err
