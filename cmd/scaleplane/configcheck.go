@@ -107,7 +107,7 @@ Flags:
 	}
 	var sources []profileSource
 	for _, f := range files {
-		s, errs, err := readProfiles(f)
+		s, errs, err := readProfiles(f, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "scaleplane config check: %v\n", err)
 			return 2
@@ -160,7 +160,7 @@ Flags:
 // file of ScaleProfiles (several documents allowed). errs are problems of
 // the file itself (a configuration that does not validate); err means it
 // cannot be read at all.
-func readProfiles(name string) ([]profileSource, field.ErrorList, error) {
+func readProfiles(name string, stderr io.Writer) ([]profileSource, field.ErrorList, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %w", err)
@@ -191,7 +191,7 @@ func readProfiles(name string) ([]profileSource, field.ErrorList, error) {
 				return nil, nil, fmt.Errorf("read %s: %w", name, err)
 			}
 			for _, w := range warnings {
-				fmt.Fprintf(os.Stderr, "scaleplane config check: %s: warning: %s\n", name, w)
+				fmt.Fprintf(stderr, "scaleplane: %s: warning: %s\n", name, w)
 			}
 			c.Default()
 			errs := c.Validate()

@@ -154,7 +154,7 @@ func renderViews(cfg *configv1alpha2.Configuration, files []string, stderr io.Wr
 	}
 	problems := 0
 	for _, f := range files {
-		sources, errs, err := readProfiles(f)
+		sources, errs, err := readProfiles(f, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "scaleplane render webhooks: %v\n", err)
 			return nil, 2
