@@ -15,7 +15,11 @@ import (
 // profile one kind or use one resource. It reports every problem at once.
 func ValidateAll(specs []v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	gvks := map[schema.GroupVersionKind]int{}
+	// One kind once, whatever its versions: two profiles at two versions
+	// would get two webhooks per request (matchPolicy Equivalent sends
+	// each version's requests to both) and two controllers writing one
+	// object, and ScaleProfiles make the second a Conflict.
+	gks := map[schema.GroupKind]int{}
 	gvrs := map[schema.GroupVersionResource]int{}
 	for i := range specs {
 		p := clone(&specs[i])
@@ -27,11 +31,11 @@ func ValidateAll(specs []v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorL
 			continue // reported by validate
 		}
 		gvk := gv.WithKind(p.Target.Kind)
-		if j, dup := gvks[gvk]; dup {
+		if j, dup := gks[gvk.GroupKind()]; dup {
 			errs = append(errs, field.Duplicate(ip.Child("target", "kind"), fmt.Sprintf("%s %s", gvk.GroupVersion(), gvk.Kind)+
-				fmt.Sprintf(" (already profiled by %s; merge the two or remove one)", fp.Index(j))))
+				fmt.Sprintf(" (already profiled by %s; one profile per kind, whatever the version: merge the two or remove one)", fp.Index(j))))
 		} else {
-			gvks[gvk] = i
+			gks[gvk.GroupKind()] = i
 		}
 		gvr := gv.WithResource(p.Target.Resource)
 		if j, dup := gvrs[gvr]; dup && p.Target.Resource != "" {

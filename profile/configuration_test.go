@@ -56,7 +56,7 @@ func TestParseComplete(t *testing.T) {
 	want.Autoscaler = configv1alpha2.Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090", Queries: configv1alpha2.Queries{
 		MaxLength: 2048, MaxDepth: 100, MaxPointsPerSeries: 20000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 20,
 	}}
-	want.Metrics = configv1alpha2.Metrics{ScrapeIntervalSeconds: 10, RetentionSeconds: 3600, MaxSeries: 5000, MaxStoreBytes: 64 << 20,
+	want.Metrics = configv1alpha2.Metrics{ScrapeIntervalSeconds: 10, RetentionSeconds: 3600, MaxSeries: 5000, MaxSeriesPerNamespace: 1250, MaxStoreBytes: 64 << 20,
 		BodySizeLimitBytes: 10 << 20, SampleLimit: 2000, LabelLimit: 64, LabelNameLengthLimit: 256, LabelValueLengthLimit: 1024}
 	if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
 		t.Errorf("Load (-want +got):\n%s", diff)
@@ -131,6 +131,15 @@ func TestValidateAll(t *testing.T) {
 		name: "duplicate kind and resource",
 		yaml: header + "profiles:" + racked + racked,
 		want: []string{"FieldValueDuplicate profiles[1].target.kind", "FieldValueDuplicate profiles[1].target.resource"},
+	}, {
+		// Two webhooks and two controllers for one object, as a second
+		// ScaleProfile of the kind would be a Conflict.
+		name: "one kind at two versions",
+		yaml: header + "profiles:" + racked + `
+- target: {apiVersion: samples.scaleplane.io/v1beta1, kind: RackedCluster, resource: rackedclusters}
+  scaleConfig: {path: .spec.scaleConfig}
+`,
+		want: []string{"FieldValueDuplicate profiles[1].target.kind"},
 	}, {
 		name: "bad paths and style",
 		yaml: header + `profiles:
