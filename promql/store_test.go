@@ -386,7 +386,7 @@ func TestStoreMaxSeriesPerNamespace(t *testing.T) {
 	s := NewStore(Options{MaxSeries: 100, MaxSeriesPerNamespace: 2, Retention: time.Minute, Now: func() time.Time { return now }})
 	ts := dataStart.UnixMilli()
 	in := func(ns, name string) labels.Labels {
-		return labels.FromStrings(labels.MetricName, name, LabelNamespace, ns)
+		return labels.FromStrings("__name__", name, LabelNamespace, ns)
 	}
 	for _, name := range []string{"a", "b"} {
 		if err := s.Append(in("greedy", name), ts, 1); err != nil {
