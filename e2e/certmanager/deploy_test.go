@@ -469,7 +469,15 @@ func startApp(t *testing.T, mode app.CertMode) int {
 			t.Errorf("app stopped with: %v", err)
 		}
 	})
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	waitReady(t, done, net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)))
+	return port
+}
+
+// waitReady waits until the app whose Run returns into done answers
+// /readyz at probeAddr with 200, failing early when it stops.
+func waitReady(t *testing.T, done chan error, probeAddr string) {
+	t.Helper()
+	readyz := "http://" + probeAddr + "/readyz"
 	framework.Eventually(t, 0, func(context.Context) (bool, string) {
 		select {
 		case err := <-done:
@@ -484,7 +492,6 @@ func startApp(t *testing.T, mode app.CertMode) int {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, fmt.Sprintf("readyz: %s", resp.Status)
 	})
-	return port
 }
 
 // readyCertificate waits until the serving Certificate is Ready for its

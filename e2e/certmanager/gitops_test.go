@@ -251,21 +251,7 @@ func runApp(t *testing.T, opts app.Options) (stop func()) {
 		})
 	}
 	t.Cleanup(stop)
-	readyz := "http://" + opts.ProbeAddr + "/readyz"
-	framework.Eventually(t, 0, func(context.Context) (bool, string) {
-		select {
-		case err := <-done:
-			done <- err
-			return false, fmt.Sprintf("app stopped: %v", err)
-		default:
-		}
-		resp, err := http.Get(readyz)
-		if err != nil {
-			return false, fmt.Sprintf("readyz: %v", err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Sprintf("readyz: %s", resp.Status)
-	})
+	waitReady(t, done, opts.ProbeAddr)
 	return stop
 }
 
