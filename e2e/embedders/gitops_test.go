@@ -82,15 +82,7 @@ func TestIssue12Item7GitOpsProfilesAndWatchedCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	removeConfigurations(t, owner)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	ctx := startManager(t, mgr)
 	state := func(name, status, reason string, says ...string) {
 		t.Helper()
 		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {

@@ -74,15 +74,7 @@ func TestIssue12Item4LiveScaleProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	removeConfigurations(t, owner)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	startManager(t, mgr)
 
 	apply := func(name string, spec v1alpha1.ScaleProfileSpec) {
 		t.Helper()

@@ -100,15 +100,7 @@ func TestReviewLiveKindActivityOnReplicaNotLeading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	ctx := startManager(t, mgr)
 
 	const group = "review-activity.example.org"
 	crd := workerGroupCRDCopy(t, live, group)

@@ -111,15 +111,7 @@ func TestReviewCRDReadErrorKeepsKindRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	ctx := startManager(t, mgr)
 	reason := func(ctx context.Context, name string) string {
 		p := &v1alpha1.ScaleProfile{}
 		if err := live.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {

@@ -135,15 +135,7 @@ func TestIssue16Item4TypedKindOneInformer(t *testing.T) {
 	if err := sp.For(&workerGroup{}).WithProfile(sampleProfile(t, workerGroupGVK)).Complete(); err != nil {
 		t.Fatalf("set up the typed WorkerGroup: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	startManager(t, mgr)
 
 	ns := cluster.Namespace(t)
 	wg := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
