@@ -3,12 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestIssue12Item3ConfigCheckGolden: `scaleplane config check` reports
@@ -45,19 +42,7 @@ func TestIssue12Item3ConfigCheckGolden(t *testing.T) {
 				t.Errorf("exit %d, want %d\n%s%s", code, tt.code, stdout.String(), stderr.String())
 			}
 			got := fmt.Sprintf("# exit %d\n%s%s", code, stdout.String(), stderr.String())
-			golden := filepath.Join("testdata", "configcheck", tt.name+".golden")
-			if os.Getenv("UPDATE_GOLDEN") != "" {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("config check %q (-want +got):\n%s", tt.args, diff)
-			}
+			checkGolden(t, filepath.Join("testdata", "configcheck", tt.name+".golden"), got, fmt.Sprintf("config check %q", tt.args))
 		})
 	}
 }

@@ -31,19 +31,7 @@ func TestIssue12Item1ProfileInitGolden(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := profileInit([]string{"-f", in}, strings.NewReader(""), &stdout, &stderr)
 			got := fmt.Sprintf("# exit %d\n# stderr:\n%s# stdout:\n%s", code, indent(stderr.String()), stdout.String())
-			golden := strings.TrimSuffix(in, filepath.Ext(in)) + ".golden"
-			if os.Getenv("UPDATE_GOLDEN") != "" {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("profile init -f %s (-want +got):\n%s", in, diff)
-			}
+			checkGolden(t, strings.TrimSuffix(in, filepath.Ext(in))+".golden", got, fmt.Sprintf("profile init -f %s", in))
 		})
 	}
 }
@@ -80,5 +68,23 @@ func TestIssue12Item1ProfileInitUsage(t *testing.T) {
 		if code := profileInit(tt.args, strings.NewReader(""), &stdout, &stderr); code != tt.code || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("profile init %q = %d, %q; want %d and %q", tt.args, code, stderr.String(), tt.code, tt.want)
 		}
+	}
+}
+
+// checkGolden compares got with the golden file, which UPDATE_GOLDEN=1
+// writes first; what names the command in the failure.
+func checkGolden(t *testing.T, golden, got, what string) {
+	t.Helper()
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", what, diff)
 	}
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
 
@@ -55,19 +53,7 @@ func TestIssue12Item7RenderGolden(t *testing.T) {
 			if code == 2 && tc.name == "no-subcommand" {
 				got = fmt.Sprintf("# exit %d\n", code)
 			}
-			golden := filepath.Join("testdata", "render", tc.name+".golden")
-			if os.Getenv("UPDATE_GOLDEN") != "" {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("render %q (-want +got):\n%s", tc.args, diff)
-			}
+			checkGolden(t, filepath.Join("testdata", "render", tc.name+".golden"), got, fmt.Sprintf("render %q", tc.args))
 		})
 	}
 }
