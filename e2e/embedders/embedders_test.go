@@ -3,6 +3,8 @@ package embedders
 import (
 	"context"
 	"fmt"
+	"github.com/scaleplane/scaleplane/webhooks"
+	"k8s.io/apimachinery/pkg/runtime"
 	"os"
 	"slices"
 	"strconv"
@@ -403,4 +405,30 @@ func startManager(t *testing.T, mgr manager.Manager) context.Context {
 		}
 	})
 	return ctx
+}
+
+// dispatchManager is a manager with mgrScheme and a webhook server on
+// 127.0.0.1:port, the webhooks' dispatcher registered on it, and a client
+// with liveScheme that reads past any cache: what the ScaleProfile tests
+// wire the reconciler to.
+func dispatchManager(t *testing.T, mgrScheme, liveScheme *runtime.Scheme, port int) (manager.Manager, *webhooks.Dispatcher, client.Client) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
+		Scheme:                 mgrScheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: cluster.WebhookCertDir}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := webhooks.NewDispatcher(mgr, webhooks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := client.New(cluster.Config, client.Options{Scheme: liveScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mgr, d, live
 }

@@ -16,10 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
@@ -52,23 +49,8 @@ func TestIssue12Item7GitOpsProfilesAndWatchedCRDs(t *testing.T) {
 		}
 	}
 	port := framework.FreePort(t)
-	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: cluster.WebhookCertDir}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := webhooks.NewDispatcher(mgr, webhooks.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr, d, live := dispatchManager(t, scheme, scheme, port)
+	var err error
 	wc := configv1alpha2.Webhook{Owner: owner}
 	_, err = profiles.SetupWithManager(mgr, profiles.Options{
 		Owner:      owner,

@@ -14,16 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/profiles"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/profile"
-	"github.com/scaleplane/scaleplane/webhooks"
 )
 
 // crdReader is the API reader of the ScaleProfile reconciler's CRDs, with
@@ -77,23 +73,8 @@ func TestReviewCRDReadErrorKeepsKindRunning(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
-		Scheme:                 mgrScheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		WebhookServer:          webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: framework.FreePort(t), CertDir: cluster.WebhookCertDir}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := webhooks.NewDispatcher(mgr, webhooks.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr, d, live := dispatchManager(t, mgrScheme, scheme, framework.FreePort(t))
+	var err error
 	const group = "review-crd.example.org"
 	crds := &crdReader{Reader: live, name: "workergroups." + group}
 	var starts, stops atomic.Int32
