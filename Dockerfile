@@ -1,6 +1,6 @@
 # For users who build with a container engine. `make image` builds the same
 # image without one (hack/release/image): same entrypoint, user, labels and
-# go build flags, kept equal by TestIssue11Item2DockerfileEquivalent. The
+# go build flags, kept equal by TestDockerfileEquivalent. The
 # differences are the base's content (distroless also ships tzdata, which
 # the binary embeds anyway, os-release and dpkg metadata) and where the CA
 # certificates come from (Debian here, Mozilla's store through a pinned Go

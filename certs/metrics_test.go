@@ -10,10 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// TestIssue11Item7CertificateExpirationGauge: the serving certificate's
+// TestCertificateExpirationGauge: the serving certificate's
 // and the CA's not-after times, as the Rotator reads them, are the gauge's
 // values.
-func TestIssue11Item7CertificateExpirationGauge(t *testing.T) {
+func TestCertificateExpirationGauge(t *testing.T) {
 	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	ca, err := newCA("test-ca", now, 48*time.Hour)
 	if err != nil {

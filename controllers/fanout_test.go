@@ -106,13 +106,13 @@ func TestFanOutNote(t *testing.T) {
 	}
 }
 
-// TestIssue10Item5FanOutUnicodeSpace reproduces issue 10 item 5 in the
+// TestFanOutUnicodeSpace reproduces issue 10 item 5 in the
 // fan-out controller: a pinned annotation config with a leading space that
 // JSON does not allow was read (a hand-written path trimmed it) but could
 // not be rewritten (encoding/json refused it), so every reconcile failed.
 // One decoder reads and writes it now: the read reports the annotation, and
 // nothing read cleanly ever fails to be written.
-func TestIssue10Item5FanOutUnicodeSpace(t *testing.T) {
+func TestFanOutUnicodeSpace(t *testing.T) {
 	v, err := profile.Compile(profiletest.ZonedDatabase())
 	if err != nil {
 		t.Fatal(err)

@@ -42,10 +42,10 @@ func offlineManager(t *testing.T, copts config.Controller) manager.Manager {
 	return m
 }
 
-// TestIssue16Item1SetupPerKind: kinds set up one call at a time on one
+// TestSetupPerKind: kinds set up one call at a time on one
 // manager, as one calls SetupWithManager per reconciler, register nothing
 // twice; setting up one kind twice says so instead of an indexer conflict.
-func TestIssue16Item1SetupPerKind(t *testing.T) {
+func TestSetupPerKind(t *testing.T) {
 	skip := true
 	m := offlineManager(t, config.Controller{SkipNameValidation: &skip})
 	opts := Options{KEDADiscoveryInterval: -1}
@@ -60,11 +60,11 @@ func TestIssue16Item1SetupPerKind(t *testing.T) {
 	}
 }
 
-// TestIssue16Item4ManagerControllerOptions: what Options leaves out is the
+// TestManagerControllerOptions: what Options leaves out is the
 // manager's. A manager that skips name validation (tests, several managers
 // in a process) is obeyed without repeating it in Options; one that does
 // not is obeyed too, so the owner in the name is what keeps embedders apart.
-func TestIssue16Item4ManagerControllerOptions(t *testing.T) {
+func TestManagerControllerOptions(t *testing.T) {
 	skip := true
 	opts := Options{KEDADiscoveryInterval: -1, Owner: "issue16-item4"}
 	for i := range 2 {

@@ -216,7 +216,7 @@ func TestV11SelectorNeverSilentlyDropped(t *testing.T) {
 // with member groups gets ScaledGroups with the groups' sizes; a kind
 // without them (a Function) whose pinned config follows R gets Scaled,
 // never a reason that speaks of groups it lacks.
-func TestIssue13Item4FanOutEventReasons(t *testing.T) {
+func TestFanOutEventReasons(t *testing.T) {
 	for _, tc := range []struct {
 		name, kind string
 		obj        *unstructured.Unstructured

@@ -39,7 +39,7 @@ func wantStatus(t *testing.T, what string, err error, c codes.Code, says string)
 // did not declare (a query of their own, of another namespace's metrics)
 // gets nothing built, cannot fill MaxTriggers, and cannot keep a trigger
 // its owner removed (and its pods' scraping) alive.
-func TestIssue14ExternalScalerHostileForgedRef(t *testing.T) {
+func TestExternalScalerHostileForgedRef(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.MaxTriggers = 2 })
 	ctx := context.Background()
 	declared := map[string]string{"query": "queue", "threshold": "1", "podSelector": "app=api"}
@@ -97,7 +97,7 @@ func TestIssue14ExternalScalerHostileForgedRef(t *testing.T) {
 // of megabytes, and a ScaledObject whose target name or kind (KEDA's CRD
 // checks neither) would become a regex or a label value: each is refused
 // with what to change, before anything is read or kept.
-func TestIssue14ExternalScalerHostileRefAndTarget(t *testing.T) {
+func TestExternalScalerHostileRefAndTarget(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.MaxMetadataBytes = 8 << 10 })
 	ctx := context.Background()
 	ok := map[string]string{"query": `sum(up{job=~"${name}"})`, "threshold": "1", "podSelector": "app=api"}
@@ -152,7 +152,7 @@ func deadline(t *testing.T) context.Context {
 // namespace (its HPA's status). A query that leaves out the namespace, or
 // names another one, reads only the ScaledObject's namespace, through
 // sums, regexes and subqueries alike.
-func TestIssue14ExternalScalerHostileOtherNamespace(t *testing.T) {
+func TestExternalScalerHostileOtherNamespace(t *testing.T) {
 	store := promql.NewStore(promql.Options{})
 	store.Request("secret")
 	limits := promql.Limits{}.WithDefaults()
@@ -215,7 +215,7 @@ func (g *gate) Eval(context.Context, string, time.Time, map[string]string) (floa
 // evaluating every interval) runs at most MaxEvaluations evaluations at
 // once; the rest wait for a slot within their SampleTimeout and then get
 // Unavailable, "busy", rather than each taking a core.
-func TestIssue14ExternalScalerHostileEvaluationFlood(t *testing.T) {
+func TestExternalScalerHostileEvaluationFlood(t *testing.T) {
 	g := &gate{entered: make(chan struct{}, 8), release: make(chan struct{})}
 	f := newFixture(t, func(o *Options) {
 		o.Sources = querySources(t, g)
@@ -257,7 +257,7 @@ func TestIssue14ExternalScalerHostileEvaluationFlood(t *testing.T) {
 // evaluates each interval, StreamMetricSpec waits for the caller to hang
 // up), so one trigger gets at most MaxStreamsPerTrigger and the server at
 // most MaxStreams; a closed stream gives its place back.
-func TestIssue14ExternalScalerHostileStreams(t *testing.T) {
+func TestExternalScalerHostileStreams(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.MaxStreams = MaxStreamsPerTrigger + 1 })
 	md := map[string]string{"query": "vector(1)", "threshold": "1"}
 	f.values.set("vector(1)", 1)
@@ -316,7 +316,7 @@ func TestIssue14ExternalScalerHostileStreams(t *testing.T) {
 // held to the query limits exactly as a workload trigger's is at
 // admission (the same checker, the same messages), before it is parsed
 // for the store, expanded or evaluated, and nothing is kept for it.
-func TestIssue14ExternalScalerHostileQueryCost(t *testing.T) {
+func TestExternalScalerHostileQueryCost(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := deadline(t)
 	cases := []struct {
@@ -349,7 +349,7 @@ func TestIssue14ExternalScalerHostileQueryCost(t *testing.T) {
 // Issue 14 item 4, hostile tenant: a threshold or a value beyond int64
 // (KEDA reads the integer fields besides the float ones) is clamped, not
 // converted to whatever Go makes of it (-9223372036854775808 on amd64).
-func TestIssue14ExternalScalerHostileHugeNumbers(t *testing.T) {
+func TestExternalScalerHostileHugeNumbers(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := deadline(t)
 	md := map[string]string{"query": "vector(1)", "threshold": "1e300"}
@@ -380,7 +380,7 @@ func TestIssue14ExternalScalerHostileHugeNumbers(t *testing.T) {
 // stops, leadership is lost) or its listener fails, it returns promptly
 // with streams still open that their caller never closes: they end with
 // Unavailable, and every trigger is released (the store keeps nothing).
-func TestIssue14ExternalScalerHostileShutdown(t *testing.T) {
+func TestExternalScalerHostileShutdown(t *testing.T) {
 	for _, how := range []string{"context", "listener"} {
 		t.Run(how, func(t *testing.T) {
 			var opts Options
@@ -461,7 +461,7 @@ func TestIssue14ExternalScalerHostileShutdown(t *testing.T) {
 // most MaxTriggersPerNamespace of the MaxTriggers places, so a tenant
 // with many ScaledObjects does not lock every other namespace out; the
 // places come back when their triggers are forgotten.
-func TestIssue14ExternalScalerHostileOneNamespaceFillsAll(t *testing.T) {
+func TestExternalScalerHostileOneNamespaceFillsAll(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.MaxTriggers = 3; o.MaxTriggersPerNamespace = 2; o.Idle = time.Minute })
 	ctx := deadline(t)
 	f.objects.put(scaledObject("other", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"))
@@ -490,7 +490,7 @@ func TestIssue14ExternalScalerHostileOneNamespaceFillsAll(t *testing.T) {
 // evaluation slot, a call is refused at once instead of holding a
 // goroutine for up to SampleTimeout, so a flood of calls costs their
 // count, not their count times the timeout.
-func TestIssue14ExternalScalerHostileWaitingCalls(t *testing.T) {
+func TestExternalScalerHostileWaitingCalls(t *testing.T) {
 	g := &gate{entered: make(chan struct{}, 8), release: make(chan struct{})}
 	f := newFixture(t, func(o *Options) {
 		o.Sources = querySources(t, g)
@@ -536,7 +536,7 @@ func TestIssue14ExternalScalerHostileWaitingCalls(t *testing.T) {
 // trigger is forgotten at that first call (its pods no longer scraped,
 // its series no longer kept), not after Idle, and it takes no place of
 // the namespace's limit meanwhile.
-func TestIssue14ExternalScalerHostileEditReleasesOld(t *testing.T) {
+func TestExternalScalerHostileEditReleasesOld(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.MaxTriggersPerNamespace = 1 })
 	ctx := deadline(t)
 	before := map[string]string{"query": "old_metric", "threshold": "1", "podSelector": "app=old"}
@@ -568,7 +568,7 @@ func TestIssue14ExternalScalerHostileEditReleasesOld(t *testing.T) {
 // the namespace matchers are added to its selectors. The answer says so,
 // at metadata.query, and how to write it so that nothing is added; written
 // that way, the same query is served.
-func TestIssue14ExternalScalerHostileRewriteLength(t *testing.T) {
+func TestExternalScalerHostileRewriteLength(t *testing.T) {
 	store := promql.NewStore(promql.Options{})
 	limits := promql.Limits{}.WithDefaults()
 	sources, err := autoscaler.NewSources(promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits}), nil, limits)
@@ -595,7 +595,7 @@ func TestIssue14ExternalScalerHostileRewriteLength(t *testing.T) {
 // Issue 14 item 4: the namespace matcher reaches every selector, in every
 // position a query can read series from (ranges, subqueries, @ and offset,
 // info's second argument), once.
-func TestIssue14ExternalScalerHostileRewriteForms(t *testing.T) {
+func TestExternalScalerHostileRewriteForms(t *testing.T) {
 	cases := map[string]string{
 		`up`:                                 `up{namespace="shop"}`,
 		`up{namespace="shop"}`:               `up{namespace="shop"}`,
@@ -620,11 +620,11 @@ func TestIssue14ExternalScalerHostileRewriteForms(t *testing.T) {
 	}
 }
 
-// BenchmarkIssue14ExternalScalerResolve is what every call costs before
+// BenchmarkExternalScalerResolve is what every call costs before
 // its evaluation, now that each one reads its ScaledObject again (from the
 // cache) and checks that it declares the trigger: with KEDA's metadata,
 // for a trigger already built.
-func BenchmarkIssue14ExternalScalerResolve(b *testing.B) {
+func BenchmarkExternalScalerResolve(b *testing.B) {
 	f := newFixture(b, nil)
 	md := map[string]string{"query": rps, "threshold": "10", "activationThreshold": "1", "scalerAddress": "scaleplane.scaleplane-system:9090"}
 	r := f.declared("web", md)
@@ -644,7 +644,7 @@ func BenchmarkIssue14ExternalScalerResolve(b *testing.B) {
 // removed trigger), so no call comes to forget it; the scraper's next
 // discovery does, instead of scraping its pods and keeping its series
 // until Idle.
-func TestIssue14ExternalScalerHostileDeletedWithoutCalls(t *testing.T) {
+func TestExternalScalerHostileDeletedWithoutCalls(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := deadline(t)
 	f.objects.put(scaledObject("shop", "gone", "apps/v1", "Deployment", "api"))

@@ -15,7 +15,7 @@ const rps = `sum(rate(http_requests_total{namespace="${namespace}",job="${name}"
 
 // Issue 14 item 4: a ScaledObject's metadata is read as a scaleplane
 // trigger, with every problem reported at its metadata key.
-func TestIssue14Item4Metadata(t *testing.T) {
+func TestMetadata(t *testing.T) {
 	cases := []struct {
 		name    string
 		md      map[string]string

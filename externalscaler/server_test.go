@@ -248,7 +248,7 @@ func code(err error) codes.Code { return status.Code(err) }
 // Issue 14 item 4: KEDA's four calls answered from a trigger, with the
 // placeholders of a workload trigger, KEDA's activation rule, and no data
 // as an error (KEDA keeps the count), never zero.
-func TestIssue14Item4Answers(t *testing.T) {
+func TestAnswers(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	md := map[string]string{"query": rps, "threshold": "10", "activationThreshold": "5", "scalerAddress": "127.0.0.1:1"}
@@ -310,7 +310,7 @@ func TestIssue14Item4Answers(t *testing.T) {
 }
 
 // Bad input gets a status that says what to change, and builds nothing.
-func TestIssue14Item4Refusals(t *testing.T) {
+func TestRefusals(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	ok := map[string]string{"query": "vector(1)", "threshold": "1"}
@@ -345,7 +345,7 @@ func TestIssue14Item4Refusals(t *testing.T) {
 
 // A Deployment's pods by podSelector; a trigger KEDA stopped asking about
 // is forgotten after Idle; at most MaxTriggers are kept.
-func TestIssue14Item4PodSelectorIdleAndLimit(t *testing.T) {
+func TestPodSelectorIdleAndLimit(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.Idle = time.Minute; o.MaxTriggers = 2 })
 	ctx := context.Background()
 	md := func(q string) map[string]string {
@@ -383,7 +383,7 @@ func TestIssue14Item4PodSelectorIdleAndLimit(t *testing.T) {
 
 // external-push: StreamIsActive sends the first verdict and then only
 // changes; StreamMetricSpec sends the spec once.
-func TestIssue14Item4Streams(t *testing.T) {
+func TestStreams(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -430,7 +430,7 @@ func TestIssue14Item4Streams(t *testing.T) {
 
 // TLS is optional: with a certificate, KEDA's enableTLS connects and a
 // plaintext client is refused.
-func TestIssue14Item4TLS(t *testing.T) {
+func TestTLS(t *testing.T) {
 	certPEM, keyPEM, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -461,12 +461,12 @@ func TestIssue14Item4TLS(t *testing.T) {
 	}
 }
 
-// TestIssue12LiveKindsReachTheExternalScaler: with Options.Kinds the
+// TestLiveKindsReachTheExternalScaler: with Options.Kinds the
 // scaler sees kinds activated after it started (a ScaleProfile applied
 // while scaleplane runs): a ScaledObject whose target had no profile is
 // refused until the kind's profile is active, then its pods are found by
 // the profile's pod labels.
-func TestIssue12LiveKindsReachTheExternalScaler(t *testing.T) {
+func TestLiveKindsReachTheExternalScaler(t *testing.T) {
 	var (
 		mu    sync.Mutex
 		kinds []*profile.Compiled

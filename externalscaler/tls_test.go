@@ -81,7 +81,7 @@ func (i *issued) pair(t *testing.T) tls.Certificate {
 // a client certificate of that CA (anyone on the cluster network) is
 // refused before any call is read; KEDA with tlsClientCert and
 // tlsClientKey is answered. Without ca.crt, TLS only encrypts.
-func TestIssue14ExternalScalerHostileClientCertificates(t *testing.T) {
+func TestExternalScalerHostileClientCertificates(t *testing.T) {
 	ca := issue(t, "keda-client-ca", nil, x509.ExtKeyUsageClientAuth)
 	server := issue(t, "127.0.0.1", nil, x509.ExtKeyUsageServerAuth)
 	keda := issue(t, "keda-operator", ca, x509.ExtKeyUsageClientAuth)

@@ -16,11 +16,11 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// TestIssue16Item3EmbeddedAutoscalingReads: a workload whose spec embeds
+// TestEmbeddedAutoscalingReads: a workload whose spec embeds
 // api/v1alpha1's TriggerAutoscaling (as an operator's Go type would) is
 // read by the one decoder into the scale config its fields say, thresholds
 // written as quantities included.
-func TestIssue16Item3EmbeddedAutoscalingReads(t *testing.T) {
+func TestEmbeddedAutoscalingReads(t *testing.T) {
 	in := v1alpha1.TriggerAutoscaling{
 		Autoscaling: v1alpha1.Autoscaling{
 			MinReplicas: ptr(int32(0)),
@@ -74,10 +74,10 @@ func TestIssue16Item3EmbeddedAutoscalingReads(t *testing.T) {
 	}
 }
 
-// TestIssue16Item3EmbeddedAutoscalingCoversTheConfig: the API type and
+// TestEmbeddedAutoscalingCoversTheConfig: the API type and
 // scaling.Config have the same JSON fields, recursively, so a field added
 // to one without the other fails here, not in a user's CRD.
-func TestIssue16Item3EmbeddedAutoscalingCoversTheConfig(t *testing.T) {
+func TestEmbeddedAutoscalingCoversTheConfig(t *testing.T) {
 	got := jsonFields(reflect.TypeFor[v1alpha1.TriggerAutoscaling](), "")
 	want := jsonFields(reflect.TypeFor[scaling.Config](), "")
 	if diff := cmp.Diff(want, got); diff != "" {

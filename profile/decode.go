@@ -30,7 +30,7 @@ import (
 // a field unset, integral floats fill integer fields, as the API server's
 // schema validation accepts them) and reports every type error at its path,
 // all of them at once, which a typed json.Unmarshal cannot (it stops at the
-// first, without the path). FuzzIssue10Item3DecodeDifferential holds it to
+// first, without the path). FuzzDecodeDifferential holds it to
 // sigs.k8s.io/json's strict decoding of the same bytes.
 
 // decodeConfig decodes the scale config m found at root. strict makes

@@ -127,10 +127,10 @@ func differentialSeeds(t testing.TB) []string {
 	}
 }
 
-// FuzzIssue10Item3DecodeDifferential holds the one decoder, through
+// FuzzDecodeDifferential holds the one decoder, through
 // Compiled.Read, to sigs.k8s.io/json's strict decoding of the same bytes
 // (see D1–D7).
-func FuzzIssue10Item3DecodeDifferential(f *testing.F) {
+func FuzzDecodeDifferential(f *testing.F) {
 	for _, seed := range differentialSeeds(f) {
 		f.Add([]byte(seed))
 	}
@@ -141,9 +141,9 @@ func FuzzIssue10Item3DecodeDifferential(f *testing.F) {
 	})
 }
 
-// TestIssue10Item3DecodeDifferential: the seeds exercise every outcome,
+// TestDecodeDifferential: the seeds exercise every outcome,
 // so each intended difference is asserted at least once by `go test`.
-func TestIssue10Item3DecodeDifferential(t *testing.T) {
+func TestDecodeDifferential(t *testing.T) {
 	spec, ann := mustCompile(t, sample("RackedCluster")), mustCompile(t, foreignProfile())
 	seen := map[outcome]int{}
 	for _, seed := range differentialSeeds(t) {

@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// TestIssue11Item7ScraperMetrics: scrapes, failures, their duration, the
+// TestScraperMetrics: scrapes, failures, their duration, the
 // targets by health and the store's size reach the registerer, and a
 // second scraper on the same registerer counts in the same series.
-func TestIssue11Item7ScraperMetrics(t *testing.T) {
+func TestScraperMetrics(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, testExposition)
 	}))

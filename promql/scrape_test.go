@@ -394,13 +394,13 @@ func lines(name string, n int) string {
 	return b.String()
 }
 
-// TestIssue10ScrapeLimits: Prometheus' sample_limit, label_limit,
+// TestScrapeLimits: Prometheus' sample_limit, label_limit,
 // label_name_length_limit, label_value_length_limit and body_size_limit,
 // each at its bound (up) and one past it (down with the setting to change,
 // counted under its reason, nothing stored). Samples of names no trigger
 // requested count against nothing, and the target labels (namespace, pod,
 // workload: 3) and the metric name count as labels.
-func TestIssue10ScrapeLimits(t *testing.T) {
+func TestScrapeLimits(t *testing.T) {
 	labelsOf := func(n int) string {
 		var b strings.Builder
 		b.WriteString("queue_items{")
@@ -493,11 +493,11 @@ func reasonCounted(t *testing.T, sc *Scraper) string {
 	return reasons[0]
 }
 
-// TestIssue10ScrapeFailureStoresNothing: a scrape that fails part way (its
+// TestScrapeFailureStoresNothing: a scrape that fails part way (its
 // sample limit crossed after 50 series were read, or its body found too
 // large after many series) stores none of its samples, and the series of
 // its previous scrape end with a staleness marker, as in Prometheus.
-func TestIssue10ScrapeFailureStoresNothing(t *testing.T) {
+func TestScrapeFailureStoresNothing(t *testing.T) {
 	pages := map[string]string{"/limit": lines("queue_items", 50), "/size": lines("queue_items", 50)}
 	srv := servePages(t, pages)
 	clock := newFakeClock()
@@ -532,13 +532,13 @@ func TestIssue10ScrapeFailureStoresNothing(t *testing.T) {
 	}
 }
 
-// TestIssue10ScrapeLongLines: a line longer than the label limits allow a
+// TestScrapeLongLines: a line longer than the label limits allow a
 // requested series to be (here 6 labels, the name and 3 target labels
 // among them, of 10 and 20 bytes: 6*(10+40+6)+64 = 400 bytes, raised to the
 // read window) is skipped unread when it is a
 // comment or a series nobody requested, and fails the scrape as a label
 // limit when its name was requested; the lines around it are read.
-func TestIssue10ScrapeLongLines(t *testing.T) {
+func TestScrapeLongLines(t *testing.T) {
 	long := strings.Repeat("x", 3*windowSize)
 	tests := []struct{ name, body, want string }{
 		{"a comment", "queue_items 1\n# " + long + "\nqueue_items{a=\"b\"} 2\n", "up 2"},
@@ -575,13 +575,13 @@ func TestIssue10ScrapeLongLines(t *testing.T) {
 	}
 }
 
-// TestIssue10ScrapeUnrequestedAllocs: reading a 10 MiB page of a name no
+// TestScrapeUnrequestedAllocs: reading a 10 MiB page of a name no
 // trigger requests (about 557,000 series, what the hostile suite serves)
 // allocates per read window, never per series: the same few allocations
 // per 256 KiB whether the page holds short or long lines, and a few
 // hundred in all against 5.3 million with the client objects the scraper
 // built before.
-func TestIssue10ScrapeUnrequestedAllocs(t *testing.T) {
+func TestScrapeUnrequestedAllocs(t *testing.T) {
 	page := bigExposition("not_requested", 10<<20)
 	names := map[string]struct{}{"queue_items": {}}
 	target := labels.FromStrings("pod", "p")

@@ -263,14 +263,14 @@ func TestIteratorNextAfterSeekAndBounds(t *testing.T) {
 	}
 }
 
-// TestIssue10StoreByteBudget: the store charges every series its labels,
+// TestStoreByteBudget: the store charges every series its labels,
 // a fixed bookkeeping estimate and its chunks against Options.MaxBytes; a
 // new series past it is refused (ErrBytesLimit) and counted, and while the
 // store is past it (existing series grew their chunks) their samples are
 // refused too, staleness markers excepted, until retention frees room.
 // Label bytes count: a few series with long labels fill what many short
 // ones would not.
-func TestIssue10StoreByteBudget(t *testing.T) {
+func TestStoreByteBudget(t *testing.T) {
 	now := dataStart
 	long := strings.Repeat("v", 3000)
 	// Room for two series of 3 KB labels and their first samples.
@@ -335,11 +335,11 @@ func TestIssue10StoreByteBudget(t *testing.T) {
 	}
 }
 
-// TestIssue10StoreByteAccount: what the store charges is what its series
+// TestStoreByteAccount: what the store charges is what its series
 // hold: after appends through both paths (Append, and transactions that
 // cut and trim chunks) and series expiring, Usage.UsedBytes equals the
 // labels, bookkeeping and chunk bytes of the series left.
-func TestIssue10StoreByteAccount(t *testing.T) {
+func TestStoreByteAccount(t *testing.T) {
 	now := dataStart
 	s := NewStore(Options{Retention: 10 * time.Minute, Now: func() time.Time { return now }})
 	for i := range 600 {

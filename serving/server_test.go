@@ -110,11 +110,11 @@ func startTrickle(t *testing.T, addr, head, tail string) *trickle {
 // endless is more header or body than a trickle sends in a test's life.
 var endless = strings.Repeat("a", 100000)
 
-// TestIssue10Item6SlowlorisDisconnected: a client trickling its headers one
+// TestSlowlorisDisconnected: a client trickling its headers one
 // byte at a time is disconnected after ReadHeaderTimeout, and one trickling
 // its body is answered 408 after ReadTimeout, although each would go on for
 // half an hour.
-func TestIssue10Item6SlowlorisDisconnected(t *testing.T) {
+func TestSlowlorisDisconnected(t *testing.T) {
 	l := testLimits()
 	l.ReadHeaderTimeout, l.ReadTimeout = 300*time.Millisecond, 600*time.Millisecond
 	addr, _ := serve(t, okHandler, l)
@@ -143,10 +143,10 @@ func TestIssue10Item6SlowlorisDisconnected(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6SlowClientsDoNotStarve: with every slot's worth of
+// TestSlowClientsDoNotStarve: with every slot's worth of
 // clients trickling headers and bodies (and then some), ordinary requests
 // are still served: slow clients hold no slot.
-func TestIssue10Item6SlowClientsDoNotStarve(t *testing.T) {
+func TestSlowClientsDoNotStarve(t *testing.T) {
 	l := testLimits()
 	l.MaxInFlight = 2
 	addr, lim := serve(t, okHandler, l)
@@ -164,10 +164,10 @@ func TestIssue10Item6SlowClientsDoNotStarve(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6InFlight: with MaxInFlight requests in their handlers,
+// TestInFlight: with MaxInFlight requests in their handlers,
 // the next is answered 429 with Retry-After at once; a slot freed serves
 // the one after.
-func TestIssue10Item6InFlight(t *testing.T) {
+func TestInFlight(t *testing.T) {
 	l := testLimits()
 	l.MaxInFlight = 2
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -218,10 +218,10 @@ func TestIssue10Item6InFlight(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6HandlerDeadline: a handler's context ends HandlerTimeout
+// TestHandlerDeadline: a handler's context ends HandlerTimeout
 // after its request arrived, and a handler that stops then can still
 // answer (WriteTimeout is later).
-func TestIssue10Item6HandlerDeadline(t *testing.T) {
+func TestHandlerDeadline(t *testing.T) {
 	l := testLimits()
 	l.HandlerTimeout, l.WriteTimeout = 200*time.Millisecond, 30*time.Second
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -244,11 +244,11 @@ func TestIssue10Item6HandlerDeadline(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6Bodies: a body over MaxBodyBytes is a 413 (from the
+// TestBodies: a body over MaxBodyBytes is a 413 (from the
 // declared length without reading it, or as it is read); bodies held by
 // slow requests fill MaxBufferedBytes and the next body is a 429, while
 // requests without a body are still served.
-func TestIssue10Item6Bodies(t *testing.T) {
+func TestBodies(t *testing.T) {
 	l := testLimits()
 	l.MaxBodyBytes, l.MaxBufferedBytes = 64<<10, 64<<10
 	seen := make(chan int, 10)
@@ -324,11 +324,11 @@ func TestLimitsValidate(t *testing.T) {
 	}
 }
 
-// TestIssue10BodyBufferSizes: a body of declared length reaches its
+// TestBodyBufferSizes: a body of declared length reaches its
 // handler in a buffer of exactly that length, reserved once, so the buffer
 // budget counts what bodies cost; a chunked one grows to at most the
 // limit. The budget is released after every request.
-func TestIssue10BodyBufferSizes(t *testing.T) {
+func TestBodyBufferSizes(t *testing.T) {
 	l := testLimits()
 	type seen struct{ Len, Cap int }
 	got := make(chan seen, 1)

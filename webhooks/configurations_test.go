@@ -242,11 +242,11 @@ func TestSyncConfigurationsErrors(t *testing.T) {
 	}
 }
 
-// TestIssue11SyncFillsShippedEmptyConfigurations: the release manifest and
+// TestSyncFillsShippedEmptyConfigurations: the release manifest and
 // the chart ship both configurations without entries (config/webhook); at
 // start-up the binary fills them from its profiles with its own Service,
 // exactly as Configurations makes them, and a second sync changes nothing.
-func TestIssue11SyncFillsShippedEmptyConfigurations(t *testing.T) {
+func TestSyncFillsShippedEmptyConfigurations(t *testing.T) {
 	views := sampleViews(t)
 	wc := configv1alpha2.Webhook{TimeoutSeconds: 7}
 	emptyM, emptyV := Configurations(nil, wc, urlConfig)
@@ -274,11 +274,11 @@ func TestIssue11SyncFillsShippedEmptyConfigurations(t *testing.T) {
 	}
 }
 
-// TestIssue16Item2Ownership: a sync touches only its owner's configurations
+// TestOwnership: a sync touches only its owner's configurations
 // and, in them, only its owner's entries; another owner's configurations and
 // entries are left byte for byte, and a configuration from before owners is
 // adopted with its tuned settings.
-func TestIssue16Item2Ownership(t *testing.T) {
+func TestOwnership(t *testing.T) {
 	views := testViews(t)
 	mine := configv1alpha2.Webhook{Owner: "cache-operator"}
 	theirs := configv1alpha2.Webhook{Owner: "scaleplane"}

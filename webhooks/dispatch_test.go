@@ -13,11 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestIssue12Item4Dispatcher: kinds are activated, changed and deactivated
+// TestDispatcher: kinds are activated, changed and deactivated
 // while the webhook server runs; a review of a kind not active now is
 // refused (fail closed) saying so, and every active kind is judged by its
 // own profile, as the per-kind handlers judge it.
-func TestIssue12Item4Dispatcher(t *testing.T) {
+func TestDispatcher(t *testing.T) {
 	views := testViews(t)
 	mgr := newTestManager(t)
 	d, err := NewDispatcher(mgr, Options{Sources: testSources()})

@@ -13,12 +13,12 @@ import (
 	"github.com/scaleplane/scaleplane/profile"
 )
 
-// TestIssue12Item7MissingDispatchEntries: in GitOps mode scaleplane reads
+// TestMissingDispatchEntries: in GitOps mode scaleplane reads
 // the repository's configurations and names, per kind, the entries that do
 // not route it to the dispatcher; it counts an entry whatever Service, URL,
 // CA or tuning the repository chose, and not one that calls another path or
 // matches other resources.
-func TestIssue12Item7MissingDispatchEntries(t *testing.T) {
+func TestMissingDispatchEntries(t *testing.T) {
 	views := testViews(t)
 	wc := configv1alpha2.Webhook{}
 	rc, fn := views[rackedCluster], views[function]

@@ -21,10 +21,10 @@ func badRacks(n int) field.ErrorList {
 	return errs
 }
 
-// TestIssue10Item8InvalidLikeNewInvalid: the refusal says exactly what
+// TestInvalidLikeNewInvalid: the refusal says exactly what
 // apierrors.NewInvalid says, causes and message, for one problem, several,
 // and repeated ones.
-func TestIssue10Item8InvalidLikeNewInvalid(t *testing.T) {
+func TestInvalidLikeNewInvalid(t *testing.T) {
 	gk := schema.GroupKind{Group: "samples.scaleplane.io", Kind: "RackedCluster"}
 	one := field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), -1, "must be greater than or equal to 0")}
 	dup := append(append(field.ErrorList{}, one...), one...)
@@ -46,10 +46,10 @@ func TestIssue10Item8InvalidLikeNewInvalid(t *testing.T) {
 	}
 }
 
-// TestIssue10Item8InvalidCostIsLinear: a refusal of 5,000 problems costs
+// TestInvalidCostIsLinear: a refusal of 5,000 problems costs
 // memory in proportion to its message, not to its square (apimachinery's
 // aggregate message copied gigabytes, taking 5 s of CPU in the webhook).
-func TestIssue10Item8InvalidCostIsLinear(t *testing.T) {
+func TestInvalidCostIsLinear(t *testing.T) {
 	gk := schema.GroupKind{Group: "samples.scaleplane.io", Kind: "RackedCluster"}
 	errs := badRacks(5000)
 	var before, after runtime.MemStats

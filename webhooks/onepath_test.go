@@ -59,14 +59,14 @@ func checkOnePath(t *testing.T, view *admissionPair, req admission.Request) bool
 
 type admissionPair struct{ mutator, validator admission.Handler }
 
-// TestIssue10Item5UnicodeSpaceAnnotation reproduces issue 10 item 5: a
+// TestUnicodeSpaceAnnotation reproduces issue 10 item 5: a
 // config annotation starting or ending with a space that is not JSON
 // whitespace passed validation (a hand-written path trimmed Unicode space)
 // while the mutating webhook, decoding it with encoding/json to write M2's
 // bound, answered 500, so the object could be neither created nor updated.
 // One decoder reads it now: it is not JSON, so validation refuses it with a
 // 422 at the annotation, and the mutating webhook leaves it alone.
-func TestIssue10Item5UnicodeSpaceAnnotation(t *testing.T) {
+func TestUnicodeSpaceAnnotation(t *testing.T) {
 	view := testViews(t)[zonedDatabase]
 	pair := &admissionPair{mutator: NewMutator(view), validator: NewValidator(view, testSources())}
 	for name, space := range unicodeSpaces {

@@ -17,11 +17,11 @@ import (
 	"github.com/scaleplane/scaleplane/profile"
 )
 
-// TestIssue15Item4ReviewHook: a hook given to Setup sees every answered
+// TestReviewHook: a hook given to Setup sees every answered
 // review of every role, with the request's object coordinates and the
 // refusal's field causes, so `scaleplane dev` prints refusals without
 // decoding anything again.
-func TestIssue15Item4ReviewHook(t *testing.T) {
+func TestReviewHook(t *testing.T) {
 	views := testViews(t)
 	view := views[rackedCluster]
 	type seen struct {
@@ -74,9 +74,9 @@ func TestIssue15Item4ReviewHook(t *testing.T) {
 	}
 }
 
-// TestIssue15Item4NoHookNoWrapper: without a hook the handlers are served
+// TestNoHookNoWrapper: without a hook the handlers are served
 // as they are, so the in-cluster binary pays nothing for dev's hook.
-func TestIssue15Item4NoHookNoWrapper(t *testing.T) {
+func TestNoHookNoWrapper(t *testing.T) {
 	h := NewValidator(testViews(t)[rackedCluster], testSources())
 	if got := hooked(roleValidate, h, nil); got != h {
 		t.Errorf("hooked without a hook wrapped the handler: %T", got)

@@ -57,11 +57,11 @@ func (r *countingReader) Read(p []byte) (int, error) {
 	return k, nil
 }
 
-// TestIssue10Item6ReviewTransport sends raw HTTP requests to a path Setup
+// TestReviewTransport sends raw HTTP requests to a path Setup
 // registered: whatever is not an API server's AdmissionReview gets an HTTP
 // error with the exact status, never an allowed answer (item 8: a review
 // without a request was answered allowed with an empty uid).
-func TestIssue10Item6ReviewTransport(t *testing.T) {
+func TestReviewTransport(t *testing.T) {
 	views := testViews(t)
 	view := views[rackedCluster]
 	mgr := newTestManager(t)
@@ -261,10 +261,10 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// TestIssue10Item6WebhookServerHTTP2 proves HTTP/2 is off by default: a
+// TestWebhookServerHTTP2 proves HTTP/2 is off by default: a
 // client that offers only h2 is refused in the TLS handshake, one that
 // offers both gets HTTP/1.1; with HTTP2 set, h2 is negotiated.
-func TestIssue10Item6WebhookServerHTTP2(t *testing.T) {
+func TestWebhookServerHTTP2(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
 		l := testLimits()
 		l.HTTP2 = enabled
@@ -297,10 +297,10 @@ func TestIssue10Item6WebhookServerHTTP2(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6WebhookServerLimits sends reviews to NewServer over TLS:
+// TestWebhookServerLimits sends reviews to NewServer over TLS:
 // the server's own body limit answers 413 from the declared length, a
 // review is admitted, a review without a uid is a 400.
-func TestIssue10Item6WebhookServerLimits(t *testing.T) {
+func TestWebhookServerLimits(t *testing.T) {
 	l := testLimits()
 	l.MaxBodyBytes = 64 << 10
 	srv := startServer(t, l)
@@ -349,10 +349,10 @@ func newTestManagerWith(t *testing.T, srv webhook.Server) manager.Manager {
 	return mgr
 }
 
-// TestIssue10Item6SilentTLSClient: a client that connects and never sends
+// TestSilentTLSClient: a client that connects and never sends
 // its TLS ClientHello is disconnected after the header timeout, which
 // bounds the handshake too.
-func TestIssue10Item6SilentTLSClient(t *testing.T) {
+func TestSilentTLSClient(t *testing.T) {
 	l := testLimits()
 	l.ReadHeaderTimeout = 500 * time.Millisecond
 	srv := startServer(t, l)

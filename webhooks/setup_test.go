@@ -116,10 +116,10 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// TestIssue16Item1SetupKindOnce: kinds are registered one call at a time;
+// TestSetupKindOnce: kinds are registered one call at a time;
 // a kind twice on one webhook server is an error that says so, not
 // controller-runtime's duplicate-path panic.
-func TestIssue16Item1SetupKindOnce(t *testing.T) {
+func TestSetupKindOnce(t *testing.T) {
 	views := testViews(t)
 	mgr := newTestManager(t)
 	for _, k := range []string{rackedCluster, function} {

@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// TestIssue12Item3ConfigCheckGolden: `scaleplane config check` reports
+// TestConfigCheckGolden: `scaleplane config check` reports
 // every problem at once with its field path (exit 1), the schema's limits
 // as warnings, and passes the sample configuration against the sample CRDs
 // (exit 0). Regenerate the golden files with UPDATE_GOLDEN=1.
-func TestIssue12Item3ConfigCheckGolden(t *testing.T) {
+func TestConfigCheckGolden(t *testing.T) {
 	scaledApp := filepath.Join("..", "..", "profile", "testdata", "crd", "apps.example.org_scaledapps.yaml")
 	samples, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "crd", "samples.scaleplane.io_*.yaml"))
 	if err != nil || len(samples) == 0 {
@@ -48,7 +48,7 @@ func TestIssue12Item3ConfigCheckGolden(t *testing.T) {
 }
 
 // Usage errors and unreadable files exit 2.
-func TestIssue12Item3ConfigCheckUsage(t *testing.T) {
+func TestConfigCheckUsage(t *testing.T) {
 	cases := []struct {
 		args []string
 		want string

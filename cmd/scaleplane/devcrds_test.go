@@ -60,11 +60,11 @@ func bigCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-// TestIssue12Item6DevInstallsCRDsOver256KiB: `scaleplane dev --crd FILE`
+// TestDevInstallsCRDsOver256KiB: `scaleplane dev --crd FILE`
 // installs a CRD over 256 KiB (which client-side kubectl apply refuses)
 // with server-side apply, waits until it is established, and applying it
 // again (a reused --data-dir) is fine.
-func TestIssue12Item6DevInstallsCRDsOver256KiB(t *testing.T) {
+func TestDevInstallsCRDsOver256KiB(t *testing.T) {
 	if err := controlplane.CheckBinaries(controlplane.EtcdBinary, controlplane.APIServerBinary, controlplane.KubectlBinary); err != nil {
 		t.Skipf("control-plane binaries not built: %v", err)
 	}
@@ -113,7 +113,7 @@ func TestIssue12Item6DevInstallsCRDsOver256KiB(t *testing.T) {
 	}
 }
 
-func TestIssue12Item6DevCRDFileErrors(t *testing.T) {
+func TestDevCRDFileErrors(t *testing.T) {
 	cm := filepath.Join(t.TempDir(), "cm.yaml")
 	if err := os.WriteFile(cm, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -142,12 +142,12 @@ var wellKnownShortNames = []string{
 	"wl", "cq", "lq", "lws",
 }
 
-// TestIssue12Item6SampleShortNamesShadowNothing: the sample kinds' short
+// TestSampleShortNamesShadowNothing: the sample kinds' short
 // names (and plural and singular names) clash with no name the real
 // control plane serves (kubectl api-resources: kubectl resolves rc to
 // ReplicationController before any CRD) nor with well-known third-party
 // kinds' short names.
-func TestIssue12Item6SampleShortNamesShadowNothing(t *testing.T) {
+func TestSampleShortNamesShadowNothing(t *testing.T) {
 	if err := controlplane.CheckBinaries(controlplane.EtcdBinary, controlplane.APIServerBinary, controlplane.KubectlBinary); err != nil {
 		t.Skipf("control-plane binaries not built: %v", err)
 	}

@@ -51,9 +51,9 @@ func writeState(t *testing.T, dir string, st devState) {
 
 func noLog(string) {}
 
-// TestIssue10Item6DataFolder: what --data-dir dev takes, what it refuses
+// TestDataFolder: what --data-dir dev takes, what it refuses
 // (leaving it exactly as it was), and what it removes at exit.
-func TestIssue10Item6DataFolder(t *testing.T) {
+func TestDataFolder(t *testing.T) {
 	me := self(t)
 	dead, other := deadRun(t), runningOther(t)
 	tests := []struct {
@@ -185,10 +185,10 @@ func TestIssue10Item6DataFolder(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6DataFolderKeepsWhatItDidNotMake: files the user put in
+// TestDataFolderKeepsWhatItDidNotMake: files the user put in
 // an empty folder during the run stay at exit, and so does the folder dev
 // made to hold them.
-func TestIssue10Item6DataFolderKeepsWhatItDidNotMake(t *testing.T) {
+func TestDataFolderKeepsWhatItDidNotMake(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "data")
 	f, err := openDataFolder(path, false, self(t), noLog)
 	if err != nil {
@@ -205,7 +205,7 @@ func TestIssue10Item6DataFolderKeepsWhatItDidNotMake(t *testing.T) {
 	}
 }
 
-func TestIssue10Item7Leftovers(t *testing.T) {
+func TestLeftovers(t *testing.T) {
 	etcd := controlplane.Process{Name: "etcd", PID: 10, StartTime: 100, BootID: "b", Cmdline: []string{"/d/bin/etcd"}}
 	apiserver := controlplane.Process{Name: "kube-apiserver", PID: 11, StartTime: 101, BootID: "b", Cmdline: []string{"/d/bin/kube-apiserver"}}
 	kcm := controlplane.Process{Name: "kube-controller-manager", PID: 12, StartTime: 102, BootID: "b", Cmdline: []string{"/bin/kube-controller-manager"}}
@@ -228,12 +228,12 @@ func TestIssue10Item7Leftovers(t *testing.T) {
 	}
 }
 
-// TestIssue10Item7CleanCrashedRuns: a start undoes what killed runs left in
+// TestCleanCrashedRuns: a start undoes what killed runs left in
 // their temporary folders (processes, kubeconfig entries, the folder with
 // its credentials) and touches nothing else: folders of running devs,
 // folders without a state file, processes whose pid now belongs to another
 // process.
-func TestIssue10Item7CleanCrashedRuns(t *testing.T) {
+func TestCleanCrashedRuns(t *testing.T) {
 	tmp := t.TempDir()
 	dead := deadRun(t)
 	start := func() (controlplane.Process, chan struct{}) {

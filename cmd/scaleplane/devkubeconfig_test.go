@@ -153,10 +153,10 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	}
 }
 
-// TestIssue10Item6KubeconfigAddAndRemove: dev adds its entries to a user's
+// TestKubeconfigAddAndRemove: dev adds its entries to a user's
 // kubeconfig without changing any of the user's, makes its context
 // current, and at exit gives the file back byte for byte, mode included.
-func TestIssue10Item6KubeconfigAddAndRemove(t *testing.T) {
+func TestKubeconfigAddAndRemove(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config")
 	writeFile(t, path, userKubeconfigYAML, 0o640)
@@ -210,10 +210,10 @@ func TestIssue10Item6KubeconfigAddAndRemove(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6KubeconfigRefused: a kubeconfig dev cannot read exactly,
+// TestKubeconfigRefused: a kubeconfig dev cannot read exactly,
 // or whose scaleplane-dev entries are not dev's or belong to a running dev,
 // is refused before anything starts, and left as it was.
-func TestIssue10Item6KubeconfigRefused(t *testing.T) {
+func TestKubeconfigRefused(t *testing.T) {
 	other := runningOther(t)
 	othersEntries := func() string {
 		cfg, _ := clientcmd.Load([]byte(userKubeconfigYAML))
@@ -270,10 +270,10 @@ func TestIssue10Item6KubeconfigRefused(t *testing.T) {
 	})
 }
 
-// TestIssue10Item6KubeconfigOwnFile: the default file, which dev writes,
+// TestKubeconfigOwnFile: the default file, which dev writes,
 // is dev's own: a new one is removed at exit, and one left by a killed run
 // (only dead-run entries) is taken over and removed too.
-func TestIssue10Item6KubeconfigOwnFile(t *testing.T) {
+func TestKubeconfigOwnFile(t *testing.T) {
 	me := self(t)
 	cluster := clusterKubeconfig(t)
 	for _, leftover := range []bool{false, true} {
@@ -310,10 +310,10 @@ func TestIssue10Item6KubeconfigOwnFile(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6KubeconfigRemoveOnlyOurs: at exit dev removes only the
+// TestKubeconfigRemoveOnlyOurs: at exit dev removes only the
 // entries its run added; what the user did meanwhile stays, and the
 // previous context comes back only while dev's is still current.
-func TestIssue10Item6KubeconfigRemoveOnlyOurs(t *testing.T) {
+func TestKubeconfigRemoveOnlyOurs(t *testing.T) {
 	me := self(t)
 	base, err := clientcmd.Load([]byte(userKubeconfigYAML))
 	if err != nil {
@@ -381,10 +381,10 @@ func TestIssue10Item6KubeconfigRemoveOnlyOurs(t *testing.T) {
 	})
 }
 
-// TestIssue10Item6KubeconfigUndoAfterCrash: what a killed run added is
+// TestKubeconfigUndoAfterCrash: what a killed run added is
 // removed by the next start from its recorded edit alone; the file is then
 // the user's again (the same entries and current context).
-func TestIssue10Item6KubeconfigUndoAfterCrash(t *testing.T) {
+func TestKubeconfigUndoAfterCrash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config")
 	writeFile(t, path, userKubeconfigYAML, 0o600)
 	crashed := deadRun(t)
@@ -405,9 +405,9 @@ func TestIssue10Item6KubeconfigUndoAfterCrash(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6KubeconfigThroughSymlink: a kubeconfig reached through a
+// TestKubeconfigThroughSymlink: a kubeconfig reached through a
 // symbolic link is edited where the link points; the link stays a link.
-func TestIssue10Item6KubeconfigThroughSymlink(t *testing.T) {
+func TestKubeconfigThroughSymlink(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "real-config")
 	writeFile(t, target, userKubeconfigYAML, 0o600)

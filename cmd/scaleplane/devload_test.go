@@ -34,10 +34,10 @@ func loadPod(name, ip string, port int32, ready bool) corev1.Pod {
 	return p
 }
 
-// TestIssue15Item2ReadyTargets: only Running and Ready pods on a loopback
+// TestReadyTargets: only Running and Ready pods on a loopback
 // address get requests, at their port named http; a ready pod elsewhere is
 // counted and skipped, never sent anything.
-func TestIssue15Item2ReadyTargets(t *testing.T) {
+func TestReadyTargets(t *testing.T) {
 	pending := loadPod("web-a-2", "", 0, false)
 	pending.Status.Phase = corev1.PodPending
 	deleting := loadPod("web-a-3", "127.0.0.1", 8083, true)
@@ -58,10 +58,10 @@ func TestIssue15Item2ReadyTargets(t *testing.T) {
 	}
 }
 
-// TestIssue15Item2Pacing: after t seconds rps*t requests are due in all,
+// TestPacing: after t seconds rps*t requests are due in all,
 // spread round robin over the ready pods as they come and go; those due
 // while no pod is ready are counted, not sent.
-func TestIssue15Item2Pacing(t *testing.T) {
+func TestPacing(t *testing.T) {
 	l := &loader{rps: 10}
 	sent := map[string]int{}
 	l.dispatch = func(url string) { sent[url]++ }
@@ -80,9 +80,9 @@ func TestIssue15Item2Pacing(t *testing.T) {
 	}
 }
 
-// TestIssue15Item2Targets: NAMESPACE/NAME or NAMESPACE/RESOURCE/NAME, and
+// TestTargets: NAMESPACE/NAME or NAMESPACE/RESOURCE/NAME, and
 // activity only to a loopback address.
-func TestIssue15Item2Targets(t *testing.T) {
+func TestTargets(t *testing.T) {
 	for in, want := range map[string][3]string{
 		"default/web":                {"default", "", "web"},
 		"default/rackedclusters/web": {"default", "rackedclusters", "web"},
@@ -112,8 +112,8 @@ func TestIssue15Item2Targets(t *testing.T) {
 	}
 }
 
-// TestIssue15Item2RateWindow: the achieved rate is over the last span.
-func TestIssue15Item2RateWindow(t *testing.T) {
+// TestRateWindow: the achieved rate is over the last span.
+func TestRateWindow(t *testing.T) {
 	r := newRateWindow(5 * time.Second)
 	t0 := time.Unix(100, 0)
 	got := []float64{r.add(t0, 0)}
@@ -130,10 +130,10 @@ func TestIssue15Item2RateWindow(t *testing.T) {
 	}
 }
 
-// TestIssue15Item2RunSendsAndCounts runs the loader against two loopback
+// TestRunSendsAndCounts runs the loader against two loopback
 // servers: every request due is sent to one of them and answered, or
 // counted as an error when a server fails.
-func TestIssue15Item2RunSendsAndCounts(t *testing.T) {
+func TestRunSendsAndCounts(t *testing.T) {
 	var mu sync.Mutex
 	hits := map[string]int{}
 	handler := func(name string, code int) http.Handler {
@@ -166,11 +166,11 @@ func TestIssue15Item2RunSendsAndCounts(t *testing.T) {
 	}
 }
 
-// BenchmarkIssue15LoadAccuracy runs `dev load`'s loop for 3 s at several
+// BenchmarkLoadAccuracy runs `dev load`'s loop for 3 s at several
 // rates against three loopback servers and reports how close it comes:
 // due/asked (the pacing), sent/s, and answered/sent. Run with
 // -benchtime=1x; the figures are in the report, not asserted.
-func BenchmarkIssue15LoadAccuracy(b *testing.B) {
+func BenchmarkLoadAccuracy(b *testing.B) {
 	var servers []string
 	for range 3 {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }))

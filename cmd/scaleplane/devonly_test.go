@@ -20,13 +20,13 @@ const (
 	devworldPath = modulePath + "/cmd/scaleplane/devworld"
 )
 
-// TestIssue15Item1DevOnly: the sample pods cannot run in the in-cluster
+// TestDevOnly: the sample pods cannot run in the in-cluster
 // binary path. Package app (everything `scaleplane` without `dev` runs)
 // does not reach package devworld through any import, and in this command
 // only dev's own files import it (the release build leaves them out with
 // -tags nodev). devworld itself refuses an API server off loopback
-// (TestIssue15Item1OnlyLoopbackAPIServer).
-func TestIssue15Item1DevOnly(t *testing.T) {
+// (TestOnlyLoopbackAPIServer).
+func TestDevOnly(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", modulePath+"/cmd/scaleplane/app").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)

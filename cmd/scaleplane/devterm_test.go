@@ -41,10 +41,10 @@ func lines(t *terminal, b *bytes.Buffer) []string {
 	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
 }
 
-// TestIssue15Item4TerminalLines: one timestamped line per thing that
+// TestTerminalLines: one timestamped line per thing that
 // happens, from each source: a refusal with every field, a warning, an
 // activity signal, pods, and scaleplane's events (not others').
-func TestIssue15Item4TerminalLines(t *testing.T) {
+func TestTerminalLines(t *testing.T) {
 	term, out := testTerminal()
 	term.start()
 	errs := field.ErrorList{
@@ -91,9 +91,9 @@ func TestIssue15Item4TerminalLines(t *testing.T) {
 	}
 }
 
-// TestIssue15Item4LinesWaitForBanner: lines before the ready banner are
+// TestLinesWaitForBanner: lines before the ready banner are
 // held and printed after it, within a bound.
-func TestIssue15Item4LinesWaitForBanner(t *testing.T) {
+func TestLinesWaitForBanner(t *testing.T) {
 	term, out := testTerminal()
 	for i := range maxPendingLines + 3 {
 		term.line(termNow, "pods", "x", strings.Repeat("y", i%3))
@@ -112,9 +112,9 @@ func TestIssue15Item4LinesWaitForBanner(t *testing.T) {
 	}
 }
 
-// TestIssue15Item4EventCountAndTime: repeats are counted and timed the
+// TestEventCountAndTime: repeats are counted and timed the
 // same whichever API (core/v1 or events.k8s.io/v1) wrote the event.
-func TestIssue15Item4EventCountAndTime(t *testing.T) {
+func TestEventCountAndTime(t *testing.T) {
 	t1, t2 := termNow.Add(-time.Minute), termNow
 	legacy := &eventsv1.Event{DeprecatedCount: 3, DeprecatedLastTimestamp: metav1.NewTime(t2), EventTime: metav1.NewMicroTime(t1)}
 	series := &eventsv1.Event{EventTime: metav1.NewMicroTime(t1), Series: &eventsv1.EventSeries{Count: 4, LastObservedTime: metav1.NewMicroTime(t2)}}
@@ -125,11 +125,11 @@ func TestIssue15Item4EventCountAndTime(t *testing.T) {
 	}
 }
 
-// TestIssue15Item4TerminalNeverBlocks: a terminal that does not read never
+// TestTerminalNeverBlocks: a terminal that does not read never
 // holds up the line's caller (an admission review, a reconcile): past the
 // queue's bound lines are dropped, and the count is printed once it reads
 // again.
-func TestIssue15Item4TerminalNeverBlocks(t *testing.T) {
+func TestTerminalNeverBlocks(t *testing.T) {
 	pr, pw := io.Pipe()
 	term := newTerminal(pw, termNow)
 	term.start()

@@ -44,7 +44,7 @@ func TestParseTarget(t *testing.T) {
 }
 
 // Issue 13 item 2: explain prints the Scaling for a person.
-func TestIssue13ExplainRendersTheScaling(t *testing.T) {
+func TestExplainRendersTheScaling(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	i := func(n int32) *int32 { return &n }
 	s := &v1alpha1.Scaling{
@@ -87,7 +87,7 @@ TIME      REPLICAS               ACTION   REASON
 }
 
 // The plugin's completion helper: commands, then explain's workloads.
-func TestIssue13PluginCompletion(t *testing.T) {
+func TestPluginCompletion(t *testing.T) {
 	list := func() []string {
 		return []string{"shop/rackedcluster/cart", "shop/function/hello", "web/rackedcluster/front"}
 	}

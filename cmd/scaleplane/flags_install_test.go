@@ -11,7 +11,7 @@ import (
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 )
 
-func TestIssue11Item8InstallFlags(t *testing.T) {
+func TestInstallFlags(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string

@@ -11,12 +11,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestIssue12Item1ProfileInitGolden: `scaleplane profile init -f` over
+// TestProfileInitGolden: `scaleplane profile init -f` over
 // third-party-shaped CRDs (LeaderWorkerSet-like, Kyma-Function-like, a
 // database with racks and a map of ready counts, a cluster-scoped kind and
 // a kind without /scale, one with no room for a scale config). Regenerate
 // the golden files with UPDATE_GOLDEN=1.
-func TestIssue12Item1ProfileInitGolden(t *testing.T) {
+func TestProfileInitGolden(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "profileinit", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func indent(s string) string {
 }
 
 // Usage errors exit 2; a file without CRDs or unreadable exits 1.
-func TestIssue12Item1ProfileInitUsage(t *testing.T) {
+func TestProfileInitUsage(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.yaml")
 	if err := os.WriteFile(empty, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o644); err != nil {
 		t.Fatal(err)

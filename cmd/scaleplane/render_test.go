@@ -13,12 +13,12 @@ import (
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 )
 
-// TestIssue12Item7RenderGolden: `scaleplane render` prints what a start
+// TestRenderGolden: `scaleplane render` prints what a start
 // outside GitOps mode writes (e2e/certmanager proves the equality against
 // a real start), as manifests that decode strictly into their types, and
 // refuses what GitOps mode cannot run with a message that says what to
 // change. Regenerate the golden files with UPDATE_GOLDEN=1.
-func TestIssue12Item7RenderGolden(t *testing.T) {
+func TestRenderGolden(t *testing.T) {
 	deploy := filepath.Join("..", "..", "config", "samples", "deploy", "scaleplane-config.yaml")
 	fnProfile := filepath.Join("testdata", "profileinit", "function.golden")
 	broken := filepath.Join("testdata", "render", "broken-profile.yaml")

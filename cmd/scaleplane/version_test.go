@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestIssue11VersionInfo: `scaleplane version` reports the release stamps
+// TestVersionInfo: `scaleplane version` reports the release stamps
 // when the build set them, and otherwise what the Go toolchain recorded.
-func TestIssue11VersionInfo(t *testing.T) {
+func TestVersionInfo(t *testing.T) {
 	stamped := &debug.BuildInfo{
 		GoVersion: "go1.26.8",
 		Main:      debug.Module{Path: "github.com/scaleplane/scaleplane", Version: "v1.4.0"},
@@ -54,7 +54,7 @@ func TestIssue11VersionInfo(t *testing.T) {
 	}
 }
 
-func TestIssue11VersionOutput(t *testing.T) {
+func TestVersionOutput(t *testing.T) {
 	v := VersionInfo{Version: "v1.5.0", Commit: "feedface", GoVersion: "go1.26.8", Platform: "linux/amd64"}
 	var out, errOut bytes.Buffer
 	if code := writeVersion(&out, &errOut, nil, v); code != 0 {
@@ -81,10 +81,10 @@ func TestIssue11VersionOutput(t *testing.T) {
 	}
 }
 
-// TestIssue11VersionStampedBuild builds the binary with the -X flags the
+// TestVersionStampedBuild builds the binary with the -X flags the
 // release build (hack/release) and the Dockerfile pass, and runs
 // `scaleplane version`: a renamed variable would leave the stamp empty.
-func TestIssue11VersionStampedBuild(t *testing.T) {
+func TestVersionStampedBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -23,11 +23,11 @@ func (c *countingReader) Get(ctx context.Context, nn types.NamespacedName, obj c
 	return c.objects.Get(ctx, nn, obj, opts...)
 }
 
-// TestIssue10Item6ActivityInput: the activity endpoint takes no body (a
+// TestActivityInput: the activity endpoint takes no body (a
 // small one is ignored, a large one is a 413), and a namespace or name no
 // object can have is a 400 before any cache read; the explain endpoint
 // checks names the same way.
-func TestIssue10Item6ActivityInput(t *testing.T) {
+func TestActivityInput(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	a := newTestAutoscaler(t, now)
 	base := serveBehindMetricsServer(t, a)

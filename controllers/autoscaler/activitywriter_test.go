@@ -63,7 +63,7 @@ func storedActivity(t *testing.T, c client.Client, key types.NamespacedName) tim
 // Issue 13 item 2: activity posted to a replica that is not the leader is
 // recorded in the workload's Scaling (where the leader's watch sees it),
 // and leaves no memory on that replica.
-func TestIssue13Item2ActivityOnANonLeader(t *testing.T) {
+func TestActivityOnANonLeader(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	a := newTestAutoscaler(t, now)
 	base := serveBehindMetricsServer(t, a)
@@ -96,7 +96,7 @@ func TestIssue13Item2ActivityOnANonLeader(t *testing.T) {
 
 // Activity is coalesced to one write per workload per window, the newest
 // time written when the window ends, and never moves back.
-func TestIssue13Item2ActivityCoalescedNeverBack(t *testing.T) {
+func TestActivityCoalescedNeverBack(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster"}
 	a := newTestAutoscaler(t, t0)
@@ -149,7 +149,7 @@ func TestIssue13Item2ActivityCoalescedNeverBack(t *testing.T) {
 
 // Over the replica's write budget a signal waits in its window, and is
 // written once a token frees: never dropped, never a burst of writes.
-func TestIssue13Item2ActivityWithinTheReplicasBudget(t *testing.T) {
+func TestActivityWithinTheReplicasBudget(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster"}
 	a := newTestAutoscaler(t, t0)

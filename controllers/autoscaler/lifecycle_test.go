@@ -352,11 +352,11 @@ func (r *rig) lifecycle() lifecycle {
 	return lifecycle{Remembered: r.remembered(), Built: r.p.built.Load(), Closed: r.p.closed.Load(), Series: r.series()}
 }
 
-// TestIssue10Item3Lifecycle deletes, re-creates and signals workloads in
+// TestLifecycle deletes, re-creates and signals workloads in
 // the orders a cluster produces, and checks that every reconcile returns,
 // that nothing of a deleted workload stays in memory or in the metrics, and
 // that every scaler built is closed once.
-func TestIssue10Item3Lifecycle(t *testing.T) {
+func TestLifecycle(t *testing.T) {
 	alive := []string{"scaleplane_desired_replicas cart", "scaleplane_trigger_value cart/load"}
 	cases := []struct {
 		name  string
@@ -485,7 +485,7 @@ func TestIssue10Item3Lifecycle(t *testing.T) {
 // slow): the endpoints, the scraper's discovery and the gauges keep
 // answering meanwhile, the tick ends with the /scale write refused as not
 // found, and the deletion's reconcile forgets it.
-func TestIssue10Item3DeleteDuringTick(t *testing.T) {
+func TestDeleteDuringTick(t *testing.T) {
 	r := newRig(t)
 	r.create("cart")
 	r.tick("cart") // builds the scaler; cart is known
@@ -544,7 +544,7 @@ func TestIssue10Item3DeleteDuringTick(t *testing.T) {
 // While a deleted workload's scaler is slow to close, the same name is
 // created again and gets activity: the new workload has a memory of its
 // own at once, and the activity wakes it once the old memory is forgotten.
-func TestIssue10Item3RecreateWhileForgetting(t *testing.T) {
+func TestRecreateWhileForgetting(t *testing.T) {
 	r := newRig(t)
 	r.create("cart")
 	r.tick("cart")
@@ -590,7 +590,7 @@ func TestIssue10Item3RecreateWhileForgetting(t *testing.T) {
 
 // A scaler whose Sample or Close ignores its context holds the worker only
 // until SampleTimeout or CloseTimeout.
-func TestIssue10Item3DeafScalerDoesNotHoldTheWorker(t *testing.T) {
+func TestDeafScalerDoesNotHoldTheWorker(t *testing.T) {
 	t.Run("Close", func(t *testing.T) {
 		r := newRig(t)
 		r.a.opts.CloseTimeout = 10 * time.Millisecond

@@ -16,7 +16,7 @@ import (
 // Issue 13 item 1: one Scaling per profiled workload, whatever sets its
 // count; the mode and the Active condition (kubectl's REASON column) say
 // who and why.
-func TestIssue13Item1ScalingModeAndConditions(t *testing.T) {
+func TestScalingModeAndConditions(t *testing.T) {
 	v := viewOf(t, "RackedCluster")
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	r := func(n int32) *int32 { return &n }
@@ -83,7 +83,7 @@ func TestIssue13Item1ScalingModeAndConditions(t *testing.T) {
 
 // A condition that holds keeps its transition time; the fingerprints
 // separate the values that change every tick from those an operator acts on.
-func TestIssue13Item1ScalingFingerprints(t *testing.T) {
+func TestScalingFingerprints(t *testing.T) {
 	v := viewOf(t, "RackedCluster")
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	w := scaling.Workload{Replicas: ptr(int32(3)), Config: cfg(1, 5).trigger("rps", 1).obj()}
@@ -136,7 +136,7 @@ func roundTripActive(t *testing.T, h *scaling.History, triggersActive bool, now 
 // needs), events and timers survive to the microsecond, and the newest
 // recommendation (and LastActive of a workload active at the last write)
 // is taken to hold until the restore.
-func TestIssue13Item3HistoryRoundTrip(t *testing.T) {
+func TestHistoryRoundTrip(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	h := &scaling.History{
@@ -177,7 +177,7 @@ func TestIssue13Item3HistoryRoundTrip(t *testing.T) {
 // stabilization window, of an idle timeout, and of a behavior's policy
 // period gives the decisions an uninterrupted leader makes: the new leader
 // neither shrinks early nor forgets.
-func TestIssue13Item3RestoredHistoryDecidesAsUninterrupted(t *testing.T) {
+func TestRestoredHistoryDecidesAsUninterrupted(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	const tick = 15 * time.Second
 	behavior := cfg(1, 10).trigger("rps", 10).obj()
@@ -252,7 +252,7 @@ func TestIssue13Item3RestoredHistoryDecidesAsUninterrupted(t *testing.T) {
 
 // In hpa mode the Scaling shows the built-in HPA's desired count, and its
 // ScalingActive when the HPA says it cannot act.
-func TestIssue13Item1ScalingShowsTheHPA(t *testing.T) {
+func TestScalingShowsTheHPA(t *testing.T) {
 	v := viewOf(t, "RackedCluster")
 	w := scaling.Workload{Replicas: ptr(int32(3)), Config: cfg(1, 5).metric().obj()}
 	hpa := &autoscalingv2.HorizontalPodAutoscalerStatus{DesiredReplicas: 5, Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{

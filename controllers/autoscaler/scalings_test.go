@@ -57,7 +57,7 @@ func statusWith(desired int32, value string) v1alpha1.ScalingStatus {
 // Issue 13 item 1: a Scaling is written when it changed, at once for what
 // an operator acts on, once per refresh interval for values alone, and
 // within the workload's bucket.
-func TestIssue13Item1ScalingWrites(t *testing.T) {
+func TestScalingWrites(t *testing.T) {
 	c, objects, statuses := countingClient(t)
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	w := newScalingWriter(c, ScalingWrites{PerWorkloadInterval: 5 * time.Second, PerWorkloadBurst: 2, RefreshInterval: time.Minute}, nil)
@@ -93,7 +93,7 @@ func TestIssue13Item1ScalingWrites(t *testing.T) {
 
 // The global bucket holds every workload's writes; what waits is written
 // later, newest status only.
-func TestIssue13Item1ScalingWritesGlobalBucket(t *testing.T) {
+func TestScalingWritesGlobalBucket(t *testing.T) {
 	c, _, statuses := countingClient(t)
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	w := newScalingWriter(c, ScalingWrites{QPS: 10, Burst: 20}, nil)
@@ -124,7 +124,7 @@ func TestIssue13Item1ScalingWritesGlobalBucket(t *testing.T) {
 }
 
 // Not served: nothing is written, offers are kept.
-func TestIssue13Item1ScalingNotServed(t *testing.T) {
+func TestScalingNotServed(t *testing.T) {
 	c, objects, _ := countingClient(t)
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	w := newScalingWriter(c, ScalingWrites{}, nil)
@@ -142,7 +142,7 @@ func TestIssue13Item1ScalingNotServed(t *testing.T) {
 
 // A cluster-scoped workload's Scaling lives in scaleplane's namespace
 // without an owner; a namespaced one's beside it, owned by it.
-func TestIssue13Item1ScalingObject(t *testing.T) {
+func TestScalingObject(t *testing.T) {
 	u := workloadObject(1)
 	s := scalingObject(u, "scaleplane-system")
 	if s.GetNamespace() != "shop" || s.GetName() != "db-1-rackedcluster" || len(s.GetOwnerReferences()) != 1 || s.GetOwnerReferences()[0].Name != "db-1" {
@@ -155,12 +155,12 @@ func TestIssue13Item1ScalingObject(t *testing.T) {
 	}
 }
 
-// BenchmarkIssue13ScalingWrites10000 counts the API writes of 10,000
+// BenchmarkScalingWrites10000 counts the API writes of 10,000
 // autoscaled workloads over a simulated hour of 15 s ticks, with the
 // default buckets: steady (every trigger value changes on every tick,
 // counts hold) and burst (every workload changes its count on every tick
 // for the first 5 minutes). Reported as writes per simulated second.
-func BenchmarkIssue13ScalingWrites10000(b *testing.B) {
+func BenchmarkScalingWrites10000(b *testing.B) {
 	const n = 10000
 	for _, tc := range []struct {
 		name  string
@@ -224,7 +224,7 @@ func BenchmarkIssue13ScalingWrites10000(b *testing.B) {
 
 // A cluster-scoped workload's Scaling has no owner to collect it: forget
 // deletes it; a namespaced one's is left to the garbage collector.
-func TestIssue13Item1ScalingForget(t *testing.T) {
+func TestScalingForget(t *testing.T) {
 	var deleted []string
 	scheme := runtime.NewScheme()
 	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{

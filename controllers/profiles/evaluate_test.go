@@ -20,9 +20,9 @@ func sp(name string, age time.Duration, spec v1alpha1.ScaleProfileSpec) v1alpha1
 	}
 }
 
-// TestIssue12Item4Evaluate: each reason of the Active condition, and the
+// TestEvaluate: each reason of the Active condition, and the
 // status fields of an active profile.
-func TestIssue12Item4Evaluate(t *testing.T) {
+func TestEvaluate(t *testing.T) {
 	samples := profile.Samples()
 	rc, fn, wg := samples[0], samples[1], samples[2]
 	mapper := meta.NewDefaultRESTMapper(nil)

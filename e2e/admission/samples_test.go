@@ -10,12 +10,12 @@ import (
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
-// TestIssue15Item3SamplesPassAdmission applies every sample in
+// TestSamplesPassAdmission applies every sample in
 // config/samples with kubectl through scaleplane's webhooks: each valid one
 // is admitted without a warning it does not mean to show, the autoscaling
 // sample starts at zero with every rack at zero (M4, M5) and its triggers
 // kept, and the invalid one is refused with its field paths.
-func TestIssue15Item3SamplesPassAdmission(t *testing.T) {
+func TestSamplesPassAdmission(t *testing.T) {
 	ns := namespace(t)
 	dir := filepath.Join(framework.RepoRoot(), "config", "samples")
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))

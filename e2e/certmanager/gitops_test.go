@@ -74,7 +74,7 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestIssue12Item7GitOpsModeWritesNothingItRenders: with --gitops the
+// TestGitOpsModeWritesNothingItRenders: with --gitops the
 // webhook configurations and the cert-manager objects are the user's
 // repository's.
 //
@@ -89,7 +89,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 //     API server no write to a webhook configuration, a cert-manager object
 //     or a namespace; `kubectl diff --server-side` of the rendered
 //     manifests then finds no drift, which is what Argo CD and Flux check.
-func TestIssue12Item7GitOpsModeWritesNothingItRenders(t *testing.T) {
+func TestGitOpsModeWritesNothingItRenders(t *testing.T) {
 	certManager(t)
 	ctx := t.Context()
 	const ns = "scaleplane-gitops-e2e"

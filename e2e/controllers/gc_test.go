@@ -31,7 +31,7 @@ import (
 // collector can remove the HPA: with background cascading (kubectl's
 // default) the workload goes first and the HPA after it; with foreground
 // cascading the workload waits for the HPA (blockOwnerDeletion).
-func TestIssue14GarbageCollectorDeletesTheHPA(t *testing.T) {
+func TestGarbageCollectorDeletesTheHPA(t *testing.T) {
 	for _, cascade := range []string{"background", "foreground"} {
 		t.Run(cascade, func(t *testing.T) {
 			stop := startManager(t, controllers.Options{})
@@ -75,7 +75,7 @@ func clusterScopedRackedCluster(t *testing.T) (*apiextensionsv1.CustomResourceDe
 	return crd, p
 }
 
-// TestIssue14ClusterScopedWorkload: a cluster-scoped workload with a
+// TestClusterScopedWorkload: a cluster-scoped workload with a
 // metrics range. An HPA is namespaced and reads its target's /scale in its
 // own namespace, so no HPA can scale a cluster-scoped object (and KEDA's
 // namespaced ScaledObject cannot either, kedacore/keda#6798): scaleplane
@@ -84,7 +84,7 @@ func clusterScopedRackedCluster(t *testing.T) (*apiextensionsv1.CustomResourceDe
 // reaches the racks. (An owner reference from a namespaced object to a
 // cluster-scoped owner is allowed; the reverse is not, so the question of
 // garbage-collecting such an HPA never arises.)
-func TestIssue14ClusterScopedWorkload(t *testing.T) {
+func TestClusterScopedWorkload(t *testing.T) {
 	crd, p := clusterScopedRackedCluster(t)
 	installCRD(t, crd)
 	v, err := profile.Compile(p)

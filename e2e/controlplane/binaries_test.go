@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// TestIssue16Item8BinaryDir: the programs are found from the environment
+// TestBinaryDir: the programs are found from the environment
 // first, so an operator's tests run from the module cache, where no
 // checkout's bin/ exists.
-func TestIssue16Item8BinaryDir(t *testing.T) {
+func TestBinaryDir(t *testing.T) {
 	tests := []struct {
 		name, dir, assets, want string
 	}{

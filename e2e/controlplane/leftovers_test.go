@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestIssue10Item7DeadTestFoldersRemoved: a Start without a data folder
+// TestDeadTestFoldersRemoved: a Start without a data folder
 // removes the temporary folders of test binaries that were killed, and
 // only those.
-func TestIssue10Item7DeadTestFoldersRemoved(t *testing.T) {
+func TestDeadTestFoldersRemoved(t *testing.T) {
 	tmp := t.TempDir()
 	self, err := Self()
 	if err != nil {

@@ -40,7 +40,7 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
-func TestIssue10Item7SameProcess(t *testing.T) {
+func TestSameProcess(t *testing.T) {
 	rec := Process{Name: "etcd", PID: 10, StartTime: 500, BootID: "b1", Cmdline: []string{"/d/bin/etcd", "--data-dir=/d/etcd"}}
 	tests := []struct {
 		name   string
@@ -66,10 +66,10 @@ func TestIssue10Item7SameProcess(t *testing.T) {
 	}
 }
 
-// TestIssue10Item7KillOnlyTheRecordedProcess: a record whose start time or
+// TestKillOnlyTheRecordedProcess: a record whose start time or
 // command line differs from the running process with that pid (a reused
 // pid) is never signalled; the true record is killed.
-func TestIssue10Item7KillOnlyTheRecordedProcess(t *testing.T) {
+func TestKillOnlyTheRecordedProcess(t *testing.T) {
 	cmd := exec.Command("sleep", "120")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -35,12 +35,12 @@ func fakeBinaryDir(t *testing.T, dir string) string {
 	return real
 }
 
-// TestShimHelperParent is not a test: TestIssue10Item7ShimChildDiesWithKilledParent
+// TestShimHelperParent is not a test: TestShimChildDiesWithKilledParent
 // runs this binary again with it as the parent that gets killed.
 func TestShimHelperParent(t *testing.T) {
 	dir := os.Getenv(shimHelperEnv)
 	if dir == "" {
-		t.Skip("helper process of TestIssue10Item7ShimChildDiesWithKilledParent")
+		t.Skip("helper process of TestShimChildDiesWithKilledParent")
 	}
 	links, err := writeShims(dir, filepath.Join(dir, "real"), os.Getpid())
 	if err != nil {
@@ -59,10 +59,10 @@ func TestShimHelperParent(t *testing.T) {
 	_ = cmd.Process.Kill()
 }
 
-// TestIssue10Item7ShimChildDiesWithKilledParent: a program started through
+// TestShimChildDiesWithKilledParent: a program started through
 // the shim is killed by the kernel when the process that started it is
 // killed with SIGKILL, which runs no code of the parent's.
-func TestIssue10Item7ShimChildDiesWithKilledParent(t *testing.T) {
+func TestShimChildDiesWithKilledParent(t *testing.T) {
 	dir := t.TempDir()
 	fakeBinaryDir(t, dir)
 	parent := exec.Command(os.Args[0], "-test.run=^TestShimHelperParent$", "-test.v")
@@ -125,10 +125,10 @@ func TestIssue10Item7ShimChildDiesWithKilledParent(t *testing.T) {
 	}
 }
 
-// TestIssue10Item7ShimRefusesAnotherParent: a shim whose parent is not the
+// TestShimRefusesAnotherParent: a shim whose parent is not the
 // process named in its configuration (the owner died before the shim could
 // ask for the signal) does not start the program.
-func TestIssue10Item7ShimRefusesAnotherParent(t *testing.T) {
+func TestShimRefusesAnotherParent(t *testing.T) {
 	dir := t.TempDir()
 	links, err := writeShims(dir, fakeBinaryDir(t, dir), 1)
 	if err != nil {

@@ -144,13 +144,13 @@ func waitRefused(t *testing.T, p *devProcess) string {
 	}
 }
 
-// TestIssue10Item7KillNineLeavesNoControlPlane: after `kill -9` of
+// TestKillNineLeavesNoControlPlane: after `kill -9` of
 // `scaleplane dev`, etcd, kube-apiserver and kube-controller-manager exit
 // (the parent-death signal), and the next start removes what the killed run
 // left: its temporary data folder with the control plane's credentials and
 // its kubeconfig. It runs with the default kubeconfig path, which still
 // works as before: written at start, usable with kubectl, removed at exit.
-func TestIssue10Item7KillNineLeavesNoControlPlane(t *testing.T) {
+func TestKillNineLeavesNoControlPlane(t *testing.T) {
 	bin := buildBinary(t)
 	env := devEnv{cwd: t.TempDir(), tmp: t.TempDir()}
 	kubeconfig := filepath.Join(env.cwd, "scaleplane-dev.kubeconfig")
@@ -224,12 +224,12 @@ func TestIssue10Item7KillNineLeavesNoControlPlane(t *testing.T) {
 	}
 }
 
-// TestIssue10Item7KeptDataReusedAfterKill: a kept data folder (--data-dir
+// TestKeptDataReusedAfterKill: a kept data folder (--data-dir
 // with --keep) of a killed run is reused by the next start: etcd's data is
 // there, and the webhook configurations the killed run left in it (failing
 // closed at a port nobody serves) are gone, even when the next run names
 // its configurations differently.
-func TestIssue10Item7KeptDataReusedAfterKill(t *testing.T) {
+func TestKeptDataReusedAfterKill(t *testing.T) {
 	bin := buildBinary(t)
 	root := t.TempDir()
 	dataDir := filepath.Join(root, "data")
@@ -307,10 +307,10 @@ func TestIssue10Item7KeptDataReusedAfterKill(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6ForeignDataDirRefused: a non-empty --data-dir that dev
+// TestForeignDataDirRefused: a non-empty --data-dir that dev
 // did not make is refused with what to do, before anything starts, and
 // every file in it is left as it was.
-func TestIssue10Item6ForeignDataDirRefused(t *testing.T) {
+func TestForeignDataDirRefused(t *testing.T) {
 	bin := buildBinary(t)
 	root := t.TempDir()
 	dataDir := filepath.Join(root, "mine")
@@ -373,12 +373,12 @@ var ignoreOrigin = cmp.Options{
 	cmpopts.IgnoreFields(clientcmdapi.Context{}, "LocationOfOrigin"),
 }
 
-// TestIssue10Item6UserKubeconfigKept: with --kubeconfig naming the user's
+// TestUserKubeconfigKept: with --kubeconfig naming the user's
 // own kubeconfig, dev adds its cluster, user and context (current while it
 // runs) and leaves every entry of the user's as it was; after Ctrl-C the
 // file is what it was before, and an empty --data-dir the user made is
 // still there, empty.
-func TestIssue10Item6UserKubeconfigKept(t *testing.T) {
+func TestUserKubeconfigKept(t *testing.T) {
 	bin := buildBinary(t)
 	root := t.TempDir()
 	kubeconfig := filepath.Join(root, "config")
@@ -442,10 +442,10 @@ func TestIssue10Item6UserKubeconfigKept(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6UnparsableKubeconfigRefused: a --kubeconfig dev cannot
+// TestUnparsableKubeconfigRefused: a --kubeconfig dev cannot
 // parse is refused with a clear message before anything starts, and left
 // as it was.
-func TestIssue10Item6UnparsableKubeconfigRefused(t *testing.T) {
+func TestUnparsableKubeconfigRefused(t *testing.T) {
 	bin := buildBinary(t)
 	root := t.TempDir()
 	kubeconfig := filepath.Join(root, "config")

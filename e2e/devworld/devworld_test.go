@@ -175,14 +175,14 @@ func setMembers(t *testing.T, ns, name string, members ...int64) {
 	}
 }
 
-// TestIssue15Item1RackedClusterPods: one pod per member of each rack,
+// TestRackedClusterPods: one pod per member of each rack,
 // labelled as the profile says, on 127.0.0.1 with the prometheus.io
 // annotations, Running and Ready, each serving its own counter and
 // histogram; status.racks[].readyMembers reports them; fewer members
 // delete pods and stop their servers; a pod someone deletes comes back;
 // past the cap the rest are not started and the status says what runs;
 // deleting the workload deletes every pod.
-func TestIssue15Item1RackedClusterPods(t *testing.T) {
+func TestRackedClusterPods(t *testing.T) {
 	startWorld(t)
 	ctx := context.Background()
 	ns := cluster.Namespace(t)
@@ -250,12 +250,12 @@ func TestIssue15Item1RackedClusterPods(t *testing.T) {
 	waitPods(t, ns, labels)
 }
 
-// TestIssue15Item1FunctionPods: a Function gets its runtime Deployment
+// TestFunctionPods: a Function gets its runtime Deployment
 // (what its HPA scales) and one pod per Deployment replica; a /scale write
 // on the Deployment (the HPA's) changes the pods; spec.replicas (external
 // scaling) sets the Deployment's count; status.replicas and the
 // Deployment's status report the pods; deletion removes both.
-func TestIssue15Item1FunctionPods(t *testing.T) {
+func TestFunctionPods(t *testing.T) {
 	startWorld(t)
 	ctx := context.Background()
 	ns := cluster.Namespace(t)
@@ -313,10 +313,10 @@ func TestIssue15Item1FunctionPods(t *testing.T) {
 	})
 }
 
-// TestIssue15Item1WorkerGroupPods: one leader pod per replica, labelled
+// TestWorkerGroupPods: one leader pod per replica, labelled
 // role=leader as the profile's selector expects; status.replicas and
 // readyReplicas report them.
-func TestIssue15Item1WorkerGroupPods(t *testing.T) {
+func TestWorkerGroupPods(t *testing.T) {
 	startWorld(t)
 	ctx := context.Background()
 	ns := cluster.Namespace(t)

@@ -71,12 +71,12 @@ func (b *binary) stop() {
 	b.cancel = nil
 }
 
-// TestIssue16Item2BinaryBesideEmbedder: the scaleplane binary (owner
+// TestBinaryBesideEmbedder: the scaleplane binary (owner
 // scaleplane, every sample kind) and an operator embedding scaleplane for a
 // kind the binary also profiles run in one cluster; each one's start-up and
 // restart leaves the other's webhook configurations as they were, and both
 // judge the shared kind.
-func TestIssue16Item2BinaryBesideEmbedder(t *testing.T) {
+func TestBinaryBesideEmbedder(t *testing.T) {
 	ctx := context.Background()
 	if err := cluster.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "scaleplane-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

@@ -204,11 +204,11 @@ func overMax(ns string, gvk schema.GroupVersionKind) *unstructured.Unstructured 
 	return u
 }
 
-// TestIssue16Item2TwoEmbeddersOneCluster: two operators embedding
+// TestTwoEmbeddersOneCluster: two operators embedding
 // scaleplane (each with a kind of its own, and one kind both profile) keep
 // each other's webhook configurations and entries through their start-ups
 // and a restart, and each one's webhooks judge its kinds.
-func TestIssue16Item2TwoEmbeddersOneCluster(t *testing.T) {
+func TestTwoEmbeddersOneCluster(t *testing.T) {
 	ns := cluster.Namespace(t)
 	cache := &embedder{owner: "cache-operator", kinds: []schema.GroupVersionKind{framework.RackedClusterGVK, workerGroupGVK}}
 	fn := &embedder{owner: "function-operator", kinds: []schema.GroupVersionKind{functionGVK, workerGroupGVK}}
@@ -312,8 +312,8 @@ func TestIssue16Item2TwoEmbeddersOneCluster(t *testing.T) {
 	}
 }
 
-// TestIssue16Item1BuilderErrors: the builder says what to change.
-func TestIssue16Item1BuilderErrors(t *testing.T) {
+// TestBuilderErrors: the builder says what to change.
+func TestBuilderErrors(t *testing.T) {
 	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
 		Scheme: cluster.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{Port: 1}),
@@ -360,10 +360,10 @@ func TestIssue16Item1BuilderErrors(t *testing.T) {
 	}
 }
 
-// TestIssue16Item3WithAutoscaler: with WithAutoscaler the kind's triggers
+// TestWithAutoscaler: with WithAutoscaler the kind's triggers
 // are admitted against the autoscaler's sources, and one autoscaler serves
 // every kind of a manager.
-func TestIssue16Item3WithAutoscaler(t *testing.T) {
+func TestWithAutoscaler(t *testing.T) {
 	limits := promql.Limits{}
 	sources, err := autoscaler.NewSources(promql.NewEvaluator(promql.NewStore(promql.Options{}), promql.EvaluatorOptions{Limits: limits}), nil, limits)
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
-// TestIssue12Item7GitOpsProfilesAndWatchedCRDs: with the webhook entries
+// TestGitOpsProfilesAndWatchedCRDs: with the webhook entries
 // left to a GitOps repository, and nothing polled (NotServedRetry is an
 // hour, so only watches can move a state):
 //
@@ -40,7 +40,7 @@ import (
 //  3. a change of the CRD alone (its /scale reads another field) is seen
 //     through the watch, and the profile becomes SchemaMismatch;
 //  4. the reconciler wrote no webhook configuration at any point.
-func TestIssue12Item7GitOpsProfilesAndWatchedCRDs(t *testing.T) {
+func TestGitOpsProfilesAndWatchedCRDs(t *testing.T) {
 	const owner = "gitops"
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme} {

@@ -24,13 +24,13 @@ import (
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
-// TestIssue12Item4LiveScaleProfiles: a ScaleProfile applied while
+// TestLiveScaleProfiles: a ScaleProfile applied while
 // scaleplane runs makes its kind active (the webhooks judge it, its
 // controller runs, kubectl get shows Active); a second profile for the
 // same kind is a Conflict and takes over when the first is deleted; a
 // broken one says why; deleting the last removes the kind's webhook
 // entries. No restart.
-func TestIssue12Item4LiveScaleProfiles(t *testing.T) {
+func TestLiveScaleProfiles(t *testing.T) {
 	const owner = "live"
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {

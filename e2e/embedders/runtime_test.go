@@ -19,11 +19,11 @@ import (
 	"github.com/scaleplane/scaleplane/profile"
 )
 
-// TestIssue12Item4KindRuntime: a kind's controller is started on a running
+// TestKindRuntime: a kind's controller is started on a running
 // manager, stopped (its unstructured informer removed), and started again
 // under the same name, with no restart: the seam live ScaleProfiles
 // activate kinds through.
-func TestIssue12Item4KindRuntime(t *testing.T) {
+func TestKindRuntime(t *testing.T) {
 	var log *informerLog
 	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
 		Scheme:                 cluster.Scheme,

@@ -96,12 +96,12 @@ func (l *informerLog) seen() []string {
 	return append([]string(nil), l.types...)
 }
 
-// TestIssue16Item4TypedKindOneInformer: an operator's typed kind, set up
+// TestTypedKindOneInformer: an operator's typed kind, set up
 // with the builder on a manager without Cache.Unstructured, is watched once,
 // typed (the informer the operator's own controllers share), and
 // scaleplane's controller still reads and writes it (C3 writes its /scale
 // selector).
-func TestIssue16Item4TypedKindOneInformer(t *testing.T) {
+func TestTypedKindOneInformer(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

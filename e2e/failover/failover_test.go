@@ -22,7 +22,7 @@ const (
 	retryPeriod   = 2 * time.Second
 )
 
-// TestIssue10Item7LeaderKillUnderLoad runs two replicas of the binary as
+// TestLeaderKillUnderLoad runs two replicas of the binary as
 // the shipped Deployment does, kills the leader with SIGKILL right after a
 // `kubectl scale`, while scales of three workloads and a steady admission
 // load keep going, and checks:
@@ -40,7 +40,7 @@ const (
 //     workload passes checkHistory (every scale applied once, each fanned
 //     out at most once, never an older one after a newer one, never
 //     half-applied).
-func TestIssue10Item7LeaderKillUnderLoad(t *testing.T) {
+func TestLeaderKillUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	d := deploy(t)
 

@@ -6,10 +6,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestIssue10Item7HistoryCheck shows that checkHistory, which the failover
+// TestHistoryCheck shows that checkHistory, which the failover
 // test relies on for "nothing lost, no double scale", catches each way a
 // failover could get C1 wrong.
-func TestIssue10Item7HistoryCheck(t *testing.T) {
+func TestHistoryCheck(t *testing.T) {
 	v := func(rv string, replicas int64, racks ...int64) version {
 		return version{ResourceVersion: rv, Replicas: replicas, Racks: racks}
 	}

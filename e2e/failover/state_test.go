@@ -36,7 +36,7 @@ const stabilization = 45 * time.Second
 // forgotten timer (which would restart at the takeover).
 const idleTimeout = 40 * time.Second
 
-// TestIssue13StateAcrossLeaderChange: two replicas as the Deployment runs
+// TestStateAcrossLeaderChange: two replicas as the Deployment runs
 // them. Activity posted to the replica that is not the leader wakes a
 // workload at zero (the replica records it in the Scaling, the leader's
 // watch acts on it); then the leader is killed with SIGKILL in the middle
@@ -48,7 +48,7 @@ const idleTimeout = 40 * time.Second
 // fell from 3 replicas' worth to 1): the new leader scales it down neither
 // before the window has passed since the last higher recommendation nor a
 // window after its takeover (it restored the recommendations).
-func TestIssue13StateAcrossLeaderChange(t *testing.T) {
+func TestStateAcrossLeaderChange(t *testing.T) {
 	ctx := context.Background()
 	d := deploy(t)
 	pods := d.startReady(t, "scaleplane-controller-manager-c", "scaleplane-controller-manager-d")

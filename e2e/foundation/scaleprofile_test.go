@@ -17,13 +17,13 @@ import (
 	"github.com/scaleplane/scaleplane/profile/profiletest"
 )
 
-// TestIssue12Item8ScaleProfileCRD: the ScaleProfile CRD that controller-gen
+// TestScaleProfileCRD: the ScaleProfile CRD that controller-gen
 // makes of api/v1alpha1 installs on a real API server, takes every sample
 // profile, the foreign test kind's and docs/profiles.md's example as they
 // are, refuses what its schema can tell is wrong with the field named, and
 // `kubectl get sprof` shows TARGET, ACTIVE, REASON and AGE (and the target's
 // API version with -o wide).
-func TestIssue12Item8ScaleProfileCRD(t *testing.T) {
+func TestScaleProfileCRD(t *testing.T) {
 	ctx := context.Background()
 	crd := filepath.Join(framework.RepoRoot(), "config", "crd", "bases", "scaleplane.io_scaleprofiles.yaml")
 	if out, err := cluster.Kubectl(ctx, "apply", "--server-side", "-f", crd); err != nil {

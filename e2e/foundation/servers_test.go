@@ -94,7 +94,7 @@ func startReviewProxy(t *testing.T) (*reviewProxy, *rest.Config) {
 	return p, cfg
 }
 
-// TestIssue10Item6BinaryServers runs the whole binary as the shipped
+// TestBinaryServers runs the whole binary as the shipped
 // ServiceAccount, with its API traffic through a reviewProxy, and checks
 // its servers against the real kube-apiserver: the metrics server answers
 // no or bogus credentials 401 (item 8: 500 before), a caller without the
@@ -104,7 +104,7 @@ func startReviewProxy(t *testing.T) (*reviewProxy, *rest.Config) {
 // server negotiates HTTP/2; a review without a uid is a 400; and clients
 // trickling headers to the webhook server are cut after
 // servers.webhook.readHeaderTimeoutSeconds while admission goes on.
-func TestIssue10Item6BinaryServers(t *testing.T) {
+func TestBinaryServers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ns = "scaleplane-system"

@@ -31,13 +31,13 @@ var areas = []string{areaKubectl, areaReviews, areaDebug, areaActivity, areaScra
 // minInputs is issue 10 item 8's floor.
 const minInputs = 100
 
-// TestIssue10Item8HostileInputs runs the binary under a memory limit and
+// TestHostileInputs runs the binary under a memory limit and
 // throws every group of hostile inputs at it, each input with its expected
 // outcome; after each group the same process must still run, be ready and
 // admit a valid object. The groups most likely to take a broken build down
 // (cost bombs, cardinality and label bombs) come last, so that a run on
 // such a build still reports every other outcome first.
-func TestIssue10Item8HostileInputs(t *testing.T) {
+func TestHostileInputs(t *testing.T) {
 	began := time.Now()
 	s := newSuite(t)
 	s.afterGroup(t, "start")

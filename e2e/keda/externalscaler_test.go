@@ -25,7 +25,7 @@ func externalTrigger(typ, addr string) string {
 // target's pods into its embedded store as it would for its own trigger,
 // KEDA's HPA reads the value through KEDA's metrics server (GetMetricSpec,
 // GetMetrics) and scales through /scale; the racks follow (C1).
-func TestIssue14ExternalScaler(t *testing.T) {
+func TestExternalScaler(t *testing.T) {
 	e := start(t)
 	ns := cluster.Namespace(t)
 	ex := framework.NewExporter(t, 45)
@@ -48,7 +48,7 @@ func TestIssue14ExternalScaler(t *testing.T) {
 // stream open. At zero requests the workload is inactive and KEDA keeps it
 // at zero (minReplicaCount 0); when requests arrive scaleplane's stream
 // says active, KEDA wakes it, and its HPA scales on GetMetrics.
-func TestIssue14ExternalPushScaler(t *testing.T) {
+func TestExternalPushScaler(t *testing.T) {
 	e := start(t)
 	ns := cluster.Namespace(t)
 	ex := framework.NewExporter(t, 0)

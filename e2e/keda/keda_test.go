@@ -24,7 +24,7 @@ const cpuRange = `    minReplicas: 1
 // carries every count to both racks (C1); KEDA's pause annotations hold
 // the count without scaleplane taking over; deleting the ScaledObject
 // hands the workload back to scaleplane's HPA.
-func TestIssue14KEDAScalesAndScaleplaneStandsDown(t *testing.T) {
+func TestKEDAScalesAndScaleplaneStandsDown(t *testing.T) {
 	start(t)
 	ns := cluster.Namespace(t)
 	apply(t, ns, rackedCluster("web", 1, cpuRange))
@@ -95,7 +95,7 @@ func TestIssue14KEDAScalesAndScaleplaneStandsDown(t *testing.T) {
 // Issue 14 item 1: beside a ScaledObject, scaleplane's own trigger
 // autoscaler stands down too (a Warning, no write through /scale while
 // KEDA scales), and takes over again when the ScaledObject goes.
-func TestIssue14KEDAStandsDownTheTriggerAutoscaler(t *testing.T) {
+func TestKEDAStandsDownTheTriggerAutoscaler(t *testing.T) {
 	start(t)
 	ns := cluster.Namespace(t)
 	ex := framework.NewExporter(t, 45)
@@ -134,7 +134,7 @@ func TestIssue14KEDAStandsDownTheTriggerAutoscaler(t *testing.T) {
 // target as not found and creates no HPA. scaleplane's own HPA cannot
 // either (see e2e/controllers); its trigger autoscaler, which writes
 // /scale directly, is the autoscaler for such kinds.
-func TestIssue14KEDACannotScaleAClusterScopedKind(t *testing.T) {
+func TestKEDACannotScaleAClusterScopedKind(t *testing.T) {
 	start(t)
 	ns := cluster.Namespace(t)
 	crd := clusterScopedCRD()

@@ -53,14 +53,14 @@ const churnConcurrency = 16
 // would exceed it more than ten times over.
 const goroutineTolerance = 20
 
-// TestIssue10Item4Churn creates, scales and deletes several hundred
+// TestChurn creates, scales and deletes several hundred
 // autoscaled workloads while the trigger autoscaler ticks every second,
 // with deletions landing before, during and after ticks, then checks that
 // the lifecycle left nothing behind: no busy worker, no in-flight tick,
 // goroutines back to their baseline, no workload in the autoscaler's
 // memory or in its metrics, and a new workload still scales on its
 // trigger.
-func TestIssue10Item4Churn(t *testing.T) {
+func TestChurn(t *testing.T) {
 	began := time.Now()
 	n := churnWorkloads(t)
 	ns := cluster.Namespace(t)

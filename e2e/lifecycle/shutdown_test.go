@@ -41,13 +41,13 @@ const gracePeriod = 30 * time.Second
 // by each deletion would leave none.
 const shutdownWorkloads = 24
 
-// TestIssue10Item4CtrlCExitsCleanly runs the real scaleplane binary, with
+// TestCtrlCExitsCleanly runs the real scaleplane binary, with
 // leader election as it runs in a cluster, against the control plane;
 // autoscaled workloads tick every second and are being deleted when it gets
 // SIGINT. It must exit 0 before its graceful-shutdown deadline, and hand
 // back its lease. A worker wedged by a deletion used to make it wait out
 // the whole grace period and exit 1.
-func TestIssue10Item4CtrlCExitsCleanly(t *testing.T) {
+func TestCtrlCExitsCleanly(t *testing.T) {
 	bin := buildBinary(t)
 	ns := cluster.Namespace(t)
 	port := exporter(t)

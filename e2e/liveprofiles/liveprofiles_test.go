@@ -168,9 +168,9 @@ func field(u *unstructured.Unstructured, path string) (string, error) {
 	return b.String(), nil
 }
 
-// TestIssue12Item4LiveProfilesThroughKubectl: profiles applied to a
+// TestLiveProfilesThroughKubectl: profiles applied to a
 // running scaleplane with kubectl take effect without a restart.
-func TestIssue12Item4LiveProfilesThroughKubectl(t *testing.T) {
+func TestLiveProfilesThroughKubectl(t *testing.T) {
 	bin := buildBinary(t)
 	startApp(t, false)
 	// ScaleProfiles are cluster-scoped: they outlive the test's namespace.
@@ -401,13 +401,13 @@ spec:
 	})
 }
 
-// TestIssue12Item4StartupSyncKeepsLiveEntries: a replica's start-up sync,
+// TestStartupSyncKeepsLiveEntries: a replica's start-up sync,
 // which runs before its ScaleProfile reconciler and whether or not it
 // leads, keeps the entries of the active ScaleProfiles; otherwise every
 // start would remove them and objects of those kinds would be admitted
 // unjudged until the leader resynced. The replica here never leads
 // (another holds the lease), so only its start-up sync writes entries.
-func TestIssue12Item4StartupSyncKeepsLiveEntries(t *testing.T) {
+func TestStartupSyncKeepsLiveEntries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	golden, err := os.ReadFile(filepath.Join(testdata(), "leaderworkerset.golden"))

@@ -48,10 +48,10 @@ var notExported = map[string]string{
 	"up": "Prometheus' scrape health of each target",
 }
 
-// TestIssue11Item7MonitoringNamesExportedMetrics runs the app, drives
+// TestMonitoringNamesExportedMetrics runs the app, drives
 // every subsystem once, and checks each expression's metric names against
 // the metric families its /metrics serves.
-func TestIssue11Item7MonitoringNamesExportedMetrics(t *testing.T) {
+func TestMonitoringNamesExportedMetrics(t *testing.T) {
 	exprs := expressions(t)
 	used := map[string][]string{}
 	for where, e := range exprs {

@@ -60,14 +60,14 @@ func view(t *testing.T, kind string) *profile.Compiled {
 	return nil
 }
 
-// TestIssue12Item1InferredProfilesScale: each profile profile init infers,
+// TestInferredProfilesScale: each profile profile init infers,
 // with no hand edit, scales its kind through the real API server and
 // kubectl: create (defaulted), kubectl scale up (fanned out to the member
 // groups and the pin), kubectl scale to 0 (allowed, or refused naming the
 // schema limit where the schema's minimum forbids the pin), autoscale (a
 // range with a metric: scaleplane's HPA, run by the real HPA controller),
 // delete.
-func TestIssue12Item1InferredProfilesScale(t *testing.T) {
+func TestInferredProfilesScale(t *testing.T) {
 	startScaleplane(t)
 	ns := cluster.Namespace(t)
 	cases := []struct {

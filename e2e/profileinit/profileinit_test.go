@@ -95,7 +95,7 @@ func inferAll() ([]*profile.Compiled, error) {
 	return out, nil
 }
 
-func TestIssue12Item1ProfileInitAppliesAsIs(t *testing.T) {
+func TestProfileInitAppliesAsIs(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "scaleplane")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/scaleplane")
 	build.Dir = framework.RepoRoot()

@@ -32,7 +32,7 @@ const backlog = `sum(queue_messages{namespace="${namespace}",job="web"})`
 // the gauge steps. When each count was reached is not asserted (the two
 // stores scrape at different instants, and the autoscaler ticks each
 // workload on its own); the test logs the lag between the two.
-func TestIssue14SameDecisionsFromTheEmbeddedStoreAndPrometheus(t *testing.T) {
+func TestSameDecisionsFromTheEmbeddedStoreAndPrometheus(t *testing.T) {
 	e := start(t)
 	ns := cluster.Namespace(t)
 	ex := framework.NewExporter(t, 0)
@@ -99,7 +99,7 @@ func TestIssue14SameDecisionsFromTheEmbeddedStoreAndPrometheus(t *testing.T) {
 
 // With autoscaler.prometheusURL set, a trigger naming no source is
 // evaluated by that server, with its placeholders expanded.
-func TestIssue14RemotePrometheusIsTheDefault(t *testing.T) {
+func TestRemotePrometheusIsTheDefault(t *testing.T) {
 	e := start(t)
 	ns := cluster.Namespace(t)
 	ex := framework.NewExporter(t, 0)

@@ -116,12 +116,12 @@ spec:
   - name: b
 `
 
-// TestIssue12Item2ReplicasZeroOnCreate (M7; issue 12 (a)): creating an
+// TestReplicasZeroOnCreate (M7; issue 12 (a)): creating an
 // object with replicas: 0 on a kind whose scale config bounds have a
 // minimum of 1 is accepted, with a warning that says why no pin was
 // written. Before schema awareness the pin {0, 0} made the API server
 // refuse the object with errors on fields the user never wrote.
-func TestIssue12Item2ReplicasZeroOnCreate(t *testing.T) {
+func TestReplicasZeroOnCreate(t *testing.T) {
 	startScaleplane(t)
 	ns := cluster.Namespace(t)
 	_, stderr, err := kubectl(t, fmt.Sprintf(app, "idle", ns, 0), "apply", "--server-side", "-f", "-")
@@ -145,13 +145,13 @@ func TestIssue12Item2ReplicasZeroOnCreate(t *testing.T) {
 	}
 }
 
-// TestIssue12Item2ScaleToZeroOnPinned (S2, C6; issue 12 (b)): kubectl
+// TestScaleToZeroOnPinned (S2, C6; issue 12 (b)): kubectl
 // scale --replicas=0 on a pinned object is refused at admission, naming
 // the schema's limit, and replicas, the pin and the shards stay together.
 // A count the schema accepts goes through and the controller carries it
 // to the pin and the shards. Before, the scale was accepted and the
 // controller retried a refused write in a loop.
-func TestIssue12Item2ScaleToZeroOnPinned(t *testing.T) {
+func TestScaleToZeroOnPinned(t *testing.T) {
 	startScaleplane(t)
 	ns := cluster.Namespace(t)
 	if _, _, err := kubectl(t, fmt.Sprintf(app, "web", ns, 3), "apply", "--server-side", "-f", "-"); err != nil {

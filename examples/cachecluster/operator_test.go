@@ -231,13 +231,13 @@ func shardMembers(cc *cachev1.CacheCluster) []int32 {
 	return out
 }
 
-// TestIssue16Item7TwoKindsTriggersAndTheBinaryBeside is the example's
+// TestTwoKindsTriggersAndTheBinaryBeside is the example's
 // proof: two kinds set up separately on one manager (a CacheCluster fanned
 // out to its shards, a CacheProxy), defaulting and /scale through the real
 // API server, a PromQL trigger scaling a CacheCluster, and the scaleplane
 // binary running beside the operator, neither removing the other's
 // webhooks, also across a restart of the operator.
-func TestIssue16Item7TwoKindsTriggersAndTheBinaryBeside(t *testing.T) {
+func TestTwoKindsTriggersAndTheBinaryBeside(t *testing.T) {
 	c := cluster.Client
 	port := freePort(t)
 	op := startOperator(t, port)

@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// TestIssue16Item4TypedStaysTyped: a kind the scheme knows is read through
+// TestTypedStaysTyped: a kind the scheme knows is read through
 // its typed object (one typed informer in a cache), and comes back as the
 // unstructured object package profile reads; a kind it does not know is
 // read unstructured.
-func TestIssue16Item4TypedStaysTyped(t *testing.T) {
+func TestTypedStaysTyped(t *testing.T) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)

@@ -58,11 +58,11 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestIssue10Item6Authentication: no or bogus credentials are 401 (item 8:
+// TestAuthentication: no or bogus credentials are 401 (item 8:
 // controller-runtime's filter answers a bogus token 500), an
 // authenticated caller without the permission 403, an API server that
 // cannot review the token or the access 503.
-func TestIssue10Item6Authentication(t *testing.T) {
+func TestAuthentication(t *testing.T) {
 	fake := &fakeAPIServer{}
 	api := httptest.NewServer(fake)
 	t.Cleanup(api.Close)

@@ -8,12 +8,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestIssue16Item6V1alpha1FilesConvert: a config.scaleplane.io/v1alpha1
+// TestV1alpha1FilesConvert: a config.scaleplane.io/v1alpha1
 // file, with the profile field names of before issue 12 item 8 and issue 16
 // item 6, loads to the same Configuration as the v1alpha2 file that says
 // the same, with one deprecation warning naming every renamed field the
 // file uses; it is decoded as strictly as a v1alpha2 file.
-func TestIssue16Item6V1alpha1FilesConvert(t *testing.T) {
+func TestV1alpha1FilesConvert(t *testing.T) {
 	read := func(name string) string {
 		data, err := os.ReadFile(name)
 		if err != nil {

@@ -6,10 +6,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestIssue10Item6ServerLimits: the server limits are read from the
+// TestServerLimits: the server limits are read from the
 // component configuration, every one left out takes its default, and
 // limits that cannot work together are refused with the setting to change.
-func TestIssue10Item6ServerLimits(t *testing.T) {
+func TestServerLimits(t *testing.T) {
 	const header = "apiVersion: config.scaleplane.io/v1alpha2\nkind: Configuration\n"
 	t.Run("partial", func(t *testing.T) {
 		got, _, err := Parse([]byte(header + `servers:

@@ -29,10 +29,10 @@ func TestV10QueryLimitsFromConfig(t *testing.T) {
 	}
 }
 
-// TestIssue10ScrapeLimitsFromConfig: the configuration's store and scrape
+// TestScrapeLimitsFromConfig: the configuration's store and scrape
 // bounds reach the store and the scraper, and config's documented defaults
 // are package promql's.
-func TestIssue10ScrapeLimitsFromConfig(t *testing.T) {
+func TestScrapeLimitsFromConfig(t *testing.T) {
 	c := &configv1alpha2.Configuration{}
 	c.Default()
 	type bounds struct {

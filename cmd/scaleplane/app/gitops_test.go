@@ -11,11 +11,11 @@ import (
 	"github.com/scaleplane/scaleplane/profile"
 )
 
-// TestIssue12Item7GitOpsNeedsCertManagerOrFiles: GitOps mode with the
+// TestGitOpsNeedsCertManagerOrFiles: GitOps mode with the
 // self-signed CA, which scaleplane would have to write into the
 // repository's configurations, is refused before anything starts, saying
 // which modes work; cert-manager and files modes are accepted.
-func TestIssue12Item7GitOpsNeedsCertManagerOrFiles(t *testing.T) {
+func TestGitOpsNeedsCertManagerOrFiles(t *testing.T) {
 	cfg := &configv1alpha2.Configuration{}
 	cfg.Default()
 	for _, tc := range []struct {
@@ -32,11 +32,11 @@ func TestIssue12Item7GitOpsNeedsCertManagerOrFiles(t *testing.T) {
 	}
 }
 
-// TestIssue12Item7RenderedConfigurationsCarryTheInjection: in cert-manager
+// TestRenderedConfigurationsCarryTheInjection: in cert-manager
 // mode the rendered configurations carry the annotation that has
 // cert-manager's CA injector fill caBundle from the rendered serving
 // Certificate; in files mode they carry none (the user adds caBundle).
-func TestIssue12Item7RenderedConfigurationsCarryTheInjection(t *testing.T) {
+func TestRenderedConfigurationsCarryTheInjection(t *testing.T) {
 	cfg := profile.SampleConfiguration()
 	views, err := profile.CompileAll(cfg.Profiles)
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestIssue15Item4MetricsRequestHook: dev's hook on the metrics server sees
+// TestMetricsRequestHook: dev's hook on the metrics server sees
 // each request with the status the handler answered.
-func TestIssue15Item4MetricsRequestHook(t *testing.T) {
+func TestMetricsRequestHook(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/activity/", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusAccepted)

@@ -9,9 +9,9 @@ import (
 	"github.com/scaleplane/scaleplane/profile"
 )
 
-// TestIssue11Item4Preflight: what a pod gives the binary is checked before
+// TestPreflight: what a pod gives the binary is checked before
 // anything else, each problem with the setting or volume to fix.
-func TestIssue11Item4Preflight(t *testing.T) {
+func TestPreflight(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {

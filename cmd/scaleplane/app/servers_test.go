@@ -60,10 +60,10 @@ func startServers(t *testing.T, cfg *configv1alpha2.Configuration, dev bool) (me
 	return srvs[0].Listener.Addr().String(), srvs[1].Listener.Addr().String()
 }
 
-// TestIssue10Item6MetricsServerHTTP2: the metrics server refuses an h2-only
+// TestMetricsServerHTTP2: the metrics server refuses an h2-only
 // client in the TLS handshake and speaks HTTP/1.1 to the others, unless
 // servers.enableHTTP2 is set (controller-runtime's offers h2).
-func TestIssue10Item6MetricsServerHTTP2(t *testing.T) {
+func TestMetricsServerHTTP2(t *testing.T) {
 	for _, enabled := range []bool{false, true} {
 		cfg := profile.SampleConfiguration()
 		cfg.Servers.EnableHTTP2 = enabled
@@ -89,12 +89,12 @@ func TestIssue10Item6MetricsServerHTTP2(t *testing.T) {
 	}
 }
 
-// TestIssue10Item6ProbeAndMetricsLimits: the configured limits reach the
+// TestProbeAndMetricsLimits: the configured limits reach the
 // probe and metrics servers: a client trickling headers to the probe
 // server is cut after servers.probes.readHeaderTimeoutSeconds while
 // /healthz is answered, and a body over servers.metrics.maxRequestBodyBytes
 // is a 413.
-func TestIssue10Item6ProbeAndMetricsLimits(t *testing.T) {
+func TestProbeAndMetricsLimits(t *testing.T) {
 	cfg := profile.SampleConfiguration()
 	cfg.Servers.Probes.ReadHeaderTimeoutSeconds = 1
 	cfg.Servers.Probes.ReadTimeoutSeconds = 1

@@ -33,10 +33,10 @@ func names(p plan) []string {
 	return out
 }
 
-// TestIssue15Item1PlanPods: one pod per member of each rack (member i of
+// TestPlanPods: one pod per member of each rack (member i of
 // every rack before member i+1 of any, so a cap leaves racks even), one
 // per replica for the other shapes, the cap and bad names reported.
-func TestIssue15Item1PlanPods(t *testing.T) {
+func TestPlanPods(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		kind     Kind
@@ -105,10 +105,10 @@ func TestIssue15Item1PlanPods(t *testing.T) {
 	}
 }
 
-// TestIssue15Item1PodLabels: pods carry the profile's labels with ${name}
+// TestPodLabels: pods carry the profile's labels with ${name}
 // and ${group} replaced, the group label, and dev's mark; a value no label
 // can hold leaves the pod out with the reason.
-func TestIssue15Item1PodLabels(t *testing.T) {
+func TestPodLabels(t *testing.T) {
 	p := planPods(racked, "web", []group{{"a", 1}}, 0, 64)
 	want := map[string]string{
 		"samples.scaleplane.io/cluster": "web",
@@ -130,9 +130,9 @@ func TestIssue15Item1PodLabels(t *testing.T) {
 	}
 }
 
-// TestIssue15Item1RackStatus: status.racks lists every rack in spec order
+// TestRackStatus: status.racks lists every rack in spec order
 // with its ready pods, and is written only when it differs.
-func TestIssue15Item1RackStatus(t *testing.T) {
+func TestRackStatus(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	groups := []group{{"a", 2}, {"b", 2}}
 	got, changed := rackStatus(u, groups, map[string]int{"a": 2})
@@ -152,9 +152,9 @@ func TestIssue15Item1RackStatus(t *testing.T) {
 	}
 }
 
-// TestIssue15Item1OnlyLoopbackAPIServer: the World refuses an API server
+// TestOnlyLoopbackAPIServer: the World refuses an API server
 // that is not dev's own, on loopback.
-func TestIssue15Item1OnlyLoopbackAPIServer(t *testing.T) {
+func TestOnlyLoopbackAPIServer(t *testing.T) {
 	for host, ok := range map[string]bool{
 		"https://127.0.0.1:6443":  true,
 		"https://[::1]:6443":      true,
@@ -170,9 +170,9 @@ func TestIssue15Item1OnlyLoopbackAPIServer(t *testing.T) {
 	}
 }
 
-// TestIssue15Item1SampleKinds: dev plays the sample kinds' operators, with
+// TestSampleKinds: dev plays the sample kinds' operators, with
 // their profiles' pod labels, and no other kind's.
-func TestIssue15Item1SampleKinds(t *testing.T) {
+func TestSampleKinds(t *testing.T) {
 	profiles := append(profile.Samples(), v1alpha1.ScaleProfileSpec{Target: v1alpha1.TargetKind{APIVersion: "example.com/v1", Kind: "RackedCluster"}})
 	got := map[string]Shape{}
 	for _, k := range SampleKinds(profiles) {

@@ -11,11 +11,11 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// TestIssue15Item1PodServer: a pod's server listens on loopback, counts
+// TestPodServer: a pod's server listens on loopback, counts
 // every work request in http_requests_total and observes its latency, and
 // serves both as Prometheus exposition that the scraper's parser reads;
 // after stop it refuses connections.
-func TestIssue15Item1PodServer(t *testing.T) {
+func TestPodServer(t *testing.T) {
 	s, err := startPodServer("web-a-0")
 	if err != nil {
 		t.Fatal(err)

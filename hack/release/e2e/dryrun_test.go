@@ -92,13 +92,13 @@ func apply(ctx context.Context, objs []*unstructured.Unstructured, dryRun bool) 
 	return errs
 }
 
-// TestIssue11Item5ServerDryRun has the API server validate, with a
+// TestServerDryRun has the API server validate, with a
 // server-side dry run, every object of config/default, the samples overlay,
 // config/prometheus, and the chart with default values and with every
 // option set: schemas of the built-in kinds, of cert-manager's and of the
 // Prometheus Operator's CRDs, and field validation (unknown fields are
 // errors).
-func TestIssue11Item5ServerDryRun(t *testing.T) {
+func TestServerDryRun(t *testing.T) {
 	installCRDs(t)
 	ensureNamespace(t, manifests.Namespace)
 	root := framework.RepoRoot()

@@ -398,7 +398,7 @@ func deployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deploym
 	return d
 }
 
-// TestIssue11Item4ImageRunsAsItsPod runs the image the way each install
+// TestImageRunsAsItsPod runs the image the way each install
 // path's pod runs it, in in-cluster mode against the real API server,
 // waits for the Deployment's readiness probe, and has the API server admit
 // a RackedCluster through the container's webhook. The args, env,
@@ -412,7 +412,7 @@ func deployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1.Deploym
 //
 // Then SIGTERM, as the kubelet sends it: the container exits 0 within the
 // grace period.
-func TestIssue11Item4ImageRunsAsItsPod(t *testing.T) {
+func TestImageRunsAsItsPod(t *testing.T) {
 	img := testImage(t)
 	root := framework.RepoRoot()
 	t.Run("kustomize", func(t *testing.T) {
@@ -487,11 +487,11 @@ func TestIssue11Item4ImageRunsAsItsPod(t *testing.T) {
 	})
 }
 
-// TestIssue11Item4ImageE2ECatchesBrokenImagesAndPods proves the test above
+// TestImageE2ECatchesBrokenImagesAndPods proves the test above
 // can fail: each variant breaks one thing of the image or of the pod the
 // kustomize tree renders, and the run must fail with a message that names
 // it. A variant that started and became ready would fail this test.
-func TestIssue11Item4ImageE2ECatchesBrokenImagesAndPods(t *testing.T) {
+func TestImageE2ECatchesBrokenImagesAndPods(t *testing.T) {
 	img := testImage(t)
 	objs, err := manifests.Kustomize(filepath.Join(framework.RepoRoot(), "config", "samples", "deploy"))
 	if err != nil {

@@ -55,10 +55,10 @@ func testIndex(t *testing.T) v1.ImageIndex {
 	return built
 }
 
-// TestIssue11Item2Reproducible builds the image a second time, from a new
+// TestReproducible builds the image a second time, from a new
 // work directory, and writes both as layouts: the same sources give the
 // same index digest and byte-identical index.json files.
-func TestIssue11Item2Reproducible(t *testing.T) {
+func TestReproducible(t *testing.T) {
 	first := testIndex(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -113,10 +113,10 @@ func TestIssue11Item2Reproducible(t *testing.T) {
 	}
 }
 
-// TestIssue11Item2Contents checks what is in each platform's image: the
+// TestContents checks what is in each platform's image: the
 // runtime configuration, the labels, and every file of every layer with
 // its owner, mode and time.
-func TestIssue11Item2Contents(t *testing.T) {
+func TestContents(t *testing.T) {
 	idx := testIndex(t)
 	im, err := idx.IndexManifest()
 	if err != nil {
@@ -217,9 +217,9 @@ func TestIssue11Item2Contents(t *testing.T) {
 	}
 }
 
-// TestIssue11Item2LayersSorted: tar entries are in path order, each parent
+// TestLayersSorted: tar entries are in path order, each parent
 // before its children, the reproducibility rule tar does not enforce.
-func TestIssue11Item2LayersSorted(t *testing.T) {
+func TestLayersSorted(t *testing.T) {
 	img, err := PlatformImage(testIndex(t), "linux", "amd64")
 	if err != nil {
 		t.Fatal(err)
@@ -252,9 +252,9 @@ func TestIssue11Item2LayersSorted(t *testing.T) {
 	}
 }
 
-// TestIssue11Item3VersionInImage runs `scaleplane version` from the image
+// TestVersionInImage runs `scaleplane version` from the image
 // built for this machine: the stamps the release passes reach the binary.
-func TestIssue11Item3VersionInImage(t *testing.T) {
+func TestVersionInImage(t *testing.T) {
 	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
 		t.Skipf("the image's binaries do not run on %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
@@ -280,11 +280,11 @@ func TestIssue11Item3VersionInImage(t *testing.T) {
 	}
 }
 
-// TestIssue11Item2DockerfileEquivalent keeps the Dockerfile, for users who
+// TestDockerfileEquivalent keeps the Dockerfile, for users who
 // build with an engine, equal to this package's image where it can be
 // compared: the base (distroless static, nonroot), the entrypoint, the
 // user, the label keys, and the go build flags and environment.
-func TestIssue11Item2DockerfileEquivalent(t *testing.T) {
+func TestDockerfileEquivalent(t *testing.T) {
 	f, err := os.Open(filepath.Join(testOptions.RepoRoot, "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +356,7 @@ func TestIssue11Item2DockerfileEquivalent(t *testing.T) {
 	}
 }
 
-func TestIssue11Item2WriteLayoutKeepsForeignFiles(t *testing.T) {
+func TestWriteLayoutKeepsForeignFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "image")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -40,10 +40,10 @@ func render(t testing.TB, values map[string]any) []*unstructured.Unstructured {
 	return objs
 }
 
-// TestIssue11Item5ChartLint runs Helm's linter (Chart.yaml, values against
+// TestChartLint runs Helm's linter (Chart.yaml, values against
 // values.schema.json, every template rendered and parsed) with the default
 // values and with every option set.
-func TestIssue11Item5ChartLint(t *testing.T) {
+func TestChartLint(t *testing.T) {
 	kv, err := chartutil.ParseKubeVersion(KubeVersion)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestIssue11Item5ChartLint(t *testing.T) {
 	}
 }
 
-// TestIssue11Item5ChartDefaultsAreConfigDefault: with default values the
+// TestChartDefaultsAreConfigDefault: with default values the
 // chart installs config/default's objects. Compared after dropping Helm's
 // labels; the intended differences, normalized here, are:
 //   - the Namespace: config/default creates it, the chart leaves it to
@@ -75,7 +75,7 @@ func TestIssue11Item5ChartLint(t *testing.T) {
 //     content is compared after decoding, as scaleplane reads it;
 //   - the image: kustomize's placeholder tag :latest, the chart's
 //     appVersion; `make release` pins both by digest.
-func TestIssue11Item5ChartDefaultsAreConfigDefault(t *testing.T) {
+func TestChartDefaultsAreConfigDefault(t *testing.T) {
 	kobjs, err := Kustomize(filepath.Join(repoRoot(t), DefaultDir))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestIssue11Item5ChartDefaultsAreConfigDefault(t *testing.T) {
 var hashSuffix = regexp.MustCompile(`^(scaleplane-config)-[a-z0-9]{10}$`)
 
 // normalize keys objects by kind/namespace/name and removes the intended
-// differences listed on TestIssue11Item5ChartDefaultsAreConfigDefault.
+// differences listed on TestChartDefaultsAreConfigDefault.
 func normalize(t *testing.T, objs []*unstructured.Unstructured, source string) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
@@ -163,9 +163,9 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// TestIssue11Item5ChartEveryOption renders every option and checks that
+// TestChartEveryOption renders every option and checks that
 // each reached the object it is for.
-func TestIssue11Item5ChartEveryOption(t *testing.T) {
+func TestChartEveryOption(t *testing.T) {
 	objs := render(t, EveryOption())
 	dep := Find(objs, "Deployment", ManagerName)
 	if dep == nil {
@@ -266,11 +266,11 @@ func envValue(container map[string]any, name string) any {
 	return nil
 }
 
-// TestIssue10ChartGoMemLimit: without goMemLimit, the chart sets GOMEMLIMIT
+// TestChartGoMemLimit: without goMemLimit, the chart sets GOMEMLIMIT
 // to 80% of resources.limits.memory, as config/manager does for its 512Mi
 // (410MiB), in whatever unit the limit is written; no limit, no GOMEMLIMIT;
 // a limit it cannot read fails the render saying to set goMemLimit.
-func TestIssue10ChartGoMemLimit(t *testing.T) {
+func TestChartGoMemLimit(t *testing.T) {
 	c, err := LoadChart(filepath.Join(repoRoot(t), ChartDir))
 	if err != nil {
 		t.Fatal(err)
@@ -321,9 +321,9 @@ func nested(o *unstructured.Unstructured, path ...string) any {
 	return v
 }
 
-// TestIssue11Item5ChartRefusesBadValues: values that cannot work fail the
+// TestChartRefusesBadValues: values that cannot work fail the
 // render with what to change, instead of installing something broken.
-func TestIssue11Item5ChartRefusesBadValues(t *testing.T) {
+func TestChartRefusesBadValues(t *testing.T) {
 	c, err := LoadChart(filepath.Join(repoRoot(t), ChartDir))
 	if err != nil {
 		t.Fatal(err)
@@ -354,11 +354,11 @@ func TestIssue11Item5ChartRefusesBadValues(t *testing.T) {
 	}
 }
 
-// TestIssue11Item7MonitoringGolden keeps config/prometheus's copies of the
+// TestMonitoringGolden keeps config/prometheus's copies of the
 // chart's rules and dashboard equal to the chart's files (kustomize cannot
 // read files outside its tree, Helm outside its chart). Regenerate with
 // UPDATE_GOLDEN=1.
-func TestIssue11Item7MonitoringGolden(t *testing.T) {
+func TestMonitoringGolden(t *testing.T) {
 	root := repoRoot(t)
 	rules, err := os.ReadFile(filepath.Join(root, ChartDir, "files", "prometheus-rules.yaml"))
 	if err != nil {

@@ -16,13 +16,13 @@ import (
 	"github.com/scaleplane/scaleplane/profile"
 )
 
-// TestIssue12Item7ChartGitOpsIsRender: with gitOps.enabled the chart runs
+// TestChartGitOpsIsRender: with gitOps.enabled the chart runs
 // scaleplane with --gitops and holds every webhook entry itself, equal to
 // what `scaleplane render webhooks` prints for the same profiles and
 // settings (names, paths, rules, selectors, timeout, the CA injection
 // annotation); without it the configurations ship empty, for scaleplane to
 // fill. GitOps mode with self-signed certificates is refused.
-func TestIssue12Item7ChartGitOpsIsRender(t *testing.T) {
+func TestChartGitOpsIsRender(t *testing.T) {
 	values := EveryOption()
 	objs := render(t, values)
 	specs := profile.Samples()

@@ -12,10 +12,10 @@ import (
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 )
 
-// TestIssue11Item6Release: dist/install.yaml is config/default with the
+// TestRelease: dist/install.yaml is config/default with the
 // image pinned by digest, installs scaleplane only (no CRD, no profile),
 // and the packaged chart carries the version and the same pinned image.
-func TestIssue11Item6Release(t *testing.T) {
+func TestRelease(t *testing.T) {
 	dist := t.TempDir()
 	digest := "sha256:" + strings.Repeat("0f", 32)
 	install, chartPath, err := Release(ReleaseOptions{
