@@ -106,7 +106,7 @@ func TestFanOutNote(t *testing.T) {
 	}
 }
 
-// TestFanOutUnicodeSpace reproduces issue 10 item 5 in the
+// TestFanOutUnicodeSpace holds, in the
 // fan-out controller: a pinned annotation config with a leading space that
 // JSON does not allow was read (a hand-written path trimmed it) but could
 // not be rewritten (encoding/json refused it), so every reconcile failed.

@@ -24,7 +24,7 @@ import (
 
 // KindRuntime is the controller of one profiled kind that is started and
 // stopped while the manager runs, for kinds activated at run time
-// (ScaleProfiles, PHASE2 section 2), where SetupKind registers a kind for
+// (ScaleProfiles), where SetupKind registers a kind for
 // the manager's whole life. It is built unmanaged: the caller (a runnable
 // on the elected leader) starts it once the manager's cache runs and stops
 // it when the kind's profile goes away or changes. A controller starts

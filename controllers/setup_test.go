@@ -66,7 +66,7 @@ func TestSetupPerKind(t *testing.T) {
 // not is obeyed too, so the owner in the name is what keeps embedders apart.
 func TestManagerControllerOptions(t *testing.T) {
 	skip := true
-	opts := Options{KEDADiscoveryInterval: -1, Owner: "issue16-item4"}
+	opts := Options{KEDADiscoveryInterval: -1, Owner: "owner-a"}
 	for i := range 2 {
 		m := offlineManager(t, config.Controller{SkipNameValidation: &skip})
 		if err := SetupKind(m, sampleView(t, "RackedCluster"), opts); err != nil {
@@ -79,11 +79,11 @@ func TestManagerControllerOptions(t *testing.T) {
 	}
 	again := offlineManager(t, config.Controller{})
 	err := SetupKind(again, sampleView(t, "WorkerGroup"), opts)
-	if err == nil || !strings.Contains(err.Error(), "issue16-item4-workergroup") {
-		t.Errorf("a second controller named issue16-item4-workergroup under a validating manager: %v, want controller-runtime's name conflict", err)
+	if err == nil || !strings.Contains(err.Error(), "owner-a-workergroup") {
+		t.Errorf("a second controller named owner-a-workergroup under a validating manager: %v, want controller-runtime's name conflict", err)
 	}
 	other := offlineManager(t, config.Controller{})
-	if err := SetupKind(other, sampleView(t, "WorkerGroup"), Options{KEDADiscoveryInterval: -1, Owner: "issue16-item4-other"}); err != nil {
+	if err := SetupKind(other, sampleView(t, "WorkerGroup"), Options{KEDADiscoveryInterval: -1, Owner: "owner-a-other"}); err != nil {
 		t.Errorf("another owner's controller of the same kind: %v", err)
 	}
 }

@@ -182,7 +182,7 @@ func TestReconcileReportsAFailedWriteOnce(t *testing.T) {
 // TestV11SelectorNeverSilentlyDropped: a group name that cannot be a label
 // value (admitted before V11, or stored before the webhook existed) leaves
 // the /scale selector as it was, and the workload says why with a Warning,
-// once, instead of the selector silently going missing (issue 10 item 4).
+// once, instead of the selector silently going missing.
 func TestV11SelectorNeverSilentlyDropped(t *testing.T) {
 	obj := rc("demo").replicas(3).rack("rack/a", 3).obj()
 	obj.SetResourceVersion("")
@@ -212,7 +212,7 @@ func TestV11SelectorNeverSilentlyDropped(t *testing.T) {
 	}
 }
 
-// Issue 13 item 4: the fan-out's event reads right for every kind. A kind
+// The fan-out's event reads right for every kind. A kind
 // with member groups gets ScaledGroups with the groups' sizes; a kind
 // without them (a Function) whose pinned config follows R gets Scaled,
 // never a reason that speaks of groups it lacks.

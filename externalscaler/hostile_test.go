@@ -33,7 +33,7 @@ func wantStatus(t *testing.T, what string, err error, c codes.Code, says string)
 	}
 }
 
-// Issue 14 item 4, hostile caller: the port is plaintext gRPC reachable
+// Hostile caller: the port is plaintext gRPC reachable
 // from the cluster network, and a reference is only a namespace, a name and
 // metadata. A caller who names a real ScaledObject with metadata its owner
 // did not declare (a query of their own, of another namespace's metrics)
@@ -92,7 +92,7 @@ func TestExternalScalerHostileForgedRef(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4, hostile caller and tenant: a reference that names no
+// Hostile caller and tenant: a reference that names no
 // possible object, metadata larger than a trigger needs, a gRPC message
 // of megabytes, and a ScaledObject whose target name or kind (KEDA's CRD
 // checks neither) would become a regex or a label value: each is refused
@@ -147,7 +147,7 @@ func deadline(t *testing.T) context.Context {
 	return ctx
 }
 
-// Issue 14 item 4, hostile tenant: the embedded store holds the pods of
+// Hostile tenant: the embedded store holds the pods of
 // every namespace, and KEDA shows the value in the ScaledObject's own
 // namespace (its HPA's status). A query that leaves out the namespace, or
 // names another one, reads only the ScaledObject's namespace, through
@@ -211,7 +211,7 @@ func (g *gate) Eval(context.Context, string, time.Time, map[string]string) (floa
 	return 1, true, nil
 }
 
-// Issue 14 item 4, hostile caller: a flood of GetMetrics (or of streams
+// Hostile caller: a flood of GetMetrics (or of streams
 // evaluating every interval) runs at most MaxEvaluations evaluations at
 // once; the rest wait for a slot within their SampleTimeout and then get
 // Unavailable, "busy", rather than each taking a core.
@@ -253,7 +253,7 @@ func TestExternalScalerHostileEvaluationFlood(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4, hostile caller: streams are goroutines (StreamIsActive
+// Hostile caller: streams are goroutines (StreamIsActive
 // evaluates each interval, StreamMetricSpec waits for the caller to hang
 // up), so one trigger gets at most MaxStreamsPerTrigger and the server at
 // most MaxStreams; a closed stream gives its place back.
@@ -312,7 +312,7 @@ func TestExternalScalerHostileStreams(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4 and issue 10 item 1, hostile tenant: metadata.query is
+// Hostile tenant: metadata.query is
 // held to the query limits exactly as a workload trigger's is at
 // admission (the same checker, the same messages), before it is parsed
 // for the store, expanded or evaluated, and nothing is kept for it.
@@ -346,7 +346,7 @@ func TestExternalScalerHostileQueryCost(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4, hostile tenant: a threshold or a value beyond int64
+// Hostile tenant: a threshold or a value beyond int64
 // (KEDA reads the integer fields besides the float ones) is clamped, not
 // converted to whatever Go makes of it (-9223372036854775808 on amd64).
 func TestExternalScalerHostileHugeNumbers(t *testing.T) {
@@ -376,7 +376,7 @@ func TestExternalScalerHostileHugeNumbers(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4, lifecycle: when Serve's context ends (the manager
+// Lifecycle: when Serve's context ends (the manager
 // stops, leadership is lost) or its listener fails, it returns promptly
 // with streams still open that their caller never closes: they end with
 // Unavailable, and every trigger is released (the store keeps nothing).
@@ -457,7 +457,7 @@ func TestExternalScalerHostileShutdown(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4, hostile tenant: ScaledObjects of one namespace take at
+// Hostile tenant: ScaledObjects of one namespace take at
 // most MaxTriggersPerNamespace of the MaxTriggers places, so a tenant
 // with many ScaledObjects does not lock every other namespace out; the
 // places come back when their triggers are forgotten.
@@ -486,7 +486,7 @@ func TestExternalScalerHostileOneNamespaceFillsAll(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4, hostile caller: past MaxWaiting calls waiting for an
+// Hostile caller: past MaxWaiting calls waiting for an
 // evaluation slot, a call is refused at once instead of holding a
 // goroutine for up to SampleTimeout, so a flood of calls costs their
 // count, not their count times the timeout.
@@ -531,7 +531,7 @@ func TestExternalScalerHostileWaitingCalls(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4, tenant edits: when a ScaledObject's trigger changes,
+// Tenant edits: when a ScaledObject's trigger changes,
 // KEDA asks with the new metadata and never again with the old; the old
 // trigger is forgotten at that first call (its pods no longer scraped,
 // its series no longer kept), not after Idle, and it takes no place of
@@ -563,8 +563,7 @@ func TestExternalScalerHostileEditReleasesOld(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4 with issue 10 item 4 (nothing accepted that then
-// breaks): a query within the length limit as written can go over it once
+// Nothing accepted that then breaks: a query within the length limit as written can go over it once
 // the namespace matchers are added to its selectors. The answer says so,
 // at metadata.query, and how to write it so that nothing is added; written
 // that way, the same query is served.
@@ -592,7 +591,7 @@ func TestExternalScalerHostileRewriteLength(t *testing.T) {
 	}
 }
 
-// Issue 14 item 4: the namespace matcher reaches every selector, in every
+// The namespace matcher reaches every selector, in every
 // position a query can read series from (ranges, subqueries, @ and offset,
 // info's second argument), once.
 func TestExternalScalerHostileRewriteForms(t *testing.T) {
@@ -640,7 +639,7 @@ func BenchmarkExternalScalerResolve(b *testing.B) {
 	}
 }
 
-// Issue 14 item 4: KEDA stops asking about a deleted ScaledObject (or a
+// KEDA stops asking about a deleted ScaledObject (or a
 // removed trigger), so no call comes to forget it; the scraper's next
 // discovery does, instead of scraping its pods and keeping its series
 // until Idle.

@@ -13,7 +13,7 @@ import (
 
 const rps = `sum(rate(http_requests_total{namespace="${namespace}",job="${name}"}[1m]))`
 
-// Issue 14 item 4: a ScaledObject's metadata is read as a scaleplane
+// A ScaledObject's metadata is read as a scaleplane
 // trigger, with every problem reported at its metadata key.
 func TestMetadata(t *testing.T) {
 	cases := []struct {
@@ -67,7 +67,7 @@ func TestMetadata(t *testing.T) {
 			wantErr: []string{`metadata.metricName: Invalid value: "Not A Name"`, `metadata.podSelector: Invalid value: "app in (("`},
 		},
 		{
-			// Issue 14 item 4, hostile tenant: the scraper matches it
+			// Hostile tenant: the scraper matches it
 			// against every pod of the namespace on every cycle.
 			name:    "a selector of 2000 values",
 			md:      map[string]string{"query": "vector(1)", "threshold": "1", "podSelector": "app in (" + strings.Repeat("a,", 1999) + "a)"},

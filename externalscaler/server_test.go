@@ -245,7 +245,7 @@ func (f *fixture) declared(name string, md map[string]string) *pb.ScaledObjectRe
 
 func code(err error) codes.Code { return status.Code(err) }
 
-// Issue 14 item 4: KEDA's four calls answered from a trigger, with the
+// KEDA's four calls answered from a trigger, with the
 // placeholders of a workload trigger, KEDA's activation rule, and no data
 // as an error (KEDA keeps the count), never zero.
 func TestAnswers(t *testing.T) {

@@ -77,7 +77,7 @@ func (i *issued) pair(t *testing.T) tls.Certificate {
 	return p
 }
 
-// Issue 14 item 4, who may call: with ca.crt in certDir, a caller without
+// Who may call: with ca.crt in certDir, a caller without
 // a client certificate of that CA (anyone on the cluster network) is
 // refused before any call is read; KEDA with tlsClientCert and
 // tlsClientKey is answered. Without ca.crt, TLS only encrypts.

@@ -478,7 +478,7 @@ func (p *Compiled) writeAnnotationConfig(obj map[string]interface{}, c *scaling.
 		}
 		// The representation Read decoded, by the same decoder: what could
 		// be read can be written back, so defaulting never fails on what
-		// validation accepted (issue 10 item 5).
+		// validation accepted.
 		parsed, ferr := parseConfigJSON([]byte(s), p.layout.ConfigPath)
 		if ferr != nil {
 			return errors.New(ferr.Error())

@@ -569,7 +569,7 @@ func TestReadErrors(t *testing.T) {
 		in:      makeObj("Store", "st").annotate("scaleplane.io/scale-config", `minReplicas: 1`).obj(),
 		want:    []string{"FieldValueInvalid " + ann},
 	}, {
-		// Issue 10 item 5: JSON allows only its own four space characters.
+		// JSON allows only its own four space characters.
 		name:       "annotation starting with a no-break space",
 		profile:    foreignProfile(),
 		in:         makeObj("Store", "st").annotate("scaleplane.io/scale-config", "\u00a0{\"minReplicas\":1}").obj(),

@@ -65,11 +65,11 @@ func TestV9DecodeConfigJSON(t *testing.T) {
 		{name: "trailing data", data: `{"minReplicas":1} {}`, errs: []fieldErr{invalid("")}},
 		{name: "not an object", data: `[1,2]`, errs: []fieldErr{invalid("")}},
 		{name: "YAML is not JSON", data: "minReplicas: 1", errs: []fieldErr{invalid("")}},
-		{name: "issue 10 item 5: a leading no-break space", data: "\u00a0{}", errs: []fieldErr{invalid("")}},
-		{name: "issue 10 item 5: a trailing line separator", data: "{}\u2028", errs: []fieldErr{invalid("")}},
-		{name: "issue 10 item 5: a vertical tab", data: "\v{}", errs: []fieldErr{invalid("")}},
-		{name: "issue 10 item 5: a form feed", data: "{}\f", errs: []fieldErr{invalid("")}},
-		{name: "issue 10 item 5: a no-break space alone", data: "\u00a0", errs: []fieldErr{invalid("")}},
+		{name: "a leading no-break space", data: "\u00a0{}", errs: []fieldErr{invalid("")}},
+		{name: "a trailing line separator", data: "{}\u2028", errs: []fieldErr{invalid("")}},
+		{name: "a vertical tab", data: "\v{}", errs: []fieldErr{invalid("")}},
+		{name: "a form feed", data: "{}\f", errs: []fieldErr{invalid("")}},
+		{name: "a no-break space alone", data: "\u00a0", errs: []fieldErr{invalid("")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

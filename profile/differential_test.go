@@ -21,7 +21,7 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// The differential test of issue 10 item 3 (STYLE rule 13): the scale
+// The decode differential test: the scale
 // config read through Compiled.Read, at a spec path and in an annotation,
 // against sigs.k8s.io/json's strict decoding of the same bytes into a
 // scaling.Config ("std" below). When std accepts the bytes, the compiled
@@ -77,7 +77,7 @@ func differentialSeeds(t testing.TB) []string {
 		string(full),
 		`{"minReplicas":1,"maxReplicas":3}`,
 		" \t\r\n{\"minReplicas\":1}\n",
-		// Issue 10 item 5: spaces JSON does not allow.
+		// Spaces JSON does not allow.
 		"\u00a0{\"minReplicas\":1}", "{\"minReplicas\":1}\u2028", "\v{}", "{}\f", "\u00a0", "{\"minReplicas\":\u00a01}",
 		// D1.
 		``, `null`, " null ", " ",

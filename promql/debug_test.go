@@ -139,7 +139,7 @@ func TestDebugEval(t *testing.T) {
 			"type": "about:blank", "title": "Evaluation error", "status": 500.0, "detail": "query timed out in expression evaluation",
 		}},
 	}, {
-		// Issue 10 item 8 and V10: the debug endpoint's own bounds.
+		// V10: the debug endpoint's own bounds.
 		name: "unknown field",
 		body: `{"query": "up", "now": 5}`,
 		want: response{Status: 400, ContentType: "application/json", Body: map[string]any{"error": `invalid JSON body: json: unknown field "now"`}},

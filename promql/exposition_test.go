@@ -16,7 +16,7 @@ import (
 )
 
 // expfmtSeries is how the scraper read an exposition before it used
-// Prometheus' parser (scaleplane up to issue 10): prometheus/common's text
+// Prometheus' parser (in earlier releases): prometheus/common's text
 // parser into client objects, then flattened as Prometheus ingests them.
 // It is the reference of TestScrapeParseDifferential.
 func expfmtSeries(body string, requested map[string]struct{}, target labels.Labels) ([]string, error) {

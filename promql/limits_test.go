@@ -48,7 +48,7 @@ func deep(v int64, start int) verdict {
 
 // TestV10QueryCost: Check refuses every query over a bound of Limits with
 // the bound, its value and where, and accepts the queries triggers are made
-// of. Issue 10 items 1 and 2.
+// of (V10).
 func TestV10QueryCost(t *testing.T) {
 	longest := `sum(up{a="` + strings.Repeat("b", DefaultMaxQueryLength-13) + `"})`
 	tests := []struct {
@@ -68,7 +68,7 @@ func TestV10QueryCost(t *testing.T) {
 		{"matchers inside braces are not operators", `up{` + strings.Repeat(`a!~"b",`, 200) + `}`, verdict{Kind: "ok"}},
 		{"placeholders keep positions", `sum(rate(x{ns="${namespace}"}[1m])`, verdict{Kind: "query", Start: 34, Text: "1:35: parse error: unclosed left parenthesis"}},
 
-		// Item 1: subqueries over a long range at a tiny step.
+		// Subqueries over a long range at a tiny step.
 		{"10 years at 1ms", `max_over_time(up[10y:1ms])`, points(315_360_000_001, 14)},
 		{"10 years at 1ms around a rate", `max_over_time(sum(rate(x[5m]))[10y:1ms])`, points(315_360_000_001, 14)},
 		{"a year without a step (default 1m)", `max_over_time(up[1y:])`, points(525_601, 14)},
@@ -86,7 +86,7 @@ func TestV10QueryCost(t *testing.T) {
 		{"range() of an instant query", `rate(up[range()])`, verdict{Kind: "query", Start: 8, Text: "range must be greater than 0 (step() and range() are 0 in an instant query)"}},
 		{"step below a millisecond", `max_over_time(up[1s:0.0001])`, verdict{Kind: "query", Start: 14, Text: "subquery step 100µs is below the engine's resolution of 1ms"}},
 
-		// Item 2: length and depth, before parsing.
+		// Length and depth, before parsing.
 		{"one byte too long", longest + " ", verdict{Kind: "limit", Bound: BoundLength, Limit: DefaultMaxQueryLength, Value: DefaultMaxQueryLength + 1, Start: -1}},
 		{"120 KB chain", strings.Repeat("a + ", 30_000) + "a", verdict{Kind: "limit", Bound: BoundLength, Limit: DefaultMaxQueryLength, Value: 120_001, Start: -1}},
 		{"101 parentheses", strings.Repeat("(", 101) + "1" + strings.Repeat(")", 101), deep(101, 100)},
@@ -149,7 +149,7 @@ func TestV10LimitsConfigurable(t *testing.T) {
 	}
 }
 
-// hostileQueries are the inputs of issue 10 items 1 and 2.
+// hostileQueries are the cost-bomb inputs (V10).
 var hostileQueries = map[string]string{
 	"subquery 10y:1ms":        `max_over_time(sum(rate(x[5m]))[10y:1ms])`,
 	"subquery 1y, no step":    `max_over_time(up[1y:])`,

@@ -211,7 +211,7 @@ func storeRecommendation(recs []Recommendation, slot int, r Recommendation) []Re
 }
 
 // legacyScaleUpLimit is the behavior-less cap on one step up: guards against
-// a bogus metric multiplying the workload (kubernetes issue 32304).
+// a bogus metric multiplying the workload, as the HPA controller does.
 func legacyScaleUpLimit(current int32) int32 {
 	return int32(math.Max(legacyScaleUpFactor*float64(current), legacyScaleUpMinimum))
 }

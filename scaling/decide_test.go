@@ -289,7 +289,7 @@ func TestDecideHPA(t *testing.T) {
 			want:   scaling.HPADecision{Reason: "scale config has triggers: scaleplane's autoscaler scales this workload"},
 		},
 		{
-			name:   "C4 cluster-scoped workload: no HPA can scale it (issue 14)",
+			name:   "C4 cluster-scoped workload: no HPA can scale it",
 			w:      scaling.Workload{Replicas: ctI32(2), Config: cfg(2, 8, nil)},
 			layout: func() scaling.Layout { l := ctLayout(); l.ClusterScoped = true; return l }(),
 			want:   scaling.HPADecision{Reason: "the workload is cluster-scoped and an HPA, which is namespaced and reads its target's /scale in its own namespace, cannot scale it: use triggers instead of metrics"},

@@ -10,7 +10,7 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// schemaLayout is issue 12's third-party shape: spec.replicas defaults to
+// schemaLayout is a third-party shape: spec.replicas defaults to
 // 1, the scale config's bounds have a minimum of 1, members at most 10.
 func schemaLayout(l scaling.Layout) scaling.Layout {
 	one := float64(1)
@@ -50,7 +50,7 @@ func TestLimitsRefuses(t *testing.T) {
 }
 
 // M7: defaulting never writes a value the schema refuses; what it leaves
-// out is said in a warning. Issue 12 (a): replicas 0 on a kind whose
+// out is said in a warning. Once, replicas 0 on a kind whose
 // config bounds have a minimum of 1 was pinned to {0, 0}, which the API
 // server refused with errors on fields the user never wrote.
 func TestM7DefaultNeverWritesWhatTheSchemaRefuses(t *testing.T) {
@@ -157,7 +157,7 @@ func TestM7DefaultNeverWritesWhatTheSchemaRefuses(t *testing.T) {
 
 // S2: a /scale write whose follow-up write (C1's re-pin, the member
 // counts) the schema would refuse is refused at admission, naming the
-// limit. Issue 12 (b): kubectl scale --replicas=0 on a pinned object was
+// limit. Once, kubectl scale --replicas=0 on a pinned object was
 // accepted, and the controller then retried a refused write forever.
 func TestS2ScaleFollowUpRefusedBySchema(t *testing.T) {
 	cases := []struct {
@@ -220,7 +220,7 @@ func TestS2ScaleFollowUpRefusedBySchema(t *testing.T) {
 	}
 }
 
-// Issue 12 (c): with a defaulted spec.replicas, the built-in HPA on a child
+// With a defaulted spec.replicas, the built-in HPA on a child
 // (C4 with R absent) could never be reached. R equal to the schema default
 // under a range counts as unset.
 func TestDefaultedReplicasKeepsBuiltInChildHPAReachable(t *testing.T) {
@@ -253,7 +253,7 @@ func TestDefaultedReplicasKeepsBuiltInChildHPAReachable(t *testing.T) {
 	}
 }
 
-// BenchmarkDefaultWithSchema is BenchmarkDefault with issue 12's limits in
+// BenchmarkDefaultWithSchema is BenchmarkDefault with a third-party kind's limits in
 // the layout (M7 checks every written value).
 func BenchmarkDefaultWithSchema(b *testing.B) {
 	old := ctFull()

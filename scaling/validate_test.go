@@ -343,7 +343,7 @@ func TestValidateTriggers(t *testing.T) {
 }
 
 // TestV11References: what a config names must exist where it is used, or
-// the object is refused at the field (issue 10 item 4: each of these was
+// the object is refused at the field (each of these was once
 // admitted, then broken at run time).
 func TestV11References(t *testing.T) {
 	const t0 = "spec.scaleConfig.triggers[0]"

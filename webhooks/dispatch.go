@@ -32,7 +32,7 @@ func DispatchPath(prefix string, gvr schema.GroupVersionResource) string {
 }
 
 // Dispatcher serves the webhooks of kinds activated and deactivated while
-// the process runs (ScaleProfiles, PHASE2 section 2): it is registered on
+// the process runs (ScaleProfiles): it is registered on
 // the webhook server once, at the three Dispatch*Prefix paths, and routes
 // each review by its request's group, version and resource to the handlers
 // of the kind active now. A review of a kind that is not (or no longer)

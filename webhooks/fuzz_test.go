@@ -65,7 +65,7 @@ func addSeeds(f *testing.F) {
 	f.Add(uint8(1), []byte(`{"spec":{"replicas":1e400}}`), []byte(`{}`))
 	f.Add(uint8(2), []byte(`{"spec":{"replicas":1.5,"scalePolicy":{"minReplicas":-0}}}`), []byte(nil))
 	f.Add(uint8(3), []byte(`{"metadata":{"annotations":{"scaleplane.io/scale-config":"{\"minReplicas\":1,\"minReplicas\":2}"}}}`), []byte(nil))
-	// Issue 10 item 5: spaces JSON does not allow around an annotation
+	// Spaces JSON does not allow around an annotation
 	// that defaulting rewrites (M2 fills maxReplicas).
 	for _, space := range unicodeSpaces {
 		for _, ann := range []string{space + `{"minReplicas":2}`, `{"minReplicas":2}` + space} {

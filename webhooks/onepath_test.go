@@ -21,7 +21,7 @@ var unicodeSpaces = map[string]string{
 	"FF":     "\f",
 }
 
-// checkOnePath is the invariant issue 10 item 5 broke: what the validating
+// checkOnePath is the invariant a Unicode space once broke: what the validating
 // webhook accepts, the mutating webhook can default without failing, and a
 // patch it answers with applies to the object. It returns whether
 // validation allowed the request.
@@ -59,7 +59,7 @@ func checkOnePath(t *testing.T, view *admissionPair, req admission.Request) bool
 
 type admissionPair struct{ mutator, validator admission.Handler }
 
-// TestUnicodeSpaceAnnotation reproduces issue 10 item 5: a
+// TestUnicodeSpaceAnnotation holds: a
 // config annotation starting or ending with a space that is not JSON
 // whitespace passed validation (a hand-written path trimmed Unicode space)
 // while the mutating webhook, decoding it with encoding/json to write M2's

@@ -15,7 +15,7 @@ import (
 )
 
 // limitedRackView is the RackedCluster profile against its CRD with
-// issue 12's limits: the scale config's bounds have a minimum of 1.
+// a third-party kind's limits: the scale config's bounds have a minimum of 1.
 func limitedRackView(t *testing.T) *profile.Compiled {
 	t.Helper()
 	crds, err := config.SampleCRDs()

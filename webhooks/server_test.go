@@ -59,8 +59,8 @@ func (r *countingReader) Read(p []byte) (int, error) {
 
 // TestReviewTransport sends raw HTTP requests to a path Setup
 // registered: whatever is not an API server's AdmissionReview gets an HTTP
-// error with the exact status, never an allowed answer (item 8: a review
-// without a request was answered allowed with an empty uid).
+// error with the exact status, never an allowed answer (a review
+// without a request was once answered allowed with an empty uid).
 func TestReviewTransport(t *testing.T) {
 	views := testViews(t)
 	view := views[rackedCluster]
@@ -76,7 +76,7 @@ func TestReviewTransport(t *testing.T) {
 	noUID := good
 	noUID.UID = ""
 	noUIDRequest, _ := json.Marshal(noUID)
-	// Reviews of other resources than the path judges (issue 10 item 8):
+	// Reviews of other resources than the path judges:
 	// judged by this profile they were allowed, and patched.
 	misrouted := func(edit func(r *admissionv1.AdmissionRequest)) string {
 		r := good

@@ -336,7 +336,7 @@ func TestDifferentConfigs(t *testing.T) {
 // TestV10V11Admission: every query over a cost bound and every reference
 // that does not resolve is refused by the validating webhook in one 422,
 // each at its field path with the offending value and the bound or the
-// allowed values in its message (issue 10 items 1, 2 and 4). With no
+// allowed values in its message (V10, V11). With no
 // trigger sources (a webhook beside no trigger autoscaler) any trigger is
 // refused.
 func TestV10V11Admission(t *testing.T) {

@@ -1,7 +1,7 @@
 package v1alpha1
 
 // Names shared by every package: field managers, labels, annotations and
-// event reasons live here so that a rename happens once (STYLE rule 11).
+// event reasons live here so that a rename happens once.
 const (
 	// FieldManager is the server-side apply field manager of every write
 	// scaleplane makes.
@@ -56,7 +56,7 @@ const (
 	ConditionActive = "Active"
 )
 
-// Reasons of a ScaleProfile's Active condition (PHASE2 section 2).
+// Reasons of a ScaleProfile's Active condition.
 const (
 	ProfileReasonActive         = "Active"
 	ProfileReasonCRDNotServed   = "CRDNotServed"

@@ -43,7 +43,7 @@ func TestParseTarget(t *testing.T) {
 	}
 }
 
-// Issue 13 item 2: explain prints the Scaling for a person.
+// Explain prints the Scaling for a person.
 func TestExplainRendersTheScaling(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	i := func(n int32) *int32 { return &n }

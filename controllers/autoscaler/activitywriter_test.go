@@ -60,7 +60,7 @@ func storedActivity(t *testing.T, c client.Client, key types.NamespacedName) tim
 	return s.Status.LastActivity.Time
 }
 
-// Issue 13 item 2: activity posted to a replica that is not the leader is
+// Activity posted to a replica that is not the leader is
 // recorded in the workload's Scaling (where the leader's watch sees it),
 // and leaves no memory on that replica.
 func TestActivityOnANonLeader(t *testing.T) {

@@ -30,7 +30,7 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// Issue 10 item 3: deleting a workload wedged the worker that reconciled
+// Deleting a workload wedged the worker that reconciled
 // the deletion (forget held the workload's lock while closing its scalers,
 // which takes it again). Every test here runs reconciles in goroutines and
 // fails when one has not returned within hangBound: a hang is a failure

@@ -13,7 +13,7 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// Issue 13 item 1: one Scaling per profiled workload, whatever sets its
+// One Scaling per profiled workload, whatever sets its
 // count; the mode and the Active condition (kubectl's REASON column) say
 // who and why.
 func TestScalingModeAndConditions(t *testing.T) {
@@ -131,7 +131,7 @@ func roundTripActive(t *testing.T, h *scaling.History, triggersActive bool, now 
 	return historyFromStatus(&back, triggersActive, now)
 }
 
-// Issue 13 item 3: scaling.History <-> status. Runs of equal
+// scaling.History <-> status. Runs of equal
 // recommendations keep their newest entry (what a window's min or max
 // needs), events and timers survive to the microsecond, and the newest
 // recommendation (and LastActive of a workload active at the last write)
@@ -173,7 +173,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 	}
 }
 
-// Issue 13 item 3: a leader change in the middle of a scale-down
+// A leader change in the middle of a scale-down
 // stabilization window, of an idle timeout, and of a behavior's policy
 // period gives the decisions an uninterrupted leader makes: the new leader
 // neither shrinks early nor forgets.

@@ -54,7 +54,7 @@ func statusWith(desired int32, value string) v1alpha1.ScalingStatus {
 	}
 }
 
-// Issue 13 item 1: a Scaling is written when it changed, at once for what
+// A Scaling is written when it changed, at once for what
 // an operator acts on, once per refresh interval for values alone, and
 // within the workload's bucket.
 func TestScalingWrites(t *testing.T) {

@@ -95,8 +95,8 @@ func TestV5PromQLSource(t *testing.T) {
 }
 
 // TestV10PromQLSourceCost: a trigger query over the cost bounds is refused
-// at admission at its field path, with the bound in the message (issue 10
-// items 1 and 2: these were admitted, the first one's evaluation ran the
+// at admission at its field path, with the bound in the message (once
+// these were admitted: the first one's evaluation ran the
 // process out of memory, and the 120 KB one took 8.7 s to admit).
 func TestV10PromQLSourceCost(t *testing.T) {
 	long := strings.Repeat("a + ", 30_000) + "a"

@@ -1,5 +1,5 @@
 // Package profiles activates the kinds ScaleProfile objects describe while
-// scaleplane runs (issue 12 item 4, PHASE2 section 2): a profile applied
+// scaleplane runs: a profile applied
 // with kubectl becomes an active kind (webhooks through the dispatcher on
 // every replica, the kind's controller on the leader, webhook entries
 // resynced) and a deleted or broken one stops being one, with no restart;

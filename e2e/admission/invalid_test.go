@@ -112,7 +112,7 @@ func TestInvalidObjects(t *testing.T) {
 		{"foreign: unknown field in the annotation config", zdb(obj{"topology": obj{"replicasPerZone": 2}}, `{"minReplicas":2,"maxReplicas":2,"maxReplica":4}`), []string{ann + ".maxReplica"}},
 		{"foreign: annotation that is not JSON", zdb(nil, `{"minReplicas": 2`), []string{ann}},
 		{"foreign: annotation with a string count", zdb(nil, `{"minReplicas":"two"}`), []string{ann + ".minReplicas"}},
-		// Issue 10 item 5: validation used to trim this space and the
+		// Validation used to trim this space and the
 		// mutating webhook then answered 500 (M2 rewrites the annotation).
 		{"foreign: annotation after a no-break space", zdb(obj{"topology": obj{"replicasPerZone": 3}}, "\u00a0{\"minReplicas\":2}"), []string{ann}},
 		{"foreign: annotation before a form feed", zdb(obj{"topology": obj{"replicasPerZone": 3}}, "{\"minReplicas\":2}\f"), []string{ann}},
@@ -121,7 +121,7 @@ func TestInvalidObjects(t *testing.T) {
 		{"foreign: duplicate zones", zdb(obj{"topology": obj{"zones": zones("eu-1", 1, "eu-1", 1)}}, ""), []string{"spec.topology.zones[1].zoneName"}},
 		{"foreign: negative zone size", zdb(obj{"topology": obj{"zones": zones("eu-1", -3)}}, ""), []string{"spec.topology.zones[0].size"}},
 		{"foreign: replicas above its profile's bound", zdb(obj{"topology": obj{"replicasPerZone": 51}}, ""), []string{"spec.topology.replicasPerZone"}},
-		// V10: what a trigger query may cost (issue 10 items 1 and 2).
+		// V10: what a trigger query may cost.
 		{"subquery over 10 years at 1ms", wg(func(c obj) {
 			trigger(c, 0)["query"] = `max_over_time(sum(rate(http_requests_total[5m]))[10y:1ms])`
 		}), []string{tq0}},
@@ -135,7 +135,7 @@ func TestInvalidObjects(t *testing.T) {
 		{"regular expression bomb", wg(func(c obj) {
 			trigger(c, 0)["query"] = `up{a=~"` + strings.Repeat(".{1000}", 500) + `"}`
 		}), []string{tq0}},
-		// V11: references resolve (issue 10 item 4).
+		// V11: references resolve.
 		{"placeholder typo", wg(func(c obj) { trigger(c, 0)["query"] = `sum(up{namespace="${namspace}"})` }), []string{tq0}},
 		{"placeholder nobody fills", wg(func(c obj) { trigger(c, 0)["query"] = `sum(up{cluster="${cluster}"})` }), []string{tq0}},
 		{"unknown trigger source", wg(func(c obj) { trigger(c, 0)["source"] = "kafka" }), []string{"spec.scalePolicy.triggers[0].source"}},

@@ -90,7 +90,7 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 	if len(actions) == 0 || actions[len(actions)-1] != scaling.ActionScaleDown {
 		t.Errorf("written actions in the explanation: %v, want the last to be ScaleDown (scaled up to %d first)", actions, up.Replicas)
 	}
-	// Issue 13 item 1: the Scaling shows the same, through kubectl.
+	// The Scaling shows the same, through kubectl.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		s, err := getScaling(ctx, ns, "web-rackedcluster")
 		if err != nil {
@@ -114,7 +114,7 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 			t.Errorf("kubectl get scalings lacks %q:\n%s", col, out)
 		}
 	}
-	// Issue 13 item 2: the kubectl plugin reads it through the kubeconfig.
+	// The kubectl plugin reads it through the kubeconfig.
 	out = kubectlPlugin(t, "scaleplane", "explain", ns+"/rackedclusters/web")
 	for _, want := range []string{"RackedCluster " + ns + "/web: triggers", "CONDITION", "Active", "TRIGGER", "rps", "ScaleUp", "ScaleDown"} {
 		if !strings.Contains(out, want) {
@@ -208,7 +208,7 @@ func testIdleGoesToZeroAndActivityWakesIt(t *testing.T, e *env) {
 	if !strings.Contains(note, "activity at") {
 		t.Errorf("wake-up event does not name the activity: %q", note)
 	}
-	// Issue 13 item 2: the activity is in the Scaling, for every replica.
+	// The activity is in the Scaling, for every replica.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		s, err := getScaling(ctx, ns, "fn-rackedcluster")
 		if err != nil {

@@ -47,7 +47,7 @@ const (
 	admissionPeriod = 30 * time.Second
 )
 
-// TestDeployWithCertManager is issue 5 end to end with scaleplane's own
+// TestDeployWithCertManager is the cert-manager install end to end with scaleplane's own
 // webhooks:
 //
 //  1. docs/certs.md "Deploy with cert-manager" runs as written (real

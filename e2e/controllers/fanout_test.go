@@ -225,6 +225,6 @@ spec:
 		policy, _, _ := unstructured.NestedMap(u.Object, "spec", "scalePolicy")
 		return policy["minReplicas"] == int64(4) && policy["maxReplicas"] == int64(4), fmt.Sprintf("scalePolicy %v", policy)
 	})
-	// A kind without member groups: the re-pin is Scaled, not ScaledGroups (issue 13 item 4).
+	// A kind without member groups: the re-pin is Scaled, not ScaledGroups.
 	waitEvent(t, ns, "workers", "Normal", "Scaled", "spec.scalePolicy pinned 2 -> 4")
 }

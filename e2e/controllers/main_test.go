@@ -1,4 +1,4 @@
-// Package controllers_test proves issue 4 against a real control plane:
+// Package controllers_test proves the controllers (C1-C6) against a real control plane:
 // etcd, kube-apiserver, the real HPA controller of kube-controller-manager
 // and the real kubectl. The manager runs in this process under a user bound
 // only to config/rbac/role.yaml and the sample kinds' profiled-kinds role

@@ -205,7 +205,7 @@ func controlPlaneChildren(procs map[int]string) map[int]string {
 
 // TestDevServesPrintedCommandsAndCleansUp is `make demo` from a user's seat:
 // every command the banner prints is run as printed, and what each is
-// meant to show is checked (issue 15 item 5): the samples' defaults,
+// meant to show is checked: the samples' defaults,
 // fan-out, HPA and refusal; then the autoscaling walkthrough: the PromQL
 // sample sits at zero, the load command wakes it and takes it to at least
 // 3 replicas with every rack following and status.replicas set, without

@@ -24,7 +24,7 @@ import (
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
-// Issue 10, items 6 and 7: `scaleplane dev` killed with SIGKILL takes its
+// `scaleplane dev` killed with SIGKILL takes its
 // control plane with it and the next start removes what it left; paths the
 // user gives it are never deleted or overwritten.
 

@@ -22,7 +22,7 @@ import (
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
-// Issue 15: the walkthrough `scaleplane dev` prints, run line by line as a
+// The walkthrough `scaleplane dev` prints, run line by line as a
 // person pastes it, each outcome checked; and the terminal it prints while
 // that happens.
 
@@ -283,7 +283,7 @@ func (w *walk) run(s stepLine) {
 		w.logf("web: %s", r)
 
 	case strings.Contains(cmd, "get scalings"):
-		// Issue 13: a Scaling per sample workload, web autoscaled by triggers.
+		// A Scaling per sample workload, web autoscaled by triggers.
 		w.logf("%s", w.untilOK(cmd, func(out string, err error) (bool, string) {
 			for _, want := range []string{"TARGET", "MODE", "LAST SCALE", "RackedCluster/web", "triggers", "RackedCluster/autoscaled", "hpa", "Function/hello", "WorkerGroup/inference"} {
 				if !strings.Contains(out, want) {

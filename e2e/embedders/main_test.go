@@ -1,8 +1,8 @@
 // Package embedders proves that operators embedding scaleplane's library
 // and the scaleplane binary share one cluster: each keeps only its own
-// webhook configurations and entries (issue 16 item 2), kinds are set up one
-// by one on a manager without a manager-wide unstructured cache (items 1
-// and 4), and the library builder resolves each kind from the cluster.
+// webhook configurations and entries, kinds are set up one
+// by one on a manager without a manager-wide unstructured cache,
+// and the library builder resolves each kind from the cluster.
 package embedders
 
 import (

@@ -191,7 +191,7 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 		t.Errorf("GET /metrics as a token without the reader role: %d %.200s, want 403", code, body)
 	}
 
-	// ScaleProfiles under the shipped role (issue 12 item 4): scaleplane
+	// ScaleProfiles under the shipped role: scaleplane
 	// reads them and writes their status; a kind it has no rules for is
 	// RBACMissing, naming what to grant, and not served.
 	gadgets := `apiVersion: apiextensions.k8s.io/v1

@@ -97,7 +97,7 @@ func startReviewProxy(t *testing.T) (*reviewProxy, *rest.Config) {
 // TestBinaryServers runs the whole binary as the shipped
 // ServiceAccount, with its API traffic through a reviewProxy, and checks
 // its servers against the real kube-apiserver: the metrics server answers
-// no or bogus credentials 401 (item 8: 500 before), a caller without the
+// no or bogus credentials 401 (controller-runtime's filter answers 500), a caller without the
 // role 403, a reader 200, and 503 while TokenReviews or
 // SubjectAccessReviews fail; the activity endpoint refuses a large body
 // (413) and impossible names (400); neither the webhook nor the metrics

@@ -118,7 +118,7 @@ func overBound(bound string) callResult { return callResult{Status: 422, Bound: 
 func evalBody(query string) func() io.Reader { return text(string(mustJSON(obj{"query": query}))) }
 
 // debugRequestInputs: requests to the debug endpoints that are malformed,
-// unauthenticated or out of range (issue 10 item 8: a bogus token was a
+// unauthenticated or out of range (each once got through: a bogus token was a
 // 500, nowUnixSeconds 1e300 evaluated at 0, trailing garbage and unknown
 // fields were accepted).
 func (s *suite) debugRequestInputs(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package hostile holds issue 10 item 8: the hostile-input suite. The real
+// Package hostile holds the hostile-input suite. The real
 // scaleplane binary runs against a real control plane inside a memory
 // cgroup of its own, and well over a hundred adversarial inputs are thrown
 // at everything a user or a pod can reach: objects applied with kubectl

@@ -20,7 +20,7 @@ func externalTrigger(typ, addr string) string {
       activationThreshold: "1"`, typ, addr)
 }
 
-// Issue 14 item 4, pull: KEDA's ScaledObject with a trigger of type
+// Pull: KEDA's ScaledObject with a trigger of type
 // external names scaleplane and a PromQL query. scaleplane scrapes the
 // target's pods into its embedded store as it would for its own trigger,
 // KEDA's HPA reads the value through KEDA's metrics server (GetMetricSpec,
@@ -44,7 +44,7 @@ func TestExternalScaler(t *testing.T) {
 	framework.WaitScale(t, cluster, ns, "api", "1", exactly(1))
 }
 
-// Issue 14 item 4, push: with external-push KEDA keeps a StreamIsActive
+// Push: with external-push KEDA keeps a StreamIsActive
 // stream open. At zero requests the workload is inactive and KEDA keeps it
 // at zero (minReplicaCount 0); when requests arrive scaleplane's stream
 // says active, KEDA wakes it, and its HPA scales on GetMetrics.

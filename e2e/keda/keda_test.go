@@ -17,7 +17,7 @@ const cpuRange = `    minReplicas: 1
       resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
 `
 
-// Issue 14 item 1 with the real KEDA: a ScaledObject on a RackedCluster
+// With the real KEDA: a ScaledObject on a RackedCluster
 // whose scale config asks for scaleplane's HPA. scaleplane stands down (its
 // HPA deleted, a Warning naming the ScaledObject, C5); KEDA's HPA scales
 // the workload through /scale from KEDA's external metrics and scaleplane
@@ -92,7 +92,7 @@ func TestKEDAScalesAndScaleplaneStandsDown(t *testing.T) {
 	})
 }
 
-// Issue 14 item 1: beside a ScaledObject, scaleplane's own trigger
+// Beside a ScaledObject, scaleplane's own trigger
 // autoscaler stands down too (a Warning, no write through /scale while
 // KEDA scales), and takes over again when the ScaledObject goes.
 func TestKEDAStandsDownTheTriggerAutoscaler(t *testing.T) {
@@ -128,7 +128,7 @@ func TestKEDAStandsDownTheTriggerAutoscaler(t *testing.T) {
 	framework.WaitScale(t, cluster, ns, "shop", ">= 4 (scaleplane again)", atLeast(4))
 }
 
-// Issue 14 item 1, cluster-scoped targets: KEDA's ScaledObject is
+// Cluster-scoped targets: KEDA's ScaledObject is
 // namespaced and looks its target's /scale up in its own namespace, so it
 // cannot scale a cluster-scoped kind (kedacore/keda#6798): it reports the
 // target as not found and creates no HPA. scaleplane's own HPA cannot

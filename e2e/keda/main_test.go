@@ -1,4 +1,4 @@
-// Package keda proves issue 14 against the real KEDA: its operator and
+// Package keda proves the KEDA integration against the real KEDA: its operator and
 // metrics server (built from github.com/kedacore/keda/v2 by make tools) run
 // beside etcd, kube-apiserver (with the aggregator's front proxy),
 // kube-controller-manager (HPA controller and garbage collector) and the

@@ -1,4 +1,4 @@
-// Package lifecycle holds the e2e tests of issue 10 item 4, a lifecycle
+// Package lifecycle holds the e2e tests of a lifecycle
 // that never wedges: several hundred autoscaled RackedClusters are created,
 // scaled and deleted while the trigger autoscaler ticks them every second,
 // and afterwards no worker is busy, goroutines are back to their baseline,

@@ -1,4 +1,4 @@
-// Package liveprofiles_test proves issue 12 item 4 through the binary's
+// Package liveprofiles_test proves live ScaleProfiles through the binary's
 // own wiring (app.New, in-process) and the real kubectl: scaleplane runs
 // with no profile for the third-party-shaped CRDs of
 // cmd/scaleplane/testdata/profileinit; what `scaleplane profile init`

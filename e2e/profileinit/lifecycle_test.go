@@ -158,7 +158,7 @@ func TestInferredProfilesScale(t *testing.T) {
 			// minReplicas through /scale and scaleplane carries it to the
 			// member groups (C1). The Function's scaleConfig has no room
 			// for metrics and profile init infers no default metrics; the
-			// cluster-scoped EdgePool's HPA is issue 12 item 5's.
+			// cluster-scoped EdgePool has no HPA: an HPA cannot scale a cluster-scoped kind.
 			if tc.autoscale != "" {
 				if out, err := scale(2); err != nil {
 					t.Fatalf("kubectl scale --replicas=2: %v\n%s", err, out)

@@ -1,5 +1,5 @@
-// Package profileinit_test proves `scaleplane profile init` (issue 12 item
-// 1) against a real API server and the real kubectl: for every
+// Package profileinit_test proves `scaleplane profile init`
+// against a real API server and the real kubectl: for every
 // third-party-shaped CRD of cmd/scaleplane/testdata/profileinit installed
 // in the cluster, `profile init --crd NAME` prints what the golden file of
 // its CRD file holds, `config check` passes it against the CRD file, and

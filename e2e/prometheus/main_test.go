@@ -1,4 +1,4 @@
-// Package prometheus proves issue 14 item 2 against a real Prometheus
+// Package prometheus proves the remote Prometheus source against a real Prometheus
 // server (built from github.com/prometheus/prometheus by make tools): it
 // scrapes the same test pods as scaleplane's embedded store, and a workload
 // whose triggers read the remote source decides exactly as an identical

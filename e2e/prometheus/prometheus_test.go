@@ -19,7 +19,7 @@ import (
 // and the test gives Prometheus' target the same labels.
 const backlog = `sum(queue_messages{namespace="${namespace}",job="web"})`
 
-// Issue 14 item 2: the same decisions from the embedded store and from a
+// The same decisions from the embedded store and from a
 // real Prometheus, side by side in one run. Prometheus scrapes web's pod,
 // which scaleplane scrapes too; web's trigger reads the embedded store
 // (source promql) and web-remote's, otherwise identical, reads Prometheus

@@ -1,5 +1,5 @@
-// Package schema_test proves schema-aware profiles (issue 12 item 2;
-// contract M7, S2, C6) against a real control plane with the real kubectl:
+// Package schema_test proves schema-aware profiles (contract
+// M7, S2, C6) against a real control plane with the real kubectl:
 // a third-party-shaped kind (profile/testdata/crd's ScaledApp) whose
 // spec.replicas has a default, whose scale config's bounds have a minimum
 // of 1 and whose shards hold at most 10 members. scaleplane's webhooks and

@@ -116,7 +116,7 @@ spec:
   - name: b
 `
 
-// TestReplicasZeroOnCreate (M7; issue 12 (a)): creating an
+// TestReplicasZeroOnCreate (M7): creating an
 // object with replicas: 0 on a kind whose scale config bounds have a
 // minimum of 1 is accepted, with a warning that says why no pin was
 // written. Before schema awareness the pin {0, 0} made the API server
@@ -145,7 +145,7 @@ func TestReplicasZeroOnCreate(t *testing.T) {
 	}
 }
 
-// TestScaleToZeroOnPinned (S2, C6; issue 12 (b)): kubectl
+// TestScaleToZeroOnPinned (S2, C6): kubectl
 // scale --replicas=0 on a pinned object is refused at admission, naming
 // the schema's limit, and replicas, the pin and the shards stay together.
 // A count the schema accepts goes through and the controller carries it

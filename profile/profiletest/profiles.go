@@ -30,7 +30,7 @@ func ZonedDatabase() v1alpha1.ScaleProfileSpec {
 	}
 }
 
-// ScaledApp is the profile of profile/testdata/crd's ScaledApp, issue 12's
+// ScaledApp is the profile of profile/testdata/crd's ScaledApp, a
 // third-party shape: a defaulted spec.replicas, a scale config whose bounds
 // have a minimum of 1, shards of at most 10 members.
 func ScaledApp() v1alpha1.ScaleProfileSpec {

@@ -58,7 +58,7 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestAuthentication: no or bogus credentials are 401 (item 8:
+// TestAuthentication: no or bogus credentials are 401 (where
 // controller-runtime's filter answers a bogus token 500), an
 // authenticated caller without the permission 403, an API server that
 // cannot review the token or the access 503.
@@ -114,7 +114,7 @@ func TestAuthentication(t *testing.T) {
 		t.Errorf("answers (-want +got):\n%s", diff)
 	}
 
-	// What item 8 found: controller-runtime's own filter, on the same API
+	// Why: controller-runtime's own filter, on the same API
 	// server, answers a bogus token 500.
 	filter, err := filters.WithAuthenticationAndAuthorization(cfg, hc)
 	if err != nil {

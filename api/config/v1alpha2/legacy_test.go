@@ -9,8 +9,8 @@ import (
 )
 
 // TestV1alpha1FilesConvert: a config.scaleplane.io/v1alpha1
-// file, with the profile field names of before issue 12 item 8 and issue 16
-// item 6, loads to the same Configuration as the v1alpha2 file that says
+// file, with the profile field names it had before the profile fields were
+// renamed (docs/upgrade.md), loads to the same Configuration as the v1alpha2 file that says
 // the same, with one deprecation warning naming every renamed field the
 // file uses; it is decoded as strictly as a v1alpha2 file.
 func TestV1alpha1FilesConvert(t *testing.T) {
