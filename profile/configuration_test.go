@@ -51,7 +51,9 @@ func TestParseComplete(t *testing.T) {
 		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "scaleplane.io/ignore", Operator: metav1.LabelSelectorOpDoesNotExist},
 		}},
-		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/managed": "true"}},
+		ObjectSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/managed": "true"}},
+		ExcludedNamespaces: []string{"kube-system", "ops"},
+		FailurePolicy:      configv1alpha2.FailurePolicies{Mutate: "Fail", Validate: "Fail", Scale: "Ignore"},
 	}
 	want.Autoscaler = configv1alpha2.Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090", Queries: configv1alpha2.Queries{
 		MaxLength: 2048, MaxDepth: 100, MaxPointsPerSeries: 20000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 20,

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -70,13 +71,16 @@ func configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 		mainRules := rules(gvr.Group, gvr.Version, gvr.Resource, admissionregistrationv1.Create, admissionregistrationv1.Update)
 		scaleRules := rules(gvr.Group, gvr.Version, gvr.Resource+"/scale", admissionregistrationv1.Update)
 		c := common{
-			failurePolicy: admissionregistrationv1.Fail,
+			failurePolicy: failurePolicy(wc.FailurePolicy.Validate),
 			matchPolicy:   admissionregistrationv1.Equivalent,
 			sideEffects:   admissionregistrationv1.SideEffectClassNone,
 			timeout:       timeout,
-			nsSelector:    selector(wc.NamespaceSelector),
+			nsSelector:    NamespaceSelector(wc),
 			objSelector:   selector(wc.ObjectSelector),
 		}
+		mutatePolicy := failurePolicy(wc.FailurePolicy.Mutate)
+		scale := c
+		scale.failurePolicy = failurePolicy(wc.FailurePolicy.Scale)
 		// IfNeeded: if a later mutating webhook changes replicas, ours runs
 		// again so the groups follow (M5); Default is idempotent, so a second
 		// run that finds nothing to do adds nothing.
@@ -85,7 +89,7 @@ func configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 			Name:                    mutateName(gvr, owner),
 			ClientConfig:            clientConfig(paths.mutate(gvr)),
 			Rules:                   mainRules,
-			FailurePolicy:           &c.failurePolicy,
+			FailurePolicy:           &mutatePolicy,
 			MatchPolicy:             &c.matchPolicy,
 			NamespaceSelector:       c.nsSelector,
 			ObjectSelector:          c.objSelector,
@@ -95,7 +99,7 @@ func configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 			ReinvocationPolicy:      &reinvoke,
 		})
 		v.Webhooks = append(v.Webhooks, c.validating(validateName(gvr, owner), clientConfig(paths.validate(gvr)), mainRules),
-			c.validating(scaleName(gvr, owner), clientConfig(paths.scale(gvr)), scaleRules))
+			scale.validating(scaleName(gvr, owner), clientConfig(paths.scale(gvr)), scaleRules))
 	}
 	return m, v
 }
@@ -178,6 +182,39 @@ func rules(group, version, resource string, ops ...admissionregistrationv1.Opera
 			Scope:       &scope,
 		},
 	}}
+}
+
+// failurePolicy is p as the API type; empty (a library caller's zero
+// Webhook) is Fail, the configuration's default.
+func failurePolicy(p string) admissionregistrationv1.FailurePolicyType {
+	if p == configv1alpha2.FailurePolicyIgnore {
+		return admissionregistrationv1.Ignore
+	}
+	return admissionregistrationv1.Fail
+}
+
+// NamespaceSelector is the namespace selector of every entry wc's owner
+// writes: wc.NamespaceSelector, narrowed so that no entry reaches a
+// namespace of wc.ExcludedNamespaces (nil: kube-system) nor a namespace
+// labelled scaleplane.io/admission=disabled, the break-glass a cluster
+// administrator can set on one namespace while scaleplane is down
+// (docs/production.md). The narrowing is a requirement added beside the
+// user's, so a selector the user gives keeps meaning what it meant.
+func NamespaceSelector(wc configv1alpha2.Webhook) *metav1.LabelSelector {
+	s := selector(wc.NamespaceSelector)
+	excluded := wc.ExcludedNamespaces
+	if excluded == nil {
+		excluded = []string{configv1alpha2.DefaultExcludedNamespace}
+	}
+	if len(excluded) > 0 {
+		s.MatchExpressions = append(s.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: append([]string(nil), excluded...),
+		})
+	}
+	s.MatchExpressions = append(s.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: v1alpha1.LabelAdmission, Operator: metav1.LabelSelectorOpNotIn, Values: []string{v1alpha1.AdmissionDisabled},
+	})
+	return s
 }
 
 // selector returns a copy of s, or the empty selector (match everything)

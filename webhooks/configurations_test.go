@@ -104,7 +104,16 @@ func TestConfigurations(t *testing.T) {
 			*w.SideEffects != admissionregistrationv1.SideEffectClassNone || !cmp.Equal(w.AdmissionReviewVersions, []string{"v1"}) {
 			t.Errorf("%s: settings %d %s %s %s %v", w.Name, *w.TimeoutSeconds, *w.FailurePolicy, *w.MatchPolicy, *w.SideEffects, w.AdmissionReviewVersions)
 		}
-		if diff := cmp.Diff(wc.NamespaceSelector, w.NamespaceSelector); diff != "" {
+		// The user's selector, narrowed: never kube-system (the default
+		// exclusion), never a namespace labelled for break-glass.
+		wantNS := &metav1.LabelSelector{
+			MatchLabels: map[string]string{"scaleplane.io/enabled": "true"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}},
+				{Key: "scaleplane.io/admission", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}},
+			},
+		}
+		if diff := cmp.Diff(wantNS, w.NamespaceSelector); diff != "" {
 			t.Errorf("%s: namespace selector (-want +got):\n%s", w.Name, diff)
 		}
 		if diff := cmp.Diff(&metav1.LabelSelector{}, w.ObjectSelector); diff != "" {
@@ -145,8 +154,9 @@ func TestSyncConfigurations(t *testing.T) {
 	views := testViews(t)
 	wc := configv1alpha2.Webhook{}
 	// The cluster's configurations as an older release left them: the
-	// RackedCluster entries with a tuned failure policy and an outdated rule,
-	// an entry of a profile since removed, and no Function or foreign entries.
+	// RackedCluster entries with a failure policy set by hand (a
+	// break-glass) and an outdated rule, an entry of a profile since
+	// removed, and no Function or foreign entries.
 	svc := ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443)
 	withCA := func(path string) admissionregistrationv1.WebhookClientConfig {
 		cc := svc(path)
@@ -173,10 +183,10 @@ func TestSyncConfigurations(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// What a fresh install of the new profiles would have, except for what
-	// the cluster's own entries keep.
+	// What a fresh install of the new profiles would have: the entry set by
+	// hand is put back to the configuration's failure policy; only the
+	// clientConfig (its Service and the injected CA) is the cluster's.
 	wantM, wantV := Configurations(newViews, wc, withCA)
-	wantM.Webhooks[0].FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
 	if diff := cmp.Diff(wantM.Webhooks, gotM.Webhooks); diff != "" {
 		t.Errorf("mutating entries (-want +got):\n%s", diff)
 	}
@@ -343,7 +353,7 @@ func TestOwnership(t *testing.T) {
 		views:   fn,
 		wantErr: `labelled scaleplane.io/owner=scaleplane, and this process's owner is "cache-operator"`,
 	}, {
-		name: "an unlabelled configuration from before owners is adopted, settings kept",
+		name: "an unlabelled configuration from before owners is adopted, its clientConfig kept",
 		have: func() []client.Object {
 			_, v := Configurations(nil, mine, urlConfig)
 			return []client.Object{theirM.DeepCopy(), theirV.DeepCopy(), legacyM.DeepCopy(), v}
@@ -425,9 +435,9 @@ func TestOwnership(t *testing.T) {
 					}
 				}
 			}
-			if tc.name == "an unlabelled configuration from before owners is adopted, settings kept" {
-				if got := *gotM.Webhooks[0].FailurePolicy; got != admissionregistrationv1.Ignore {
-					t.Errorf("adopted entry's failure policy %s, want the tuned Ignore", got)
+			if tc.name == "an unlabelled configuration from before owners is adopted, its clientConfig kept" {
+				if got := *gotM.Webhooks[0].FailurePolicy; got != admissionregistrationv1.Fail {
+					t.Errorf("adopted entry's failure policy %s, want the configuration's Fail", got)
 				}
 			}
 		})
@@ -465,5 +475,94 @@ func TestSyncSetsTheHandlerPath(t *testing.T) {
 	want := []string{"/validate/samples.scaleplane.io/v1alpha1/functions", "/validate-scale/samples.scaleplane.io/v1alpha1/functions"}
 	if diff := cmp.Diff(want, paths); diff != "" {
 		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncAppliesChangedSettingsToExistingEntries: a configuration change
+// (what helm upgrade makes) reaches entries that already exist at the next
+// sync: timeout, failure policies, excluded namespaces and selectors are
+// the configuration's; the Service and the injected CA stay.
+func TestSyncAppliesChangedSettingsToExistingEntries(t *testing.T) {
+	views := testViews(t)
+	svc := ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443)
+	withCA := func(path string) admissionregistrationv1.WebhookClientConfig {
+		cc := svc(path)
+		cc.CABundle = []byte("CA-from-injector")
+		return cc
+	}
+	oldWC := configv1alpha2.Webhook{}
+	one := []*profile.Compiled{views[rackedCluster]}
+	haveM, haveV := Configurations(one, oldWC, withCA)
+	c := fakeClient(t, haveM, haveV)
+
+	newWC := configv1alpha2.Webhook{
+		TimeoutSeconds:     3,
+		ExcludedNamespaces: []string{"kube-system", "scaleplane-system"},
+		FailurePolicy:      configv1alpha2.FailurePolicies{Mutate: "Fail", Validate: "Fail", Scale: "Ignore"},
+		ObjectSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+	}
+	if err := SyncConfigurations(context.Background(), c, one, newWC); err != nil {
+		t.Fatal(err)
+	}
+	gotM := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	gotV := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: haveM.Name}, gotM); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: haveV.Name}, gotV); err != nil {
+		t.Fatal(err)
+	}
+	wantM, wantV := Configurations(one, newWC, withCA)
+	if diff := cmp.Diff(wantM.Webhooks, gotM.Webhooks); diff != "" {
+		t.Errorf("mutating entries (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantV.Webhooks, gotV.Webhooks); diff != "" {
+		t.Errorf("validating entries (-want +got):\n%s", diff)
+	}
+	policies := map[string]admissionregistrationv1.FailurePolicyType{}
+	for _, w := range gotV.Webhooks {
+		policies[w.Name] = *w.FailurePolicy
+		if *w.TimeoutSeconds != 3 {
+			t.Errorf("%s: timeout %d, want the new 3", w.Name, *w.TimeoutSeconds)
+		}
+	}
+	want := map[string]admissionregistrationv1.FailurePolicyType{
+		"rackedclusters.v1alpha1.samples.scaleplane.io.scaleplane.scaleplane.io":       admissionregistrationv1.Fail,
+		"scale.rackedclusters.v1alpha1.samples.scaleplane.io.scaleplane.scaleplane.io": admissionregistrationv1.Ignore,
+	}
+	if diff := cmp.Diff(want, policies); diff != "" {
+		t.Errorf("failure policies (-want +got):\n%s", diff)
+	}
+}
+
+// TestNamespaceSelectorExclusions: nil excluded namespaces mean
+// kube-system; an explicit empty list excludes none, but the break-glass
+// label is always honoured.
+func TestNamespaceSelectorExclusions(t *testing.T) {
+	breakGlass := metav1.LabelSelectorRequirement{Key: "scaleplane.io/admission", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}}
+	for _, tc := range []struct {
+		name string
+		wc   configv1alpha2.Webhook
+		want *metav1.LabelSelector
+	}{
+		{"default", configv1alpha2.Webhook{}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}}, breakGlass}}},
+		{"none excluded", configv1alpha2.Webhook{ExcludedNamespaces: []string{}}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{breakGlass}}},
+		{"user's expression kept first", configv1alpha2.Webhook{
+			ExcludedNamespaces: []string{"ops"},
+			NamespaceSelector:  &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}}},
+		}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}},
+			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"ops"}}, breakGlass}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.wc.NamespaceSelector.DeepCopy()
+			if diff := cmp.Diff(tc.want, NamespaceSelector(tc.wc)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.wc.NamespaceSelector); diff != "" {
+				t.Errorf("the configuration's own selector was changed (-before +after):\n%s", diff)
+			}
+		})
 	}
 }

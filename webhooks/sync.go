@@ -31,10 +31,14 @@ import (
 // ".<owner>.scaleplane.io". Any number of scaleplane binaries and embedding
 // operators therefore share a cluster, each with its own owner:
 //
-//   - an entry of a profiled kind that exists keeps everything (the Service
-//     or URL of its clientConfig and its caBundle, failurePolicy, selectors,
-//     timeouts an administrator tuned) except its rules, which are set from
-//     the profile, and its path, which is the handler's;
+//   - an entry of a profiled kind that exists keeps its clientConfig's
+//     Service or URL and caBundle (where the installation put them, and
+//     what a CA injector filled in); everything else is the configuration's
+//     (wc): rules from the profile, the handler's path, failurePolicy,
+//     selectors, timeout. So a change of the configuration (a helm
+//     upgrade) reaches existing entries at the next start, and an entry
+//     edited by hand (a break-glass failurePolicy: Ignore) is put back to
+//     what the configuration says (docs/production.md);
 //   - an entry of a new profile is added as Configurations makes it, with the
 //     clientConfig of an existing entry of the same owner (same Service or
 //     URL and CA bundle) and the new entry's own path;
@@ -211,19 +215,18 @@ func mergeEntries[W any](have, want []W, fallback func(path string) admissionreg
 			h, ok = byName[strings.TrimSuffix(*w.name, "."+owner+v1alpha1.OwnerEntrySuffix)]
 		}
 		if ok {
-			kept := deepCopy(*h)
-			*fields(&kept).name = *w.name
-			*fields(&kept).rules = *w.rules
-			// The path is the handler's, so it is ours to set (a kind
-			// moved to the dispatcher); the Service or URL and its CA
-			// stay the administrator's.
-			if want := *w.clientConfig.Service.Path; !callsPath(*fields(&kept).clientConfig, want) {
-				cc, err := withPath(*fields(&kept).clientConfig, want)
-				if err != nil {
+			// The configuration's entry, with the installation's Service or
+			// URL and CA bundle. The path is the handler's, so it is ours to
+			// set (a kind moved to the dispatcher).
+			kept := deepCopy(want[i])
+			cc := *fields(h).clientConfig.DeepCopy()
+			if want := *w.clientConfig.Service.Path; !callsPath(cc, want) {
+				var err error
+				if cc, err = withPath(cc, want); err != nil {
 					return nil, fmt.Errorf("entry %q: %w", *w.name, err)
 				}
-				*fields(&kept).clientConfig = cc
 			}
+			*fields(&kept).clientConfig = cc
 			out = append(out, kept)
 			continue
 		}

@@ -27,6 +27,11 @@ const (
 	LabelOwner = "scaleplane.io/owner"
 	// OwnerEntrySuffix ends every webhook entry name, after the owner.
 	OwnerEntrySuffix = ".scaleplane.io"
+	// LabelAdmission set to AdmissionDisabled on a namespace takes it out
+	// of every scaleplane webhook entry: the break-glass for one namespace
+	// (docs/production.md).
+	LabelAdmission    = "scaleplane.io/admission"
+	AdmissionDisabled = "disabled"
 
 	// AnnotationScaleConfig is the conventional annotation holding a scale
 	// config as JSON for CRDs whose schema has no room for one.

@@ -20,7 +20,21 @@ func bindInstallFlags(fs *flag.FlagSet, opts *app.Options) {
 	fs.StringVar(&opts.MetricsCertName, "metrics-cert-name", "tls.crt", "certificate file name in --metrics-cert-path")
 	fs.StringVar(&opts.MetricsKeyName, "metrics-cert-key", "tls.key", "key file name in --metrics-cert-path")
 	bindWebhookURL(fs, opts)
+	bindIssuer(fs, opts)
 	fs.BoolVar(&opts.GitOps, "gitops", false, "leave the webhook configurations and cert-manager objects to your repository (Argo CD, Flux): write none of them; print them with scaleplane render webhooks|certificates. Needs --cert-mode=cert-manager or files")
+}
+
+// bindIssuer binds --cert-manager-issuer, which the manager and scaleplane
+// render certificates share: with it, neither makes a self-signed chain.
+func bindIssuer(fs *flag.FlagSet, opts *app.Options) {
+	fs.Func("cert-manager-issuer", "KIND/NAME of the issuer that signs the webhook's serving certificate in cert-manager mode (Issuer in scaleplane's namespace or ClusterIssuer; KIND.GROUP/NAME for an external issuer); empty: scaleplane makes its own self-signed CA", func(s string) error {
+		ref, err := app.ParseIssuerRef(s)
+		if err != nil {
+			return err
+		}
+		opts.CertManagerIssuer = ref
+		return nil
+	})
 }
 
 // bindWebhookURL binds --webhook-url, which the manager and scaleplane

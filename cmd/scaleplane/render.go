@@ -63,6 +63,7 @@ func render(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.SecretName, "webhook-secret", "scaleplane-webhook-server-cert", "Secret the serving Certificate writes")
 	fs.StringVar(&certMode, "cert-mode", string(app.CertCertManager), "who issues the webhook certificate: cert-manager or files (GitOps mode does not run self-signed)")
 	bindWebhookURL(fs, &opts)
+	bindIssuer(fs, &opts)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, renderUsage+"\nFlags:\n")
 		fs.PrintDefaults()

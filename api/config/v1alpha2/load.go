@@ -28,6 +28,13 @@ const (
 const (
 	DefaultWebhookPort                 = 9443
 	DefaultWebhookTimeoutSeconds       = int32(10)
+	// DefaultExcludedNamespace is the namespace no webhook entry reaches
+	// unless the configuration says otherwise: the cluster's own.
+	DefaultExcludedNamespace = "kube-system"
+	// FailurePolicyFail and FailurePolicyIgnore are the values of
+	// Webhook.FailurePolicy's fields.
+	FailurePolicyFail   = "Fail"
+	FailurePolicyIgnore = "Ignore"
 	DefaultOwner                       = "scaleplane"
 	DefaultMutatingConfigurationName   = DefaultOwner + MutatingConfigurationSuffix
 	DefaultValidatingConfigurationName = DefaultOwner + ValidatingConfigurationSuffix
@@ -194,6 +201,14 @@ func (c *Configuration) Default() {
 	}
 	if w.CertDir == "" {
 		w.CertDir = DefaultCertDir
+	}
+	if w.ExcludedNamespaces == nil {
+		w.ExcludedNamespaces = []string{DefaultExcludedNamespace}
+	}
+	for _, p := range []*string{&w.FailurePolicy.Mutate, &w.FailurePolicy.Validate, &w.FailurePolicy.Scale} {
+		if *p == "" {
+			*p = FailurePolicyFail
+		}
 	}
 	if c.Autoscaler.PollingIntervalSeconds == 0 {
 		c.Autoscaler.PollingIntervalSeconds = DefaultPollingIntervalSeconds
@@ -373,6 +388,19 @@ func validateWebhook(w *Webhook, fp *field.Path) field.ErrorList {
 	}
 	if w.ObjectSelector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(w.ObjectSelector, opts, fp.Child("objectSelector"))...)
+	}
+	for i, ns := range w.ExcludedNamespaces {
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			errs = append(errs, field.Invalid(fp.Child("excludedNamespaces").Index(i), ns, msg))
+		}
+	}
+	for _, p := range []struct {
+		name  string
+		value string
+	}{{"mutate", w.FailurePolicy.Mutate}, {"validate", w.FailurePolicy.Validate}, {"scale", w.FailurePolicy.Scale}} {
+		if p.value != FailurePolicyFail && p.value != FailurePolicyIgnore {
+			errs = append(errs, field.NotSupported(fp.Child("failurePolicy", p.name), p.value, []string{FailurePolicyFail, FailurePolicyIgnore}))
+		}
 	}
 	return errs
 }

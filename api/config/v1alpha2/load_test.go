@@ -26,6 +26,8 @@ func TestDefault(t *testing.T) {
 			Port: 9443, TimeoutSeconds: 10, CertDir: "/tmp/k8s-webhook-server/serving-certs", Owner: "scaleplane",
 			MutatingConfigurationName:   "scaleplane-mutating-webhook-configuration",
 			ValidatingConfigurationName: "scaleplane-validating-webhook-configuration",
+			ExcludedNamespaces:          []string{"kube-system"},
+			FailurePolicy:               FailurePolicies{Mutate: "Fail", Validate: "Fail", Scale: "Fail"},
 		},
 		Autoscaler: Autoscaler{PollingIntervalSeconds: 15, Queries: Queries{
 			MaxLength: 4096, MaxDepth: 100, MaxPointsPerSeries: 11000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 15,
@@ -89,6 +91,8 @@ func TestParseErrors(t *testing.T) {
   mutatingConfigurationName: Bad_Name
   objectSelector:
     matchExpressions: [{key: a, operator: Maybe}]
+  excludedNamespaces: [kube-system, Bad_NS]
+  failurePolicy: {scale: Retry}
 autoscaler:
   pollingIntervalSeconds: -1
   prometheusURL: prometheus:9090
@@ -119,6 +123,8 @@ metrics:
 			"FieldValueInvalid webhook.owner",
 			"FieldValueInvalid webhook.mutatingConfigurationName",
 			"FieldValueInvalid webhook.objectSelector.matchExpressions[0].operator",
+			"FieldValueInvalid webhook.excludedNamespaces[1]",
+			"FieldValueNotSupported webhook.failurePolicy.scale",
 			"FieldValueInvalid autoscaler.pollingIntervalSeconds",
 			"FieldValueInvalid autoscaler.prometheusURL",
 			"FieldValueInvalid autoscaler.queries.maxLength",

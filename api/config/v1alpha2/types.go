@@ -62,6 +62,34 @@ type Webhook struct {
 	// webhooks.
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	ObjectSelector    *metav1.LabelSelector `json:"objectSelector,omitempty"`
+	// ExcludedNamespaces never reach the webhooks, whatever
+	// NamespaceSelector says: every entry's namespace selector also
+	// requires kubernetes.io/metadata.name NotIn these. Default
+	// [kube-system]; the binary adds the namespace it runs in, so a
+	// scaleplane that is down never blocks its own repair. An explicit
+	// empty list excludes only that namespace.
+	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
+	// FailurePolicy is what the API server does with a write when the
+	// webhook cannot be called (scaleplane down, timed out), per kind of
+	// entry. Default Fail for all three: a profiled kind's writes are
+	// refused while admission cannot judge them (docs/production.md says
+	// when to choose Ignore, and the break-glass steps).
+	FailurePolicy FailurePolicies `json:"failurePolicy,omitempty"`
+}
+
+// FailurePolicies are the failure policies of the three entries each kind
+// gets: Fail or Ignore (admissionregistration.k8s.io/v1's values).
+type FailurePolicies struct {
+	// Mutate is the defaulting and fan-out entry on CREATE and UPDATE.
+	Mutate string `json:"mutate,omitempty"`
+	// Validate is the validating entry on CREATE and UPDATE.
+	Validate string `json:"validate,omitempty"`
+	// Scale is the validating entry on UPDATE of <resource>/scale, which
+	// kubectl scale, the HPA and KEDA write through. Ignore here keeps
+	// autoscaling going through an outage; the controller still fans the
+	// count out when scaleplane is back (C1), and the CRD's schema still
+	// holds (S1 checks the range only).
+	Scale string `json:"scale,omitempty"`
 }
 
 // Autoscaler configures the trigger autoscaler.

@@ -248,6 +248,7 @@ func certsOptionsFor(opts Options) certs.Options {
 		OwnsEntry: func(name string) bool { return webhooks.OwnsEntry(wc, name) },
 		CertDir:   wc.CertDir,
 	}
+	o.CertManager.IssuerRef = opts.CertManagerIssuer
 	for _, ip := range opts.WebhookIPs {
 		if parsed := net.ParseIP(ip); parsed != nil {
 			o.IPAddresses = append(o.IPAddresses, parsed)

@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
+	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
@@ -52,6 +56,12 @@ type Options struct {
 	// CertMode selects who issues the serving certificate. Default
 	// self-signed.
 	CertMode CertMode
+	// CertManagerIssuer, in cert-manager mode, names the issuer that signs
+	// the serving certificate (a platform's ClusterIssuer, say; see
+	// ParseIssuerRef). Nil: scaleplane makes its own self-signed Issuer, CA
+	// Certificate and CA Issuer, as config/certmanager does. With it set,
+	// scaleplane creates none of those, only the serving Certificate.
+	CertManagerIssuer *cmmeta.IssuerReference
 	// WebhookURL, when set, makes the webhook configurations call
 	// https://<WebhookURL><path> instead of the Service: for an API server
 	// outside the cluster network (`scaleplane dev`). The serving certificate
@@ -148,11 +158,59 @@ func (o Options) withDefaults() Options {
 	if o.GracefulShutdownTimeout == 0 {
 		o.GracefulShutdownTimeout = 30 * time.Second
 	}
+	o.Config = excludingOwnNamespace(o.Config, o.Namespace)
 	return o
+}
+
+// excludingOwnNamespace returns cfg with namespace among the namespaces no
+// webhook entry reaches (a copy when it adds it; cfg itself is the
+// caller's): a fail-closed scaleplane that is down must never refuse the
+// writes that repair it, such as a profiled object an operator keeps beside
+// it (docs/production.md).
+func excludingOwnNamespace(cfg *configv1alpha2.Configuration, namespace string) *configv1alpha2.Configuration {
+	if cfg == nil {
+		return nil
+	}
+	excluded := cfg.Webhook.ExcludedNamespaces
+	if excluded == nil {
+		excluded = []string{configv1alpha2.DefaultExcludedNamespace}
+	}
+	if slices.Contains(excluded, namespace) {
+		return cfg
+	}
+	out := *cfg
+	out.Webhook.ExcludedNamespaces = append(slices.Clone(excluded), namespace)
+	return &out
+}
+
+// ParseIssuerRef reads an issuer reference written KIND/NAME, with KIND
+// Issuer or ClusterIssuer (group cert-manager.io), or KIND.GROUP/NAME for
+// an external issuer's own kind (e.g. AWSPCAClusterIssuer.awspca.cert-manager.io/ca).
+func ParseIssuerRef(s string) (*cmmeta.IssuerReference, error) {
+	kind, name, ok := strings.Cut(s, "/")
+	if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("issuer %q: write it KIND/NAME, e.g. ClusterIssuer/platform-ca (or KIND.GROUP/NAME for an external issuer)", s)
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		return nil, fmt.Errorf("issuer %q: name %q: %s", s, name, msg)
+	}
+	group := "cert-manager.io"
+	if k, g, dotted := strings.Cut(kind, "."); dotted {
+		kind, group = k, g
+		for _, msg := range validation.IsDNS1123Subdomain(group) {
+			return nil, fmt.Errorf("issuer %q: group %q: %s", s, group, msg)
+		}
+	} else if kind != "Issuer" && kind != "ClusterIssuer" {
+		return nil, fmt.Errorf("issuer %q: kind %q is not Issuer or ClusterIssuer; an external issuer's kind needs its group: KIND.GROUP/NAME", s, kind)
+	}
+	return &cmmeta.IssuerReference{Kind: kind, Name: name, Group: group}, nil
 }
 
 func (o Options) validate() error {
 	var errs []error
+	if o.CertManagerIssuer != nil && o.CertMode != CertCertManager {
+		errs = append(errs, fmt.Errorf("an issuer (--cert-manager-issuer) is used in cert-manager mode only; add --cert-mode=%s or drop it", CertCertManager))
+	}
 	if o.Config == nil {
 		errs = append(errs, errors.New("a component configuration is required (--config)"))
 	}

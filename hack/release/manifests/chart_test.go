@@ -74,7 +74,9 @@ func TestChartLint(t *testing.T) {
 //     pod template in the chart (both roll the pods when it changes); its
 //     content is compared after decoding, as scaleplane reads it;
 //   - the image: kustomize's placeholder tag :latest, the chart's
-//     appVersion; `make release` pins both by digest.
+//     appVersion; `make release` pins both by digest;
+//   - the CRDs' helm.sh/resource-policy: keep (crds.keep), which only
+//     means something to helm uninstall.
 func TestChartDefaultsAreConfigDefault(t *testing.T) {
 	kobjs, err := Kustomize(filepath.Join(repoRoot(t), DefaultDir))
 	if err != nil {
@@ -126,6 +128,12 @@ func normalize(t *testing.T, objs []*unstructured.Unstructured, source string) m
 				}
 				o.Object["data"] = map[string]any{"scaleplane-config.yaml": fmt.Sprintf("%+v", *c)}
 			}
+		case "CustomResourceDefinition":
+			// crds.keep: the chart keeps its CRDs on uninstall; kustomize
+			// has no uninstall to keep them from.
+			annotations := o.GetAnnotations()
+			delete(annotations, "helm.sh/resource-policy")
+			o.SetAnnotations(annotations)
 		case "Deployment":
 			unstructured.RemoveNestedField(o.Object, "spec", "template", "metadata", "annotations", "checksum/config")
 			if ann, _, _ := unstructured.NestedMap(o.Object, "spec", "template", "metadata", "annotations"); len(ann) == 0 {
@@ -189,7 +197,7 @@ func TestChartEveryOption(t *testing.T) {
 		"tolerations":       {"CriticalAddonsOnly", spec("tolerations").([]any)[0].(map[string]any)["key"]},
 		"pod label":         {"control-plane", nested(dep, "spec", "template", "metadata", "labels", "example.com/tier")},
 		"pod annotation":    {"platform", nested(dep, "spec", "template", "metadata", "annotations", "example.com/team")},
-		"args":              {[]any{"--config=/etc/scaleplane/scaleplane-config.yaml", "--leader-elect", "--cert-mode=cert-manager", "--gitops", "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs", "--zap-log-level=debug"}, container["args"]},
+		"args":              {[]any{"--config=/etc/scaleplane/scaleplane-config.yaml", "--leader-elect", "--cert-mode=cert-manager", "--cert-manager-issuer=ClusterIssuer/platform-ca", "--gitops", "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs", "--zap-log-level=debug"}, container["args"]},
 		"PDB minAvailable":  {int64(2), nested(Find(objs, "PodDisruptionBudget", ManagerName), "spec", "minAvailable")},
 		"webhook injection": {Namespace + "/scaleplane-serving-cert", Find(objs, "MutatingWebhookConfiguration", "scaleplane-mutating-webhook-configuration").GetAnnotations()["cert-manager.io/inject-ca-from"]},
 		"serving issuer":    {"platform-ca", nested(Find(objs, "Certificate", "scaleplane-serving-cert"), "spec", "issuerRef", "name")},
@@ -201,6 +209,7 @@ func TestChartEveryOption(t *testing.T) {
 		"reader binding":    {"prometheus-k8s", nested(Find(objs, "ClusterRoleBinding", "scaleplane-metrics-reader-prometheus"), "subjects").([]any)[0].(map[string]any)["name"]},
 		"rule labels":       {"prometheus", Find(objs, "PrometheusRule", "scaleplane").GetLabels()["release"]},
 		"dashboard":         {true, nested(Find(objs, "ConfigMap", "scaleplane-grafana-dashboard"), "data", "scaleplane.json") != nil},
+		"CRDs not kept":     {nil, nested(Find(objs, "CustomResourceDefinition", "scalings.scaleplane.io"), "metadata", "annotations", "helm.sh/resource-policy")},
 	}
 	checks["pull secrets"] = [2]any{[]any{map[string]any{"name": "registry-credentials"}}, nested(Find(objs, "ServiceAccount", ManagerName), "imagePullSecrets")}
 	for name, c := range checks {
@@ -222,6 +231,7 @@ func TestChartEveryOption(t *testing.T) {
 		"maxLength": cfg.Autoscaler.Queries.MaxLength, "queryTimeout": cfg.Autoscaler.Queries.TimeoutSeconds, "externalScaler": cfg.Autoscaler.ExternalScaler.BindAddress,
 		"maxStoreBytes": cfg.Metrics.MaxStoreBytes, "sampleLimit": cfg.Metrics.SampleLimit, "labelLimit": cfg.Metrics.LabelLimit, "perNamespace": cfg.Metrics.MaxSeriesPerNamespace,
 		"webhookInFlight": cfg.Servers.Webhook.MaxInFlight,
+		"excluded":        cfg.Webhook.ExcludedNamespaces, "failurePolicy": cfg.Webhook.FailurePolicy,
 	}
 	wantCfg := map[string]any{
 		"profiles": 3, "timeout": int32(5), "polling": int32(30), "prometheus": "https://prometheus.monitoring.svc:9090",
@@ -229,6 +239,7 @@ func TestChartEveryOption(t *testing.T) {
 		"maxLength": 2048, "queryTimeout": int32(5), "externalScaler": ":9090",
 		"maxStoreBytes": int64(64 << 20), "sampleLimit": 20000, "labelLimit": 40, "perNamespace": 5000,
 		"webhookInFlight": int32(200),
+		"excluded":        []string{"kube-system", "ops"}, "failurePolicy": configv1alpha2.FailurePolicies{Mutate: "Fail", Validate: "Fail", Scale: "Ignore"},
 	}
 	if diff := cmp.Diff(wantCfg, gotCfg); diff != "" {
 		t.Errorf("configuration (-want +got):\n%s", diff)
@@ -408,5 +419,23 @@ func TestMonitoringGolden(t *testing.T) {
 	chartRule := Find(render(t, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true}}}), "PrometheusRule", "scaleplane")
 	if diff := cmp.Diff(chartRule.Object["spec"], Find(objs, "PrometheusRule", "scaleplane").Object["spec"]); diff != "" {
 		t.Errorf("PrometheusRule spec (-chart +config/prometheus):\n%s", diff)
+	}
+}
+
+// TestChartCRDsKeptAndOptional: by default helm uninstall keeps
+// scaleplane's CRDs (and so every ScaleProfile and Scaling); crds.install
+// false leaves them out of the release altogether.
+func TestChartCRDsKeptAndOptional(t *testing.T) {
+	for _, name := range []string{"scalings.scaleplane.io", "scaleprofiles.scaleplane.io"} {
+		crd := Find(render(t, nil), "CustomResourceDefinition", name)
+		if crd == nil {
+			t.Fatalf("default values: no CRD %s", name)
+		}
+		if got := crd.GetAnnotations()["helm.sh/resource-policy"]; got != "keep" {
+			t.Errorf("default values: %s helm.sh/resource-policy %q, want keep", name, got)
+		}
+	}
+	if crd := Find(render(t, map[string]any{"crds": map[string]any{"install": false}}), "CustomResourceDefinition", "scalings.scaleplane.io"); crd != nil {
+		t.Errorf("crds.install false: the release still holds %s", crd.GetName())
 	}
 }

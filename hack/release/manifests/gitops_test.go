@@ -6,11 +6,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/profile"
@@ -25,15 +25,17 @@ import (
 func TestChartGitOpsIsRender(t *testing.T) {
 	values := EveryOption()
 	objs := render(t, values)
-	specs := profile.Samples()
-	views, err := profile.CompileAll(specs)
+	// The configuration the Deployment runs with, as the chart renders it
+	// (selectors, excluded namespaces, failure policies, timeout).
+	data, _, _ := unstructured.NestedString(Find(objs, "ConfigMap", "scaleplane-config").Object, "data", "scaleplane-config.yaml")
+	cfg, _, err := configv1alpha2.Parse([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := profile.SampleConfiguration()
-	cfg.Webhook.TimeoutSeconds = 5
-	cfg.Webhook.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}}}}
-	cfg.Webhook.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/managed": "true"}}
+	views, err := profile.CompileAll(cfg.Profiles)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := app.RenderWebhookConfigurations(app.Options{Config: cfg, Namespace: Namespace, CertMode: app.CertCertManager}, views)
 	var args []any
 	for _, o := range objs {

@@ -113,10 +113,10 @@ clientConfig:
     namespace: {{ .root.Release.Namespace }}
     path: {{ .path }}
     port: 443
-failurePolicy: Fail
+failurePolicy: {{ .policy }}
 matchPolicy: Equivalent
 name: {{ .name }}
-namespaceSelector: {{ toYaml (default dict .root.Values.webhook.namespaceSelector) | nindent 2 }}
+namespaceSelector: {{ include "scaleplane.namespaceSelector" .root | nindent 2 }}
 objectSelector: {{ toYaml (default dict .root.Values.webhook.objectSelector) | nindent 2 }}
 sideEffects: None
 timeoutSeconds: {{ .root.Values.webhook.timeoutSeconds }}
@@ -128,4 +128,19 @@ apiVersions: [{{ .e.version }}]
 operations: {{ toYaml .ops | nindent 2 }}
 resources: [{{ .resource }}]
 scope: "*"
+{{- end }}
+
+{{- /* The namespace selector of every entry, as webhooks.NamespaceSelector
+makes it: the user's selector, then kubernetes.io/metadata.name NotIn the
+excluded namespaces plus the release namespace (what the binary adds), then
+the break-glass label. */ -}}
+{{- define "scaleplane.namespaceSelector" -}}
+{{- $s := deepCopy (default dict .Values.webhook.namespaceSelector) -}}
+{{- $excluded := default list .Values.webhook.excludedNamespaces -}}
+{{- if not (has .Release.Namespace $excluded) }}{{ $excluded = append $excluded .Release.Namespace }}{{ end -}}
+{{- $exprs := default list $s.matchExpressions -}}
+{{- $exprs = append $exprs (dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" $excluded) -}}
+{{- $exprs = append $exprs (dict "key" "scaleplane.io/admission" "operator" "NotIn" "values" (list "disabled")) -}}
+{{- $_ := set $s "matchExpressions" $exprs -}}
+{{- toYaml $s -}}
 {{- end }}
