@@ -26,15 +26,15 @@ const (
 
 // Component defaults, also named in docs/profiles.md.
 const (
-	DefaultWebhookPort                 = 9443
-	DefaultWebhookTimeoutSeconds       = int32(10)
+	DefaultWebhookPort           = 9443
+	DefaultWebhookTimeoutSeconds = int32(10)
 	// DefaultExcludedNamespace is the namespace no webhook entry reaches
 	// unless the configuration says otherwise: the cluster's own.
 	DefaultExcludedNamespace = "kube-system"
 	// FailurePolicyFail and FailurePolicyIgnore are the values of
 	// Webhook.FailurePolicy's fields.
-	FailurePolicyFail   = "Fail"
-	FailurePolicyIgnore = "Ignore"
+	FailurePolicyFail                  = "Fail"
+	FailurePolicyIgnore                = "Ignore"
 	DefaultOwner                       = "scaleplane"
 	DefaultMutatingConfigurationName   = DefaultOwner + MutatingConfigurationSuffix
 	DefaultValidatingConfigurationName = DefaultOwner + ValidatingConfigurationSuffix
