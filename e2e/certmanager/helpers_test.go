@@ -65,18 +65,24 @@ func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {
 // list indentation removed.
 func docBlock(t *testing.T, name string) string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "certs.md"))
+	return docBlockIn(t, "certs.md", name)
+}
+
+// docBlockIn is docBlock for another file of docs/.
+func docBlockIn(t *testing.T, file, name string) string {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", file))
 	if err != nil {
 		t.Fatalf("read docs: %v", err)
 	}
 	open := "<!-- e2e:" + name + " -->"
 	_, rest, ok := strings.Cut(string(doc), open)
 	if !ok {
-		t.Fatalf("docs/certs.md has no %s marker", open)
+		t.Fatalf("docs/%s has no %s marker", file, open)
 	}
 	section, _, ok := strings.Cut(rest, "<!-- /e2e -->")
 	if !ok {
-		t.Fatalf("docs/certs.md: %s is not closed by <!-- /e2e -->", open)
+		t.Fatalf("docs/%s: %s is not closed by <!-- /e2e -->", file, open)
 	}
 	var body []string
 	indent, in := "", false
@@ -96,7 +102,7 @@ func docBlock(t *testing.T, name string) string {
 			body = append(body, strings.TrimPrefix(line, indent))
 		}
 	}
-	t.Fatalf("docs/certs.md: no closed code block after %s", open)
+	t.Fatalf("docs/%s: no closed code block after %s", file, open)
 	return ""
 }
 
@@ -190,7 +196,13 @@ func shellWords(t *testing.T, line string) []string {
 // commands (as written) that already took effect on this cluster.
 func runDocCommands(t *testing.T, ctx context.Context, name string, replace map[string]string, skip map[string]bool) {
 	t.Helper()
-	for _, words := range commands(t, docBlock(t, name)) {
+	runDocCommandsIn(t, ctx, "certs.md", name, replace, skip)
+}
+
+// runDocCommandsIn is runDocCommands for a block of another file of docs/.
+func runDocCommandsIn(t *testing.T, ctx context.Context, file, name string, replace map[string]string, skip map[string]bool) {
+	t.Helper()
+	for _, words := range commands(t, docBlockIn(t, file, name)) {
 		if words[0] != "kubectl" {
 			t.Fatalf("docs block %s: %q is not a kubectl command", name, strings.Join(words, " "))
 		}
