@@ -186,7 +186,7 @@ func TestChartEveryOption(t *testing.T) {
 	container := spec("containers").([]any)[0].(map[string]any)
 	checks := map[string][2]any{
 		"replicas":          {int64(3), dep.Object["spec"].(map[string]any)["replicas"]},
-		"image":             {"registry.example/scaleplane@sha256:" + strings.Repeat("ab", 32), container["image"]},
+		"image":             {"mirror.example/registry.example/scaleplane@sha256:" + strings.Repeat("ab", 32), container["image"]},
 		"pull policy":       {"Always", container["imagePullPolicy"]},
 		"priority class":    {"system-cluster-critical", spec("priorityClassName")},
 		"node selector":     {map[string]any{"kubernetes.io/os": "linux"}, spec("nodeSelector")},
@@ -197,7 +197,7 @@ func TestChartEveryOption(t *testing.T) {
 		"tolerations":       {"CriticalAddonsOnly", spec("tolerations").([]any)[0].(map[string]any)["key"]},
 		"pod label":         {"control-plane", nested(dep, "spec", "template", "metadata", "labels", "example.com/tier")},
 		"pod annotation":    {"platform", nested(dep, "spec", "template", "metadata", "annotations", "example.com/team")},
-		"args":              {[]any{"--config=/etc/scaleplane/scaleplane-config.yaml", "--leader-elect", "--cert-mode=cert-manager", "--cert-manager-issuer=ClusterIssuer/platform-ca", "--gitops", "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs", "--zap-log-level=debug"}, container["args"]},
+		"args":              {[]any{"--config=/etc/scaleplane/scaleplane-config.yaml", "--leader-elect", "--zap-log-level=info", "--cert-mode=cert-manager", "--cert-manager-issuer=ClusterIssuer/platform-ca", "--gitops", "--metrics-cert-path=/tmp/k8s-metrics-server/metrics-certs", "--zap-log-level=debug"}, container["args"]},
 		"PDB minAvailable":  {int64(2), nested(Find(objs, "PodDisruptionBudget", ManagerName), "spec", "minAvailable")},
 		"webhook injection": {Namespace + "/scaleplane-serving-cert", Find(objs, "MutatingWebhookConfiguration", "scaleplane-mutating-webhook-configuration").GetAnnotations()["cert-manager.io/inject-ca-from"]},
 		"serving issuer":    {"platform-ca", nested(Find(objs, "Certificate", "scaleplane-serving-cert"), "spec", "issuerRef", "name")},
@@ -210,8 +210,21 @@ func TestChartEveryOption(t *testing.T) {
 		"rule labels":       {"prometheus", Find(objs, "PrometheusRule", "scaleplane").GetLabels()["release"]},
 		"dashboard":         {true, nested(Find(objs, "ConfigMap", "scaleplane-grafana-dashboard"), "data", "scaleplane.json") != nil},
 		"CRDs not kept":     {nil, nested(Find(objs, "CustomResourceDefinition", "scalings.scaleplane.io"), "metadata", "annotations", "helm.sh/resource-policy")},
+		"common label":      {"platform", dep.GetLabels()["example.com/cost-center"]},
+		"service account":   {"scaleplane-sa", spec("serviceAccountName")},
+		"SA annotation":     {"scaleplane", nested(Find(objs, "ServiceAccount", "scaleplane-sa"), "metadata", "annotations", "iam.example.com/role")},
+		"SA bound":          {"scaleplane-sa", nested(Find(objs, "ClusterRoleBinding", "scaleplane-manager-rolebinding"), "subjects").([]any)[0].(map[string]any)["name"]},
+		"pod fsGroup":       {int64(65532), spec("securityContext", "fsGroup")},
+		"container user":    {true, container["securityContext"].(map[string]any)["runAsNonRoot"]},
+		"proxy env":         {"http://proxy.example:3128", envValue(container, "HTTPS_PROXY")},
+		"readiness period":  {int64(3), container["readinessProbe"].(map[string]any)["periodSeconds"]},
+		"liveness period":   {int64(30), container["livenessProbe"].(map[string]any)["periodSeconds"]},
+		"surge":             {int64(2), nested(dep, "spec", "strategy", "rollingUpdate", "maxSurge")},
+		"history":           {int64(3), nested(dep, "spec", "revisionHistoryLimit")},
+		"network policy":    {"monitoring", nested(Find(objs, "NetworkPolicy", ManagerName), "spec", "ingress").([]any)[1].(map[string]any)["from"].([]any)[0].(map[string]any)["namespaceSelector"].(map[string]any)["matchLabels"].(map[string]any)["kubernetes.io/metadata.name"]},
+		"extra object":      {"v", nested(Find(objs, "ConfigMap", "scaleplane-extra"), "data", "k")},
 	}
-	checks["pull secrets"] = [2]any{[]any{map[string]any{"name": "registry-credentials"}}, nested(Find(objs, "ServiceAccount", ManagerName), "imagePullSecrets")}
+	checks["pull secrets"] = [2]any{[]any{map[string]any{"name": "registry-credentials"}}, nested(Find(objs, "ServiceAccount", "scaleplane-sa"), "imagePullSecrets")}
 	for name, c := range checks {
 		if diff := cmp.Diff(c[0], c[1]); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)

@@ -8,6 +8,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- /* The ServiceAccount the pods run as: serviceAccount.name, or the
+chart's own when empty. */ -}}
+{{- define "scaleplane.serviceAccountName" -}}
+{{- default "scaleplane-controller-manager" .Values.serviceAccount.name -}}
 {{- end }}
 
 {{- define "scaleplane.selectorLabels" -}}
@@ -17,13 +26,16 @@ app.kubernetes.io/component: manager
 
 {{- define "scaleplane.image" -}}
 {{- $img := .Values.image -}}
+{{- $registry := default $img.registry (dig "imageRegistry" "" (default dict .Values.global)) -}}
+{{- $repository := $img.repository -}}
+{{- if $registry }}{{ $repository = printf "%s/%s" (trimSuffix "/" $registry) $img.repository }}{{ end -}}
 {{- if $img.digest -}}
 {{- if not (regexMatch "^sha256:[a-f0-9]{64}$" $img.digest) -}}
 {{- fail (printf "image.digest %q: write it as sha256:<64 hex digits>" $img.digest) -}}
 {{- end -}}
-{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- printf "%s@%s" $repository $img.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) -}}
+{{- printf "%s:%s" $repository (default .Chart.AppVersion $img.tag) -}}
 {{- end -}}
 {{- end }}
 
