@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -31,6 +32,7 @@ import (
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/controllers/profiles"
 	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
@@ -101,6 +103,9 @@ func New(opts Options) (*App, error) {
 		// Workloads are unstructured; caching them keeps webhook and
 		// controller reads off the API server.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		// The scraper's Pod informer is cluster-wide: keep of each pod only
+		// what discovery reads (docs/production.md, Sizing).
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: promql.TrimPod}}},
 	}
 	if !opts.NoWebhookServer {
 		if mopts.WebhookServer, err = newWebhookServer(opts.Config); err != nil {
