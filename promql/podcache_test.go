@@ -53,7 +53,7 @@ func realisticPod(i int, scraped bool) *corev1.Pod {
 		},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.1.%d.%d", i/250, i%250), HostIP: "192.0.2.3",
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, {Type: corev1.PodInitialized, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue}, {Type: corev1.PodInitialized, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Image: "registry.example/team/web:1.2.3", ImageID: "registry.example/team/web@sha256:" + strings.Repeat("ab", 32), ContainerID: "containerd://" + strings.Repeat("cd", 32)}},
 		},
 	}
@@ -79,7 +79,9 @@ func TestTrimPodKeepsWhatDiscoveryReads(t *testing.T) {
 			extra := map[string]string{"workload": "web"}
 			wantT, wantOK := PodTarget(pod, extra)
 			gotT, gotOK := PodTarget(trimmed.(*corev1.Pod), extra)
-			if wantOK != gotOK || !cmp.Equal(wantT, gotT, cmp.Comparer(func(a, b Target) bool { return a.URL == b.URL && a.Invalid == b.Invalid && a.Labels.String() == b.Labels.String() })) {
+			if wantOK != gotOK || !cmp.Equal(wantT, gotT, cmp.Comparer(func(a, b Target) bool {
+				return a.URL == b.URL && a.Invalid == b.Invalid && a.Labels.String() == b.Labels.String()
+			})) {
 				t.Errorf("target of the trimmed pod %+v (%v), of the whole pod %+v (%v)", gotT, gotOK, wantT, wantOK)
 			}
 			if diff := cmp.Diff(pod.Labels, trimmed.(*corev1.Pod).Labels); diff != "" {
