@@ -193,6 +193,10 @@ func EnsureCertManager(ctx context.Context, c client.Client, o Options) error {
 		return err
 	}
 	for _, obj := range CertManagerObjects(o) {
+		// Marked as scaleplane's, so that what an uninstall leaves is
+		// found (scaleplane cleanup); what render prints is not, since
+		// a repository owns it.
+		obj.SetLabels(map[string]string{LabelManagedBy: ManagedByValue})
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 		}

@@ -34,6 +34,15 @@ const (
 	InjectedRevisionAnnotation = "certs.scaleplane.io/injected-revision"
 )
 
+// LabelManagedBy=ManagedByValue marks the objects this package creates (the
+// self-signed Secret, cert-manager objects), as the controllers mark their
+// HPAs (api/v1alpha1 names the same pair), so that what an uninstall leaves
+// behind can be found.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByValue = "scaleplane"
+)
+
 // injection identifies the Secret content a bundle comes from.
 type injection struct {
 	bundle   []byte

@@ -362,6 +362,7 @@ func (r *Rotator) create(ctx context.Context, log logr.Logger, now time.Time) er
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   r.opts.SecretNamespace,
 			Name:        r.opts.SecretName,
+			Labels:      map[string]string{LabelManagedBy: ManagedByValue},
 			Annotations: map[string]string{RevisionAnnotation: "1"},
 		},
 		Type: corev1.SecretTypeTLS,

@@ -102,6 +102,8 @@ func run(args []string) int {
 			return configMain(args[1:])
 		case "render":
 			return renderMain(args[1:])
+		case "cleanup":
+			return cleanupMain(args[1:])
 		case "completion":
 			return completionMain(args[1:])
 		case "version":
@@ -124,6 +126,7 @@ Usage:
   scaleplane profile init (--crd NAME | -f FILE)  print a ScaleProfile and its RBAC for a CRD
   scaleplane config check -f FILE [--crd FILE]... check configurations and profiles against CRD files
   scaleplane render webhooks|certificates  print what --gitops leaves to your repository
+  scaleplane cleanup [--delete]           list (or delete) what an uninstall leaves: HPAs, certificates, webhook configurations
   scaleplane explain NS/RESOURCE/NAME     what sets a workload's count, and the last decisions (its Scaling)
   scaleplane completion bash|zsh          print a shell completion script
   scaleplane version [-o json]            print the version, commit and Go version
