@@ -34,7 +34,7 @@ DIST ?= $(CURDIR)/dist
 # Where `make push` and the manifests of `make release` point.
 IMAGE ?= ghcr.io/scaleplane/scaleplane
 
-.PHONY: all build demo test test-core test-prometheus test-keda test-examples test-release unit e2e lint bench generate verify tools clean help image push release
+.PHONY: all build demo test test-core test-prometheus test-keda test-examples test-release unit e2e lint bench generate verify tools clean help image push release release-verify
 
 all: build
 
@@ -130,8 +130,11 @@ image: ## build the OCI image layout bin/image (linux/amd64 + linux/arm64) witho
 push: ## push bin/image to IMAGE=registry/repo (tag = version; credentials from your docker config)
 	$(RELEASE) push -layout $(IMAGE_LAYOUT) -image $(IMAGE)
 
-release: ## write dist/install.yaml (config/default, image pinned by bin/image's digest) and dist/scaleplane-<version>.tgz (the Helm chart)
-	$(RELEASE) release -root $(CURDIR) -layout $(IMAGE_LAYOUT) -image $(IMAGE) -dist $(DIST)
+release: ## write dist/: install.yaml (image pinned by bin/image's digest), the Helm chart, the SBOM (SPDX) and provenance (in-toto, SLSA); SIGN_KEY=key.pem signs each (<file>.sig)
+	$(RELEASE) release -root $(CURDIR) -layout $(IMAGE_LAYOUT) -image $(IMAGE) -dist $(DIST) $(if $(SIGN_KEY),-sign-key $(abspath $(SIGN_KEY)))
+
+release-verify: ## check every dist/*.sig against PUBLIC_KEY (default dist/signing-key.pub; give the key you trust)
+	$(RELEASE) verify -key $(abspath $(or $(PUBLIC_KEY),$(DIST)/signing-key.pub)) -dist $(DIST)
 
 clean: ## remove built programs and release output
 	rm -rf bin dist

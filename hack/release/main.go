@@ -47,6 +47,8 @@ func main() {
 		err = pushMain(ctx, os.Args[2:])
 	case "release":
 		err = releaseMain(ctx, os.Args[2:])
+	case "verify":
+		err = verifyMain(os.Args[2:])
 	default:
 		usage()
 		os.Exit(2)
@@ -61,7 +63,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: release image|push|release [flags]   (run with -h for a command's flags)
+	fmt.Fprint(os.Stderr, `usage: release image|push|release|verify [flags]   (run with -h for a command's flags)
 `)
 }
 
