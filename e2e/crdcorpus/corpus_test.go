@@ -1,0 +1,404 @@
+package crdcorpus_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/jsonpath"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+	"github.com/scaleplane/scaleplane/e2e/crdcorpus"
+	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/webhooks"
+)
+
+var cluster *framework.Cluster
+
+// appNamespace is where the shared scaleplane keeps its own objects, and the
+// Scalings of cluster-scoped kinds.
+const appNamespace = "scaleplane-crdcorpus-e2e"
+
+func crdDir() string { return filepath.Join(framework.RepoRoot(), "testdata", "crds") }
+
+// binary is the scaleplane binary, built while the control plane starts.
+var binary struct {
+	path string
+	err  error
+	done chan struct{}
+}
+
+func TestMain(m *testing.M) {
+	log.SetLogger(logr.Discard())
+	flag.Parse()
+	// The CRDs' subtests mostly wait on the API server and the
+	// controllers; run more of them at once than the default (GOMAXPROCS)
+	// unless -parallel was given.
+	if !flagSet("test.parallel") {
+		_ = flag.Set("test.parallel", "6")
+	}
+	dir, err := os.MkdirTemp("", "crdcorpus-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary.done = make(chan struct{})
+	go func() {
+		defer close(binary.done)
+		binary.path = filepath.Join(dir, "scaleplane")
+		build := exec.Command("go", "build", "-o", binary.path, "./cmd/scaleplane")
+		build.Dir = framework.RepoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			binary.err = fmt.Errorf("build scaleplane: %w\n%s", err, out)
+		}
+	}()
+	code := framework.Run(m, framework.Options{
+		CRDPaths: []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), crdDir()},
+		// The real HPA controller, for `kubectl autoscale`.
+		HPAController: true,
+	}, &cluster)
+	<-binary.done
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func scaleplane(t *testing.T) string {
+	t.Helper()
+	<-binary.done
+	if binary.err != nil {
+		t.Fatal(binary.err)
+	}
+	return binary.path
+}
+
+// startApp runs the binary's wiring (app.New, in-process) with a
+// configuration that profiles nothing, until the test ends.
+func startApp(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	port := framework.FreePort(t)
+	cfg := &configv1alpha2.Configuration{}
+	cfg.APIVersion, cfg.Kind = configv1alpha2.APIVersion, configv1alpha2.Kind
+	cfg.Default()
+	cfg.Webhook.Host = "127.0.0.1"
+	cfg.Webhook.Port = port
+	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")
+	a, err := app.New(app.Options{
+		Config:      cfg,
+		RestConfig:  cluster.Config,
+		CertMode:    app.CertSelfSigned,
+		Namespace:   appNamespace,
+		WebhookURL:  "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		WebhookIPs:  []string{"127.0.0.1"},
+		MetricsAddr: "0",
+		ProbeAddr:   "0",
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("build app: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("app stopped with: %v", err)
+		}
+	})
+}
+
+// TestCompatibilityDocIsTheTable: docs/crd-compatibility.md is what
+// the corpus table renders. Regenerate it with UPDATE_GOLDEN=1.
+func TestCompatibilityDocIsTheTable(t *testing.T) {
+	file := filepath.Join(framework.RepoRoot(), "docs", "crd-compatibility.md")
+	got := crdcorpus.Markdown()
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s disagrees with the table in e2e/crdcorpus/corpus.go; regenerate it with UPDATE_GOLDEN=1 go test ./e2e/crdcorpus -run TestCompatibilityDoc (-file +table):\n%s", file, diff)
+	}
+}
+
+// TestCorpusFilesAreTheTablesCRDs: every vendored file is in the table,
+// names its upstream source in its header, and holds the CRD the table
+// says, with /scale exactly when profile init is expected to accept it.
+func TestCorpusFilesAreTheTablesCRDs(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(crdDir(), "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTable := map[string]bool{}
+	for _, c := range crdcorpus.Corpus {
+		inTable[c.File] = true
+	}
+	for _, f := range files {
+		if !inTable[filepath.Base(f)] {
+			t.Errorf("%s is not in the table of e2e/crdcorpus/corpus.go", f)
+		}
+	}
+	if len(crdcorpus.Corpus) < 10 {
+		t.Errorf("the corpus has %d CRDs, want at least 10", len(crdcorpus.Corpus))
+	}
+	for _, c := range crdcorpus.Corpus {
+		data, err := os.ReadFile(filepath.Join(crdDir(), c.File))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if !bytes.HasPrefix(data, []byte("# Source: "+c.Source()+"\n")) {
+			t.Errorf("%s: its header does not name its source %s", c.File, c.Source())
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.Unmarshal(data, &crd); err != nil {
+			t.Errorf("%s: %v", c.File, err)
+			continue
+		}
+		got := []string{crd.Name, crd.Spec.Group, crd.Spec.Names.Plural, crd.Spec.Names.Kind, strconv.FormatBool(crd.Spec.Scope == apiextensionsv1.ClusterScoped)}
+		want := []string{c.Name, c.Group, c.Resource, c.Kind, strconv.FormatBool(c.Clustered)}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-table +file):\n%s", c.File, diff)
+		}
+		scale := false
+		for _, v := range crd.Spec.Versions {
+			if v.Name == c.Version && v.Served && v.Subresources != nil && v.Subresources.Scale != nil {
+				scale = true
+			}
+		}
+		if scale != (c.Init.Outcome == crdcorpus.Works) {
+			t.Errorf("%s: /scale on %s: %v, but profile init is expected to %s", c.File, c.Version, scale, outcome(c.Init.Outcome))
+		}
+	}
+}
+
+func outcome(o crdcorpus.Outcome) string {
+	switch o {
+	case crdcorpus.Works:
+		return "work"
+	case crdcorpus.Refused:
+		return "refuse"
+	}
+	return "not run"
+}
+
+// trigger is a scale config the trigger autoscaler moves to 5: a query
+// worth 50 at 10 per replica.
+const trigger = `{"minReplicas":1,"maxReplicas":5,"pollingIntervalSeconds":1,"triggers":[{"name":"load","type":"AverageValue","threshold":10,"query":"vector(50)"}]}`
+
+// TestCorpusThroughTheWholePath runs every CRD of the corpus through
+// profile init, config check, kubectl apply, kubectl scale (to 0 too),
+// the real HPA controller, scaleplane's trigger autoscaler and deletion,
+// against one control plane and one scaleplane, and checks that each step
+// does what the table says.
+func TestCorpusThroughTheWholePath(t *testing.T) {
+	startApp(t)
+	// ScaleProfiles are cluster-scoped: they outlive the subtests'
+	// namespaces.
+	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "sprof", "--all") })
+	bin := scaleplane(t)
+	for _, c := range crdcorpus.Corpus {
+		t.Run(c.Kind, func(t *testing.T) {
+			t.Parallel()
+			path(t, bin, c)
+		})
+	}
+}
+
+func path(t *testing.T, bin string, c crdcorpus.CRD) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	crdFile := filepath.Join(crdDir(), c.File)
+
+	// profile init against the served CRD.
+	cmd := exec.CommandContext(ctx, bin, "profile", "init", "--crd", c.Name, "--kubeconfig", cluster.Kubeconfig)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if c.Init.Outcome != crdcorpus.Works {
+		if err == nil || !strings.Contains(stderr.String(), c.Init.Says) {
+			t.Fatalf("profile init --crd %s: %v\n%s\nwant a refusal containing %q", c.Name, err, stderr.String(), c.Init.Says)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("profile init --crd %s: %v\n%s", c.Name, err, stderr.String())
+	}
+	profileFile := filepath.Join(t.TempDir(), "profile.yaml")
+	if err := os.WriteFile(profileFile, stdout.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check := exec.CommandContext(ctx, bin, "config", "check", "-f", profileFile, "--crd", crdFile)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("scaleplane config check -f <profile init's output> --crd %s: %v\n%s", crdFile, err, out)
+	}
+	if out, err := cluster.Kubectl(ctx, "apply", "--server-side", "-f", profileFile); err != nil {
+		t.Fatalf("kubectl apply the profile: %v\n%s", err, out)
+	}
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		out, err := cluster.Kubectl(ctx, "get", "sprof", c.Name, "-o", `jsonpath={.status.conditions[?(@.type=="Active")].status} {.status.conditions[?(@.type=="Active")].reason}`)
+		return err == nil && out == "True Active", fmt.Sprintf("kubectl get sprof %s: Active %q %v", c.Name, out, err)
+	})
+	// The leader writes the webhook entries after the status: objects are
+	// judged once the kind's entry calls the dispatcher.
+	gvr := schema.GroupVersionResource{Group: c.Group, Version: c.Version, Resource: c.Resource}
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		got, err := entries(ctx, gvr)
+		return err == nil && len(got) == 1 && strings.HasSuffix(got[0], webhooks.DispatchPath(webhooks.DispatchMutatePrefix, gvr)),
+			fmt.Sprintf("mutating entries for %s: %q %v", gvr, got, err)
+	})
+
+	// An object of the kind, at 2.
+	ns := cluster.Namespace(t)
+	name, nsArgs, meta := "demo", []string{"-n", ns}, fmt.Sprintf("{name: demo, namespace: %s}", ns)
+	if c.Clustered {
+		name = "demo-" + ns
+		nsArgs, meta = nil, "{name: "+name+"}"
+	}
+	res := c.Resource + "." + c.Group
+	manifest := fmt.Sprintf("apiVersion: %s/%s\nkind: %s\nmetadata: %s\nspec: %s\n", c.Group, c.Version, c.Kind, meta, c.Body)
+	if out, err := cluster.KubectlWithInput(ctx, manifest, "apply", "--server-side", "-f", "-"); err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	key := client.ObjectKey{Name: name}
+	if !c.Clustered {
+		key.Namespace = ns
+	}
+	gvk := unstructured.Unstructured{}
+	gvk.SetAPIVersion(c.Group + "/" + c.Version)
+	gvk.SetKind(c.Kind)
+	want := map[string]string{c.Replicas: "%d"}
+	at := func(n int) {
+		t.Helper()
+		framework.EventuallyFields(t, cluster.Client, gvk.GroupVersionKind(), key, n, want, field)
+	}
+	at(2)
+	kubectl := func(args ...string) (string, error) {
+		return cluster.Kubectl(ctx, append(args, nsArgs...)...)
+	}
+	step := func(what string, r crdcorpus.Result, out string, err error) bool {
+		t.Helper()
+		switch {
+		case r.Outcome == crdcorpus.Works && err != nil:
+			t.Fatalf("%s: %v\n%s", what, err, out)
+		case r.Outcome == crdcorpus.Refused && (err == nil || !strings.Contains(out+err.Error(), r.Says)):
+			t.Fatalf("%s: %v\n%s\nwant a refusal containing %q", what, err, out, r.Says)
+		}
+		return r.Outcome == crdcorpus.Works
+	}
+	scale := func(n int) (string, error) {
+		return kubectl("scale", res+"/"+name, fmt.Sprintf("--replicas=%d", n))
+	}
+
+	out, err := scale(3)
+	if step("kubectl scale --replicas=3", c.Scale, out, err) {
+		at(3)
+	}
+	if c.Zero.Outcome != crdcorpus.NotRun {
+		out, err := scale(0)
+		if step("kubectl scale --replicas=0", c.Zero, out, err) {
+			at(0)
+		}
+	}
+	if out, err := scale(2); err != nil {
+		t.Fatalf("kubectl scale --replicas=2: %v\n%s", err, out)
+	}
+	at(2)
+
+	if c.HPA.Outcome != crdcorpus.NotRun {
+		// An HPA is namespaced, whatever the scope of its target.
+		if out, err := cluster.Kubectl(ctx, "autoscale", res+"/"+name, "--min=4", "--max=6", "--cpu-percent=80", "-n", ns); err != nil {
+			t.Fatalf("kubectl autoscale: %v\n%s", err, out)
+		}
+		if c.HPA.Outcome == crdcorpus.Works {
+			// The HPA controller raises a count below the HPA's minimum
+			// through /scale, metrics or not.
+			at(4)
+		} else {
+			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+				out, err := cluster.Kubectl(ctx, "get", "hpa", name, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="AbleToScale")].message}`)
+				return err == nil && strings.Contains(out, c.HPA.Says), fmt.Sprintf("the HPA's AbleToScale: %q %v; want %q", out, err, c.HPA.Says)
+			})
+		}
+		if out, err := cluster.Kubectl(ctx, "delete", "hpa", name, "-n", ns); err != nil {
+			t.Fatalf("kubectl delete hpa: %v\n%s", err, out)
+		}
+	}
+
+	if c.Trigger.Outcome != crdcorpus.NotRun {
+		out, err := kubectl("annotate", res+"/"+name, "--overwrite", "scaleplane.io/scale-config="+trigger)
+		if step("kubectl annotate the scale config", c.Trigger, out, err) {
+			at(5)
+			scalingNS := ns
+			if c.Clustered {
+				scalingNS = appNamespace
+			}
+			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+				out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
+				return err == nil && out == "triggers 5", fmt.Sprintf("kubectl get scaling: %q %v", out, err)
+			})
+		}
+	}
+
+	out, err = kubectl("delete", res, name, "--wait=true", "--timeout=60s")
+	step("kubectl delete", c.Delete, out, err)
+}
+
+// entries are the URLs of the mutating entries routing gvr.
+func entries(ctx context.Context, gvr schema.GroupVersionResource) ([]string, error) {
+	var m admissionregistrationv1.MutatingWebhookConfiguration
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Name: configv1alpha2.DefaultMutatingConfigurationName}, &m); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, w := range m.Webhooks {
+		for _, r := range w.Rules {
+			if len(r.APIGroups) == 1 && r.APIGroups[0] == gvr.Group && len(r.Resources) == 1 && r.Resources[0] == gvr.Resource && w.ClientConfig.URL != nil {
+				out = append(out, *w.ClientConfig.URL)
+			}
+		}
+	}
+	return out, nil
+}
+
+func field(u *unstructured.Unstructured, path string) (string, error) {
+	jp := jsonpath.New("f")
+	if err := jp.Parse("{" + path + "}"); err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := jp.Execute(&b, u.Object); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
