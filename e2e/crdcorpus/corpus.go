@@ -25,6 +25,9 @@ const (
 	Refused
 	// NotRun: the step cannot be tried for this CRD today (Result.Why).
 	NotRun
+	// Broken: the step is admitted but does not do what it says; the
+	// Scaling's Active condition says Result.Says meanwhile (Result.Why).
+	Broken
 )
 
 // Result is the expected outcome of one step for one CRD.
@@ -39,6 +42,7 @@ type Result struct {
 func works() Result                   { return Result{Outcome: Works} }
 func refused(says, why string) Result { return Result{Outcome: Refused, Says: says, Why: why} }
 func notRun(why string) Result        { return Result{Outcome: NotRun, Why: why} }
+func broken(says, why string) Result  { return Result{Outcome: Broken, Says: says, Why: why} }
 
 // CRD is one upstream CRD of the corpus and what each step does with it.
 type CRD struct {
@@ -67,9 +71,10 @@ type CRD struct {
 	// Init works. Scale is kubectl scale 2 -> 3; Zero is kubectl scale to
 	// 0; HPA is kubectl autoscale --min=4 (the real HPA controller raises
 	// the count through /scale); Trigger is a scale config with a PromQL
-	// trigger that scaleplane's autoscaler follows to 5; Delete is kubectl
-	// delete.
-	Init, Scale, Zero, HPA, Trigger, Delete Result
+	// trigger that scaleplane's autoscaler follows to 5; Sleep is a scale
+	// config with minReplicas 0 and an idle timeout, with which that
+	// autoscaler takes the workload to 0; Delete is kubectl delete.
+	Init, Scale, Zero, HPA, Trigger, Sleep, Delete Result
 	// Edit is the hand edit the profile init output needs before it is
 	// applied (empty: none, the goal), and why.
 	Edit string
@@ -102,6 +107,7 @@ var Corpus = []CRD{{
 		"a pinned Function cannot reach 0: its `spec.scaleConfig.minReplicas` has `minimum: 1`"),
 	HPA:     works(),
 	Trigger: notRun("`spec.scaleConfig` has room only for minReplicas and maxReplicas (the API server prunes triggers); triggers need the profile's scaleConfig switched to the annotation"),
+	Sleep:   notRun("as for triggers: `spec.scaleConfig` has no room for `idle`"),
 	Delete:  works(),
 }, {
 	File: "kafkanodepools.kafka.strimzi.io.yaml", Name: "kafkanodepools.kafka.strimzi.io",
@@ -110,7 +116,7 @@ var Corpus = []CRD{{
 	Shape:    "small, hand-written schema; `spec.replicas` required, `minimum: 0`; scale config in the annotation",
 	Body:     `{replicas: 2, roles: [broker], storage: {type: ephemeral}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "kafkaconnectors.kafka.strimzi.io.yaml", Name: "kafkaconnectors.kafka.strimzi.io",
 	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkaconnectors", Kind: "KafkaConnector",
@@ -121,7 +127,9 @@ var Corpus = []CRD{{
 	Init:     works(), Scale: works(),
 	Zero:    refused(minimumText, "`spec.tasksMax` has `minimum: 1`; the API server refuses the write"),
 	HPA:     works(),
-	Trigger: works(), Delete: works(),
+	Trigger: works(),
+	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.tasksMax` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
+	Delete:  works(),
 }, {
 	File: "nodepools.karpenter.sh.yaml", Name: "nodepools.karpenter.sh",
 	Group: "karpenter.sh", Version: "v1", Resource: "nodepools", Kind: "NodePool", Clustered: true,
@@ -132,7 +140,7 @@ var Corpus = []CRD{{
 	Init:     works(), Scale: works(), Zero: works(),
 	HPA: refused("the server could not find the requested resource",
 		"an HPA is namespaced and its scale client reads a namespaced /scale: it cannot scale a cluster-scoped kind"),
-	Trigger: works(), Delete: works(),
+	Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "machinedeployments.cluster.x-k8s.io.yaml", Name: "machinedeployments.cluster.x-k8s.io",
 	Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments", Kind: "MachineDeployment",
@@ -140,7 +148,7 @@ var Corpus = []CRD{{
 	Shape:    "two served versions (v1beta1, v1beta2), /scale on both",
 	Body:     `{clusterName: demo, replicas: 2, selector: {matchLabels: {md: demo}}, template: {metadata: {labels: {md: demo}}, spec: {clusterName: demo, bootstrap: {dataSecretName: demo}, infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachineTemplate, name: demo}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "clusters.postgresql.cnpg.io.yaml", Name: "clusters.postgresql.cnpg.io",
 	Group: "postgresql.cnpg.io", Version: "v1", Resource: "clusters", Kind: "Cluster",
@@ -151,7 +159,9 @@ var Corpus = []CRD{{
 	Init:     works(), Scale: works(),
 	Zero:    refused(minimumText, "`spec.instances` has `minimum: 1`; the API server refuses the write"),
 	HPA:     works(),
-	Trigger: works(), Delete: works(),
+	Trigger: works(),
+	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.instances` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
+	Delete:  works(),
 }, {
 	File: "leaderworkersets.leaderworkerset.x-k8s.io.yaml", Name: "leaderworkersets.leaderworkerset.x-k8s.io",
 	Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets", Kind: "LeaderWorkerSet",
@@ -159,7 +169,7 @@ var Corpus = []CRD{{
 	Shape:    "very large (1.3 MB: only server-side apply installs it); `spec.replicas` defaulted to 1, maximum 1000000",
 	Body:     `{replicas: 2, leaderWorkerTemplate: {workerTemplate: {spec: {containers: [{name: worker, image: example.invalid/worker}]}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "rollouts.argoproj.io.yaml", Name: "rollouts.argoproj.io",
 	Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts", Kind: "Rollout",
@@ -167,7 +177,7 @@ var Corpus = []CRD{{
 	Shape:    "large (560 KiB); /scale reads status replicas from `.status.HPAReplicas`",
 	Body:     `{replicas: 2, selector: {matchLabels: {app: demo}}, template: {metadata: {labels: {app: demo}}, spec: {containers: [{name: app, image: example.invalid/app}]}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "scyllaclusters.scylla.scylladb.com.yaml", Name: "scyllaclusters.scylla.scylladb.com",
 	Group: "scylla.scylladb.com", Version: "v1", Resource: "scyllaclusters", Kind: "ScyllaCluster",

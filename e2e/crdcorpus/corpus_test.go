@@ -216,6 +216,10 @@ func outcome(o crdcorpus.Outcome) string {
 // worth 50 at 10 per replica.
 const trigger = `{"minReplicas":1,"maxReplicas":5,"pollingIntervalSeconds":1,"triggers":[{"name":"load","type":"AverageValue","threshold":10,"query":"vector(50)"}]}`
 
+// sleep is a scale config with which the trigger autoscaler takes a
+// workload to zero: a trigger asking for nothing and a 1 s idle timeout.
+const sleep = `{"minReplicas":0,"maxReplicas":5,"pollingIntervalSeconds":1,"idle":{"timeoutSeconds":1},"triggers":[{"name":"load","type":"AverageValue","threshold":10,"query":"vector(0)"}]}`
+
 // TestCorpusThroughTheWholePath runs every CRD of the corpus through
 // profile init, config check, kubectl apply, kubectl scale (to 0 too),
 // the real HPA controller, scaleplane's trigger autoscaler and deletion,
@@ -308,6 +312,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 	}
 	step := func(what string, r crdcorpus.Result, out string, err error) bool {
 		t.Helper()
+		t.Logf("%s: %v\n%s", what, err, out)
 		switch {
 		case r.Outcome == crdcorpus.Works && err != nil:
 			t.Fatalf("%s: %v\n%s", what, err, out)
@@ -367,6 +372,39 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 				out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
 				return err == nil && out == "triggers 5", fmt.Sprintf("kubectl get scaling: %q %v", out, err)
 			})
+		}
+	}
+
+	if c.Sleep.Outcome != crdcorpus.NotRun {
+		out, err := kubectl("annotate", res+"/"+name, "--overwrite", "scaleplane.io/scale-config="+sleep)
+		scalingNS := ns
+		if c.Clustered {
+			scalingNS = appNamespace
+		}
+		scalingSays := func(want string) {
+			t.Helper()
+			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+				out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", `jsonpath={.status.conditions[?(@.type=="Active")].reason}: {.status.conditions[?(@.type=="Active")].message}`)
+				return err == nil && strings.Contains(out, want), fmt.Sprintf("kubectl get scaling, its Active condition: %q %v; want %q", out, err, want)
+			})
+		}
+		switch {
+		case c.Sleep.Outcome == crdcorpus.Broken:
+			if err != nil {
+				t.Fatalf("kubectl annotate an idle scale config: %v\n%s\nthe table says it is admitted", err, out)
+			}
+			scalingSays(c.Sleep.Says)
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk.GroupVersionKind())
+			if err := cluster.Client.Get(ctx, key, u); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := field(u, c.Replicas); err != nil || got == "0" {
+				t.Fatalf("%s is %q (%v) while the Scaling says %q: the table records this as broken; update it", c.Replicas, got, err, c.Sleep.Says)
+			}
+		case step("kubectl annotate an idle scale config", c.Sleep, out, err):
+			at(0)
+			scalingSays("ScaledToZero")
 		}
 	}
 
