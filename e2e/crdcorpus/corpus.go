@@ -12,6 +12,7 @@ package crdcorpus
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -25,8 +26,9 @@ const (
 	Refused
 	// NotRun: the step cannot be tried for this CRD today (Result.Why).
 	NotRun
-	// Broken: the step is admitted but does not do what it says; the
-	// Scaling's Active condition says Result.Says meanwhile (Result.Why).
+	// Broken: a scaleplane bug, asserted as it is today (Result.Why): the
+	// step is admitted but does not do what it says, or is refused with a
+	// message that is wrong. What Result.Says is depends on the step.
 	Broken
 )
 
@@ -69,12 +71,15 @@ type CRD struct {
 	// `scaleplane profile init --crd` (then config check, kubectl apply
 	// --server-side and the ScaleProfile Active); the rest run only when
 	// Init works. Scale is kubectl scale 2 -> 3; Zero is kubectl scale to
-	// 0; HPA is kubectl autoscale --min=4 (the real HPA controller raises
+	// 0 (Broken: refused with advice that, followed, is refused again); HPA is kubectl autoscale --min=4 (the real HPA controller raises
 	// the count through /scale); Trigger is a scale config with a PromQL
 	// trigger that scaleplane's autoscaler follows to 5; Sleep is a scale
 	// config with minReplicas 0 and an idle timeout, with which that
 	// autoscaler takes the workload to 0; Delete is kubectl delete.
-	Init, Scale, Zero, HPA, Trigger, Sleep, Delete Result
+	// Range is kubectl scale above a scale config's range [2, 4]: it
+	// works when S1 refuses it naming the kind's own replicas field;
+	// Broken when the refusal says Says instead.
+	Init, Scale, Zero, HPA, Range, Trigger, Sleep, Delete Result
 	// Edit is the hand edit the profile init output needs before it is
 	// applied (empty: none, the goal), and why.
 	Edit string
@@ -103,9 +108,10 @@ var Corpus = []CRD{{
 	Body:     `{runtime: python312, source: {inline: {source: "def main(event, context): return 'ok'"}}, replicas: 2}`,
 	Replicas: ".spec.replicas",
 	Init:     works(), Scale: works(),
-	Zero: refused("the CRD's schema requires a value of at least 1 (minimum)",
-		"a pinned Function cannot reach 0: its `spec.scaleConfig.minReplicas` has `minimum: 1`"),
+	Zero: broken("the CRD's schema requires a value of at least 1 (minimum); scale to a count the schema accepts, or give the scale config a range",
+		"scaleplane bug: the refusal is right (`spec.scaleConfig.minReplicas` has `minimum: 1`, so a Function cannot reach 0) but advises giving the scale config a range; with a range [1, 4] the second refusal advises lowering `spec.scaleConfig.minReplicas` to 0, which the schema forbids"),
 	HPA:     works(),
+	Range:   works(),
 	Trigger: notRun("`spec.scaleConfig` has room only for minReplicas and maxReplicas (the API server prunes triggers); triggers need the profile's scaleConfig switched to the annotation"),
 	Sleep:   notRun("as for triggers: `spec.scaleConfig` has no room for `idle`"),
 	Delete:  works(),
@@ -116,7 +122,7 @@ var Corpus = []CRD{{
 	Shape:    "small, hand-written schema; `spec.replicas` required, `minimum: 0`; scale config in the annotation",
 	Body:     `{replicas: 2, roles: [broker], storage: {type: ephemeral}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "kafkaconnectors.kafka.strimzi.io.yaml", Name: "kafkaconnectors.kafka.strimzi.io",
 	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkaconnectors", Kind: "KafkaConnector",
@@ -127,6 +133,7 @@ var Corpus = []CRD{{
 	Init:     works(), Scale: works(),
 	Zero:    refused(minimumText, "`spec.tasksMax` has `minimum: 1`; the API server refuses the write"),
 	HPA:     works(),
+	Range:   broken("spec.replicas: Invalid value: 6: outside the autoscaling range", "scaleplane bug: the S1 refusal names `spec.replicas`, a field the kind does not have, instead of `spec.tasksMax`"),
 	Trigger: works(),
 	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.tasksMax` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
 	Delete:  works(),
@@ -140,7 +147,7 @@ var Corpus = []CRD{{
 	Init:     works(), Scale: works(), Zero: works(),
 	HPA: refused("the server could not find the requested resource",
 		"an HPA is namespaced and its scale client reads a namespaced /scale: it cannot scale a cluster-scoped kind"),
-	Trigger: works(), Sleep: works(), Delete: works(),
+	Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "machinedeployments.cluster.x-k8s.io.yaml", Name: "machinedeployments.cluster.x-k8s.io",
 	Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments", Kind: "MachineDeployment",
@@ -148,7 +155,7 @@ var Corpus = []CRD{{
 	Shape:    "two served versions (v1beta1, v1beta2), /scale on both",
 	Body:     `{clusterName: demo, replicas: 2, selector: {matchLabels: {md: demo}}, template: {metadata: {labels: {md: demo}}, spec: {clusterName: demo, bootstrap: {dataSecretName: demo}, infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachineTemplate, name: demo}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "clusters.postgresql.cnpg.io.yaml", Name: "clusters.postgresql.cnpg.io",
 	Group: "postgresql.cnpg.io", Version: "v1", Resource: "clusters", Kind: "Cluster",
@@ -159,6 +166,7 @@ var Corpus = []CRD{{
 	Init:     works(), Scale: works(),
 	Zero:    refused(minimumText, "`spec.instances` has `minimum: 1`; the API server refuses the write"),
 	HPA:     works(),
+	Range:   broken("spec.replicas: Invalid value: 6: outside the autoscaling range", "scaleplane bug: the S1 refusal names `spec.replicas`, a field the kind does not have, instead of `spec.instances`"),
 	Trigger: works(),
 	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.instances` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
 	Delete:  works(),
@@ -169,7 +177,7 @@ var Corpus = []CRD{{
 	Shape:    "very large (1.3 MB: only server-side apply installs it); `spec.replicas` defaulted to 1, maximum 1000000",
 	Body:     `{replicas: 2, leaderWorkerTemplate: {workerTemplate: {spec: {containers: [{name: worker, image: example.invalid/worker}]}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "rollouts.argoproj.io.yaml", Name: "rollouts.argoproj.io",
 	Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts", Kind: "Rollout",
@@ -177,7 +185,7 @@ var Corpus = []CRD{{
 	Shape:    "large (560 KiB); /scale reads status replicas from `.status.HPAReplicas`",
 	Body:     `{replicas: 2, selector: {matchLabels: {app: demo}}, template: {metadata: {labels: {app: demo}}, spec: {containers: [{name: app, image: example.invalid/app}]}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "scyllaclusters.scylla.scylladb.com.yaml", Name: "scyllaclusters.scylla.scylladb.com",
 	Group: "scylla.scylladb.com", Version: "v1", Resource: "scyllaclusters", Kind: "ScyllaCluster",
@@ -213,31 +221,37 @@ the scaleplane binary) and fails when an outcome below changes:
 
 1. **profile init**: ` + "`scaleplane profile init --crd NAME`" + ` against the served CRD, its output checked by
    ` + "`scaleplane config check`" + `, applied with ` + "`kubectl apply --server-side`" + `, and the ScaleProfile ` + "`Active`" + `
-   in ` + "`kubectl get sprof`" + `; then an object is created;
+   in ` + "`kubectl get sprof`" + `; then an object is created with its replicas field at 2;
 2. **scale**: ` + "`kubectl scale --replicas=3`" + `;
 3. **zero**: ` + "`kubectl scale --replicas=0`" + `;
 4. **HPA**: ` + "`kubectl autoscale --min=4 --max=6`" + `, the real HPA controller raising the count through ` + "`/scale`" + `;
-5. **triggers**: a scale config with a PromQL trigger, followed to 5 by scaleplane's autoscaler, its
+5. **range (S1)**: with a scale config range [2, 4], ` + "`kubectl scale --replicas=6`" + ` is refused, the message
+   naming the kind's own replicas field;
+6. **triggers**: a scale config with a PromQL trigger, followed to 5 by scaleplane's autoscaler, its
    Scaling in mode ` + "`triggers`" + `;
-6. **delete**: ` + "`kubectl delete`" + `.
+7. **sleep**: a scale config with ` + "`minReplicas: 0`" + ` and an idle timeout, taken to 0 by the same autoscaler,
+   its Scaling ` + "`ScaledToZero`" + `;
+8. **delete**: ` + "`kubectl delete`" + `.
 
-✅ works, ⛔ refused (the message is asserted), ➖ not possible today. Every footnote says why.
+✅ works, ⛔ refused (the message is asserted), ⚠️ admitted but wrong (a scaleplane bug, asserted as it
+is today), ➖ not possible today. Every footnote says why.
 
-| CRD | version | shape | profile init | scale | zero | HPA | triggers | delete | profile edit |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| CRD | version | shape | profile init | scale | zero | HPA | range (S1) | triggers | sleep | delete | profile edit |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 `)
 	var notes []string
 	mark := func(r Result) string {
 		switch r.Outcome {
 		case Works:
 			return "✅"
-		case Refused, NotRun:
-			notes = append(notes, r.Why)
-			sym := "⛔"
-			if r.Outcome == NotRun {
-				sym = "➖"
+		case Refused, NotRun, Broken:
+			n := slices.Index(notes, r.Why) + 1
+			if n == 0 {
+				notes = append(notes, r.Why)
+				n = len(notes)
 			}
-			return fmt.Sprintf("%s [%d]", sym, len(notes))
+			sym := map[Outcome]string{Refused: "⛔", NotRun: "➖", Broken: "⚠️"}[r.Outcome]
+			return fmt.Sprintf("%s [%d]", sym, n)
 		}
 		return "➖"
 	}
@@ -253,9 +267,9 @@ the scaleplane binary) and fails when an outcome below changes:
 			mark(c.Init),
 		}
 		if c.Init.Outcome == Works {
-			cells = append(cells, mark(c.Scale), mark(c.Zero), mark(c.HPA), mark(c.Trigger), mark(c.Delete), edit)
+			cells = append(cells, mark(c.Scale), mark(c.Zero), mark(c.HPA), mark(c.Range), mark(c.Trigger), mark(c.Sleep), mark(c.Delete), edit)
 		} else {
-			cells = append(cells, "➖", "➖", "➖", "➖", "➖", "➖")
+			cells = append(cells, "➖", "➖", "➖", "➖", "➖", "➖", "➖", "➖")
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}

@@ -266,6 +266,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("scaleplane config check -f <profile init's output> --crd %s: %v\n%s", crdFile, err, out)
 	}
+	configPath := scaleConfigPath(t, stdout.Bytes())
 	if out, err := cluster.Kubectl(ctx, "apply", "--server-side", "-f", profileFile); err != nil {
 		t.Fatalf("kubectl apply the profile: %v\n%s", err, out)
 	}
@@ -321,6 +322,13 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 		}
 		return r.Outcome == crdcorpus.Works
 	}
+	// setConfig writes a scale config where the profile keeps it.
+	setConfig := func(config string) (string, error) {
+		if configPath == "" {
+			return kubectl("annotate", res+"/"+name, "--overwrite", "scaleplane.io/scale-config="+config)
+		}
+		return kubectl("patch", res+"/"+name, "--type=merge", "-p", mergePatch(configPath, config))
+	}
 	scale := func(n int) (string, error) {
 		return kubectl("scale", res+"/"+name, fmt.Sprintf("--replicas=%d", n))
 	}
@@ -329,10 +337,28 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 	if step("kubectl scale --replicas=3", c.Scale, out, err) {
 		at(3)
 	}
-	if c.Zero.Outcome != crdcorpus.NotRun {
+	switch c.Zero.Outcome {
+	case crdcorpus.Works, crdcorpus.Refused:
 		out, err := scale(0)
 		if step("kubectl scale --replicas=0", c.Zero, out, err) {
 			at(0)
+		}
+	case crdcorpus.Broken:
+		// Refused, rightly, with advice that cannot be followed: the
+		// advised range, at the lowest minReplicas the schema allows,
+		// gets a second refusal asking for minReplicas 0.
+		out, err := scale(0)
+		t.Logf("kubectl scale --replicas=0: %v\n%s", err, out)
+		if err == nil || !strings.Contains(out+err.Error(), c.Zero.Says) {
+			t.Fatalf("kubectl scale --replicas=0: %v\n%s\nwant a refusal containing %q", err, out, c.Zero.Says)
+		}
+		if out, err := setConfig(`{"minReplicas":1,"maxReplicas":4}`); err != nil {
+			t.Fatalf("follow the advice, give the scale config a range: %v\n%s", err, out)
+		}
+		out, err = scale(0)
+		t.Logf("kubectl scale --replicas=0 with a range [1, 4]: %v\n%s", err, out)
+		if err == nil || !strings.Contains(out+err.Error(), "minReplicas to 0") {
+			t.Fatalf("kubectl scale --replicas=0 with a range [1, 4]: %v\n%s\nthe table records advice to lower minReplicas to 0, which the schema forbids; update it", err, out)
 		}
 	}
 	if out, err := scale(2); err != nil {
@@ -340,6 +366,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 	}
 	at(2)
 
+	current := 2
 	if c.HPA.Outcome != crdcorpus.NotRun {
 		// An HPA is namespaced, whatever the scope of its target.
 		if out, err := cluster.Kubectl(ctx, "autoscale", res+"/"+name, "--min=4", "--max=6", "--cpu-percent=80", "-n", ns); err != nil {
@@ -349,6 +376,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 			// The HPA controller raises a count below the HPA's minimum
 			// through /scale, metrics or not.
 			at(4)
+			current = 4
 		} else {
 			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 				out, err := cluster.Kubectl(ctx, "get", "hpa", name, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="AbleToScale")].message}`)
@@ -360,8 +388,31 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 		}
 	}
 
+	if c.Range.Outcome != crdcorpus.NotRun {
+		// S1: with a range, kubectl scale above it is refused, saying how
+		// to widen it.
+		if out, err := setConfig(`{"minReplicas":2,"maxReplicas":4}`); err != nil {
+			t.Fatalf("give the scale config a range: %v\n%s", err, out)
+		}
+		out, err := scale(6)
+		t.Logf("kubectl scale --replicas=6 above the range: %v\n%s", err, out)
+		var says string
+		switch c.Range.Outcome {
+		case crdcorpus.Works:
+			says = strings.TrimPrefix(c.Replicas, ".") + ": Invalid value: 6: outside the autoscaling range [2, 4]"
+		case crdcorpus.Broken:
+			says = c.Range.Says
+		default:
+			t.Fatalf("the table's Range outcome is %d: only Works or Broken say what the refusal says", c.Range.Outcome)
+		}
+		if err == nil || !strings.Contains(out+err.Error(), says) {
+			t.Fatalf("kubectl scale --replicas=6 above the range [2, 4]: %v\n%s\nwant a refusal containing %q", err, out, says)
+		}
+		at(current)
+	}
+
 	if c.Trigger.Outcome != crdcorpus.NotRun {
-		out, err := kubectl("annotate", res+"/"+name, "--overwrite", "scaleplane.io/scale-config="+trigger)
+		out, err := setConfig(trigger)
 		if step("kubectl annotate the scale config", c.Trigger, out, err) {
 			at(5)
 			scalingNS := ns
@@ -376,7 +427,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 	}
 
 	if c.Sleep.Outcome != crdcorpus.NotRun {
-		out, err := kubectl("annotate", res+"/"+name, "--overwrite", "scaleplane.io/scale-config="+sleep)
+		out, err := setConfig(sleep)
 		scalingNS := ns
 		if c.Clustered {
 			scalingNS = appNamespace
@@ -410,6 +461,33 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 
 	out, err = kubectl("delete", res, name, "--wait=true", "--timeout=60s")
 	step("kubectl delete", c.Delete, out, err)
+}
+
+// scaleConfigPath is the spec path of the scale config in profile init's
+// output, or "" for the annotation.
+func scaleConfigPath(t *testing.T, out []byte) string {
+	t.Helper()
+	var profile struct {
+		Spec struct {
+			ScaleConfig struct{ Path, Annotation string } `json:"scaleConfig"`
+		} `json:"spec"`
+	}
+	doc, _, _ := bytes.Cut(out, []byte("\n---"))
+	if err := yaml.Unmarshal(doc, &profile); err != nil {
+		t.Fatalf("read profile init's output: %v\n%s", err, out)
+	}
+	return profile.Spec.ScaleConfig.Path
+}
+
+// mergePatch is a JSON merge patch setting the object at a dotted path to
+// value (JSON).
+func mergePatch(path, value string) string {
+	keys := strings.Split(strings.TrimPrefix(path, "."), ".")
+	patch := value
+	for i := len(keys) - 1; i >= 0; i-- {
+		patch = fmt.Sprintf("{%q:%s}", keys[i], patch)
+	}
+	return patch
 }
 
 // entries are the URLs of the mutating entries routing gvr.
