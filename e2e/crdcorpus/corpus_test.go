@@ -132,22 +132,72 @@ func startApp(t *testing.T) {
 	})
 }
 
-// TestCompatibilityDocIsTheTable: docs/crd-compatibility.md is what
-// the corpus table renders. Regenerate it with UPDATE_GOLDEN=1.
+// TestCompatibilityDocIsTheTable: docs/crd-compatibility.md and
+// testdata/crds/README.md are what the corpus table renders. Regenerate
+// them with UPDATE_GOLDEN=1.
 func TestCompatibilityDocIsTheTable(t *testing.T) {
-	file := filepath.Join(framework.RepoRoot(), "docs", "crd-compatibility.md")
-	got := crdcorpus.Markdown()
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+	for file, got := range map[string]string{
+		filepath.Join(framework.RepoRoot(), "docs", "crd-compatibility.md"): crdcorpus.Markdown(),
+		filepath.Join(crdDir(), "README.md"):                                crdcorpus.README(),
+	} {
+		if os.Getenv("UPDATE_GOLDEN") != "" {
+			if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(file)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if diff := cmp.Diff(string(want), got); diff != "" {
+			t.Errorf("%s disagrees with the table in e2e/crdcorpus/corpus.go; regenerate it with UPDATE_GOLDEN=1 go test ./e2e/crdcorpus -run TestCompatibilityDoc (-file +table):\n%s", file, diff)
+		}
 	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s disagrees with the table in e2e/crdcorpus/corpus.go; regenerate it with UPDATE_GOLDEN=1 go test ./e2e/crdcorpus -run TestCompatibilityDoc (-file +table):\n%s", file, diff)
+}
+
+// TestCorpusTableSaysEveryOutcome: every step of a CRD profile init
+// accepts has an expected outcome; every refusal and bug says what its
+// message holds and why; a CRD profile init refuses expects nothing of the
+// later steps.
+func TestCorpusTableSaysEveryOutcome(t *testing.T) {
+	for _, c := range crdcorpus.Corpus {
+		steps := map[string]crdcorpus.Result{"Scale": c.Scale, "Zero": c.Zero, "HPA": c.HPA, "Range": c.Range, "Trigger": c.Trigger, "Sleep": c.Sleep, "Delete": c.Delete}
+		check := func(step string, r crdcorpus.Result) {
+			switch r.Outcome {
+			case crdcorpus.Works:
+			case crdcorpus.Refused, crdcorpus.Broken:
+				if r.Says == "" || r.Why == "" {
+					t.Errorf("%s %s: a refusal or a bug needs the text it says and why", c.Kind, step)
+				}
+			case crdcorpus.NotRun:
+				if r.Why == "" {
+					t.Errorf("%s %s: a step not run needs why", c.Kind, step)
+				}
+			default:
+				t.Errorf("%s %s: no expected outcome", c.Kind, step)
+			}
+		}
+		check("Init", c.Init)
+		if c.License == "" || c.Shape == "" {
+			t.Errorf("%s: license and shape are required", c.Kind)
+		}
+		if c.Init.Outcome != crdcorpus.Works {
+			for step, r := range steps {
+				if r != (crdcorpus.Result{}) {
+					t.Errorf("%s %s: profile init does not work, so no later step runs; leave it out", c.Kind, step)
+				}
+			}
+			continue
+		}
+		if c.Body == "" || c.Replicas == "" {
+			t.Errorf("%s: an object body and its replicas path are required", c.Kind)
+		}
+		for step, r := range steps {
+			check(step, r)
+		}
+		if c.Range.Outcome != crdcorpus.Works && c.Range.Outcome != crdcorpus.Broken {
+			t.Errorf("%s Range: only Works (refused naming %s) or Broken", c.Kind, c.Replicas)
+		}
 	}
 }
 
@@ -196,20 +246,10 @@ func TestCorpusFilesAreTheTablesCRDs(t *testing.T) {
 				scale = true
 			}
 		}
-		if scale != (c.Init.Outcome == crdcorpus.Works) {
-			t.Errorf("%s: /scale on %s: %v, but profile init is expected to %s", c.File, c.Version, scale, outcome(c.Init.Outcome))
+		if noScale := strings.Contains(c.Init.Says, "no served version with a /scale subresource"); scale == noScale {
+			t.Errorf("%s: /scale on %s: %v, but the table expects profile init to say %q", c.File, c.Version, scale, c.Init.Says)
 		}
 	}
-}
-
-func outcome(o crdcorpus.Outcome) string {
-	switch o {
-	case crdcorpus.Works:
-		return "work"
-	case crdcorpus.Refused:
-		return "refuse"
-	}
-	return "not run"
 }
 
 // trigger is a scale config the trigger autoscaler moves to 5: a query
