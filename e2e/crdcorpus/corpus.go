@@ -97,7 +97,13 @@ const (
 	noScaleWhy  = "no /scale subresource: scaleplane scales kinds through /scale, so this kind needs a scale handle (not available yet)"
 	apache      = "Apache-2.0"
 	minimumText = "should be greater than or equal to 1"
+
+	hpaPinnedWhy = "scaleplane bug: the HPA scales the object, but its Scaling says `Pinned: no scale config: the count is set by hand`, not that a foreign autoscaler holds the count"
 )
+
+// hpaSaysPinned is the HPA step of an object without a scale config
+// today.
+var hpaSaysPinned = broken("Pinned: no scale config: the count is set by hand", hpaPinnedWhy)
 
 // Corpus is the matrix, one entry per vendored CRD.
 var Corpus = []CRD{{
@@ -110,7 +116,8 @@ var Corpus = []CRD{{
 	Init:     works(), Scale: works(),
 	Zero: broken("the CRD's schema requires a value of at least 1 (minimum); scale to a count the schema accepts, or give the scale config a range",
 		"scaleplane bug: the refusal is right (`spec.scaleConfig.minReplicas` has `minimum: 1`, so a Function cannot reach 0) but advises giving the scale config a range; with a range [1, 4] the second refusal advises lowering `spec.scaleConfig.minReplicas` to 0, which the schema forbids"),
-	HPA:     works(),
+	HPA: broken("External: scale config has neither triggers nor idle settings",
+		"scaleplane bug: the HPA scales the Function, but its Scaling (with the range [1, 4] left by the zero step) says `External: scale config has neither triggers nor idle settings`, not that a foreign autoscaler holds the count"),
 	Range:   works(),
 	Trigger: notRun("`spec.scaleConfig` has room only for minReplicas and maxReplicas (the API server prunes triggers); triggers need the profile's scaleConfig switched to the annotation"),
 	Sleep:   notRun("as for triggers: `spec.scaleConfig` has no room for `idle`"),
@@ -122,7 +129,7 @@ var Corpus = []CRD{{
 	Shape:    "small, hand-written schema; `spec.replicas` required, `minimum: 0`; scale config in the annotation",
 	Body:     `{replicas: 2, roles: [broker], storage: {type: ephemeral}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "kafkaconnectors.kafka.strimzi.io.yaml", Name: "kafkaconnectors.kafka.strimzi.io",
 	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkaconnectors", Kind: "KafkaConnector",
@@ -132,7 +139,7 @@ var Corpus = []CRD{{
 	Replicas: ".spec.tasksMax",
 	Init:     works(), Scale: works(),
 	Zero:    refused(minimumText, "`spec.tasksMax` has `minimum: 1`; the API server refuses the write"),
-	HPA:     works(),
+	HPA:     hpaSaysPinned,
 	Range:   broken("spec.replicas: Invalid value: 6: outside the autoscaling range", "scaleplane bug: the S1 refusal names `spec.replicas`, a field the kind does not have, instead of `spec.tasksMax`"),
 	Trigger: works(),
 	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.tasksMax` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
@@ -155,7 +162,7 @@ var Corpus = []CRD{{
 	Shape:    "two served versions (v1beta1, v1beta2), /scale on both",
 	Body:     `{clusterName: demo, replicas: 2, selector: {matchLabels: {md: demo}}, template: {metadata: {labels: {md: demo}}, spec: {clusterName: demo, bootstrap: {dataSecretName: demo}, infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachineTemplate, name: demo}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "clusters.postgresql.cnpg.io.yaml", Name: "clusters.postgresql.cnpg.io",
 	Group: "postgresql.cnpg.io", Version: "v1", Resource: "clusters", Kind: "Cluster",
@@ -165,7 +172,7 @@ var Corpus = []CRD{{
 	Replicas: ".spec.instances",
 	Init:     works(), Scale: works(),
 	Zero:    refused(minimumText, "`spec.instances` has `minimum: 1`; the API server refuses the write"),
-	HPA:     works(),
+	HPA:     hpaSaysPinned,
 	Range:   broken("spec.replicas: Invalid value: 6: outside the autoscaling range", "scaleplane bug: the S1 refusal names `spec.replicas`, a field the kind does not have, instead of `spec.instances`"),
 	Trigger: works(),
 	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.instances` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
@@ -177,7 +184,7 @@ var Corpus = []CRD{{
 	Shape:    "very large (1.3 MB: only server-side apply installs it); `spec.replicas` defaulted to 1, maximum 1000000",
 	Body:     `{replicas: 2, leaderWorkerTemplate: {workerTemplate: {spec: {containers: [{name: worker, image: example.invalid/worker}]}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "rollouts.argoproj.io.yaml", Name: "rollouts.argoproj.io",
 	Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts", Kind: "Rollout",
@@ -185,7 +192,7 @@ var Corpus = []CRD{{
 	Shape:    "large (560 KiB); /scale reads status replicas from `.status.HPAReplicas`",
 	Body:     `{replicas: 2, selector: {matchLabels: {app: demo}}, template: {metadata: {labels: {app: demo}}, spec: {containers: [{name: app, image: example.invalid/app}]}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
 }, {
 	File: "pytorchjobs.kubeflow.org.yaml", Name: "pytorchjobs.kubeflow.org",
 	Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs", Kind: "PyTorchJob",

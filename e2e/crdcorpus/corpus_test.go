@@ -406,18 +406,39 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 	}
 	at(2)
 
+	// scalingSays waits until the object's Scaling's Active condition
+	// (reason: message) contains want.
+	scalingNS := ns
+	if c.Clustered {
+		scalingNS = appNamespace
+	}
+	scalingSays := func(want string) {
+		t.Helper()
+		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+			out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", `jsonpath={.status.conditions[?(@.type=="Active")].reason}: {.status.conditions[?(@.type=="Active")].message}`)
+			return err == nil && strings.Contains(out, want), fmt.Sprintf("kubectl get scaling, its Active condition: %q %v; want %q", out, err, want)
+		})
+	}
+
 	current := 2
 	if c.HPA.Outcome != crdcorpus.NotRun {
 		// An HPA is namespaced, whatever the scope of its target.
 		if out, err := cluster.Kubectl(ctx, "autoscale", res+"/"+name, "--min=4", "--max=6", "--cpu-percent=80", "-n", ns); err != nil {
 			t.Fatalf("kubectl autoscale: %v\n%s", err, out)
 		}
-		if c.HPA.Outcome == crdcorpus.Works {
+		switch c.HPA.Outcome {
+		case crdcorpus.Works:
 			// The HPA controller raises a count below the HPA's minimum
 			// through /scale, metrics or not.
 			at(4)
 			current = 4
-		} else {
+			// Its Scaling says who sets the count.
+			scalingSays("ForeignAutoscaler")
+		case crdcorpus.Broken:
+			at(4)
+			current = 4
+			scalingSays(c.HPA.Says)
+		default:
 			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 				out, err := cluster.Kubectl(ctx, "get", "hpa", name, "-n", ns, "-o", `jsonpath={.status.conditions[?(@.type=="AbleToScale")].message}`)
 				return err == nil && strings.Contains(out, c.HPA.Says), fmt.Sprintf("the HPA's AbleToScale: %q %v; want %q", out, err, c.HPA.Says)
@@ -455,10 +476,6 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 		out, err := setConfig(trigger)
 		if step("kubectl annotate the scale config", c.Trigger, out, err) {
 			at(5)
-			scalingNS := ns
-			if c.Clustered {
-				scalingNS = appNamespace
-			}
 			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 				out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
 				return err == nil && out == "triggers 5", fmt.Sprintf("kubectl get scaling: %q %v", out, err)
@@ -468,17 +485,6 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 
 	if c.Sleep.Outcome != crdcorpus.NotRun {
 		out, err := setConfig(sleep)
-		scalingNS := ns
-		if c.Clustered {
-			scalingNS = appNamespace
-		}
-		scalingSays := func(want string) {
-			t.Helper()
-			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-				out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", `jsonpath={.status.conditions[?(@.type=="Active")].reason}: {.status.conditions[?(@.type=="Active")].message}`)
-				return err == nil && strings.Contains(out, want), fmt.Sprintf("kubectl get scaling, its Active condition: %q %v; want %q", out, err, want)
-			})
-		}
 		switch {
 		case c.Sleep.Outcome == crdcorpus.Broken:
 			if err != nil {
