@@ -359,6 +359,8 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 			t.Fatalf("%s: %v\n%s", what, err, out)
 		case r.Outcome == crdcorpus.Refused && (err == nil || !strings.Contains(out+err.Error(), r.Says)):
 			t.Fatalf("%s: %v\n%s\nwant a refusal containing %q", what, err, out, r.Says)
+		case r.Outcome != crdcorpus.Works && r.Outcome != crdcorpus.Refused:
+			t.Fatalf("%s: the table's outcome %d is not one this step checks (Works or Refused)", what, r.Outcome)
 		}
 		return r.Outcome == crdcorpus.Works
 	}
@@ -474,7 +476,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 
 	if c.Trigger.Outcome != crdcorpus.NotRun {
 		out, err := setConfig(trigger)
-		if step("kubectl annotate the scale config", c.Trigger, out, err) {
+		if step("write a scale config with a trigger", c.Trigger, out, err) {
 			at(5)
 			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 				out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
@@ -488,7 +490,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 		switch {
 		case c.Sleep.Outcome == crdcorpus.Broken:
 			if err != nil {
-				t.Fatalf("kubectl annotate an idle scale config: %v\n%s\nthe table says it is admitted", err, out)
+				t.Fatalf("write a scale config with an idle timeout: %v\n%s\nthe table says it is admitted", err, out)
 			}
 			scalingSays(c.Sleep.Says)
 			u := &unstructured.Unstructured{}
@@ -499,7 +501,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 			if got, err := field(u, c.Replicas); err != nil || got == "0" {
 				t.Fatalf("%s is %q (%v) while the Scaling says %q: the table records this as broken; update it", c.Replicas, got, err, c.Sleep.Says)
 			}
-		case step("kubectl annotate an idle scale config", c.Sleep, out, err):
+		case step("write a scale config with an idle timeout", c.Sleep, out, err):
 			at(0)
 			scalingSays("ScaledToZero")
 		}
