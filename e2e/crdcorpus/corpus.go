@@ -67,7 +67,8 @@ type CRD struct {
 	// specReplicasPath), as a kubectl jsonpath.
 	Replicas string
 
-	// The steps of the path, in the order the test runs them. Init is
+	// The steps of the path, in the order the test runs them (Unset runs
+	// beside them, on an object of its own). Init is
 	// `scaleplane profile init --crd` (then config check, kubectl apply
 	// --server-side and the ScaleProfile Active); the rest run only when
 	// Init works. Scale is kubectl scale 2 -> 3; Zero is kubectl scale to
@@ -76,6 +77,12 @@ type CRD struct {
 	// trigger that scaleplane's autoscaler follows to 5; Sleep is a scale
 	// config with minReplicas 0 and an idle timeout, with which that
 	// autoscaler takes the workload to 0; Delete is kubectl delete.
+	// Unset is creating an object without its replicas field (Body with
+	// that field left out); when it works, the field then reads
+	// UnsetReads ("" for absent): the schema's default, or what
+	// scaleplane's defaulting writes.
+	Unset      Result
+	UnsetReads string
 	// Range is kubectl scale above a scale config's range [2, 4]: it
 	// works when S1 refuses it naming the kind's own replicas field;
 	// Broken when the refusal says Says instead.
@@ -121,7 +128,8 @@ var Corpus = []CRD{{
 	Range:   works(),
 	Trigger: notRun("`spec.scaleConfig` has room only for minReplicas and maxReplicas (the API server prunes triggers); triggers need the profile's scaleConfig switched to the annotation"),
 	Sleep:   notRun("as for triggers: `spec.scaleConfig` has no room for `idle`"),
-	Delete:  works(),
+	Unset:   works(), UnsetReads: "1",
+	Delete: works(),
 }, {
 	File: "kafkanodepools.kafka.strimzi.io.yaml", Name: "kafkanodepools.kafka.strimzi.io",
 	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkanodepools", Kind: "KafkaNodePool",
@@ -129,7 +137,8 @@ var Corpus = []CRD{{
 	Shape:    "small, hand-written schema; `spec.replicas` required, `minimum: 0`; scale config in the annotation",
 	Body:     `{replicas: 2, roles: [broker], storage: {type: ephemeral}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: refused("Required value", "`spec.replicas` is required by the schema"), UnsetReads: "",
+	Delete: works(),
 }, {
 	File: "kafkaconnectors.kafka.strimzi.io.yaml", Name: "kafkaconnectors.kafka.strimzi.io",
 	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkaconnectors", Kind: "KafkaConnector",
@@ -143,7 +152,8 @@ var Corpus = []CRD{{
 	Range:   broken("spec.replicas: Invalid value: 6: outside the autoscaling range", "scaleplane bug: the S1 refusal names `spec.replicas`, a field the kind does not have, instead of `spec.tasksMax`"),
 	Trigger: works(),
 	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.tasksMax` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
-	Delete:  works(),
+	Unset:   works(), UnsetReads: "",
+	Delete: works(),
 }, {
 	File: "nodepools.karpenter.sh.yaml", Name: "nodepools.karpenter.sh",
 	Group: "karpenter.sh", Version: "v1", Resource: "nodepools", Kind: "NodePool", Clustered: true,
@@ -154,7 +164,8 @@ var Corpus = []CRD{{
 	Init:     works(), Scale: works(), Zero: works(),
 	HPA: refused("the server could not find the requested resource",
 		"an HPA is namespaced and its scale client reads a namespaced /scale: it cannot scale a cluster-scoped kind"),
-	Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
+	Delete: works(),
 }, {
 	File: "machinedeployments.cluster.x-k8s.io.yaml", Name: "machinedeployments.cluster.x-k8s.io",
 	Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments", Kind: "MachineDeployment",
@@ -162,7 +173,8 @@ var Corpus = []CRD{{
 	Shape:    "two served versions (v1beta1, v1beta2), /scale on both",
 	Body:     `{clusterName: demo, replicas: 2, selector: {matchLabels: {md: demo}}, template: {metadata: {labels: {md: demo}}, spec: {clusterName: demo, bootstrap: {dataSecretName: demo}, infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachineTemplate, name: demo}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
+	Delete: works(),
 }, {
 	File: "clusters.postgresql.cnpg.io.yaml", Name: "clusters.postgresql.cnpg.io",
 	Group: "postgresql.cnpg.io", Version: "v1", Resource: "clusters", Kind: "Cluster",
@@ -176,7 +188,8 @@ var Corpus = []CRD{{
 	Range:   broken("spec.replicas: Invalid value: 6: outside the autoscaling range", "scaleplane bug: the S1 refusal names `spec.replicas`, a field the kind does not have, instead of `spec.instances`"),
 	Trigger: works(),
 	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.instances` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
-	Delete:  works(),
+	Unset:   works(), UnsetReads: "1",
+	Delete: works(),
 }, {
 	File: "leaderworkersets.leaderworkerset.x-k8s.io.yaml", Name: "leaderworkersets.leaderworkerset.x-k8s.io",
 	Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets", Kind: "LeaderWorkerSet",
@@ -184,7 +197,8 @@ var Corpus = []CRD{{
 	Shape:    "very large (1.3 MB: only server-side apply installs it); `spec.replicas` defaulted to 1, maximum 1000000",
 	Body:     `{replicas: 2, leaderWorkerTemplate: {workerTemplate: {spec: {containers: [{name: worker, image: example.invalid/worker}]}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "1",
+	Delete: works(),
 }, {
 	File: "rollouts.argoproj.io.yaml", Name: "rollouts.argoproj.io",
 	Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts", Kind: "Rollout",
@@ -192,7 +206,8 @@ var Corpus = []CRD{{
 	Shape:    "large (560 KiB); /scale reads status replicas from `.status.HPAReplicas`",
 	Body:     `{replicas: 2, selector: {matchLabels: {app: demo}}, template: {metadata: {labels: {app: demo}}, spec: {containers: [{name: app, image: example.invalid/app}]}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
+	Delete: works(),
 }, {
 	File: "pytorchjobs.kubeflow.org.yaml", Name: "pytorchjobs.kubeflow.org",
 	Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs", Kind: "PyTorchJob",
@@ -235,7 +250,10 @@ the scaleplane binary) and fails when an outcome below changes:
 
 1. **profile init**: ` + "`scaleplane profile init --crd NAME`" + ` against the served CRD, its output checked by
    ` + "`scaleplane config check`" + `, applied with ` + "`kubectl apply --server-side`" + `, and the ScaleProfile ` + "`Active`" + `
-   in ` + "`kubectl get sprof`" + `; then an object is created with its replicas field at 2;
+   in ` + "`kubectl get sprof`" + `; then an object is created with its replicas field at 2, and for a scale config
+   in the spec, M1 pins it at 2;
+   **no replicas**: another object is created without its replicas field, which then reads the
+   value shown (the schema's default), or stays absent (–);
 2. **scale**: ` + "`kubectl scale --replicas=3`" + `;
 3. **zero**: ` + "`kubectl scale --replicas=0`" + `;
 4. **HPA**: ` + "`kubectl autoscale --min=4 --max=6`" + `, the real HPA controller raising the count through ` + "`/scale`" + `;
@@ -250,8 +268,8 @@ the scaleplane binary) and fails when an outcome below changes:
 ✅ works, ⛔ refused (the message is asserted), ⚠️ admitted but wrong (a scaleplane bug, asserted as it
 is today), ➖ not possible today. Every footnote says why.
 
-| CRD | version | shape | profile init | scale | zero | HPA | range (S1) | triggers | sleep | delete | profile edit |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| CRD | version | shape | profile init | no replicas | scale | zero | HPA | range (S1) | triggers | sleep | delete | profile edit |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 `)
 	var notes []string
 	mark := func(r Result) string {
@@ -281,9 +299,17 @@ is today), ➖ not possible today. Every footnote says why.
 			mark(c.Init),
 		}
 		if c.Init.Outcome == Works {
-			cells = append(cells, mark(c.Scale), mark(c.Zero), mark(c.HPA), mark(c.Range), mark(c.Trigger), mark(c.Sleep), mark(c.Delete), edit)
+			reads := c.UnsetReads
+			if reads == "" {
+				reads = "–"
+			}
+			unset := mark(c.Unset)
+			if c.Unset.Outcome == Works {
+				unset += " " + reads
+			}
+			cells = append(cells, unset, mark(c.Scale), mark(c.Zero), mark(c.HPA), mark(c.Range), mark(c.Trigger), mark(c.Sleep), mark(c.Delete), edit)
 		} else {
-			cells = append(cells, "➖", "➖", "➖", "➖", "➖", "➖", "➖", "➖")
+			cells = append(cells, "➖", "➖", "➖", "➖", "➖", "➖", "➖", "➖", "➖")
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}

@@ -3,6 +3,7 @@ package crdcorpus_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -161,7 +162,7 @@ func TestCompatibilityDocIsTheTable(t *testing.T) {
 // later steps.
 func TestCorpusTableSaysEveryOutcome(t *testing.T) {
 	for _, c := range crdcorpus.Corpus {
-		steps := map[string]crdcorpus.Result{"Scale": c.Scale, "Zero": c.Zero, "HPA": c.HPA, "Range": c.Range, "Trigger": c.Trigger, "Sleep": c.Sleep, "Delete": c.Delete}
+		steps := map[string]crdcorpus.Result{"Unset": c.Unset, "Scale": c.Scale, "Zero": c.Zero, "HPA": c.HPA, "Range": c.Range, "Trigger": c.Trigger, "Sleep": c.Sleep, "Delete": c.Delete}
 		check := func(step string, r crdcorpus.Result) {
 			switch r.Outcome {
 			case crdcorpus.Works:
@@ -348,6 +349,12 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 		framework.EventuallyFields(t, cluster.Client, gvk.GroupVersionKind(), key, n, want, field)
 	}
 	at(2)
+	if configPath != "" {
+		// M1: a count without a config gets a config pinned to it.
+		pinned := map[string]string{configPath + ".minReplicas": "%d", configPath + ".maxReplicas": "%d"}
+		framework.EventuallyFields(t, cluster.Client, gvk.GroupVersionKind(), key, 2, pinned, field)
+	}
+	unset(ctx, t, c, ns)
 	kubectl := func(args ...string) (string, error) {
 		return cluster.Kubectl(ctx, append(args, nsArgs...)...)
 	}
@@ -509,6 +516,49 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 
 	out, err = kubectl("delete", res, name, "--wait=true", "--timeout=60s")
 	step("kubectl delete", c.Delete, out, err)
+}
+
+// unset creates an object of the kind without its replicas field, checks
+// what the field then reads, and deletes it.
+func unset(ctx context.Context, t *testing.T, c crdcorpus.CRD, ns string) {
+	t.Helper()
+	var body map[string]any
+	if err := yaml.Unmarshal([]byte(c.Body), &body); err != nil {
+		t.Fatalf("the table's body of %s: %v", c.Kind, err)
+	}
+	// The replicas field is a direct child of spec in every /scale CRD of
+	// the corpus.
+	delete(body, strings.TrimPrefix(c.Replicas, ".spec."))
+	spec, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, nsArgs, meta := "unset", []string{"-n", ns}, fmt.Sprintf("{name: unset, namespace: %s}", ns)
+	if c.Clustered {
+		name = "unset-" + ns
+		nsArgs, meta = nil, "{name: "+name+"}"
+	}
+	manifest := fmt.Sprintf("apiVersion: %s/%s\nkind: %s\nmetadata: %s\nspec: %s\n", c.Group, c.Version, c.Kind, meta, spec)
+	out, err := cluster.KubectlWithInput(ctx, manifest, "create", "-o", "jsonpath={"+c.Replicas+"}", "-f", "-")
+	t.Logf("create without %s: %v\n%s", c.Replicas, err, out)
+	switch c.Unset.Outcome {
+	case crdcorpus.Works:
+		if err != nil {
+			t.Fatalf("create without %s: %v\n%s", c.Replicas, err, out)
+		}
+		if out != c.UnsetReads {
+			t.Errorf("created without %s, it reads %q; the table says %q", c.Replicas, out, c.UnsetReads)
+		}
+		if out, err := cluster.Kubectl(ctx, append([]string{"delete", c.Resource + "." + c.Group, name}, nsArgs...)...); err != nil {
+			t.Fatalf("delete: %v\n%s", err, out)
+		}
+	case crdcorpus.Refused:
+		if err == nil || !strings.Contains(out+err.Error(), c.Unset.Says) {
+			t.Fatalf("create without %s: %v\n%s\nwant a refusal containing %q", c.Replicas, err, out, c.Unset.Says)
+		}
+	default:
+		t.Fatalf("the table's Unset outcome %d is not one this step checks (Works or Refused)", c.Unset.Outcome)
+	}
 }
 
 // scaleConfigPath is the spec path of the scale config in profile init's
