@@ -87,12 +87,16 @@ type CRD struct {
 	// works when S1 refuses it naming the kind's own replicas field;
 	// Broken when the refusal says Says instead.
 	Init, Scale, Zero, HPA, Range, Trigger, Sleep, Delete Result
-	// Edit is the hand edit the profile init output needs before it is
-	// applied (empty: none, the goal), and why.
-	Edit string
+	// Edit, when set, is a hand edit of profile init's output before it is
+	// applied: this entry is then a variant of another entry of the same
+	// CRD, run after the unedited ones (the goal is none).
+	Edit *Edit
 	// Note is anything else a user of this CRD should know.
 	Note string
 }
+
+// Edit replaces Old with New in profile init's output, for the reason Why.
+type Edit struct{ Old, New, Why string }
 
 // Source is the URL of the vendored file at its commit.
 func (c CRD) Source() string {
@@ -131,10 +135,21 @@ var Corpus = []CRD{{
 	Unset:   works(), UnsetReads: "1",
 	Delete: works(),
 }, {
+	File: "functions.serverless.kyma-project.io.yaml", Name: "functions.serverless.kyma-project.io",
+	Group: "serverless.kyma-project.io", Version: "v1alpha2", Resource: "functions", Kind: "Function",
+	Repo: "kyma-project/serverless", Commit: "779485d15f9c15a0da7ecb42e27688c58301c1cd", Path: "config/buildless-serverless/templates/crds.yaml", License: apache,
+	Shape:    "as above, with the scale config moved to the annotation",
+	Body:     `{runtime: python312, source: {inline: {source: "def main(event, context): return 'ok'"}}, replicas: 2}`,
+	Replicas: ".spec.replicas",
+	Edit: &Edit{Old: "path: .spec.scaleConfig", New: "annotation: scaleplane.io/scale-config",
+		Why: "`spec.scaleConfig` can hold only the bounds; the annotation holds triggers and idle settings"},
+	Init: works(), Unset: works(), UnsetReads: "1", Scale: works(), Zero: works(), HPA: hpaSaysPinned,
+	Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+}, {
 	File: "kafkanodepools.kafka.strimzi.io.yaml", Name: "kafkanodepools.kafka.strimzi.io",
 	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkanodepools", Kind: "KafkaNodePool",
 	Repo: "strimzi/strimzi-kafka-operator", Commit: "8541da1e336bdcda9647aeacfbc2048e57580a52", Path: "packaging/install/cluster-operator/045-Crd-kafkanodepool.yaml", License: apache,
-	Shape:    "small, hand-written schema; `spec.replicas` required, `minimum: 0`; scale config in the annotation",
+	Shape:    "small hand-written schema (not controller-gen); `spec.replicas` required, `minimum: 0`",
 	Body:     `{replicas: 2, roles: [broker], storage: {type: ephemeral}}`,
 	Replicas: ".spec.replicas",
 	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: refused("Required value", "`spec.replicas` is required by the schema"), UnsetReads: "",
@@ -212,7 +227,7 @@ var Corpus = []CRD{{
 	File: "pytorchjobs.kubeflow.org.yaml", Name: "pytorchjobs.kubeflow.org",
 	Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs", Kind: "PyTorchJob",
 	Repo: "kubeflow/training-operator", Commit: "ee1162919408cbca4a899f2916cfcd0ecd562881", Path: "manifests/base/crds/kubeflow.org_pytorchjobs.yaml", License: apache,
-	Shape: "large (590 KiB); replica groups as a map keyed by role, /scale through one key (`.spec.pytorchReplicaSpecs.Worker.replicas`)",
+	Shape: "large (595 KiB); replica groups as a map keyed by role, /scale through one key (`.spec.pytorchReplicaSpecs.Worker.replicas`)",
 	Init: broken(`the CRD's schema has no field "Worker" under .spec.pytorchReplicaSpecs`,
 		"scaleplane bug: the /scale paths go through a map (`additionalProperties`), which the API server serves, but profile init (and config check) look for a named property `Worker` and refuse the CRD; no profile edit helps"),
 }, {
@@ -288,12 +303,13 @@ is today), ➖ not possible today. Every footnote says why.
 		return "➖"
 	}
 	for _, c := range Corpus {
-		edit := "none"
-		if c.Edit != "" {
-			edit = c.Edit
+		edit, kind := "none", c.Kind
+		if c.Edit != nil {
+			edit = fmt.Sprintf("`%s` → `%s`: %s", c.Edit.Old, c.Edit.New, c.Edit.Why)
+			kind += " (edited profile)"
 		}
 		cells := []string{
-			fmt.Sprintf("[%s](%s) `%s`", c.Kind, c.Source(), c.Group),
+			fmt.Sprintf("[%s](%s) `%s`", kind, c.Source(), c.Group),
 			fmt.Sprintf("%s (%s@%s)", c.Version, c.Repo, c.Commit[:7]),
 			c.Shape,
 			mark(c.Init),
@@ -318,7 +334,8 @@ is today), ➖ not possible today. Every footnote says why.
 		fmt.Fprintf(&b, "%d. %s\n", i+1, n)
 	}
 	b.WriteString(`
-Every profile above is what ` + "`profile init`" + ` prints, applied without a hand edit. The kinds'
+Every profile above is what ` + "`profile init`" + ` prints, applied without a hand edit, except in the rows
+marked *edited profile*, which show what the one edit in their last column changes. The kinds'
 operators do not run in the test: objects are admitted, defaulted and scaled, and their status is
 what the test writes (none). The licenses of the vendored files are listed in
 ` + "`testdata/crds/README.md`" + `.
@@ -345,6 +362,9 @@ Apache-2.0, whose terms allow redistribution with the notice; the header is that
 | --- | --- | --- | --- | --- | --- |
 `)
 	for _, c := range Corpus {
+		if c.Edit != nil {
+			continue
+		}
 		fmt.Fprintf(&b, "| `%s` | %s `%s/%s` | [%s](https://github.com/%s) | [%s](%s) | `%s` | %s |\n",
 			c.File, c.Kind, c.Group, c.Version, c.Repo, c.Repo, c.Path, c.Source(), c.Commit[:12], c.License)
 	}

@@ -272,10 +272,24 @@ func TestCorpusThroughTheWholePath(t *testing.T) {
 	// namespaces.
 	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "sprof", "--all") })
 	bin := scaleplane(t)
-	for _, c := range crdcorpus.Corpus {
-		t.Run(c.Kind, func(t *testing.T) {
-			t.Parallel()
-			path(t, bin, c)
+	// Entries with an edited profile serve a kind another entry serves
+	// too: they run once those are done (a group's parallel subtests end
+	// before t.Run returns), and each entry removes its ScaleProfile.
+	for _, edited := range []bool{false, true} {
+		group := "as printed"
+		if edited {
+			group = "edited"
+		}
+		t.Run(group, func(t *testing.T) {
+			for _, c := range crdcorpus.Corpus {
+				if (c.Edit != nil) != edited {
+					continue
+				}
+				t.Run(c.Kind, func(t *testing.T) {
+					t.Parallel()
+					path(t, bin, c)
+				})
+			}
 		})
 	}
 }
@@ -299,18 +313,31 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 	if err != nil {
 		t.Fatalf("profile init --crd %s: %v\n%s", c.Name, err, stderr.String())
 	}
+	profile := stdout.Bytes()
+	if c.Edit != nil {
+		edited := bytes.Replace(profile, []byte(c.Edit.Old), []byte(c.Edit.New), 1)
+		if bytes.Equal(edited, profile) {
+			t.Fatalf("profile init's output has no %q to edit:\n%s", c.Edit.Old, profile)
+		}
+		profile = edited
+	}
 	profileFile := filepath.Join(t.TempDir(), "profile.yaml")
-	if err := os.WriteFile(profileFile, stdout.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(profileFile, profile, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	check := exec.CommandContext(ctx, bin, "config", "check", "-f", profileFile, "--crd", crdFile)
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Fatalf("scaleplane config check -f <profile init's output> --crd %s: %v\n%s", crdFile, err, out)
 	}
-	configPath := scaleConfigPath(t, stdout.Bytes())
+	configPath := scaleConfigPath(t, profile)
 	if out, err := cluster.Kubectl(ctx, "apply", "--server-side", "-f", profileFile); err != nil {
 		t.Fatalf("kubectl apply the profile: %v\n%s", err, out)
 	}
+	t.Cleanup(func() {
+		if out, err := cluster.Kubectl(context.Background(), "delete", "sprof", c.Name, "--wait=true"); err != nil {
+			t.Errorf("kubectl delete sprof %s: %v\n%s", c.Name, err, out)
+		}
+	})
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		out, err := cluster.Kubectl(ctx, "get", "sprof", c.Name, "-o", `jsonpath={.status.conditions[?(@.type=="Active")].status} {.status.conditions[?(@.type=="Active")].reason}`)
 		return err == nil && out == "True Active", fmt.Sprintf("kubectl get sprof %s: Active %q %v", c.Name, out, err)
