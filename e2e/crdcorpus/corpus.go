@@ -55,6 +55,8 @@ type CRD struct {
 	Name, Group, Version, Resource, Kind string
 	// Clustered is a cluster-scoped kind.
 	Clustered bool
+	// ShortName is the CRD's first short name ("" for none).
+	ShortName string
 	// Repo is the upstream repository (owner/name), Commit the commit the
 	// file was taken at, Path the file in it, License the repository's.
 	Repo, Commit, Path, License string
@@ -83,6 +85,10 @@ type CRD struct {
 	// scaleplane's defaulting writes.
 	Unset      Result
 	UnsetReads string
+	// Explain is `scaleplane explain NAMESPACE/SHORTNAME/NAME` after the
+	// trigger step (NotRun for a kind without a short name); Broken when it
+	// fails saying Says.
+	Explain Result
 	// Range is kubectl scale above a scale config's range [2, 4]: it
 	// works when S1 refuses it naming the kind's own replicas field;
 	// Broken when the refusal says Says instead.
@@ -112,6 +118,8 @@ const (
 	hpaPinnedWhy = "scaleplane bug: the HPA scales the object, but its Scaling says `Pinned: no scale config: the count is set by hand`, not that a foreign autoscaler holds the count"
 )
 
+const explainShortWhy = "scaleplane bug: `scaleplane explain NAMESPACE/SHORTNAME/NAME` does not resolve the kind's short name as kubectl does (the resource, `resource.group` and the kind in lower case work)"
+
 // hpaSaysPinned is the HPA step of an object without a scale config
 // today.
 var hpaSaysPinned = broken("Pinned: no scale config: the count is set by hand", hpaPinnedWhy)
@@ -119,7 +127,7 @@ var hpaSaysPinned = broken("Pinned: no scale config: the count is set by hand", 
 // Corpus is the matrix, one entry per vendored CRD.
 var Corpus = []CRD{{
 	File: "functions.serverless.kyma-project.io.yaml", Name: "functions.serverless.kyma-project.io",
-	Group: "serverless.kyma-project.io", Version: "v1alpha2", Resource: "functions", Kind: "Function",
+	Group: "serverless.kyma-project.io", Version: "v1alpha2", Resource: "functions", Kind: "Function", ShortName: "fn",
 	Repo: "kyma-project/serverless", Commit: "779485d15f9c15a0da7ecb42e27688c58301c1cd", Path: "config/buildless-serverless/templates/crds.yaml", License: apache,
 	Shape:    "scale config in the spec (`spec.scaleConfig`, both bounds `minimum: 1`), `spec.replicas` defaulted to 1",
 	Body:     `{runtime: python312, source: {inline: {source: "def main(event, context): return 'ok'"}}, replicas: 2}`,
@@ -133,10 +141,10 @@ var Corpus = []CRD{{
 	Trigger: notRun("`spec.scaleConfig` has room only for minReplicas and maxReplicas (the API server prunes triggers); triggers need the profile's scaleConfig switched to the annotation"),
 	Sleep:   notRun("as for triggers: `spec.scaleConfig` has no room for `idle`"),
 	Unset:   works(), UnsetReads: "1",
-	Delete: works(),
+	Explain: broken(`no matches for /, Resource=fn`, explainShortWhy), Delete: works(),
 }, {
 	File: "functions.serverless.kyma-project.io.yaml", Name: "functions.serverless.kyma-project.io",
-	Group: "serverless.kyma-project.io", Version: "v1alpha2", Resource: "functions", Kind: "Function",
+	Group: "serverless.kyma-project.io", Version: "v1alpha2", Resource: "functions", Kind: "Function", ShortName: "fn",
 	Repo: "kyma-project/serverless", Commit: "779485d15f9c15a0da7ecb42e27688c58301c1cd", Path: "config/buildless-serverless/templates/crds.yaml", License: apache,
 	Shape:    "as above, with the scale config moved to the annotation",
 	Body:     `{runtime: python312, source: {inline: {source: "def main(event, context): return 'ok'"}}, replicas: 2}`,
@@ -144,19 +152,19 @@ var Corpus = []CRD{{
 	Edit: &Edit{Old: "path: .spec.scaleConfig", New: "annotation: scaleplane.io/scale-config",
 		Why: "`spec.scaleConfig` can hold only the bounds; the annotation holds triggers and idle settings"},
 	Init: works(), Unset: works(), UnsetReads: "1", Scale: works(), Zero: works(), HPA: hpaSaysPinned,
-	Range: works(), Trigger: works(), Sleep: works(), Delete: works(),
+	Range: works(), Trigger: works(), Sleep: works(), Explain: broken(`no matches for /, Resource=fn`, explainShortWhy), Delete: works(),
 }, {
 	File: "kafkanodepools.kafka.strimzi.io.yaml", Name: "kafkanodepools.kafka.strimzi.io",
-	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkanodepools", Kind: "KafkaNodePool",
+	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkanodepools", Kind: "KafkaNodePool", ShortName: "knp",
 	Repo: "strimzi/strimzi-kafka-operator", Commit: "8541da1e336bdcda9647aeacfbc2048e57580a52", Path: "packaging/install/cluster-operator/045-Crd-kafkanodepool.yaml", License: apache,
 	Shape:    "small hand-written schema (not controller-gen); `spec.replicas` required, `minimum: 0`",
 	Body:     `{replicas: 2, roles: [broker], storage: {type: ephemeral}}`,
 	Replicas: ".spec.replicas",
 	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: refused("Required value", "`spec.replicas` is required by the schema"), UnsetReads: "",
-	Delete: works(),
+	Explain: broken(`no matches for /, Resource=knp`, explainShortWhy), Delete: works(),
 }, {
 	File: "kafkaconnectors.kafka.strimzi.io.yaml", Name: "kafkaconnectors.kafka.strimzi.io",
-	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkaconnectors", Kind: "KafkaConnector",
+	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkaconnectors", Kind: "KafkaConnector", ShortName: "kctr",
 	Repo: "strimzi/strimzi-kafka-operator", Commit: "8541da1e336bdcda9647aeacfbc2048e57580a52", Path: "packaging/install/cluster-operator/047-Crd-kafkaconnector.yaml", License: apache,
 	Shape:    "replicas named otherwise (`spec.tasksMax`, `minimum: 1`), no labelSelectorPath (no pods to count)",
 	Body:     `{class: org.example.Sink, tasksMax: 2}`,
@@ -168,7 +176,7 @@ var Corpus = []CRD{{
 	Trigger: works(),
 	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.tasksMax` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
 	Unset:   works(), UnsetReads: "",
-	Delete: works(),
+	Explain: broken(`no matches for /, Resource=kctr`, explainShortWhy), Delete: works(),
 }, {
 	File: "nodepools.karpenter.sh.yaml", Name: "nodepools.karpenter.sh",
 	Group: "karpenter.sh", Version: "v1", Resource: "nodepools", Kind: "NodePool", Clustered: true,
@@ -180,16 +188,16 @@ var Corpus = []CRD{{
 	HPA: refused("the server could not find the requested resource",
 		"an HPA is namespaced and its scale client reads a namespaced /scale: it cannot scale a cluster-scoped kind"),
 	Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
-	Delete: works(),
+	Explain: notRun("the CRD has no short name"), Delete: works(),
 }, {
 	File: "machinedeployments.cluster.x-k8s.io.yaml", Name: "machinedeployments.cluster.x-k8s.io",
-	Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments", Kind: "MachineDeployment",
+	Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments", Kind: "MachineDeployment", ShortName: "md",
 	Repo: "kubernetes-sigs/cluster-api", Commit: "ae7ff047db499ac3858ade268ba38db8c9f128bb", Path: "core/config/crd/bases/cluster.x-k8s.io_machinedeployments.yaml", License: apache,
 	Shape:    "two served versions (v1beta1, v1beta2), /scale on both",
 	Body:     `{clusterName: demo, replicas: 2, selector: {matchLabels: {md: demo}}, template: {metadata: {labels: {md: demo}}, spec: {clusterName: demo, bootstrap: {dataSecretName: demo}, infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachineTemplate, name: demo}}}}`,
 	Replicas: ".spec.replicas",
 	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
-	Delete: works(),
+	Explain: broken(`no matches for /, Resource=md`, explainShortWhy), Delete: works(),
 }, {
 	File: "clusters.postgresql.cnpg.io.yaml", Name: "clusters.postgresql.cnpg.io",
 	Group: "postgresql.cnpg.io", Version: "v1", Resource: "clusters", Kind: "Cluster",
@@ -204,25 +212,25 @@ var Corpus = []CRD{{
 	Trigger: works(),
 	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.instances` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
 	Unset:   works(), UnsetReads: "1",
-	Delete: works(),
+	Explain: notRun("the CRD has no short name"), Delete: works(),
 }, {
 	File: "leaderworkersets.leaderworkerset.x-k8s.io.yaml", Name: "leaderworkersets.leaderworkerset.x-k8s.io",
-	Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets", Kind: "LeaderWorkerSet",
+	Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets", Kind: "LeaderWorkerSet", ShortName: "lws",
 	Repo: "kubernetes-sigs/lws", Commit: "060ab4da17eea1f0865fcbd3236bb1075e2cea32", Path: "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml", License: apache,
 	Shape:    "very large (1.3 MB: only server-side apply installs it); `spec.replicas` defaulted to 1, maximum 1000000",
 	Body:     `{replicas: 2, leaderWorkerTemplate: {workerTemplate: {spec: {containers: [{name: worker, image: example.invalid/worker}]}}}}`,
 	Replicas: ".spec.replicas",
 	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "1",
-	Delete: works(),
+	Explain: broken(`no matches for /, Resource=lws`, explainShortWhy), Delete: works(),
 }, {
 	File: "rollouts.argoproj.io.yaml", Name: "rollouts.argoproj.io",
-	Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts", Kind: "Rollout",
+	Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts", Kind: "Rollout", ShortName: "ro",
 	Repo: "argoproj/argo-rollouts", Commit: "9f8d111d8f8e3e88b6d7f8bbdf62fd3cd863ef9d", Path: "manifests/crds/rollout-crd.yaml", License: apache,
 	Shape:    "large (560 KiB); /scale reads status replicas from `.status.HPAReplicas`",
 	Body:     `{replicas: 2, selector: {matchLabels: {app: demo}}, template: {metadata: {labels: {app: demo}}, spec: {containers: [{name: app, image: example.invalid/app}]}}}`,
 	Replicas: ".spec.replicas",
 	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
-	Delete: works(),
+	Explain: broken(`no matches for /, Resource=ro`, explainShortWhy), Delete: works(),
 }, {
 	File: "pytorchjobs.kubeflow.org.yaml", Name: "pytorchjobs.kubeflow.org",
 	Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs", Kind: "PyTorchJob",
@@ -276,6 +284,8 @@ the scaleplane binary) and fails when an outcome below changes:
    naming the kind's own replicas field;
 6. **triggers**: a scale config with a PromQL trigger, followed to 5 by scaleplane's autoscaler, its
    Scaling in mode ` + "`triggers`" + `;
+   **explain**: ` + "`scaleplane explain NAMESPACE/SHORTNAME/NAME`" + ` with the kind's first short name (by
+   ` + "`resource.group`" + `, explain is checked in the triggers step);
 7. **sleep**: a scale config with ` + "`minReplicas: 0`" + ` and an idle timeout, taken to 0 by the same autoscaler,
    its Scaling ` + "`ScaledToZero`" + `;
 8. **delete**: ` + "`kubectl delete`" + `.
@@ -283,8 +293,8 @@ the scaleplane binary) and fails when an outcome below changes:
 ✅ works, ⛔ refused (the message is asserted), ⚠️ admitted but wrong (a scaleplane bug, asserted as it
 is today), ➖ not possible today. Every footnote says why.
 
-| CRD | version | shape | profile init | no replicas | scale | zero | HPA | range (S1) | triggers | sleep | delete | profile edit |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+| CRD | version | shape | profile init | no replicas | scale | zero | HPA | range (S1) | triggers | explain | sleep | delete | profile edit |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 `)
 	var notes []string
 	mark := func(r Result) string {
@@ -323,9 +333,9 @@ is today), ➖ not possible today. Every footnote says why.
 			if c.Unset.Outcome == Works {
 				unset += " " + reads
 			}
-			cells = append(cells, unset, mark(c.Scale), mark(c.Zero), mark(c.HPA), mark(c.Range), mark(c.Trigger), mark(c.Sleep), mark(c.Delete), edit)
+			cells = append(cells, unset, mark(c.Scale), mark(c.Zero), mark(c.HPA), mark(c.Range), mark(c.Trigger), mark(c.Explain), mark(c.Sleep), mark(c.Delete), edit)
 		} else {
-			cells = append(cells, "➖", "➖", "➖", "➖", "➖", "➖", "➖", "➖", "➖")
+			cells = append(cells, "➖", "➖", "➖", "➖", "➖", "➖", "➖", "➖", "➖", "➖")
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}

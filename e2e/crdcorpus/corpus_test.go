@@ -162,7 +162,7 @@ func TestCompatibilityDocIsTheTable(t *testing.T) {
 // later steps.
 func TestCorpusTableSaysEveryOutcome(t *testing.T) {
 	for _, c := range crdcorpus.Corpus {
-		steps := map[string]crdcorpus.Result{"Unset": c.Unset, "Scale": c.Scale, "Zero": c.Zero, "HPA": c.HPA, "Range": c.Range, "Trigger": c.Trigger, "Sleep": c.Sleep, "Delete": c.Delete}
+		steps := map[string]crdcorpus.Result{"Unset": c.Unset, "Scale": c.Scale, "Zero": c.Zero, "HPA": c.HPA, "Range": c.Range, "Trigger": c.Trigger, "Explain": c.Explain, "Sleep": c.Sleep, "Delete": c.Delete}
 		check := func(step string, r crdcorpus.Result) {
 			switch r.Outcome {
 			case crdcorpus.Works:
@@ -236,8 +236,12 @@ func TestCorpusFilesAreTheTablesCRDs(t *testing.T) {
 			t.Errorf("%s: %v", c.File, err)
 			continue
 		}
-		got := []string{crd.Name, crd.Spec.Group, crd.Spec.Names.Plural, crd.Spec.Names.Kind, strconv.FormatBool(crd.Spec.Scope == apiextensionsv1.ClusterScoped)}
-		want := []string{c.Name, c.Group, c.Resource, c.Kind, strconv.FormatBool(c.Clustered)}
+		short := ""
+		if len(crd.Spec.Names.ShortNames) > 0 {
+			short = crd.Spec.Names.ShortNames[0]
+		}
+		got := []string{crd.Name, crd.Spec.Group, crd.Spec.Names.Plural, crd.Spec.Names.Kind, strconv.FormatBool(crd.Spec.Scope == apiextensionsv1.ClusterScoped), short}
+		want := []string{c.Name, c.Group, c.Resource, c.Kind, strconv.FormatBool(c.Clustered), c.ShortName}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s (-table +file):\n%s", c.File, diff)
 		}
@@ -516,6 +520,29 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 				out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
 				return err == nil && out == "triggers 5", fmt.Sprintf("kubectl get scaling: %q %v", out, err)
 			})
+			// explain, by the kind's resource and group, says so too.
+			want := fmt.Sprintf("%s %s: triggers", c.Kind, strings.TrimPrefix(key.String(), "/"))
+			if out, err := explain(ctx, bin, scalingNS+"/"+res+"/"+name); err != nil || !strings.HasPrefix(out, want) {
+				t.Errorf("scaleplane explain %s/%s/%s: %v\n%s\nwant a summary starting %q", scalingNS, res, name, err, out, want)
+			}
+		}
+	}
+
+	// explain, by the kind's first short name, as one types kubectl.
+	if c.Explain.Outcome != crdcorpus.NotRun {
+		out, err := explain(ctx, bin, scalingNS+"/"+c.ShortName+"/"+name)
+		t.Logf("scaleplane explain %s/%s/%s: %v\n%s", scalingNS, c.ShortName, name, err, out)
+		switch c.Explain.Outcome {
+		case crdcorpus.Works:
+			if err != nil || !strings.HasPrefix(out, c.Kind+" ") {
+				t.Fatalf("scaleplane explain by the short name %s: %v\n%s", c.ShortName, err, out)
+			}
+		case crdcorpus.Broken:
+			if err == nil || !strings.Contains(out, c.Explain.Says) {
+				t.Fatalf("scaleplane explain by the short name %s: %v\n%s\nthe table records a failure containing %q; update it", c.ShortName, err, out, c.Explain.Says)
+			}
+		default:
+			t.Fatalf("the table's Explain outcome %d is not one this step checks (Works or Broken)", c.Explain.Outcome)
 		}
 	}
 
@@ -543,6 +570,12 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 
 	out, err = kubectl("delete", res, name, "--wait=true", "--timeout=60s")
 	step("kubectl delete", c.Delete, out, err)
+}
+
+// explain runs scaleplane explain on ref (NAMESPACE/RESOURCE/NAME).
+func explain(ctx context.Context, bin, ref string) (string, error) {
+	out, err := exec.CommandContext(ctx, bin, "explain", ref, "--kubeconfig", cluster.Kubeconfig, "--scaleplane-namespace", appNamespace).CombinedOutput()
+	return string(out), err
 }
 
 // unset creates an object of the kind without its replicas field, checks
