@@ -269,29 +269,30 @@ Regenerate with: UPDATE_GOLDEN=1 go test ./e2e/crdcorpus -run TestCompatibilityD
 Real upstream workload CRDs, vendored unchanged in ` + "`testdata/crds`" + ` (see its README), and what
 scaleplane does with each today. ` + "`go test ./e2e/crdcorpus`" + ` runs every one through the whole path with
 the real binaries (kube-apiserver, kube-controller-manager with its HPA controller, kubectl and
-the scaleplane binary) and fails when an outcome below changes:
+the scaleplane binary). The columns, in the order the test runs them:
 
-1. **profile init**: ` + "`scaleplane profile init --crd NAME`" + ` against the served CRD, its output checked by
-   ` + "`scaleplane config check`" + `, applied with ` + "`kubectl apply --server-side`" + `, and the ScaleProfile ` + "`Active`" + `
-   in ` + "`kubectl get sprof`" + `; then an object is created with its replicas field at 2, and for a scale config
-   in the spec, M1 pins it at 2;
-   **no replicas**: another object is created without its replicas field, which then reads the
-   value shown (the schema's default), or stays absent (–);
-2. **scale**: ` + "`kubectl scale --replicas=3`" + `;
-3. **zero**: ` + "`kubectl scale --replicas=0`" + `;
-4. **HPA**: ` + "`kubectl autoscale --min=4 --max=6`" + `, the real HPA controller raising the count through ` + "`/scale`" + `;
-5. **range (S1)**: with a scale config range [2, 4], ` + "`kubectl scale --replicas=6`" + ` is refused, the message
-   naming the kind's own replicas field;
-6. **triggers**: a scale config with a PromQL trigger, followed to 5 by scaleplane's autoscaler, its
-   Scaling in mode ` + "`triggers`" + `;
-   **explain**: ` + "`scaleplane explain NAMESPACE/SHORTNAME/NAME`" + ` with the kind's first short name (by
-   ` + "`resource.group`" + `, explain is checked in the triggers step);
-7. **sleep**: a scale config with ` + "`minReplicas: 0`" + ` and an idle timeout, taken to 0 by the same autoscaler,
-   its Scaling ` + "`ScaledToZero`" + `;
-8. **delete**: ` + "`kubectl delete`" + `.
+- **profile init**: ` + "`scaleplane profile init --crd NAME`" + ` against the served CRD, its output checked by
+  ` + "`scaleplane config check`" + `, applied with ` + "`kubectl apply --server-side`" + `, the ScaleProfile ` + "`Active`" + ` in
+  ` + "`kubectl get sprof`" + `; then an object is created with its replicas field at 2 (a scale config in the
+  spec is pinned at 2, M1);
+- **no replicas**: an object created without its replicas field, which then reads the value shown
+  (the schema's default) or stays absent (–);
+- **scale**: ` + "`kubectl scale --replicas=3`" + `;
+- **zero**: ` + "`kubectl scale --replicas=0`" + `;
+- **HPA**: ` + "`kubectl autoscale --min=4 --max=6`" + `: the real HPA controller raises the count through
+  ` + "`/scale`" + `, and the object's Scaling must say that a foreign autoscaler holds it;
+- **range (S1)**: with a scale config range [2, 4], ` + "`kubectl scale --replicas=6`" + ` is refused, the message
+  naming the kind's own replicas field;
+- **triggers**: a scale config with a PromQL trigger, followed to 5 by scaleplane's autoscaler; the
+  Scaling's mode and ` + "`scaleplane explain NAMESPACE/RESOURCE.GROUP/NAME`" + ` say ` + "`triggers`" + `;
+- **explain**: ` + "`scaleplane explain NAMESPACE/SHORTNAME/NAME`" + ` with the kind's first short name;
+- **sleep**: a scale config with ` + "`minReplicas: 0`" + ` and an idle timeout, taken to 0 by the same
+  autoscaler, its Scaling ` + "`ScaledToZero`" + `;
+- **delete**: ` + "`kubectl delete`" + `.
 
-✅ works, ⛔ refused (the message is asserted), ⚠️ admitted but wrong (a scaleplane bug, asserted as it
-is today), ➖ not possible today. Every footnote says why.
+✅ works; ⛔ refused, rightly (the message is asserted); ⚠️ a scaleplane bug, asserted as it behaves
+today (admitted but wrong, or refused with a wrong message); ➖ not possible today. Each footnote
+says why. When an outcome changes, the test fails: update the table in ` + "`e2e/crdcorpus/corpus.go`" + `.
 
 | CRD | version | shape | profile init | no replicas | scale | zero | HPA | range (S1) | triggers | explain | sleep | delete | profile edit |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
