@@ -159,6 +159,13 @@ func dev(ctx context.Context, o devOptions) (err error) {
 	if folder.state.Processes, err = cp.Processes(); err != nil {
 		return err
 	}
+	// The ports are chosen before the kubeconfig is written: its context
+	// records the metrics address for `scaleplane dev load`.
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	kc.server = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
 	edit := kc.edit()
 	folder.state.Kubeconfig = &edit
 	if err := folder.save(); err != nil {
@@ -184,10 +191,6 @@ func dev(ctx context.Context, o devOptions) (err error) {
 		}
 	}
 
-	ports, err := freePorts(3)
-	if err != nil {
-		return err
-	}
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = ports[0]
 	cfg.Webhook.CertDir = filepath.Join(folder.path, devCertsFolder)
