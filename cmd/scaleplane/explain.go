@@ -25,6 +25,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // scalingsResource is the Scaling kind's resource.
@@ -216,10 +217,23 @@ func renderScaling(w io.Writer, s *v1alpha1.Scaling, now time.Time) {
 		_ = tw.Flush()
 	}
 	fmt.Fprintln(w)
+	held := ""
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ScalingActive); c != nil && (c.Reason == scaling.StabilizedScaleDown || c.Reason == scaling.StabilizedScaleUp) {
+		held = c.Message
+	}
 	if len(st.Decisions) == 0 {
+		if held != "" {
+			fmt.Fprintf(w, "now: %s\n", held)
+			return
+		}
 		fmt.Fprintln(w, "no decisions that changed the count yet")
 		return
 	}
+	defer func() {
+		if held != "" {
+			fmt.Fprintf(w, "now: %s\n", held)
+		}
+	}()
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tREPLICAS\tACTION\tREASON")
 	for _, d := range st.Decisions {

@@ -88,6 +88,36 @@ TIME      REPLICAS               ACTION   REASON
 	}
 }
 
+// A count a stabilization window holds changed nothing, yet it is what an
+// operator asks about: explain says what the triggers want and until when
+// the window holds, instead of "no decisions".
+func TestExplainShowsAHeldCount(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	i := func(n int32) *int32 { return &n }
+	held := "desired 4, held at 6 by the 300 s scale-down window until 12:04:10 UTC"
+	s := &v1alpha1.Scaling{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart-rackedcluster", OwnerReferences: []metav1.OwnerReference{{Name: "cart"}}},
+		Spec:       v1alpha1.ScalingSpec{TargetRef: v1alpha1.ScalingTargetRef{APIVersion: "samples.scaleplane.io/v1alpha1", Kind: "RackedCluster", Name: "cart"}},
+		Status: v1alpha1.ScalingStatus{
+			Mode: v1alpha1.ScalingModeTriggers, Replicas: i(6), DesiredReplicas: i(6), MinReplicas: i(1), MaxReplicas: i(10),
+			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionTrue, Reason: "ScaleDownStabilized", Message: held}},
+		},
+	}
+	var b strings.Builder
+	renderScaling(&b, s, t0)
+	want := `RackedCluster shop/cart: triggers
+replicas 6, desired 6, range 1..10
+
+CONDITION  STATUS  REASON               MESSAGE
+Active     True    ScaleDownStabilized  ` + held + `
+
+now: ` + held + `
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("explain (-want +got):\n%s", diff)
+	}
+}
+
 // The plugin's completion helper: commands, then explain's workloads.
 func TestPluginCompletion(t *testing.T) {
 	list := func() []string {

@@ -129,7 +129,7 @@ func planTick(now, last time.Time, interval time.Duration, urgent bool) (run boo
 }
 
 // eventNote turns a decision's reason, written in the present ("Scale up
-// from 2 to 6: rps=103 > 20 per replica"), into the past tense of an
+// from 2 to 6: rps=103 over 2 replicas is ..."), into the past tense of an
 // event about a write that happened. Events notes are capped at 1 kB by the
 // API server.
 func eventNote(d scaling.Decision) string {

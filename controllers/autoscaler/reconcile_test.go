@@ -88,7 +88,7 @@ func TestReconcileWrites(t *testing.T) {
 			name: "a change is written through /scale, then recorded and announced", obj: autoscaled(2, nil), value: 50, ticks: 1,
 			want: outcome{
 				Writes: []write{{5, "7", v1alpha1.AutoscalerFieldManager}},
-				Events: []string{"Normal Scaled: Scaled up from 2 to 5: rps=50 > 10 per replica"},
+				Events: []string{"Normal Scaled: Scaled up from 2 to 5: rps=50 over 2 replicas is 25 per replica, above the target 10: asks for ceil(50 / 10) = 5"},
 				State:  StateAutoscaling, ScaleEvents: 1, Written: []bool{true},
 			},
 		},

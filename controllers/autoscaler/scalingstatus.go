@@ -178,6 +178,10 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, "WaitingForDependencies", in.Decision.Reason)
 		case desired == 0:
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, "ScaledToZero", "no activity and no active trigger: the workload sleeps until one")
+		case in.Decision != nil && scaling.HeldReason(*in.Decision) != "":
+			// A count a stabilization window holds is no decision that
+			// changed it: say what the triggers want and until when.
+			active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, in.Decision.Stabilization, scaling.HeldReason(*in.Decision))
 		default:
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, "Autoscaling", "the trigger autoscaler scales this workload")
 		}

@@ -65,7 +65,7 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 	ex.setRate(45)
 	up := waitScale(t, ns, "web", ">= 4", func(r int64) bool { return r >= 4 })
 	note := findEvent(t, ns, "web", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled up from 1 to ") })
-	if !strings.Contains(note, "rps=") || !strings.Contains(note, "> 10 per replica") {
+	if !strings.Contains(note, "rps=") || !strings.Contains(note, "per replica, above the target 10") {
 		t.Errorf("scale-up event does not name the trigger value: %q", note)
 	}
 
