@@ -63,6 +63,22 @@ func manages(w scaling.Workload, l scaling.Layout, defaultMetrics []autoscalingv
 	return true, ""
 }
 
+// foreignScalesNote says who scales a workload the trigger autoscaler does
+// not manage when foreign autoscalers target it, and what scaleplane does
+// beside them.
+func foreignScalesNote(foreign []string, w scaling.Workload, l scaling.Layout, defaultMetrics []autoscalingv2.MetricSpec) string {
+	verb := "scales"
+	if len(foreign) > 1 {
+		verb = "scale"
+	}
+	note := fmt.Sprintf("%s %s this workload", strings.Join(foreign, ", "), verb)
+	if scaling.DecideHPA(w, l, defaultMetrics, nil).Want {
+		// C5: the built-in HPA the config asks for is not created beside it.
+		note += "; scaleplane creates no built-in HPA beside it: remove it to let the scale config's metrics scale"
+	}
+	return note
+}
+
 func pathOr(p interface{ String() string }, def string) string {
 	if p == nil {
 		return def

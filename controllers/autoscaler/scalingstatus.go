@@ -96,6 +96,9 @@ func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
 	}
 	if c := w.Config; c != nil {
 		st.MinReplicas, st.MaxReplicas = clonePtr(c.MinReplicas), clonePtr(c.MaxReplicas)
+	} else if mode == v1alpha1.ScalingModePinned && w.Replicas != nil {
+		// No config stands for the pin M1 would write: min = max = R.
+		st.MinReplicas, st.MaxReplicas = clonePtr(w.Replicas), clonePtr(w.Replicas)
 	}
 	if h := in.HPA; h != nil && mode == v1alpha1.ScalingModeHPA {
 		st.DesiredReplicas = ptr(h.DesiredReplicas)
@@ -198,6 +201,9 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 		}
 	case v1alpha1.ScalingModePinned:
 		msg := "no scale config: the count is set by hand"
+		if w.Config == nil && w.Replicas != nil {
+			msg = fmt.Sprintf("no scale config: pinned at %d (min = max = %s), set by hand or kubectl scale; give the scale config a range to autoscale", *w.Replicas, pathOr(in.Layout.ReplicasPath, "replicas"))
+		}
 		if c := w.Config; c != nil && c.Pinned() {
 			msg = fmt.Sprintf("the scale config is pinned at %d: no autoscaling range; widen it to autoscale", *c.MinReplicas)
 		}
