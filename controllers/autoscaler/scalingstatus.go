@@ -190,7 +190,11 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 		}
 	case v1alpha1.ScalingModeHPA:
 		active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, "HPA", "the built-in HPA scales this workload")
-		if in.HPA != nil {
+		if _, reason, note := scaling.RangeActor(w.Replicas, w.Config, in.Layout); reason != "" {
+			// At 0 replicas the HPA controller does not act (its own
+			// ScalingDisabled), whether or not its status says so yet.
+			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, reason, note)
+		} else if in.HPA != nil {
 			// The HPA's own ScalingActive, when it says it cannot act
 			// (no metrics, an invalid selector).
 			for _, c := range in.HPA.Conditions {
@@ -213,6 +217,8 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 	case v1alpha1.ScalingModeExternal:
 		if in.State == StateForeign {
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, v1alpha1.ReasonForeignAutoscaler, in.Message)
+		} else if _, reason, note := scaling.RangeActor(w.Replicas, w.Config, in.Layout); reason != "" {
+			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, reason, note)
 		} else {
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, "External", in.Message)
 		}
