@@ -217,7 +217,9 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 	case v1alpha1.ScalingModeExternal:
 		if in.State == StateForeign {
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, v1alpha1.ReasonForeignAutoscaler, in.Message)
-		} else if _, reason, note := scaling.RangeActor(w.Replicas, w.Config, in.Layout); reason != "" {
+		} else if _, reason, note := scaling.RangeActor(w.Replicas, w.Config, in.Layout); reason == scaling.InRangeNoAutoscaler || reason == scaling.InRangeClusterScoped {
+			// (At 0 replicas in external mode no built-in HPA exists to be
+			// disabled: that case stays External.)
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, reason, note)
 		} else {
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, "External", in.Message)
