@@ -315,7 +315,7 @@ func TestHPAWakesItsWorkload(t *testing.T) {
 		{"the workload itself", "rackedclusters", hpa(profile.SampleAPIVersion, "RackedCluster", "cart"),
 			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "cart"}}}},
 		{"another kind", "rackedclusters", hpa("apps/v1", "Deployment", "cart"), nil},
-		{"the child the profile's HPA scales", "functions", hpa("apps/v1", "Deployment", "hello"),
+		{"the child the profile's HPA scales", "samplefunctions", hpa("apps/v1", "Deployment", "hello"),
 			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "hello"}}}},
 	}
 	for _, tc := range cases {
