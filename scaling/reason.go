@@ -49,6 +49,8 @@ func HPAReason(d Decision) string {
 	}
 	if lim := limitReason(d); lim != "" {
 		parts = append(parts, lim)
+	} else if b := boundReason(d); b != "" {
+		parts = append(parts, b)
 	}
 	if len(parts) > 0 {
 		b.WriteString(": ")
@@ -136,8 +138,17 @@ func toleranceBand(tol Tolerances) string {
 // HeldReason says how a stabilization window held the count away from the
 // recommendation ("desired 4, held at 6 by the 300 s scale-down window
 // until 12:04:10 UTC"), "" when no window changed it.
+// A window whose count the range's bounds would give anyway (desired 0,
+// held at 1, with minReplicas 1) held nothing and is not reported.
 func HeldReason(d Decision) string {
 	if d.Stabilization == "" || d.Stabilized < 0 || d.Recommended < 0 || d.Stabilized == d.Recommended {
+		return ""
+	}
+	lo := d.Min
+	if lo == 0 && d.Max > 0 {
+		lo = 1 // the HPA step never goes below 1 (Decide, step 3)
+	}
+	if min(max(d.Recommended, lo), d.Max) == d.Desired {
 		return ""
 	}
 	dir := "scale-down"
@@ -167,6 +178,24 @@ func limitReason(d Decision) string {
 		return fmt.Sprintf("limited to %d by %s", d.Desired, d.Limit)
 	}
 	return fmt.Sprintf("limited to %d by %s", d.Desired, d.LimitPolicy)
+}
+
+// boundReason names the bound that gave the count when a window held the
+// count where the bound would have put it anyway (HeldReason is then
+// silent and the limit step had nothing left to do).
+func boundReason(d Decision) string {
+	if d.Recommended < 0 || d.Desired == d.Recommended {
+		return ""
+	}
+	switch {
+	case d.Recommended < d.Min && d.Desired == d.Min:
+		return fmt.Sprintf("raised to minReplicas %d", d.Min)
+	case d.Min == 0 && d.Recommended < 1 && d.Desired == 1:
+		return "kept at 1: a range from 0 goes to zero only when idle"
+	case d.Recommended > d.Max && d.Desired == d.Max:
+		return fmt.Sprintf("capped at maxReplicas %d", d.Max)
+	}
+	return ""
 }
 
 // policyText describes one direction's rules as the limit step applied

@@ -50,6 +50,13 @@ func TestDecisionReasonsFromTheirValues(t *testing.T) {
 			held:    "desired 0, held at 6 by the 300 s scale-down window until 12:04:00 UTC",
 		},
 		{
+			name:    "a window that holds what minReplicas gives anyway is not reported",
+			cfg:     mkConfig(1, 10).Trigger("q", TargetAverageValue, 2).Obj(),
+			current: 1, recs: []Recommendation{{Replicas: 1, Time: t0.Add(-10 * time.Second)}},
+			results: []TriggerResult{val("q", 0)},
+			want:    "Keep 1: q=0 over 1 replica is 0 per replica, below the target 2: asks for ceil(0 / 2) = 0; raised to minReplicas 1",
+		},
+		{
 			name: "a scale-up window",
 			cfg: mkConfig(1, 10).Trigger("rps", TargetAverageValue, 20).Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{
 				ScaleUp: window(60)}).Obj(),
