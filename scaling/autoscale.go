@@ -139,7 +139,7 @@ type Decision struct {
 	// names, and StabilizedUntil when the recommendations that hold the
 	// count at Stabilized leave it; both set only with Stabilization.
 	StabilizationWindowSeconds int32     `json:"stabilizationWindowSeconds,omitempty"`
-	StabilizedUntil            time.Time `json:"stabilizedUntil,omitempty"`
+	StabilizedUntil            time.Time `json:"stabilizedUntil,omitzero"`
 	// Limit names the bound applied after stabilization: ScaleUpLimit,
 	// ScaleDownLimit, TooManyReplicas, TooFewReplicas or
 	// DesiredWithinRange.
@@ -312,10 +312,10 @@ func Decide(in DecideInput, h *History) Decision {
 		}
 	case cur > maxR:
 		d.Desired = maxR
-		d.Reason = fmt.Sprintf("Scale down from %d to %d: above maxReplicas", cur, maxR)
+		d.Reason = fmt.Sprintf("Scale down from %d to %d: above maxReplicas %d", cur, maxR, maxR)
 	case cur < hpaMin:
 		d.Desired = hpaMin
-		d.Reason = fmt.Sprintf("Scale up from %d to %d: below minReplicas", cur, hpaMin)
+		d.Reason = fmt.Sprintf("Scale up from %d to %d: below minReplicas %d", cur, hpaMin, hpaMin)
 		if cur == 0 {
 			gateOnDependencies(&d, cfg, in.Dependencies)
 		}

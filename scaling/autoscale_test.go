@@ -159,7 +159,7 @@ func TestDecideTriggers(t *testing.T) {
 			cfg:     mkConfig(1, 10).Trigger("rps", TargetAverageValue, 20).Obj(),
 			current: 12, results: []TriggerResult{noData("rps")},
 			want:   outcome{Desired: 10, Action: ActionScaleDown},
-			reason: "Scale down from 12 to 10: above maxReplicas",
+			reason: "Scale down from 12 to 10: above maxReplicas 10",
 		},
 		{
 			name:    "one trigger without data: never scale down",
@@ -186,7 +186,7 @@ func TestDecideTriggers(t *testing.T) {
 			cfg:     mkConfig(3, 10).Trigger("rps", TargetAverageValue, 20).Obj(),
 			current: 1, results: []TriggerResult{val("rps", 0)},
 			want:   outcome{Desired: 3, Action: ActionScaleUp},
-			reason: "Scale up from 1 to 3: below minReplicas",
+			reason: "Scale up from 1 to 3: below minReplicas 3",
 		},
 		{
 			name:    "no triggers keeps the count",
