@@ -162,6 +162,20 @@ func HeldReason(d Decision) string {
 	return s
 }
 
+// LimitedReason says how a scale-up or scale-down policy kept the count
+// from where the stabilized recommendation would put it ("desired 5,
+// limited to 2 by the scale-up selectPolicy Disabled"), "" when none did.
+func LimitedReason(d Decision) string {
+	if (d.Limit != LimitScaleUp && d.Limit != LimitScaleDown) || d.Stabilized < 0 || d.Desired == d.Stabilized {
+		return ""
+	}
+	by := d.LimitPolicy
+	if by == "" {
+		by = d.Limit
+	}
+	return fmt.Sprintf("desired %d, limited to %d by %s", d.Stabilized, d.Desired, by)
+}
+
 // limitReason names the bound or policy that moved the stabilized count,
 // "" when none did.
 func limitReason(d Decision) string {

@@ -25,6 +25,7 @@ func TestDecisionReasonsFromTheirValues(t *testing.T) {
 		results []TriggerResult
 		want    string
 		held    string
+		limited string
 	}{
 		{
 			name: "a scale-down compares the value per replica",
@@ -70,13 +71,15 @@ func TestDecisionReasonsFromTheirValues(t *testing.T) {
 			cfg: mkConfig(1, 10).Trigger("q", TargetAverageValue, 1).Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{
 				ScaleDown: rulesOf(1, 60, 0, 0, 0)}).Obj(),
 			current: 6, results: []TriggerResult{val("q", 2)},
-			want: "Scale down from 6 to 5: q=2 over 6 replicas is 0.333 per replica, below the target 1: asks for ceil(2 / 1) = 2; limited to 5 by the scale-down policy 1 pod per 60 s",
+			want:    "Scale down from 6 to 5: q=2 over 6 replicas is 0.333 per replica, below the target 1: asks for ceil(2 / 1) = 2; limited to 5 by the scale-down policy 1 pod per 60 s",
+			limited: "desired 2, limited to 5 by the scale-down policy 1 pod per 60 s",
 		},
 		{
 			name:    "the default scale-up policies",
 			cfg:     mkConfig(1, 50).Trigger("q", TargetAverageValue, 1).Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{}).Obj(),
 			current: 3, results: []TriggerResult{val("q", 30)},
-			want: "Scale up from 3 to 7: q=30 over 3 replicas is 10 per replica, above the target 1: asks for ceil(30 / 1) = 30; limited to 7 by the scale-up policies (selectPolicy Max of 4 pods per 15 s, 100% per 15 s)",
+			want:    "Scale up from 3 to 7: q=30 over 3 replicas is 10 per replica, above the target 1: asks for ceil(30 / 1) = 30; limited to 7 by the scale-up policies (selectPolicy Max of 4 pods per 15 s, 100% per 15 s)",
+			limited: "desired 30, limited to 7 by the scale-up policies (selectPolicy Max of 4 pods per 15 s, 100% per 15 s)",
 		},
 		{
 			name:    "a Value target scales the current count",
@@ -103,6 +106,9 @@ func TestDecisionReasonsFromTheirValues(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.held, HeldReason(d)); diff != "" {
 				t.Errorf("held (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.limited, LimitedReason(d)); diff != "" {
+				t.Errorf("limited (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -218,7 +219,7 @@ func renderScaling(w io.Writer, s *v1alpha1.Scaling, now time.Time) {
 	}
 	fmt.Fprintln(w)
 	held := ""
-	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ScalingActive); c != nil && (c.Reason == scaling.StabilizedScaleDown || c.Reason == scaling.StabilizedScaleUp) {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ScalingActive); c != nil && slices.Contains([]string{scaling.StabilizedScaleDown, scaling.StabilizedScaleUp, scaling.LimitScaleUp, scaling.LimitScaleDown}, c.Reason) {
 		held = c.Message
 	}
 	if len(st.Decisions) == 0 {

@@ -185,6 +185,8 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 			// A count a stabilization window holds is no decision that
 			// changed it: say what the triggers want and until when.
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, in.Decision.Stabilization, scaling.HeldReason(*in.Decision))
+		case in.Decision != nil && scaling.LimitedReason(*in.Decision) != "":
+			active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, in.Decision.Limit, scaling.LimitedReason(*in.Decision))
 		default:
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, "Autoscaling", "the trigger autoscaler scales this workload")
 		}
