@@ -58,7 +58,7 @@ func devLoadMain(args []string) int {
 	var (
 		rps        = fs.Float64("rps", 10, "requests per second, spread over the workload's ready pods")
 		duration   = fs.Duration("duration", time.Minute, "how long to send")
-		kubeconfig = fs.String("kubeconfig", "", "kubeconfig of scaleplane dev's cluster; default $KUBECONFIG, then ~/.kube/config")
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig of scaleplane dev's cluster; default $KUBECONFIG, then "+devDefaultKubeconfig+" when it exists (what scaleplane dev writes by default), then ~/.kube/config")
 		configPath = fs.String("config", "", "component configuration naming the workload kinds; default: the sample profiles, as scaleplane dev")
 		activity   = fs.String("activity", os.Getenv("SCALEPLANE_SERVER"), "scaleplane dev's metrics address (http://127.0.0.1:PORT, $SCALEPLANE_SERVER): while no pod is ready, POST /activity there, as a gateway holding requests would, so a workload at zero wakes; empty: the address the running scaleplane dev recorded in the kubeconfig's current context; \""+activityOff+"\": never")
 	)
@@ -105,7 +105,7 @@ Flags:
 		return fail(2, fmt.Errorf("--duration %s: give a positive duration such as 60s", *duration))
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
+	rules.ExplicitPath = loadKubeconfigPath(*kubeconfig, os.Getenv(clientcmd.RecommendedConfigPathEnvVar), fileExists)
 	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil)
 	switch *activity {
 	case activityOff:
@@ -169,6 +169,25 @@ func checkLoadRate(rps float64) error {
 		return fmt.Errorf("--rps %g: give a rate above 0 and at most %d", rps, maxLoadRPS)
 	}
 	return nil
+}
+
+// loadKubeconfigPath is the kubeconfig the load reads: the flag's, else
+// (with $KUBECONFIG unset) the file scaleplane dev writes by default when it
+// exists, so that a new terminal in the same folder finds the running dev
+// without exporting anything; "" leaves it to the default loading rules.
+func loadKubeconfigPath(flag, env string, exists func(string) bool) string {
+	switch {
+	case flag != "":
+		return flag
+	case env == "" && exists(devDefaultKubeconfig):
+		return devDefaultKubeconfig
+	}
+	return ""
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // activityOff is the --activity value that sends no activity signal.

@@ -274,3 +274,25 @@ func TestDevLoadRefusesBadRates(t *testing.T) {
 		}
 	}
 }
+
+// From a new terminal in the folder scaleplane dev runs in, the load reads
+// the kubeconfig dev wrote there unless told another.
+func TestDevLoadKubeconfig(t *testing.T) {
+	has := func(string) bool { return true }
+	none := func(string) bool { return false }
+	cases := []struct {
+		name, flag, env string
+		exists          func(string) bool
+		want            string
+	}{
+		{"the flag wins", "/tmp/k", "/tmp/env", has, "/tmp/k"},
+		{"$KUBECONFIG is left to the loading rules", "", "/tmp/env", has, ""},
+		{"dev's own file in this folder", "", "", has, devDefaultKubeconfig},
+		{"no file: the loading rules' default", "", "", none, ""},
+	}
+	for _, tc := range cases {
+		if got := loadKubeconfigPath(tc.flag, tc.env, tc.exists); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
