@@ -138,15 +138,23 @@ func ForeignAutoscalers(ctx context.Context, r client.Reader, index string, keys
 // profile's child name with ${name} inverted). ok is false for anything
 // else.
 func (r *Reconciler) workloadFor(apiVersion, kind, name string) (string, bool) {
+	return WorkloadOfTarget(r.view, apiVersion, kind, name)
+}
+
+// WorkloadOfTarget is the name of the workload of view v that an
+// autoscaler's scale target concerns: the workload itself, or the workload
+// whose child it is (the profile's child name with ${name} inverted). ok is
+// false for anything else. The trigger autoscaler maps HPAs with it too.
+func WorkloadOfTarget(v *profile.Compiled, apiVersion, kind, name string) (string, bool) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return "", false
 	}
-	gvk := r.view.GVK()
+	gvk := v.GVK()
 	if gv.Group == gvk.Group && kind == gvk.Kind {
 		return name, name != ""
 	}
-	t := r.view.Spec().HPATarget
+	t := v.Spec().HPATarget
 	if t.Self() {
 		return "", false
 	}

@@ -123,7 +123,7 @@ func TestValidateAll(t *testing.T) {
 	}{{
 		name: "scale config location",
 		yaml: header + "profiles:" + racked + `
-- target: {apiVersion: samples.scaleplane.io/v1alpha1, kind: Function, resource: functions}
+- target: {apiVersion: samples.scaleplane.io/v1alpha1, kind: Function, resource: samplefunctions}
   scaleConfig: {}
 - target: {apiVersion: samples.scaleplane.io/v1alpha1, kind: WorkerGroup, resource: workergroups}
   scaleConfig: {path: .spec.scalePolicy, annotation: scaleplane.io/scale-config}

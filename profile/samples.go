@@ -54,7 +54,7 @@ func Samples() []v1alpha1.ScaleProfileSpec {
 			},
 		},
 		{
-			Target:       v1alpha1.TargetKind{APIVersion: SampleAPIVersion, Kind: "Function", Resource: "functions"},
+			Target:       v1alpha1.TargetKind{APIVersion: SampleAPIVersion, Kind: "Function", Resource: "samplefunctions"},
 			ReplicasPath: ".spec.replicas",
 			ScaleConfig:  v1alpha1.ScaleConfigLocation{Path: ".spec.scaleConfig"},
 			Status:       v1alpha1.StatusPaths{ReplicasPath: ".status.replicas", SelectorPath: ".status.podSelector"},

@@ -135,11 +135,19 @@ type Decision struct {
 	// (ScaleUpStabilized/ScaleDownStabilized), empty when none did.
 	Stabilized    int32  `json:"stabilized"`
 	Stabilization string `json:"stabilization,omitempty"`
+	// StabilizationWindowSeconds is the length of the window Stabilization
+	// names, and StabilizedUntil when the recommendations that hold the
+	// count at Stabilized leave it; both set only with Stabilization.
+	StabilizationWindowSeconds int32     `json:"stabilizationWindowSeconds,omitempty"`
+	StabilizedUntil            time.Time `json:"stabilizedUntil,omitzero"`
 	// Limit names the bound applied after stabilization: ScaleUpLimit,
 	// ScaleDownLimit, TooManyReplicas, TooFewReplicas or
 	// DesiredWithinRange.
 	Limit        string `json:"limit,omitempty"`
 	LimitMessage string `json:"limitMessage,omitempty"`
+	// LimitPolicy describes the rule behind ScaleUpLimit or ScaleDownLimit
+	// with its values ("the scale-up policy 2 Pods per 60 s").
+	LimitPolicy string `json:"limitPolicy,omitempty"`
 	// Tolerances are the dead bands the triggers were judged with.
 	Tolerances Tolerances `json:"tolerances"`
 	// Idle explains scale to zero; nil when the range does not start at 0.
@@ -304,10 +312,10 @@ func Decide(in DecideInput, h *History) Decision {
 		}
 	case cur > maxR:
 		d.Desired = maxR
-		d.Reason = fmt.Sprintf("Scale down from %d to %d: above maxReplicas", cur, maxR)
+		d.Reason = fmt.Sprintf("Scale down from %d to %d: above maxReplicas %d", cur, maxR, maxR)
 	case cur < hpaMin:
 		d.Desired = hpaMin
-		d.Reason = fmt.Sprintf("Scale up from %d to %d: below minReplicas", cur, hpaMin)
+		d.Reason = fmt.Sprintf("Scale up from %d to %d: below minReplicas %d", cur, hpaMin, hpaMin)
 		if cur == 0 {
 			gateOnDependencies(&d, cfg, in.Dependencies)
 		}
@@ -316,7 +324,7 @@ func Decide(in DecideInput, h *History) Decision {
 		d.Reason = holdReason(&d, invalid)
 	default:
 		normalize(&d, cfg, h, recommended, hpaMin, maxR, downscale)
-		d.Reason = hpaReason(&d, best)
+		d.Reason = HPAReason(d)
 	}
 
 	if toZero && cur > 0 && d.Idle.Idle && d.Desired > 0 {
@@ -507,8 +515,13 @@ func normalize(d *Decision, c *Config, h *History, recommended, minR, maxR int32
 		d.Stabilized = stab
 		if stab != recommended {
 			d.Stabilization = StabilizedScaleDown
+			d.StabilizationWindowSeconds = int32(downscale / time.Second)
+			d.StabilizedUntil = heldUntil(h.Recommendations, stab, true, downscale, now)
 		}
 		d.Desired, d.Limit, d.LimitMessage = limitWithRules(cur, stab, minR, maxR)
+		if d.Limit == LimitScaleUp {
+			d.LimitPolicy = legacyScaleUpText(cur)
+		}
 		return
 	}
 	up := resolveScaleUp(c.Behavior.ScaleUp)
@@ -518,54 +531,19 @@ func normalize(d *Decision, c *Config, h *History, recommended, minR, maxR int32
 	d.Stabilized = stab
 	if stab != recommended {
 		d.Stabilization = reason
+		window := down.window
+		if reason == StabilizedScaleUp {
+			window = up.window
+		}
+		d.StabilizationWindowSeconds = int32(window / time.Second)
+		d.StabilizedUntil = heldUntil(h.Recommendations, stab, reason == StabilizedScaleDown, window, now)
 	}
 	d.Desired, d.Limit, d.LimitMessage = limitWithBehaviorRate(cur, stab, minR, maxR, up, down, h.ScaleUpEvents, h.ScaleDownEvents, now)
-}
-
-func hpaReason(d *Decision, best int) string {
-	var b strings.Builder
-	switch {
-	case d.Desired > d.Current:
-		fmt.Fprintf(&b, "Scale up from %d to %d: ", d.Current, d.Desired)
-		describeTrigger(&b, d.Triggers[best], ">")
-	case d.Desired < d.Current:
-		fmt.Fprintf(&b, "Scale down from %d to %d: all triggers below target (", d.Current, d.Desired)
-		describeTrigger(&b, d.Triggers[best], "<")
-		b.WriteByte(')')
-	default:
-		fmt.Fprintf(&b, "Keep %d: ", d.Current)
-		switch {
-		case d.Recommended == d.Current && d.Triggers[best].WithinTolerance:
-			b.WriteString("within tolerance (")
-			describeTrigger(&b, d.Triggers[best], "~")
-			b.WriteByte(')')
-		case d.Recommended == d.Current:
-			b.WriteString("triggers ask for the current count (")
-			describeTrigger(&b, d.Triggers[best], "~")
-			b.WriteByte(')')
-		default:
-			fmt.Fprintf(&b, "triggers ask for %d", d.Recommended)
-		}
-	}
-	if d.Stabilization != "" {
-		fmt.Fprintf(&b, "; %s to %d", d.Stabilization, d.Stabilized)
-	}
-	if d.Limit != "" && d.Limit != LimitNone {
-		fmt.Fprintf(&b, "; limited by %s", d.Limit)
-	}
-	return b.String()
-}
-
-func describeTrigger(b *strings.Builder, t TriggerDecision, cmp string) {
-	b.WriteString(t.Name)
-	b.WriteByte('=')
-	b.WriteString(fmtNum(t.Value))
-	b.WriteByte(' ')
-	b.WriteString(cmp)
-	b.WriteByte(' ')
-	b.WriteString(fmtNum(t.Threshold))
-	if t.Type == TargetAverageValue {
-		b.WriteString(" per replica")
+	switch d.Limit {
+	case LimitScaleUp:
+		d.LimitPolicy = policyText("scale-up", up)
+	case LimitScaleDown:
+		d.LimitPolicy = policyText("scale-down", down)
 	}
 }
 

@@ -64,5 +64,5 @@ func ExampleDecide() {
 	fmt.Println(d.Reason)
 	// Output:
 	// ScaleUp 6
-	// Scale up from 3 to 6: rps=103 > 20 per replica
+	// Scale up from 3 to 6: rps=103 over 3 replicas is 34.3 per replica, above the target 20: asks for ceil(103 / 20) = 6
 }

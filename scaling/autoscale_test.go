@@ -102,35 +102,35 @@ func TestDecideTriggers(t *testing.T) {
 			cfg:     mkConfig(1, 10).Trigger("rps", TargetAverageValue, 20).Behavior(&autoscalingv2.HorizontalPodAutoscalerBehavior{}).Obj(),
 			current: 2, results: []TriggerResult{val("rps", 100)},
 			want:   outcome{Desired: 5, Action: ActionScaleUp, Limit: LimitNone},
-			reason: "Scale up from 2 to 5: rps=100 > 20 per replica",
+			reason: "Scale up from 2 to 5: rps=100 over 2 replicas is 50 per replica, above the target 20: asks for ceil(100 / 20) = 5",
 		},
 		{
 			name:    "without behavior one step at most doubles (at least 4)",
 			cfg:     mkConfig(1, 10).Trigger("rps", TargetAverageValue, 20).Obj(),
 			current: 2, results: []TriggerResult{val("rps", 100)},
 			want:   outcome{Desired: 4, Action: ActionScaleUp, Limit: LimitScaleUp},
-			reason: "Scale up from 2 to 4: rps=100 > 20 per replica; limited by ScaleUpLimit",
+			reason: "Scale up from 2 to 4: rps=100 over 2 replicas is 50 per replica, above the target 20: asks for ceil(100 / 20) = 5; limited to 4 by the scale-up limit without a behavior (max(2 × 2, 4) = 4)",
 		},
 		{
 			name:    "Value target scales the current count",
 			cfg:     mkConfig(1, 10).Trigger("latency", TargetValue, 0.5).Obj(),
 			current: 3, results: []TriggerResult{val("latency", 0.8)},
 			want:   outcome{Desired: 5, Action: ActionScaleUp, Limit: LimitNone},
-			reason: "Scale up from 3 to 5: latency=0.8 > 0.5",
+			reason: "Scale up from 3 to 5: latency=0.8 is 1.6 times the target 0.5: asks for ceil(1.6 × 3) = 5",
 		},
 		{
 			name:    "the highest trigger wins",
 			cfg:     mkConfig(1, 20).Trigger("rps", TargetAverageValue, 20).Trigger("queue", TargetAverageValue, 10).Obj(),
 			current: 4, results: []TriggerResult{val("rps", 90), val("queue", 70)},
 			want:   outcome{Desired: 7, Action: ActionScaleUp, Limit: LimitNone},
-			reason: "Scale up from 4 to 7: queue=70 > 10 per replica",
+			reason: "Scale up from 4 to 7: queue=70 over 4 replicas is 17.5 per replica, above the target 10: asks for ceil(70 / 10) = 7 (the highest of 2 triggers)",
 		},
 		{
 			name:    "within tolerance keeps the count",
 			cfg:     mkConfig(1, 10).Trigger("rps", TargetAverageValue, 20).Obj(),
 			current: 5, results: []TriggerResult{val("rps", 108)},
 			want:   outcome{Desired: 5, Action: ActionNone, Limit: LimitNone},
-			reason: "Keep 5: within tolerance (rps=108 ~ 20 per replica)",
+			reason: "Keep 5: rps=108 over 5 replicas is 21.6 per replica, within the tolerance (ratio 1.08, band 0.9..1.1) of the target 20: keeps 5",
 		},
 		{
 			name: "a behavior's scale-up tolerance widens the band upwards only",
@@ -159,7 +159,7 @@ func TestDecideTriggers(t *testing.T) {
 			cfg:     mkConfig(1, 10).Trigger("rps", TargetAverageValue, 20).Obj(),
 			current: 12, results: []TriggerResult{noData("rps")},
 			want:   outcome{Desired: 10, Action: ActionScaleDown},
-			reason: "Scale down from 12 to 10: above maxReplicas",
+			reason: "Scale down from 12 to 10: above maxReplicas 10",
 		},
 		{
 			name:    "one trigger without data: never scale down",
@@ -186,7 +186,7 @@ func TestDecideTriggers(t *testing.T) {
 			cfg:     mkConfig(3, 10).Trigger("rps", TargetAverageValue, 20).Obj(),
 			current: 1, results: []TriggerResult{val("rps", 0)},
 			want:   outcome{Desired: 3, Action: ActionScaleUp},
-			reason: "Scale up from 1 to 3: below minReplicas",
+			reason: "Scale up from 1 to 3: below minReplicas 3",
 		},
 		{
 			name:    "no triggers keeps the count",
@@ -202,7 +202,7 @@ func TestDecideTriggers(t *testing.T) {
 			}).Obj(),
 			current: 2, results: []TriggerResult{val("rps", 100)},
 			want:   outcome{Desired: 2, Action: ActionNone, Limit: LimitScaleUp},
-			reason: "Keep 2: triggers ask for 5; limited by ScaleUpLimit",
+			reason: "Keep 2: rps=100 over 2 replicas is 50 per replica, above the target 20: asks for ceil(100 / 20) = 5; limited to 2 by the scale-up selectPolicy Disabled",
 		},
 	}
 	for _, tc := range tests {
@@ -321,7 +321,7 @@ func TestDecideScaleToZero(t *testing.T) {
 			history: History{AwakeSince: awake, LastActive: t0.Add(-time.Hour)},
 			results: []TriggerResult{val("queue", 3)}, // below activation, but ceil(3/10) = 1
 			want:    outcome{Desired: 1, Action: ActionNone, Limit: LimitNone, Idle: true, MetricsVeto: true},
-			reason:  "Keep 1: triggers ask for the current count (queue=3 ~ 10 per replica); idle, but not scaling to zero: trigger queue=3 still asks for 1",
+			reason:  "Keep 1: queue=3 over 1 replica is 3 per replica, below the target 10: asks for ceil(3 / 10) = 1; idle, but not scaling to zero: trigger queue=3 still asks for 1",
 		},
 		{
 			name: "an active trigger is activity",

@@ -230,10 +230,24 @@ func warnings(replicas *int32, eff *Config, l Layout) []string {
 		return nil
 	}
 	lo, hi := *eff.MinReplicas, *eff.MaxReplicas
-	if eff.HasRange() && (r < lo || r > hi) {
-		return []string{fmt.Sprintf(
-			"%s (%d) is outside %s [%d, %d]: an autoscaler will move it into the range; set it within the range or widen the range",
-			rp, r, cp, lo, hi)}
+	if !eff.HasRange() || (lo <= r && r <= hi) {
+		return nil
 	}
-	return nil
+	// W1 says what will actually happen: who moves R and to what, or why
+	// nothing will.
+	actor, _, note := RangeActor(replicas, eff, l)
+	if actor == "" {
+		return []string{fmt.Sprintf(
+			"%s (%d) is outside %s [%d, %d] and nothing will move it: %s; set it within the range",
+			rp, r, cp, lo, hi, note)}
+	}
+	to := hi
+	if r < lo {
+		// Neither the HPA nor the trigger autoscaler keeps a workload at
+		// zero below a range that starts at 0 (min is raised to 1).
+		to = max(lo, 1)
+	}
+	return []string{fmt.Sprintf(
+		"%s (%d) is outside %s [%d, %d]: %s will move it to %d; set it within the range or widen the range",
+		rp, r, cp, lo, hi, actor, to)}
 }

@@ -584,10 +584,18 @@ func TestValidateWarnings(t *testing.T) {
 		w      scaling.Workload
 		want   []string
 	}{
-		{name: "W1 replicas below the range", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(1), Config: ctRange(2, 5)},
-			want: []string{"spec.replicas (1) is outside spec.scaleConfig [2, 5]: an autoscaler will move it into the range; set it within the range or widen the range"}},
-		{name: "W1 replicas above the range", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(9), Config: ctRange(2, 5)},
-			want: []string{"spec.replicas (9) is outside spec.scaleConfig [2, 5]: an autoscaler will move it into the range; set it within the range or widen the range"}},
+		{name: "W1 replicas below a range the HPA scales", layout: ctLayout(), w: ctW1(1, ctWithMetrics(ctRange(2, 5))),
+			want: []string{"spec.replicas (1) is outside spec.scaleConfig [2, 5]: the built-in HPA will move it to 2; set it within the range or widen the range"}},
+		{name: "W1 replicas above a range the HPA scales", layout: ctLayout(), w: ctW1(9, ctWithMetrics(ctRange(2, 5))),
+			want: []string{"spec.replicas (9) is outside spec.scaleConfig [2, 5]: the built-in HPA will move it to 5; set it within the range or widen the range"}},
+		{name: "W1 replicas above a range with the profile's default metrics", layout: ctDefaultMetricsLayout(), w: ctW1(9, ctRange(2, 5)),
+			want: []string{"spec.replicas (9) is outside spec.scaleConfig [2, 5]: the built-in HPA will move it to 5; set it within the range or widen the range"}},
+		{name: "W1 replicas at 0 below a range the HPA scales: the HPA cannot act", layout: ctLayout(), w: ctW1(0, ctWithMetrics(ctRange(2, 5))),
+			want: []string{"spec.replicas (0) is outside spec.scaleConfig [2, 5] and nothing will move it: the built-in HPA does not scale a workload at 0 replicas (the HPA controller reports ScalingDisabled): spec.replicas stays at 0 until it is set to at least 1; set it within the range"}},
+		{name: "W1 replicas at 0 below a range with triggers", layout: ctLayout(), w: ctW1(0, ctWithTrigger(ctRange(2, 5))),
+			want: []string{"spec.replicas (0) is outside spec.scaleConfig [2, 5]: scaleplane's autoscaler will move it to 2; set it within the range or widen the range"}},
+		{name: "W1 a range without metrics, triggers or idle settings: nothing moves it", layout: ctLayout(), w: ctW1(9, ctRange(2, 5)),
+			want: []string{"spec.replicas (9) is outside spec.scaleConfig [2, 5] and nothing will move it: the range 2..5 has no metrics, triggers or idle settings, so no autoscaler of scaleplane's acts in it: spec.replicas stays where kubectl scale or your own autoscaler sets it; set it within the range"}},
 		{name: "W1 replicas inside the range", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(5), Config: ctRange(2, 5)}},
 		{name: "W1 pin equal to replicas does not warn", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(4), Config: ctRange(4, 4)}},
 		{name: "W1 pin that disagrees with replicas warns", layout: ctLayout(), w: scaling.Workload{Replicas: ctI32(3), Config: ctRange(4, 4)},
@@ -616,6 +624,26 @@ func TestValidateWarnings(t *testing.T) {
 			}
 		})
 	}
+}
+
+func ctW1(replicas int32, c *scaling.Config) scaling.Workload {
+	return scaling.Workload{Replicas: ctI32(replicas), Config: c}
+}
+
+func ctWithMetrics(c *scaling.Config) *scaling.Config {
+	c.Metrics = []autoscalingv2.MetricSpec{ctCPU(50)}
+	return c
+}
+
+func ctWithTrigger(c *scaling.Config) *scaling.Config {
+	c.Triggers = []scaling.Trigger{ctTrigger("rps", `sum(rate(http_requests_total{namespace="${namespace}"}[1m]))`, 10)}
+	return c
+}
+
+func ctDefaultMetricsLayout() scaling.Layout {
+	l := ctLayout()
+	l.HasDefaultMetrics = true
+	return l
 }
 
 func BenchmarkValidate(b *testing.B) {

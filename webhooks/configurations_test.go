@@ -85,7 +85,7 @@ func TestConfigurations(t *testing.T) {
 	}
 	wantM := []entrySummary{
 		{"zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/mutate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
-		{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/mutate-samples-scaleplane-io-v1alpha1-functions", []string{"functions"}, createUpdate},
+		{"samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/mutate-samples-scaleplane-io-v1alpha1-samplefunctions", []string{"samplefunctions"}, createUpdate},
 	}
 	if diff := cmp.Diff(wantM, summarize(m.Webhooks)); diff != "" {
 		t.Errorf("mutating entries (-want +got):\n%s", diff)
@@ -93,8 +93,8 @@ func TestConfigurations(t *testing.T) {
 	wantV := []entrySummary{
 		{"zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
 		{"scale.zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-scale-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases/scale"}, updateOnly},
-		{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-samples-scaleplane-io-v1alpha1-functions", []string{"functions"}, createUpdate},
-		{"scale.functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-scale-samples-scaleplane-io-v1alpha1-functions", []string{"functions/scale"}, updateOnly},
+		{"samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-samples-scaleplane-io-v1alpha1-samplefunctions", []string{"samplefunctions"}, createUpdate},
+		{"scale.samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-scale-samples-scaleplane-io-v1alpha1-samplefunctions", []string{"samplefunctions/scale"}, updateOnly},
 	}
 	if diff := cmp.Diff(wantV, summarize(v.Webhooks)); diff != "" {
 		t.Errorf("validating entries (-want +got):\n%s", diff)
@@ -321,8 +321,8 @@ func TestOwnership(t *testing.T) {
 		name:  "their configurations exist, ours are created",
 		have:  func() []client.Object { return []client.Object{theirM.DeepCopy(), theirV.DeepCopy()} },
 		views: fn,
-		wantM: []string{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
-		wantV: []string{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "scale.functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+		wantM: []string{"samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+		wantV: []string{"samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "scale.samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
 	}, {
 		name: "a foreign entry in our configuration is kept; a profile removed goes",
 		have: func() []client.Object {
@@ -331,8 +331,8 @@ func TestOwnership(t *testing.T) {
 			return []client.Object{theirM.DeepCopy(), theirV.DeepCopy(), m, v}
 		},
 		views: fn,
-		wantM: []string{"functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
-		wantV: []string{"policy.example.org", "functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "scale.functions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+		wantM: []string{"samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
+		wantV: []string{"policy.example.org", "samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "scale.samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"},
 	}, {
 		name: "no profiles left: only our entries go",
 		have: func() []client.Object {
@@ -472,7 +472,7 @@ func TestSyncSetsTheHandlerPath(t *testing.T) {
 		}
 		paths = append(paths, *w.ClientConfig.Service.Path)
 	}
-	want := []string{"/validate/samples.scaleplane.io/v1alpha1/functions", "/validate-scale/samples.scaleplane.io/v1alpha1/functions"}
+	want := []string{"/validate/samples.scaleplane.io/v1alpha1/samplefunctions", "/validate-scale/samples.scaleplane.io/v1alpha1/samplefunctions"}
 	if diff := cmp.Diff(want, paths); diff != "" {
 		t.Errorf("paths (-want +got):\n%s", diff)
 	}

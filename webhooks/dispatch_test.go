@@ -52,7 +52,7 @@ func TestDispatcher(t *testing.T) {
 
 	// Not active yet: refused, failing closed, saying why.
 	resp := review(DispatchPath(DispatchMutatePrefix, gvr), good)
-	if resp.Allowed || resp.Result.Code != http.StatusNotFound || !strings.Contains(resp.Result.Message, "no active profile for functions.samples.scaleplane.io") {
+	if resp.Allowed || resp.Result.Code != http.StatusNotFound || !strings.Contains(resp.Result.Message, "no active profile for samplefunctions.samples.scaleplane.io") {
 		t.Errorf("inactive kind: %+v, want a 404 refusal naming the kind", resp.Result)
 	}
 
@@ -113,7 +113,7 @@ func TestDispatcher(t *testing.T) {
 
 func TestDispatchPath(t *testing.T) {
 	views := testViews(t)
-	if got, want := DispatchPath(DispatchValidateScalePrefix, views[function].GVR()), "/validate-scale/samples.scaleplane.io/v1alpha1/functions"; got != want {
+	if got, want := DispatchPath(DispatchValidateScalePrefix, views[function].GVR()), "/validate-scale/samples.scaleplane.io/v1alpha1/samplefunctions"; got != want {
 		t.Errorf("DispatchPath = %q, want %q", got, want)
 	}
 }

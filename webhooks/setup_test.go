@@ -104,7 +104,7 @@ func TestSetup(t *testing.T) {
 func TestSetupRejectsDuplicates(t *testing.T) {
 	views := testViews(t)
 	err := Setup(newTestManager(t), []*profile.Compiled{views[function], views[rackedCluster], views[function]}, Options{})
-	if diff := cmp.Diff("set up webhooks: two profiles name samples.scaleplane.io/v1alpha1, Resource=functions; keep one", errString(err)); diff != "" {
+	if diff := cmp.Diff("set up webhooks: two profiles name samples.scaleplane.io/v1alpha1, Resource=samplefunctions; keep one", errString(err)); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}
 }

@@ -40,7 +40,7 @@ func devMain(args []string) int {
 	}
 	fs := flag.NewFlagSet("scaleplane dev", flag.ContinueOnError)
 	var (
-		kubeconfig = fs.String("kubeconfig", "./scaleplane-dev.kubeconfig", "kubeconfig to add the embedded cluster to: a new file is written and removed at exit; to an existing one a scaleplane-dev cluster, user and context are added (and made current) and removed at exit")
+		kubeconfig = fs.String("kubeconfig", devDefaultKubeconfig, "kubeconfig to add the embedded cluster to: a new file is written and removed at exit; to an existing one a scaleplane-dev cluster, user and context are added (and made current) and removed at exit")
 		keep       = fs.Bool("keep", false, "keep the data folder (etcd data, logs, kubeconfig) after exit; a later start with --data-dir reuses it")
 		configPath = fs.String("config", "", "component configuration; default: the three sample profiles")
 		dataDir    = fs.String("data-dir", "", "data folder: a new or empty folder, or one a previous dev made; default a new temporary folder")
@@ -76,6 +76,10 @@ type devOptions struct {
 	// crdFiles are --crd: CRDs to install besides the samples'.
 	crdFiles []string
 }
+
+// devDefaultKubeconfig is the kubeconfig dev writes when not told another;
+// `scaleplane dev load` reads it too when $KUBECONFIG is not set.
+const devDefaultKubeconfig = "./scaleplane-dev.kubeconfig"
 
 func devLog(msg string) { fmt.Println("scaleplane dev: " + msg) }
 
@@ -159,6 +163,13 @@ func dev(ctx context.Context, o devOptions) (err error) {
 	if folder.state.Processes, err = cp.Processes(); err != nil {
 		return err
 	}
+	// The ports are chosen before the kubeconfig is written: its context
+	// records the metrics address for `scaleplane dev load`.
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	kc.server = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
 	edit := kc.edit()
 	folder.state.Kubeconfig = &edit
 	if err := folder.save(); err != nil {
@@ -184,10 +195,6 @@ func dev(ctx context.Context, o devOptions) (err error) {
 		}
 	}
 
-	ports, err := freePorts(3)
-	if err != nil {
-		return err
-	}
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = ports[0]
 	cfg.Webhook.CertDir = filepath.Join(folder.path, devCertsFolder)

@@ -30,10 +30,22 @@ import (
 // puts the previous current context back. A file that holds nothing but
 // such entries is dev's own: dev removes it when its entries go. A file it
 // cannot read is refused, never rewritten.
+//
+// The context also carries devServerExtension: the run's metrics address,
+// where `scaleplane dev load` in another terminal signals activity without
+// being told the address.
 const (
 	devKubeconfigName      = "scaleplane-dev"
 	devKubeconfigExtension = "scaleplane.io/dev"
+	devServerExtension     = "scaleplane.io/dev-server"
 )
+
+// devServer is the content of devServerExtension.
+type devServer struct {
+	// MetricsURL is the run's metrics server (http://127.0.0.1:PORT), the
+	// address it prints as SCALEPLANE_SERVER.
+	MetricsURL string `json:"metricsURL"`
+}
 
 // devMarker is the content of devKubeconfigExtension: the run that wrote
 // the entry, by pid, start time and boot (which together name one process
@@ -84,6 +96,9 @@ type userKubeconfig struct {
 	uid, gid int
 	// ownedByDev: the file held only entries of dev runs.
 	ownedByDev bool
+	// server is the run's metrics address, recorded on its context
+	// (devServerExtension) when set before add.
+	server string
 }
 
 // readUserKubeconfig reads and checks the kubeconfig at path before anything
@@ -340,6 +355,10 @@ func (k *userKubeconfig) add(clusterKubeconfig string, owner controlplane.Proces
 		merged, err := addDevEntries(k.base, cluster, owner)
 		if err != nil {
 			return fmt.Errorf("kubeconfig %s: %w", k.path, err)
+		}
+		if k.server != "" {
+			raw, _ := json.Marshal(devServer{MetricsURL: k.server})
+			merged.Contexts[devKubeconfigName].Extensions[devServerExtension] = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
 		}
 		out, err := clientcmd.Write(*merged)
 		if err != nil {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,8 +27,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
@@ -55,9 +58,9 @@ func devLoadMain(args []string) int {
 	var (
 		rps        = fs.Float64("rps", 10, "requests per second, spread over the workload's ready pods")
 		duration   = fs.Duration("duration", time.Minute, "how long to send")
-		kubeconfig = fs.String("kubeconfig", "", "kubeconfig of scaleplane dev's cluster; default $KUBECONFIG, then ~/.kube/config")
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig of scaleplane dev's cluster; default $KUBECONFIG, then "+devDefaultKubeconfig+" when it exists (what scaleplane dev writes by default), then ~/.kube/config")
 		configPath = fs.String("config", "", "component configuration naming the workload kinds; default: the sample profiles, as scaleplane dev")
-		activity   = fs.String("activity", os.Getenv("SCALEPLANE_SERVER"), "scaleplane dev's metrics address (http://127.0.0.1:PORT, $SCALEPLANE_SERVER): while no pod is ready, POST /activity there, as a gateway holding requests would, so a workload at zero wakes; empty: never")
+		activity   = fs.String("activity", os.Getenv("SCALEPLANE_SERVER"), "scaleplane dev's metrics address (http://127.0.0.1:PORT, $SCALEPLANE_SERVER): while no pod is ready, POST /activity there, as a gateway holding requests would, so a workload at zero wakes; empty: the address the running scaleplane dev recorded in the kubeconfig's current context; \""+activityOff+"\": never")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: scaleplane dev load NAMESPACE/NAME [flags]
@@ -96,10 +99,25 @@ Flags:
 		return fail(2, err)
 	}
 	switch {
-	case *rps <= 0 || *rps > maxLoadRPS:
-		return fail(2, fmt.Errorf("--rps %g: give a rate above 0 and at most %d", *rps, maxLoadRPS))
+	case checkLoadRate(*rps) != nil:
+		return fail(2, checkLoadRate(*rps))
 	case *duration <= 0:
 		return fail(2, fmt.Errorf("--duration %s: give a positive duration such as 60s", *duration))
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = loadKubeconfigPath(*kubeconfig, os.Getenv(clientcmd.RecommendedConfigPathEnvVar), fileExists)
+	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil)
+	switch *activity {
+	case activityOff:
+		*activity = ""
+	case "":
+		raw, err := kc.RawConfig()
+		if err != nil {
+			return fail(2, fmt.Errorf("read kubeconfig (set --kubeconfig or $KUBECONFIG to the one scaleplane dev printed): %w", err))
+		}
+		if *activity, err = devServerOf(raw, devMarker.running); err != nil {
+			return fail(2, err)
+		}
 	}
 	if *activity != "" {
 		if err := loopbackURL(*activity); err != nil {
@@ -121,9 +139,7 @@ Flags:
 	if err != nil {
 		return fail(2, err)
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	rc, err := kc.ClientConfig()
 	if err != nil {
 		return fail(2, fmt.Errorf("read kubeconfig (set --kubeconfig or $KUBECONFIG to the one scaleplane dev printed): %w", err))
 	}
@@ -143,6 +159,67 @@ Flags:
 		return fail(1, err)
 	}
 	return 0
+}
+
+// checkLoadRate refuses a rate that is not a number above 0 and at most
+// maxLoadRPS. It is written so that NaN, for which every comparison is
+// false, is refused too.
+func checkLoadRate(rps float64) error {
+	if !(rps > 0 && rps <= maxLoadRPS) {
+		return fmt.Errorf("--rps %g: give a rate above 0 and at most %d", rps, maxLoadRPS)
+	}
+	return nil
+}
+
+// loadKubeconfigPath is the kubeconfig the load reads: the flag's, else
+// (with $KUBECONFIG unset) the file scaleplane dev writes by default when it
+// exists, so that a new terminal in the same folder finds the running dev
+// without exporting anything; "" leaves it to the default loading rules.
+func loadKubeconfigPath(flag, env string, exists func(string) bool) string {
+	switch {
+	case flag != "":
+		return flag
+	case env == "" && exists(devDefaultKubeconfig):
+		return devDefaultKubeconfig
+	}
+	return ""
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// activityOff is the --activity value that sends no activity signal.
+const activityOff = "off"
+
+// devServerOf is the metrics address that the scaleplane dev whose context
+// is current in cfg recorded there (devServerExtension), so that a load run
+// from a new terminal wakes a workload at zero without being told where.
+// Without one it fails at once saying what to set: a load that can never
+// wake its workload would otherwise count its whole duration as "no pod
+// ready" and send nothing. running reports whether a dev run still runs.
+func devServerOf(cfg clientcmdapi.Config, running func(devMarker) bool) (string, error) {
+	const set = "set SCALEPLANE_SERVER (or --activity) to the http://127.0.0.1:PORT that scaleplane dev printed, or --activity " + activityOff + " to send only to ready pods and never wake a workload at zero"
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return "", fmt.Errorf("no address to signal activity to: the kubeconfig has no current context; %s", set)
+	}
+	m, ok := marker(ctx.Extensions)
+	if !ok {
+		return "", fmt.Errorf("no address to signal activity to: the kubeconfig's current context %q is not scaleplane dev's; %s", cfg.CurrentContext, set)
+	}
+	if !running(m) {
+		return "", fmt.Errorf("the kubeconfig's current context %q belongs to a scaleplane dev (pid %d) that no longer runs: start scaleplane dev again, or %s", cfg.CurrentContext, m.PID, set)
+	}
+	var srv devServer
+	if u, ok := ctx.Extensions[devServerExtension].(*runtime.Unknown); ok {
+		_ = json.Unmarshal(u.Raw, &srv)
+	}
+	if srv.MetricsURL == "" {
+		return "", fmt.Errorf("no address to signal activity to: the scaleplane dev of context %q (pid %d) recorded none, as versions before this one did; %s", cfg.CurrentContext, m.PID, set)
+	}
+	return srv.MetricsURL, nil
 }
 
 // parseLoadTarget reads NAMESPACE/NAME or NAMESPACE/RESOURCE/NAME.

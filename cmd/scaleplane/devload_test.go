@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 func loadPod(name, ip string, port int32, ready bool) corev1.Pod {
@@ -193,5 +196,103 @@ func BenchmarkLoadAccuracy(b *testing.B) {
 				b.ReportMetric(float64(l.ok.Load())/max(float64(l.sent.Load()), 1), "answered/sent")
 			}
 		})
+	}
+}
+
+// A load started in a new terminal, without SCALEPLANE_SERVER, finds the
+// running dev's metrics address on the kubeconfig context that dev wrote;
+// where there is none it fails at once saying what to set, instead of
+// counting its whole run as "no pod ready".
+func TestDevServerFromKubeconfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config")
+	me := self(t)
+	k, err := readUserKubeconfig(path, me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.server = "http://127.0.0.1:40123"
+	if err := k.add(clusterKubeconfig(t), me); err != nil {
+		t.Fatal(err)
+	}
+	withServer := *load(t, path)
+	k.server = ""
+	if err := k.remove(me, k.edit()); err != nil {
+		t.Fatal(err)
+	}
+	k, err = readUserKubeconfig(path, me)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.add(clusterKubeconfig(t), me); err != nil {
+		t.Fatal(err)
+	}
+	withoutServer := *load(t, path)
+	notDev := *withServer.DeepCopy()
+	notDev.Contexts["prod"] = &clientcmdapi.Context{Cluster: devKubeconfigName, AuthInfo: devKubeconfigName}
+	notDev.CurrentContext = "prod"
+	running := func(m devMarker) bool { return m == markerOf(me) }
+	cases := []struct {
+		name    string
+		cfg     clientcmdapi.Config
+		running func(devMarker) bool
+		want    string
+		wantErr string
+	}{
+		{"the running dev's context", withServer, running, "http://127.0.0.1:40123", ""},
+		{"a context that is not dev's", notDev, running, "", `current context "prod" is not scaleplane dev's; set SCALEPLANE_SERVER`},
+		{"a dev that no longer runs", withServer, func(devMarker) bool { return false }, "", "no longer runs: start scaleplane dev again, or set SCALEPLANE_SERVER"},
+		{"a dev that recorded no address", withoutServer, running, "", "recorded none"},
+		{"no current context", clientcmdapi.Config{}, running, "", "no current context; set SCALEPLANE_SERVER"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := devServerOf(tc.cfg, tc.running)
+			if got != tc.want {
+				t.Errorf("address %q, want %q", got, tc.want)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("error %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want one saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// Rates that are not a positive finite number are refused before anything
+// runs, NaN included (every comparison with NaN is false).
+func TestDevLoadRefusesBadRates(t *testing.T) {
+	for _, rps := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, -3, maxLoadRPS + 1} {
+		if err := checkLoadRate(rps); err == nil || !strings.Contains(err.Error(), "give a rate above 0") {
+			t.Errorf("--rps %g: %v, want a refusal", rps, err)
+		}
+	}
+	for _, rps := range []float64{0.5, 35, maxLoadRPS} {
+		if err := checkLoadRate(rps); err != nil {
+			t.Errorf("--rps %g refused: %v", rps, err)
+		}
+	}
+}
+
+// From a new terminal in the folder scaleplane dev runs in, the load reads
+// the kubeconfig dev wrote there unless told another.
+func TestDevLoadKubeconfig(t *testing.T) {
+	has := func(string) bool { return true }
+	none := func(string) bool { return false }
+	cases := []struct {
+		name, flag, env string
+		exists          func(string) bool
+		want            string
+	}{
+		{"the flag wins", "/tmp/k", "/tmp/env", has, "/tmp/k"},
+		{"$KUBECONFIG is left to the loading rules", "", "/tmp/env", has, ""},
+		{"dev's own file in this folder", "", "", has, devDefaultKubeconfig},
+		{"no file: the loading rules' default", "", "", none, ""},
+	}
+	for _, tc := range cases {
+		if got := loadKubeconfigPath(tc.flag, tc.env, tc.exists); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

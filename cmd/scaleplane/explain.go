@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
+	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // scalingsResource is the Scaling kind's resource.
@@ -48,8 +50,9 @@ func explainMain(args []string) int {
 Prints what scaleplane does with one workload and why, from its Scaling
 object (kubectl get scalings): who sets the count, the conditions, each
 trigger's last value and threshold, and the last decisions that changed the
-count. RESOURCE is the workload's resource (rackedclusters), optionally with
-its group (rackedclusters.samples.scaleplane.io), or its kind in lower case.
+count. RESOURCE names the workload's kind as kubectl does: its resource
+(rackedclusters), a short name (rcl) or its kind (rackedcluster), each
+optionally with its group (rackedclusters.samples.scaleplane.io).
 For a cluster-scoped kind, NAMESPACE is ignored: its Scalings live in
 --scaleplane-namespace.
 
@@ -114,16 +117,11 @@ func fetchScaling(ctx context.Context, cfg *rest.Config, systemNS, ns, resource,
 	if err != nil {
 		return nil, nil, fmt.Errorf("build a discovery client: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	gr := schema.ParseGroupResource(strings.ToLower(resource))
-	gvk, err := mapper.KindFor(gr.WithVersion(""))
+	mapping, err := resolveResource(discoveryMapper(dc), resource)
 	if err != nil {
-		return nil, nil, fmt.Errorf("resource %q: %w; name the workload's resource as kubectl api-resources lists it", resource, err)
+		return nil, nil, err
 	}
-	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return nil, nil, fmt.Errorf("resource %q: %w", resource, err)
-	}
+	gvk := mapping.GroupVersionKind
 	if mapping.Scope.Name() == meta.RESTScopeNameRoot {
 		ns = systemNS
 	}
@@ -148,6 +146,37 @@ func fetchScaling(ctx context.Context, cfg *rest.Config, systemNS, ns, resource,
 		return nil, nil, fmt.Errorf("read Scaling %s/%s: %w", ns, scalingName, err)
 	}
 	return s, u.Object, nil
+}
+
+// discoveryMapper is kubectl's RESTMapper over dc: discovery's resources,
+// with the short names they declare expanded.
+func discoveryMapper(dc discovery.DiscoveryInterface) meta.RESTMapper {
+	cached := memory.NewMemCacheClient(dc)
+	return restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
+}
+
+// resolveResource finds the kind a RESOURCE argument names, as kubectl
+// reads it: a plural, a singular or kind name, a short name, each
+// optionally with its group (rackedclusters.samples.scaleplane.io) or with
+// version and group (rackedclusters.v1alpha1.samples.scaleplane.io).
+func resolveResource(mapper meta.RESTMapper, resource string) (*meta.RESTMapping, error) {
+	fully, gr := schema.ParseResourceArg(strings.ToLower(resource))
+	var gvk schema.GroupVersionKind
+	var err error
+	if fully != nil {
+		gvk, err = mapper.KindFor(*fully)
+	}
+	if fully == nil || err != nil {
+		gvk, err = mapper.KindFor(gr.WithVersion(""))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resource %q: %w; name the workload's resource as kubectl api-resources lists it (name, short name or kind, optionally .group)", resource, err)
+	}
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("resource %q: %w", resource, err)
+	}
+	return mapping, nil
 }
 
 // renderScaling prints a Scaling for a person: who sets the count and
@@ -189,10 +218,23 @@ func renderScaling(w io.Writer, s *v1alpha1.Scaling, now time.Time) {
 		_ = tw.Flush()
 	}
 	fmt.Fprintln(w)
+	held := ""
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ScalingActive); c != nil && slices.Contains([]string{scaling.StabilizedScaleDown, scaling.StabilizedScaleUp, scaling.LimitScaleUp, scaling.LimitScaleDown}, c.Reason) {
+		held = c.Message
+	}
 	if len(st.Decisions) == 0 {
+		if held != "" {
+			fmt.Fprintf(w, "now: %s\n", held)
+			return
+		}
 		fmt.Fprintln(w, "no decisions that changed the count yet")
 		return
 	}
+	defer func() {
+		if held != "" {
+			fmt.Fprintf(w, "now: %s\n", held)
+		}
+	}()
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tREPLICAS\tACTION\tREASON")
 	for _, d := range st.Decisions {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 )
@@ -86,6 +88,36 @@ TIME      REPLICAS               ACTION   REASON
 	}
 }
 
+// A count a stabilization window holds changed nothing, yet it is what an
+// operator asks about: explain says what the triggers want and until when
+// the window holds, instead of "no decisions".
+func TestExplainShowsAHeldCount(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	i := func(n int32) *int32 { return &n }
+	held := "desired 4, held at 6 by the 300 s scale-down window until 12:04:10 UTC"
+	s := &v1alpha1.Scaling{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart-rackedcluster", OwnerReferences: []metav1.OwnerReference{{Name: "cart"}}},
+		Spec:       v1alpha1.ScalingSpec{TargetRef: v1alpha1.ScalingTargetRef{APIVersion: "samples.scaleplane.io/v1alpha1", Kind: "RackedCluster", Name: "cart"}},
+		Status: v1alpha1.ScalingStatus{
+			Mode: v1alpha1.ScalingModeTriggers, Replicas: i(6), DesiredReplicas: i(6), MinReplicas: i(1), MaxReplicas: i(10),
+			Conditions: []metav1.Condition{{Type: "Active", Status: metav1.ConditionTrue, Reason: "ScaleDownStabilized", Message: held}},
+		},
+	}
+	var b strings.Builder
+	renderScaling(&b, s, t0)
+	want := `RackedCluster shop/cart: triggers
+replicas 6, desired 6, range 1..10
+
+CONDITION  STATUS  REASON               MESSAGE
+Active     True    ScaleDownStabilized  ` + held + `
+
+now: ` + held + `
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("explain (-want +got):\n%s", diff)
+	}
+}
+
 // The plugin's completion helper: commands, then explain's workloads.
 func TestPluginCompletion(t *testing.T) {
 	list := func() []string {
@@ -106,5 +138,45 @@ func TestPluginCompletion(t *testing.T) {
 		if diff := cmp.Diff(tc.want, completeArgs(tc.args, list)); diff != "" {
 			t.Errorf("completeArgs(%q) (-want +got):\n%s", tc.args, diff)
 		}
+	}
+}
+
+// explain reads its RESOURCE as kubectl does: plural, singular, kind, short
+// name, each optionally with its group, through discovery.
+func TestExplainResolvesResourcesAsKubectl(t *testing.T) {
+	dc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{
+		{GroupVersion: "samples.scaleplane.io/v1alpha1", APIResources: []metav1.APIResource{
+			{Name: "rackedclusters", SingularName: "rackedcluster", Kind: "RackedCluster", Namespaced: true, ShortNames: []string{"rcl"}, Verbs: []string{"get", "list"}},
+		}},
+		{GroupVersion: "policy.example.org/v1", APIResources: []metav1.APIResource{
+			{Name: "knativepolicies", SingularName: "knativepolicy", Kind: "KnativePolicy", Namespaced: false, ShortNames: []string{"knp"}, Verbs: []string{"get", "list"}},
+		}},
+	}}}
+	mapper := discoveryMapper(dc)
+	rcl := "samples.scaleplane.io/v1alpha1, Kind=RackedCluster"
+	cases := []struct{ in, want, err string }{
+		{"rackedclusters", rcl, ""},
+		{"rackedcluster", rcl, ""},
+		{"RackedCluster", rcl, ""},
+		{"rcl", rcl, ""},
+		{"rackedclusters.samples.scaleplane.io", rcl, ""},
+		{"RackedCluster.samples.scaleplane.io", rcl, ""},
+		{"rackedclusters.v1alpha1.samples.scaleplane.io", rcl, ""},
+		{"knp", "policy.example.org/v1, Kind=KnativePolicy", ""},
+		{"nothing", "", `resource "nothing": no matches for /, Resource=nothing; name the workload's resource as kubectl api-resources lists it`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			m, err := resolveResource(mapper, tc.in)
+			got, gotErr := "", ""
+			if err != nil {
+				gotErr = err.Error()
+			} else {
+				got = m.GroupVersionKind.String()
+			}
+			if got != tc.want || !strings.HasPrefix(gotErr, tc.err) || (tc.err == "") != (gotErr == "") {
+				t.Errorf("resolve %q: %q, error %q; want %q, error starting %q", tc.in, got, gotErr, tc.want, tc.err)
+			}
+		})
 	}
 }

@@ -54,6 +54,6 @@ func Example() {
 	// Output:
 	// 404
 	// {
-	//   "error": "resource \"deployments\" is not profiled; use one of: functions, rackedclusters, workergroups"
+	//   "error": "resource \"deployments\" is not profiled; use one of: rackedclusters, samplefunctions, workergroups"
 	// }
 }

@@ -147,7 +147,7 @@ func TestActivityEndpoint(t *testing.T) {
 		{"token not allowed", http.MethodPost, "/activity/shop/rackedclusters/cart", "denied", response{403, "Authorization denied for user denied"}},
 		{"unknown resource", http.MethodPost, "/activity/shop/deployments/cart", "ok",
 			response{404, `{
-  "error": "resource \"deployments\" is not profiled; use one of: functions, rackedclusters, workergroups"
+  "error": "resource \"deployments\" is not profiled; use one of: rackedclusters, samplefunctions, workergroups"
 }`}},
 		{"unknown workload", http.MethodPost, "/activity/shop/rackedclusters/nope", "ok",
 			response{404, `{
@@ -204,7 +204,7 @@ func TestExplainEndpoint(t *testing.T) {
 	}{
 		{"no token", "/debug/autoscaler/shop/rackedclusters/cart", "", 401, ""},
 		{"token not allowed", "/debug/autoscaler/shop/rackedclusters/cart", "denied", 403, ""},
-		{"unknown resource", "/debug/autoscaler/shop/pods/cart", "ok", 404, `resource "pods" is not profiled; use one of: functions, rackedclusters, workergroups`},
+		{"unknown resource", "/debug/autoscaler/shop/pods/cart", "ok", 404, `resource "pods" is not profiled; use one of: rackedclusters, samplefunctions, workergroups`},
 		{"never seen", "/debug/autoscaler/shop/rackedclusters/other", "ok", 404, "the autoscaler has not seen rackedclusters shop/other: check the name, or wait for its first reconcile"},
 		{"seen", "/debug/autoscaler/shop/rackedclusters/cart", "ok", 200, ""},
 	}

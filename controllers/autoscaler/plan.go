@@ -63,6 +63,22 @@ func manages(w scaling.Workload, l scaling.Layout, defaultMetrics []autoscalingv
 	return true, ""
 }
 
+// foreignScalesNote says who scales a workload the trigger autoscaler does
+// not manage when foreign autoscalers target it, and what scaleplane does
+// beside them.
+func foreignScalesNote(foreign []string, w scaling.Workload, l scaling.Layout, defaultMetrics []autoscalingv2.MetricSpec) string {
+	verb := "scales"
+	if len(foreign) > 1 {
+		verb = "scale"
+	}
+	note := fmt.Sprintf("%s %s this workload", strings.Join(foreign, ", "), verb)
+	if scaling.DecideHPA(w, l, defaultMetrics, nil).Want {
+		// C5: the built-in HPA the config asks for is not created beside it.
+		note += "; scaleplane creates no built-in HPA beside it: remove it to let the scale config's metrics scale"
+	}
+	return note
+}
+
 func pathOr(p interface{ String() string }, def string) string {
 	if p == nil {
 		return def
@@ -129,7 +145,7 @@ func planTick(now, last time.Time, interval time.Duration, urgent bool) (run boo
 }
 
 // eventNote turns a decision's reason, written in the present ("Scale up
-// from 2 to 6: rps=103 > 20 per replica"), into the past tense of an
+// from 2 to 6: rps=103 over 2 replicas is ..."), into the past tense of an
 // event about a write that happened. Events notes are capped at 1 kB by the
 // API server.
 func eventNote(d scaling.Decision) string {

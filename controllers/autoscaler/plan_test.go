@@ -139,8 +139,8 @@ func TestEventNote(t *testing.T) {
 	cases := []struct {
 		reason, want string
 	}{
-		{"Scale up from 2 to 5: rps=103 > 20 per replica", "Scaled up from 2 to 5: rps=103 > 20 per replica"},
-		{"Scale down from 6 to 2: all triggers below target (rps=30 < 20 per replica)", "Scaled down from 6 to 2: all triggers below target (rps=30 < 20 per replica)"},
+		{"Scale up from 2 to 6: rps=103 over 2 replicas is 51.5 per replica, above the target 20: asks for ceil(103 / 20) = 6", "Scaled up from 2 to 6: rps=103 over 2 replicas is 51.5 per replica, above the target 20: asks for ceil(103 / 20) = 6"},
+		{"Scale down from 6 to 2: rps=30 over 6 replicas is 5 per replica, below the target 20: asks for ceil(30 / 20) = 2", "Scaled down from 6 to 2: rps=30 over 6 replicas is 5 per replica, below the target 20: asks for ceil(30 / 20) = 2"},
 		{"Scale to zero from 2: no activity for 5m1s (timeout 5m0s) and every trigger asks for 0", "Scaled to zero from 2: no activity for 5m1s (timeout 5m0s) and every trigger asks for 0"},
 		{"Wake up from 0 to 2: activity at 2026-06-01T12:00:00Z", "Woke up from 0 to 2: activity at 2026-06-01T12:00:00Z"},
 		{"Scale up from 0 to 1: below minReplicas", "Scaled up from 0 to 1: below minReplicas"},
@@ -164,7 +164,7 @@ func TestEventNoteOfRealDecision(t *testing.T) {
 		Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC), Current: 2, Config: c,
 		Triggers: []scaling.TriggerResult{{Name: "rps", Sample: scaling.Sample{Value: 103, OK: true}}},
 	}, &scaling.History{})
-	if diff := cmp.Diff("Scaled up from 2 to 6: rps=103 > 20 per replica", eventNote(d)); diff != "" {
+	if diff := cmp.Diff("Scaled up from 2 to 6: rps=103 over 2 replicas is 51.5 per replica, above the target 20: asks for ceil(103 / 20) = 6", eventNote(d)); diff != "" {
 		t.Errorf("event note (-want +got):\n%s", diff)
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,8 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -88,7 +94,7 @@ func TestReconcileWrites(t *testing.T) {
 			name: "a change is written through /scale, then recorded and announced", obj: autoscaled(2, nil), value: 50, ticks: 1,
 			want: outcome{
 				Writes: []write{{5, "7", v1alpha1.AutoscalerFieldManager}},
-				Events: []string{"Normal Scaled: Scaled up from 2 to 5: rps=50 > 10 per replica"},
+				Events: []string{"Normal Scaled: Scaled up from 2 to 5: rps=50 over 2 replicas is 25 per replica, above the target 10: asks for ceil(50 / 10) = 5"},
 				State:  StateAutoscaling, ScaleEvents: 1, Written: []bool{true},
 			},
 		},
@@ -202,5 +208,121 @@ func TestReconcileStandsAsideFromTheBuiltInHPA(t *testing.T) {
 	want := []string{string(StateNotManaged), "scale config has metrics: the built-in HPA scales this workload"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// C5 in the Scaling: a user's own HPA on a workload without a scale config
+// is not "set by hand", and beside a config whose metrics would make the
+// built-in HPA it is not "the built-in HPA scales this workload": the
+// Scaling names the HPA that does.
+func TestScalingNamesTheForeignAutoscaler(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	theirs := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: profile.SampleAPIVersion, Kind: "RackedCluster", Name: "cart"},
+			MaxReplicas:    5,
+		},
+	}
+	scheme := runtime.NewScheme()
+	if err := autoscalingv2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	withMetrics := rackedCluster("shop", "cart", 2, nil)
+	_ = unstructured.SetNestedField(withMetrics.Object, map[string]any{
+		"minReplicas": int64(1), "maxReplicas": int64(10),
+		"metrics": []any{map[string]any{"type": "Resource", "resource": map[string]any{"name": "cpu",
+			"target": map[string]any{"type": "Utilization", "averageUtilization": int64(50)}}}},
+	}, "spec", "scaleConfig")
+	type row struct {
+		State   State
+		Mode    v1alpha1.ScalingMode
+		Active  string
+		Message string
+	}
+	cases := []struct {
+		name string
+		obj  *unstructured.Unstructured
+		hpas []client.Object
+		want row
+	}{
+		{"no config, kubectl autoscale", rackedCluster("shop", "cart", 2, nil), []client.Object{theirs.DeepCopy()},
+			row{StateForeign, v1alpha1.ScalingModeExternal, "False/ForeignAutoscaler", "HorizontalPodAutoscaler/shop/cart scales this workload"}},
+		{"a range with metrics and a foreign HPA", withMetrics, []client.Object{theirs.DeepCopy()},
+			row{StateForeign, v1alpha1.ScalingModeExternal, "False/ForeignAutoscaler", "HorizontalPodAutoscaler/shop/cart scales this workload; scaleplane creates no built-in HPA beside it: remove it to let the scale config's metrics scale"}},
+		{"a range with metrics alone", withMetrics, nil,
+			row{StateNotManaged, v1alpha1.ScalingModeHPA, "True/HPA", "the built-in HPA scales this workload"}},
+		{"no config alone", rackedCluster("shop", "cart", 2, nil), nil,
+			row{StateNotManaged, v1alpha1.ScalingModePinned, "False/Pinned", "no scale config: pinned at 2 (min = max = spec.replicas), set by hand or kubectl scale; give the scale config a range to autoscale"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.hpas...).
+				WithIndex(&autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, controllers.IndexHPATarget).Build()
+			a := newTestAutoscaler(t, now)
+			k := a.byResource["rackedclusters"]
+			e := &env{foreign: &foreignFinder{cache: c, mapper: meta.NewDefaultRESTMapper(nil), interval: time.Minute, now: a.opts.Now}}
+			st := k.get(types.NamespacedName{Namespace: "shop", Name: "cart"})
+			if _, err := k.reconcile(context.Background(), e, tc.obj.DeepCopy(), st); err != nil {
+				t.Fatal(err)
+			}
+			x := st.explain(k)
+			w, _ := k.view.Read(tc.obj)
+			status := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "cart", Workload: w, Layout: k.view.Layout(),
+				State: x.State, Message: x.Message, History: &scaling.History{}, Now: now})
+			active := meta.FindStatusCondition(status.Conditions, v1alpha1.ScalingActive)
+			got := row{x.State, status.Mode, string(active.Status) + "/" + active.Reason, active.Message}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A workload without a scale config stands for the pin M1 would write: its
+// Scaling shows min = max = R, not an empty range.
+func TestScalingWithoutConfigShowsItsPin(t *testing.T) {
+	v := viewOf(t, "RackedCluster")
+	three := int32(3)
+	st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: scaling.Workload{Replicas: &three}, Layout: v.Layout(),
+		State: StateNotManaged, History: &scaling.History{}, Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)})
+	got := []string{string(st.Mode), fmt.Sprint(deref(st.MinReplicas)), fmt.Sprint(deref(st.MaxReplicas))}
+	if diff := cmp.Diff([]string{"pinned", "3", "3"}, got); diff != "" {
+		t.Errorf("mode, min, max (-want +got):\n%s", diff)
+	}
+}
+
+func deref(p *int32) any {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}
+
+// An HPA wakes the reconcile of the workload it targets, directly or
+// through the child the profile's HPA target names.
+func TestHPAWakesItsWorkload(t *testing.T) {
+	a := newTestAutoscaler(t, time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	hpa := func(apiVersion, kind, name string) *autoscalingv2.HorizontalPodAutoscaler {
+		return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "h"},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: apiVersion, Kind: kind, Name: name}}}
+	}
+	cases := []struct {
+		name, resource string
+		hpa            *autoscalingv2.HorizontalPodAutoscaler
+		want           []reconcile.Request
+	}{
+		{"the workload itself", "rackedclusters", hpa(profile.SampleAPIVersion, "RackedCluster", "cart"),
+			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "cart"}}}},
+		{"another kind", "rackedclusters", hpa("apps/v1", "Deployment", "cart"), nil},
+		{"the child the profile's HPA scales", "samplefunctions", hpa("apps/v1", "Deployment", "hello"),
+			[]reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "shop", Name: "hello"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, a.byResource[tc.resource].mapHPA(context.Background(), tc.hpa)); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -96,6 +96,9 @@ func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
 	}
 	if c := w.Config; c != nil {
 		st.MinReplicas, st.MaxReplicas = clonePtr(c.MinReplicas), clonePtr(c.MaxReplicas)
+	} else if mode == v1alpha1.ScalingModePinned && w.Replicas != nil {
+		// No config stands for the pin M1 would write: min = max = R.
+		st.MinReplicas, st.MaxReplicas = clonePtr(w.Replicas), clonePtr(w.Replicas)
 	}
 	if h := in.HPA; h != nil && mode == v1alpha1.ScalingModeHPA {
 		st.DesiredReplicas = ptr(h.DesiredReplicas)
@@ -178,12 +181,22 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, "WaitingForDependencies", in.Decision.Reason)
 		case desired == 0:
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, "ScaledToZero", "no activity and no active trigger: the workload sleeps until one")
+		case in.Decision != nil && scaling.HeldReason(*in.Decision) != "":
+			// A count a stabilization window holds is no decision that
+			// changed it: say what the triggers want and until when.
+			active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, in.Decision.Stabilization, scaling.HeldReason(*in.Decision))
+		case in.Decision != nil && scaling.LimitedReason(*in.Decision) != "":
+			active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, in.Decision.Limit, scaling.LimitedReason(*in.Decision))
 		default:
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, "Autoscaling", "the trigger autoscaler scales this workload")
 		}
 	case v1alpha1.ScalingModeHPA:
 		active = cond(v1alpha1.ScalingActive, metav1.ConditionTrue, "HPA", "the built-in HPA scales this workload")
-		if in.HPA != nil {
+		if _, reason, note := scaling.RangeActor(w.Replicas, w.Config, in.Layout); reason != "" {
+			// At 0 replicas the HPA controller does not act (its own
+			// ScalingDisabled), whether or not its status says so yet.
+			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, reason, note)
+		} else if in.HPA != nil {
 			// The HPA's own ScalingActive, when it says it cannot act
 			// (no metrics, an invalid selector).
 			for _, c := range in.HPA.Conditions {
@@ -194,6 +207,9 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 		}
 	case v1alpha1.ScalingModePinned:
 		msg := "no scale config: the count is set by hand"
+		if w.Config == nil && w.Replicas != nil {
+			msg = fmt.Sprintf("no scale config: pinned at %d (min = max = %s), set by hand or kubectl scale; give the scale config a range to autoscale", *w.Replicas, pathOr(in.Layout.ReplicasPath, "replicas"))
+		}
 		if c := w.Config; c != nil && c.Pinned() {
 			msg = fmt.Sprintf("the scale config is pinned at %d: no autoscaling range; widen it to autoscale", *c.MinReplicas)
 		}
@@ -203,6 +219,10 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 	case v1alpha1.ScalingModeExternal:
 		if in.State == StateForeign {
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, v1alpha1.ReasonForeignAutoscaler, in.Message)
+		} else if _, reason, note := scaling.RangeActor(w.Replicas, w.Config, in.Layout); reason == scaling.InRangeNoAutoscaler || reason == scaling.InRangeClusterScoped {
+			// (At 0 replicas in external mode no built-in HPA exists to be
+			// disabled: that case stays External.)
+			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, reason, note)
 		} else {
 			active = cond(v1alpha1.ScalingActive, metav1.ConditionFalse, "External", in.Message)
 		}

@@ -112,6 +112,9 @@ func (a *Autoscaler) setupKind(mgr manager.Manager, k *kindLoop) error {
 		// change nothing a tick reads; spec and annotations do.
 		For(internalobjects.Prototype(mgr.GetScheme(), k.view.GVK()), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(source.Channel(k.wake, &handler.EnqueueRequestForObject{})).
+		// HPAs from the manager's cache (indexed in setupManager): a
+		// foreign one changes who sets the count (C5).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(k.mapHPA)).
 		WithOptions(copts).
 		Complete(k)
 	if err != nil {

@@ -63,6 +63,19 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 	if ok, why := manages(w, k.view.Layout(), k.defaultMetrics); !ok {
 		k.closeScalers(ctx, st)
 		k.deleteMetrics(st)
+		// Who sets the count is what the Scaling says: a user's own HPA or
+		// ScaledObject, not "set by hand" nor the built-in HPA that C5
+		// keeps from being created beside it.
+		if e.foreign != nil {
+			foreign, err := e.foreign.find(ctx, k.view, u)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if len(foreign) > 0 {
+				st.publish(StateForeign, foreignScalesNote(foreign, w, k.view.Layout(), k.defaultMetrics), 0, nil)
+				return reconcile.Result{}, nil
+			}
+		}
 		st.publish(StateNotManaged, why, 0, nil)
 		return reconcile.Result{}, nil
 	}
@@ -94,7 +107,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 		}
 		k.warn(e, u, st, v1alpha1.ReasonForeignAutoscaler, note)
 		if note != "" {
-			// HPAs are not watched here: look again next interval.
+			// ScaledObjects are not watched here: look again next interval.
 			st.publish(StateForeign, note, interval, nil)
 			return reconcile.Result{RequeueAfter: interval}, nil
 		}

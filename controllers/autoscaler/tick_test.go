@@ -68,9 +68,9 @@ func TestDecideSamplesTheStore(t *testing.T) {
 		want outcome
 	}{
 		{"rate over the scraped counter", cfg(1, 10).trigger("rps", 4).obj(), 2,
-			outcome{3, scaling.ActionScaleUp, "Scale up from 2 to 3: rps=10 > 4 per replica", ""}},
+			outcome{3, scaling.ActionScaleUp, "Scale up from 2 to 3: rps=10 over 2 replicas is 5 per replica, above the target 4: asks for ceil(10 / 4) = 3", ""}},
 		{"the highest of two triggers", cfg(1, 10).trigger("rps", 4).trigger("queue", 1).query(`max(queue_depth{namespace="${namespace}",job="${name}"})`).obj(), 2,
-			outcome{4, scaling.ActionScaleUp, "Scale up from 2 to 4: queue=7 > 1 per replica; limited by ScaleUpLimit", ""}},
+			outcome{4, scaling.ActionScaleUp, "Scale up from 2 to 4: queue=7 over 2 replicas is 3.5 per replica, above the target 1: asks for ceil(7 / 1) = 7 (the highest of 2 triggers); limited to 4 by the scale-up limit without a behavior (max(2 × 2, 4) = 4)", ""}},
 		{"no data keeps the count", cfg(1, 10).trigger("rps", 4).query(`sum(rate(missing_total{job="${name}"}[1m]))`).obj(), 2,
 			outcome{2, scaling.ActionNone, "Keep 2: no trigger has usable data (rps: no data)", "invalid triggers keep the count: rps: no data"}},
 		{"a broken query is reported", cfg(1, 10).trigger("rps", 4).query(`sum(rate(`).obj(), 2,

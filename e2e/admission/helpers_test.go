@@ -34,7 +34,7 @@ var gvks = map[string]schema.GroupVersionKind{
 
 var resources = map[string]string{
 	"RackedCluster": "rackedclusters.samples.scaleplane.io",
-	"Function":      "functions.samples.scaleplane.io",
+	"Function":      "samplefunctions.samples.scaleplane.io",
 	"WorkerGroup":   "workergroups.samples.scaleplane.io",
 	"ZonedDatabase": "zoneddatabases.data.example.org",
 }

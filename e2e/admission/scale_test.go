@@ -66,7 +66,7 @@ func TestScaleOutsideRange(t *testing.T) {
 	// A Function's range belongs to the HPA on its Deployment; kubectl
 	// scale selects external scaling, where the range is ignored (W2).
 	mustApply(t, manifest{kind: "Function", name: "fn", namespace: ns, spec: obj{"replicas": 2, "scaleConfig": obj{"minReplicas": 1, "maxReplicas": 3}}})
-	if _, err := kubectl(t, "scale", "function", "fn", "-n", ns, "--replicas=5"); err != nil {
+	if _, err := kubectl(t, "scale", "samplefunction", "fn", "-n", ns, "--replicas=5"); err != nil {
 		t.Fatalf("scale a Function in external mode: %v", err)
 	}
 	wantFields(t, get(t, "Function", ns, "fn"), map[string]interface{}{"spec.replicas": i64(5)})

@@ -38,6 +38,7 @@ func TestAutoscaler(t *testing.T) {
 			"MetricsOutageKeepsTheCount":       testMetricsOutageKeepsTheCount,
 			"PausedIsLeftAlone":                testPausedIsLeftAlone,
 			"ForeignHPAStandsItDown":           testForeignHPAStandsItDown,
+			"ForeignHPANamedOnAPinnedWorkload": testForeignHPANamedOnAPinnedWorkload,
 			"DependenciesWakeFirst":            testDependenciesWakeFirst,
 		} {
 			t.Run(name, func(t *testing.T) {
@@ -65,7 +66,7 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 	ex.setRate(45)
 	up := waitScale(t, ns, "web", ">= 4", func(r int64) bool { return r >= 4 })
 	note := findEvent(t, ns, "web", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled up from 1 to ") })
-	if !strings.Contains(note, "rps=") || !strings.Contains(note, "> 10 per replica") {
+	if !strings.Contains(note, "rps=") || !strings.Contains(note, "per replica, above the target 10") {
 		t.Errorf("scale-up event does not name the trigger value: %q", note)
 	}
 
@@ -377,6 +378,49 @@ func testForeignHPAStandsItDown(t *testing.T, e *env) {
 		t.Fatalf("delete HPA: %v", err)
 	}
 	waitState(autoscaler.StateAutoscaling)
+}
+
+// A user's own HPA (kubectl autoscale) on a workload the trigger
+// autoscaler does not manage (pinned by M1) is what its Scaling names, as
+// soon as the HPA appears and without the workload changing; deleting the
+// HPA brings the pin back.
+func testForeignHPANamedOnAPinnedWorkload(t *testing.T, _ *env) {
+	ns := cluster.Namespace(t)
+	rc(ns, "own", 2).create(t)
+	waitActive := func(mode v1alpha1.ScalingMode, reason, message string) {
+		t.Helper()
+		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+			s, err := getScaling(ctx, ns, autoscaler.ScalingName("own", "RackedCluster"))
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, c := range s.Status.Conditions {
+				if c.Type == v1alpha1.ScalingActive && s.Status.Mode == mode && c.Reason == reason && strings.Contains(c.Message, message) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("mode %q, conditions %+v; want %s with Active %s %q", s.Status.Mode, s.Status.Conditions, mode, reason, message)
+		})
+	}
+	waitActive(v1alpha1.ScalingModePinned, "Pinned", "pinned at 2")
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: rackedClusterGVK.GroupVersion().String(), Kind: "RackedCluster", Name: "own"},
+			MinReplicas:    ptr.To(int32(1)), MaxReplicas: 5,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(int32(80))}}}},
+		},
+	}
+	ctx := context.Background()
+	if err := cluster.Client.Create(ctx, hpa); err != nil {
+		t.Fatalf("create HPA: %v", err)
+	}
+	waitActive(v1alpha1.ScalingModeExternal, v1alpha1.ReasonForeignAutoscaler, "HorizontalPodAutoscaler/"+ns+"/own scales this workload")
+	if err := cluster.Client.Delete(ctx, hpa); err != nil {
+		t.Fatalf("delete HPA: %v", err)
+	}
+	waitActive(v1alpha1.ScalingModePinned, "Pinned", "pinned at 2")
 }
 
 // managers are the field managers of a RackedCluster's managedFields.

@@ -348,7 +348,10 @@ func (w *walk) load(cmd string) {
 			}
 		}
 	}()
-	out, err := w.once(cmd, 3*time.Minute)
+	// As from a new terminal that did not export SCALEPLANE_SERVER: the
+	// load finds the running dev's metrics address on its kubeconfig
+	// context, or the workload, at zero, would never wake.
+	out, err := w.once("unset SCALEPLANE_SERVER\n"+cmd, 3*time.Minute)
 	cancel()
 	<-watched
 	w.logf("%s", out)

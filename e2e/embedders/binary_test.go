@@ -88,7 +88,7 @@ func TestBinaryBesideEmbedder(t *testing.T) {
 	op.start(t)
 
 	want := map[string][]string{
-		"scaleplane": wantEntries("scaleplane", "functions", "rackedclusters", "workergroups"),
+		"scaleplane": wantEntries("scaleplane", "rackedclusters", "samplefunctions", "workergroups"),
 		op.owner:     wantEntries(op.owner, "workergroups"),
 	}
 	inLine := func(ctx context.Context) (bool, string) {

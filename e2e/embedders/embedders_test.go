@@ -220,7 +220,7 @@ func TestTwoEmbeddersOneCluster(t *testing.T) {
 
 	want := map[string][]string{
 		cache.owner: wantEntries(cache.owner, "rackedclusters", "workergroups"),
-		fn.owner:    wantEntries(fn.owner, "functions", "workergroups"),
+		fn.owner:    wantEntries(fn.owner, "samplefunctions", "workergroups"),
 	}
 	inLine := func(ctx context.Context) (bool, string) {
 		for owner, w := range want {
@@ -239,7 +239,7 @@ func TestTwoEmbeddersOneCluster(t *testing.T) {
 	// Each owner's webhooks answer for its kinds; the shared kind goes
 	// through both.
 	cacheEntry := "rackedclusters.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io"
-	fnEntry := "functions.v1alpha1.samples.scaleplane.io.function-operator.scaleplane.io"
+	fnEntry := "samplefunctions.v1alpha1.samples.scaleplane.io.function-operator.scaleplane.io"
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		return refusedBy(ctx, overMax(ns, framework.RackedClusterGVK), cacheEntry)
 	})
@@ -341,7 +341,7 @@ func TestBuilderErrors(t *testing.T) {
 			p := sampleProfile(t, functionGVK)
 			p.Target.Resource = "funcs"
 			return p
-		}()), `the API server calls Function "functions"; leave resource out`},
+		}()), `the API server calls Function "samplefunctions"; leave resource out`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -93,7 +93,7 @@ func TestSameDecisionsFromTheEmbeddedStoreAndPrometheus(t *testing.T) {
 	}
 	// The remote workload's events name its values as the local one's do.
 	for _, name := range []string{"web", "web-remote"} {
-		findEvent(t, ns, name, v1alpha1.ReasonScaled, "Scaled up from 1 to 4: backlog=35 > 10 per replica")
+		findEvent(t, ns, name, v1alpha1.ReasonScaled, "Scaled up from 1 to 4: backlog=35 over 1 replica is 35 per replica, above the target 10: asks for ceil(35 / 10) = 4")
 	}
 }
 
@@ -117,7 +117,7 @@ func TestRemotePrometheusIsTheDefault(t *testing.T) {
 	})
 	// 35 messages at 10 per replica: 4.
 	framework.WaitScale(t, cluster, ns, "queue", "4", func(r int64) bool { return r == 4 })
-	findEvent(t, ns, "queue", v1alpha1.ReasonScaled, "Scaled up from 1 to 4: backlog=35 > 10 per replica")
+	findEvent(t, ns, "queue", v1alpha1.ReasonScaled, "Scaled up from 1 to 4: backlog=35 over 1 replica is 35 per replica, above the target 10: asks for ceil(35 / 10) = 4")
 }
 
 // findEvent waits for an event about name with reason whose message starts

@@ -46,7 +46,7 @@ webhook: {port: 70000}
 profiles:
 - target: {apiVersion: samples.scaleplane.io/v1alpha1, kind: RackedCluster, resource: rackedclusters}
   scaleConfig: {path: .spec.scaleConfig}
-- target: {apiVersion: samples.scaleplane.io/v1alpha1, kind: Function, resource: functions}
+- target: {apiVersion: samples.scaleplane.io/v1alpha1, kind: Function, resource: samplefunctions}
   scaleConfig: {}
 - target: {apiVersion: samples.scaleplane.io/v1alpha1, kind: RackedCluster, resource: rackedclusters}
   scaleConfig: {path: .spec.scaleConfig}
@@ -75,7 +75,7 @@ profiles:
 		const old = `apiVersion: config.scaleplane.io/v1alpha1
 kind: Configuration
 profiles:
-- {group: samples.scaleplane.io, version: v1alpha1, kind: Function, resource: functions, scaleConfig: {path: .spec.scaleConfig}, replicas: %s}
+- {group: samples.scaleplane.io, version: v1alpha1, kind: Function, resource: samplefunctions, scaleConfig: {path: .spec.scaleConfig}, replicas: %s}
 `
 		_, warnings, err := LoadConfiguration(write("old.yaml", strings.Replace(old, "%s", ".spec.replicas", 1)))
 		if err != nil {

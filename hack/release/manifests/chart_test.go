@@ -268,7 +268,7 @@ func TestChartEveryOption(t *testing.T) {
 	}
 	wantRes := []string{
 		"rackedclusters", "rackedclusters/status", "rackedclusters/scale", "rackedclusters/finalizers",
-		"functions", "functions/status", "functions/scale", "functions/finalizers",
+		"samplefunctions", "samplefunctions/status", "samplefunctions/scale", "samplefunctions/finalizers",
 		"workergroups", "workergroups/status", "workergroups/scale", "workergroups/finalizers",
 		"deployments",
 	}
