@@ -253,3 +253,111 @@ func ReplicasUnset(w Workload, l Layout) bool {
 	}
 	return !l.TargetSelf && l.Schema.Replicas.IsDefault(w.Replicas) && effectiveConfig(w).HasRange()
 }
+
+// Accepted returns the lowest and highest int32 the limits accept; lo > hi
+// when they accept none (a type that is not a number, bounds that cross).
+func (l Limits) Accepted() (lo, hi int32) {
+	lo, hi = math.MinInt32, math.MaxInt32
+	if l.Type != "" && l.Type != "integer" && l.Type != "number" {
+		return 1, 0
+	}
+	if m := l.Minimum; m != nil {
+		c := math.Ceil(*m)
+		if l.ExclusiveMinimum && c == *m {
+			c++
+		}
+		lo = clampInt32(c)
+	}
+	if m := l.Maximum; m != nil {
+		f := math.Floor(*m)
+		if l.ExclusiveMaximum && f == *m {
+			f--
+		}
+		hi = clampInt32(f)
+	}
+	return lo, hi
+}
+
+func clampInt32(f float64) int32 {
+	switch {
+	case f < math.MinInt32:
+		return math.MinInt32
+	case f > math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(f)
+}
+
+// CountLimits are the counts every field a count of R is written to
+// accepts: R itself and, through the fan-out (C1), each member group's
+// count. lo > hi when no count is accepted.
+func CountLimits(l Layout) (lo, hi int32) {
+	lo, hi = l.Schema.Replicas.Accepted()
+	if l.GroupsPath != nil {
+		mlo, mhi := l.Schema.Members.Accepted()
+		lo, hi = max(lo, mlo), min(hi, mhi)
+	}
+	return lo, hi
+}
+
+// CanReachZero reports whether the schema lets R, and the member groups
+// R is fanned out to, hold 0: whether the kind can be scaled to zero.
+func CanReachZero(l Layout) bool {
+	lo, hi := CountLimits(l)
+	return lo <= 0 && hi >= 0
+}
+
+// countField names the field whose limit refuses n: R's path, or a member
+// group's count field, with the limit in the schema's words.
+func countRefusal(l Layout, n int32) (string, string) {
+	if why := l.Schema.Replicas.Refuses(n); why != "" {
+		return replicasPath(l).String(), why
+	}
+	if l.GroupsPath != nil {
+		if why := l.Schema.Members.Refuses(n); why != "" {
+			return l.GroupsPath.String() + "[*]." + membersField(l), why
+		}
+	}
+	return "", ""
+}
+
+// validateRangeSchema holds a range's ends to the schema of the fields the
+// autoscalers write its counts to (M7 for every config source: spec path,
+// annotation or a library's type): the HPA and scaleplane's autoscaler
+// write any count of [lo, hi] into R, and the fan-out copies R to the member
+// groups, so a bound the schema refuses there becomes a write the API server
+// refuses on every poll. lo and hi are the effective bounds (M2).
+func validateRangeSchema(lo, hi int32, l Layout, minP, maxP *field.Path) field.ErrorList {
+	if lo >= hi || l.Schema == (Schema{}) {
+		return nil
+	}
+	okLo, okHi := CountLimits(l)
+	var errs field.ErrorList
+	if okLo > okHi {
+		f, why := countRefusal(l, lo)
+		return field.ErrorList{field.Invalid(minP, lo, fmt.Sprintf(
+			"no count can be written to %s: %s; this kind cannot be autoscaled, so pin the config (minReplicas = maxReplicas)", f, why))}
+	}
+	if lo < okLo {
+		f, why := countRefusal(l, lo)
+		advice := fmt.Sprintf("set minReplicas to %d or more", okLo)
+		if hi <= okLo {
+			advice += ", and maxReplicas above it for a range"
+		}
+		if lo == 0 {
+			advice += "; this kind cannot be scaled to zero"
+		}
+		errs = append(errs, field.Invalid(minP, lo, fmt.Sprintf(
+			"the autoscaler writes every count from minReplicas to maxReplicas to %s, and %s; %s", f, why, advice)))
+	}
+	if hi > okHi {
+		f, why := countRefusal(l, hi)
+		advice := fmt.Sprintf("set maxReplicas to %d or less", okHi)
+		if lo >= okHi {
+			advice += ", and minReplicas below it for a range"
+		}
+		errs = append(errs, field.Invalid(maxP, hi, fmt.Sprintf(
+			"the autoscaler writes every count from minReplicas to maxReplicas to %s, and %s; %s", f, why, advice)))
+	}
+	return errs
+}

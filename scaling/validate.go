@@ -142,9 +142,14 @@ func validateBounds(c, eff *Config, l Layout, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(minP, lo, fmt.Sprintf(
 			"must be less than or equal to maxReplicas (%d); raise maxReplicas or lower minReplicas", hi)))
 	}
+	// A range is held to the schema of the fields its counts are written
+	// to; a range from zero that the schema refuses is reported there, with
+	// advice that the schema allows.
+	schemaErrs := validateRangeSchema(lo, hi, l, minP, maxP)
+	errs = append(errs, schemaErrs...)
 	// A pinned zero is "scaled to zero by hand" and always valid; only a
 	// range that starts at zero needs something able to wake the workload.
-	if lo == 0 && hi > 0 && len(c.Triggers) == 0 && c.Idle == nil {
+	if lo == 0 && hi > 0 && len(c.Triggers) == 0 && c.Idle == nil && CanReachZero(l) {
 		errs = append(errs, field.Invalid(minP, lo, fmt.Sprintf(
 			"may be 0 below maxReplicas (%d) only with triggers or idle settings, because an HPA cannot scale to zero; set minReplicas to 1 or more, add triggers or idle, or set maxReplicas to 0 to stay at zero", hi)))
 	}

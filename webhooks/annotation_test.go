@@ -6,7 +6,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/profile/profiletest"
 )
 
 // unreadableAnnotations are scale-config annotations that cannot be read:
@@ -124,5 +128,52 @@ func TestAnnotationConfigReportsEveryProblemAtOnce(t *testing.T) {
 				t.Errorf("causes (-want +got):\n%s\nmessage: %s", diff, resp.Result.Message)
 			}
 		})
+	}
+}
+
+// instanceSetView is profiletest.InstanceSet against its CRD:
+// .spec.instances with minimum 1 and maximum 10, the config in an
+// annotation.
+func instanceSetView(t *testing.T) *profile.Compiled {
+	t.Helper()
+	v, err := profile.Compile(profiletest.InstanceSet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err = v.WithCRD(profiletest.InstanceSetCRD()); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestAnnotationRangeHeldToTheReplicasSchema: an annotation config is held
+// to the schema of the field its counts are written to, as a spec config
+// is (M7). A range from zero with an idle timeout on a kind whose
+// .spec.instances has minimum 1 would have the autoscaler write 0 on every
+// poll, each write refused by the API server.
+func TestAnnotationRangeHeldToTheReplicasSchema(t *testing.T) {
+	v := instanceSetView(t)
+	h := NewValidator(v, testSources())
+	set := func(ann string) *objBuilder {
+		b := makeObj("InstanceSet", "pg").set(".spec.instances", 2)
+		if ann != "" {
+			b.annotate(annotationKey, ann)
+		}
+		return b
+	}
+	toZero := set(`{"minReplicas":0,"maxReplicas":5,"idle":{"timeoutSeconds":300}}`)
+	for _, req := range []admission.Request{create(v, toZero), update(v, set(""), toZero)} {
+		resp := h.Handle(context.Background(), req)
+		if resp.Allowed {
+			t.Fatalf("%s: allowed, want a refusal at minReplicas", req.Operation)
+		}
+		want := []metav1.StatusCause{{Type: invalidValue, Field: annotationCfg + ".minReplicas",
+			Message: "Invalid value: 0: the autoscaler writes every count from minReplicas to maxReplicas to spec.instances, and the CRD's schema requires a value of at least 1 (minimum); set minReplicas to 1 or more; this kind cannot be scaled to zero"}}
+		if diff := cmp.Diff(want, resp.Result.Details.Causes); diff != "" {
+			t.Errorf("%s: causes (-want +got):\n%s", req.Operation, diff)
+		}
+	}
+	if resp := h.Handle(context.Background(), create(v, set(`{"minReplicas":1,"maxReplicas":5,"idle":{"timeoutSeconds":300}}`))); !resp.Allowed {
+		t.Errorf("a range the schema accepts refused: %s", resp.Result.Message)
 	}
 }
