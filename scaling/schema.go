@@ -223,21 +223,73 @@ func ScaleFollowUp(w Workload, r int32, l Layout) *field.Error {
 		return nil
 	}
 	var parts []string
+	pinOnly := true
 	for _, e := range errs {
 		if e.Field == replicasPath(l).String() {
 			continue
+		}
+		if e.Field != configPath(l).Child("minReplicas").String() && e.Field != configPath(l).Child("maxReplicas").String() {
+			pinOnly = false
 		}
 		parts = append(parts, fmt.Sprintf("%s := %d, but %s", e.Field, r, e.Detail))
 	}
 	if len(parts) == 0 {
 		return nil
 	}
-	hint := "scale to a count the schema accepts"
-	if w.Config.Pinned() {
-		hint += ", or give the scale config a range"
+	// Advice the schema allows: the counts every follow-up write accepts,
+	// and a range only when one holding r can be written and would spare
+	// the pin (member groups follow R whatever the config).
+	hint := followUpCounts(w, l)
+	if w.Config.Pinned() && pinOnly && rangeHolds(l, r) {
+		hint += ", or give the scale config a range that holds " + fmt.Sprint(r)
 	}
-	return field.Invalid(field.NewPath("spec", "replicas"), r,
+	return field.Invalid(replicasPath(l), r,
 		fmt.Sprintf("scaling to %d needs %s; %s", r, strings.Join(parts, "; "), hint))
+}
+
+// followUpCounts is the advice to scale to a count every follow-up write
+// of w accepts (R, the member groups, a pin at a spec path).
+func followUpCounts(w Workload, l Layout) string {
+	lo, hi := CountLimits(l)
+	if w.Config.Pinned() && !l.ConfigInAnnotation {
+		for _, lim := range []Limits{l.Schema.MinReplicas, l.Schema.MaxReplicas} {
+			a, b := lim.Accepted()
+			lo, hi = max(lo, a), min(hi, b)
+		}
+	}
+	lo = max(lo, 0)
+	if l.MaxReplicas > 0 {
+		hi = min(hi, l.MaxReplicas)
+	}
+	switch {
+	case lo > hi:
+		return "no count can be written to every field it is copied to: change the CRD's schema or the profile"
+	case hi == math.MaxInt32:
+		return fmt.Sprintf("scale to %d or more", lo)
+	}
+	return fmt.Sprintf("scale to a count from %d to %d", lo, hi)
+}
+
+// rangeHolds reports whether some range [lo, hi], lo <= r <= hi, lo < hi,
+// has bounds the schema accepts (at a spec path, and in the fields its
+// counts are written to).
+func rangeHolds(l Layout, r int32) bool {
+	cLo, cHi := CountLimits(l)
+	minLo, minHi := cLo, cHi
+	maxLo, maxHi := cLo, cHi
+	if !l.ConfigInAnnotation {
+		a, b := l.Schema.MinReplicas.Accepted()
+		minLo, minHi = max(minLo, a), min(minHi, b)
+		a, b = l.Schema.MaxReplicas.Accepted()
+		maxLo, maxHi = max(maxLo, a), min(maxHi, b)
+	}
+	minLo = max(minLo, 0)
+	if l.MaxReplicas > 0 {
+		maxHi = min(maxHi, l.MaxReplicas)
+	}
+	// The lowest lo and the highest hi around r.
+	lo, hi := minLo, maxHi
+	return lo <= min(r, minHi) && hi >= max(r, maxLo) && lo < hi
 }
 
 // ReplicasUnset reports whether R counts as absent for the modes the

@@ -177,3 +177,48 @@ func TestAnnotationRangeHeldToTheReplicasSchema(t *testing.T) {
 		t.Errorf("a range the schema accepts refused: %s", resp.Result.Message)
 	}
 }
+
+// TestScaleRefusalsNameTheKindsOwnFields: a /scale write lands in the
+// kind's own replicas field, so its refusals name that field (as the API
+// server's refusal would), and their advice names the config where the
+// profile keeps it. A count the field's schema refuses is refused plainly:
+// no change of the scale config could make it writable.
+func TestScaleRefusalsNameTheKindsOwnFields(t *testing.T) {
+	v := instanceSetView(t)
+	set := func(ann string) *objBuilder {
+		return makeObj("InstanceSet", "pg").set(".spec.instances", 3).annotate(annotationKey, ann)
+	}
+	tests := []struct {
+		name     string
+		parent   *objBuilder
+		replicas int32
+		want     string
+	}{{
+		name:     "to zero, which the schema refuses",
+		parent:   set(`{"minReplicas":3,"maxReplicas":3}`),
+		replicas: 0,
+		want:     "Invalid value: 0: spec.instances cannot be 0: the CRD's schema requires a value of at least 1 (minimum); this kind cannot be scaled to 0, scale to a count from 1 to 10",
+	}, {
+		name:     "above the schema's maximum",
+		parent:   set(`{"minReplicas":1,"maxReplicas":5}`),
+		replicas: 11,
+		want:     "Invalid value: 11: spec.instances cannot be 11: the CRD's schema requires a value of at most 10 (maximum); this kind cannot be scaled to 11, scale to a count from 1 to 10",
+	}, {
+		name:     "above the range",
+		parent:   set(`{"minReplicas":2,"maxReplicas":5}`),
+		replicas: 7,
+		want:     "Invalid value: 7: outside the autoscaling range [2, 5] of the annotation scaleplane.io/scale-config; raise maxReplicas in the annotation scaleplane.io/scale-config to 7 or more, or pin the config (minReplicas = maxReplicas) to scale by hand",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := NewScaleValidator(v, parents(tc.parent), nil).Handle(context.Background(), scaleRequest(v, "pg", 3, tc.replicas, "100"))
+			if resp.Allowed {
+				t.Fatalf("allowed, want %q", tc.want)
+			}
+			want := []metav1.StatusCause{{Type: invalidValue, Field: "spec.instances", Message: tc.want}}
+			if diff := cmp.Diff(want, resp.Result.Details.Causes); diff != "" {
+				t.Errorf("causes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
