@@ -88,3 +88,30 @@ func TestCanReachZero(t *testing.T) {
 		t.Error("members with exclusiveMinimum 0 reach zero")
 	}
 }
+
+// TestFitCountsNeverPlansWhatTheSchemaRefuses: a range stored before its
+// limits were enforced (or a schema tightened since) still asks for 0 on
+// a kind whose replicas field has minimum 1; the autoscaler keeps the
+// lowest count the schema accepts, and says why, instead of writing 0 on
+// every poll.
+func TestFitCountsNeverPlansWhatTheSchemaRefuses(t *testing.T) {
+	l := instancesLayout()
+	toZero := scaling.Decision{Current: 1, Desired: 0, Action: scaling.ActionScaleToZero,
+		Reason: "Scale to zero from 1: no activity for 5m0s (timeout 1m0s) and every trigger asks for 0", Idle: &scaling.IdleState{Idle: true}}
+	got := scaling.FitCounts(toZero, l)
+	want := toZero
+	want.Desired, want.Action = 1, scaling.ActionNone
+	want.Reason = "Keep 1: held at 1, not 0: spec.instances cannot be 0: the CRD's schema requires a value of at least 1 (minimum) (the autoscaler's own answer: Scale to zero from 1: no activity for 5m0s (timeout 1m0s) and every trigger asks for 0)"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FitCounts (-want +got):\n%s", diff)
+	}
+	up := scaling.Decision{Current: 8, Desired: 14, Action: scaling.ActionScaleUp, Reason: "Scale up from 8 to 14: rps=140 > 10 per replica"}
+	if got := scaling.FitCounts(up, l); got.Desired != 10 || got.Action != scaling.ActionScaleUp ||
+		got.Reason != "Scale up from 8 to 10: held at 10, not 14: spec.instances cannot be 14: the CRD's schema requires a value of at most 10 (maximum) (the autoscaler's own answer: Scale up from 8 to 14: rps=140 > 10 per replica)" {
+		t.Errorf("FitCounts = %d %s %q", got.Desired, got.Action, got.Reason)
+	}
+	inside := scaling.Decision{Current: 3, Desired: 4, Action: scaling.ActionScaleUp, Reason: "Scale up from 3 to 4"}
+	if diff := cmp.Diff(inside, scaling.FitCounts(inside, l)); diff != "" {
+		t.Errorf("a count the schema accepts changed (-want +got):\n%s", diff)
+	}
+}

@@ -413,3 +413,36 @@ func validateRangeSchema(lo, hi int32, l Layout, minP, maxP *field.Path) field.E
 	}
 	return errs
 }
+
+// FitCounts holds a decision of the built-in autoscaler to the counts the
+// schema in l accepts (CountLimits), so that the autoscaler never plans a
+// write the API server refuses on every poll: a desired count outside them
+// becomes the nearest accepted one, and the reason says which limit held
+// it. A config stored before the limits were enforced at admission (or a
+// schema tightened since) can still ask for such a count.
+func FitCounts(d Decision, l Layout) Decision {
+	lo, hi := CountLimits(l)
+	if lo > hi || (d.Desired >= lo && d.Desired <= hi) {
+		return d
+	}
+	want := d.Desired
+	fit := min(max(want, lo), hi)
+	f, why := countRefusal(l, want)
+	d.Desired = fit
+	held := fmt.Sprintf("held at %d, not %d: %s cannot be %d: %s", fit, want, f, want, why)
+	if d.Reason != "" {
+		held += " (the autoscaler's own answer: " + d.Reason + ")"
+	}
+	switch {
+	case fit == d.Current:
+		d.Action = ActionNone
+		d.Reason = fmt.Sprintf("Keep %d: %s", fit, held)
+	case fit > d.Current:
+		d.Action = ActionScaleUp
+		d.Reason = fmt.Sprintf("Scale up from %d to %d: %s", d.Current, fit, held)
+	default:
+		d.Action = ActionScaleDown
+		d.Reason = fmt.Sprintf("Scale down from %d to %d: %s", d.Current, fit, held)
+	}
+	return d
+}
