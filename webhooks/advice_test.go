@@ -531,3 +531,29 @@ func TestEveryRefusalsAdviceIsSatisfiable(t *testing.T) {
 		t.Errorf("only %d refusals checked: the corpus no longer exercises the webhooks", total)
 	}
 }
+
+// TestPinnedFunctionToZeroSaysItCannot: a Function-like kind whose
+// replicas and scale-config bounds all have minimum 1 cannot be scaled to
+// 0. Pinned, it used to be told to give the config a range; with a range,
+// to lower minReplicas to 0, which its schema forbids: advice that loops.
+// Both now say plainly that it cannot be done.
+func TestPinnedFunctionToZeroSaysItCannot(t *testing.T) {
+	v, err := profile.Compile(profiletest.PinnedFunction())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err = v.WithCRD(profiletest.PinnedFunctionCRD()); err != nil {
+		t.Fatal(err)
+	}
+	want := "Invalid value: 0: spec.replicas cannot be 0: the CRD's schema requires a value of at least 1 (minimum); this kind cannot be scaled to 0, scale to a count from 1 to 1000"
+	for _, cfg := range []obj{{"minReplicas": 2, "maxReplicas": 2}, {"minReplicas": 1, "maxReplicas": 5}} {
+		parent := makeObj("Function", "fn").replicas(2).set(".spec.scaleConfig", cfg)
+		resp := NewScaleValidator(v, parents(parent), nil).Handle(context.Background(), scaleRequest(v, "fn", 2, 0, "100"))
+		if resp.Allowed {
+			t.Fatalf("config %v: scale to 0 allowed", cfg)
+		}
+		if got := resp.Result.Details.Causes[0].Message; got != want {
+			t.Errorf("config %v: refusal\n  %s\nwant\n  %s", cfg, got, want)
+		}
+	}
+}
