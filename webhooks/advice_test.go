@@ -394,9 +394,6 @@ func (c *adviceChecker) alternatives(s adviceState, msg string) (alts [][]advice
 		n.replicas = cnt(c.view.Layout().MaxReplicas)
 		add(n)
 	}
-	if adviceProfile.MatchString(msg) {
-		c.profileEdits++
-	}
 	return alts, advicePlainly.MatchString(msg)
 }
 
@@ -455,6 +452,9 @@ func (c *adviceChecker) check(s adviceState) int {
 		return 0
 	}
 	for _, msg := range msgs {
+		if adviceProfile.MatchString(msg) {
+			c.profileEdits++
+		}
 		alts, plain := c.alternatives(s, msg)
 		if len(alts) == 0 {
 			if !plain {
