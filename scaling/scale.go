@@ -74,7 +74,7 @@ func CheckScale(r ScaleRequest, l Layout, names ScaleNames) *field.Error {
 	// The schema of the field itself, or of the member counts it is
 	// copied to: no change of the scale config could make n writable.
 	if f, why := countRefusal(l, n); f != "" {
-		return refuse(fmt.Sprintf("%s cannot be %d: %s; this kind cannot be scaled to %d, %s", f, n, why, n, scaleToAccepted(l)))
+		return refuse(fmt.Sprintf("%s cannot be %d: %s; this kind cannot be scaled to %d; %s", f, n, why, n, scaleToAccepted(l)))
 	}
 	if r.Parent == nil {
 		return nil

@@ -545,7 +545,7 @@ func TestPinnedFunctionToZeroSaysItCannot(t *testing.T) {
 	if v, err = v.WithCRD(profiletest.PinnedFunctionCRD()); err != nil {
 		t.Fatal(err)
 	}
-	want := "Invalid value: 0: spec.replicas cannot be 0: the CRD's schema requires a value of at least 1 (minimum); this kind cannot be scaled to 0, scale to a count from 1 to 1000"
+	want := "Invalid value: 0: spec.replicas cannot be 0: the CRD's schema requires a value of at least 1 (minimum); this kind cannot be scaled to 0; scale to a count from 1 to 1000"
 	for _, cfg := range []obj{{"minReplicas": 2, "maxReplicas": 2}, {"minReplicas": 1, "maxReplicas": 5}} {
 		parent := makeObj("Function", "fn").replicas(2).set(".spec.scaleConfig", cfg)
 		resp := NewScaleValidator(v, parents(parent), nil).Handle(context.Background(), scaleRequest(v, "fn", 2, 0, "100"))

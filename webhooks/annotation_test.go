@@ -197,12 +197,12 @@ func TestScaleRefusalsNameTheKindsOwnFields(t *testing.T) {
 		name:     "to zero, which the schema refuses",
 		parent:   set(`{"minReplicas":3,"maxReplicas":3}`),
 		replicas: 0,
-		want:     "Invalid value: 0: spec.instances cannot be 0: the CRD's schema requires a value of at least 1 (minimum); this kind cannot be scaled to 0, scale to a count from 1 to 10",
+		want:     "Invalid value: 0: spec.instances cannot be 0: the CRD's schema requires a value of at least 1 (minimum); this kind cannot be scaled to 0; scale to a count from 1 to 10",
 	}, {
 		name:     "above the schema's maximum",
 		parent:   set(`{"minReplicas":1,"maxReplicas":5}`),
 		replicas: 11,
-		want:     "Invalid value: 11: spec.instances cannot be 11: the CRD's schema requires a value of at most 10 (maximum); this kind cannot be scaled to 11, scale to a count from 1 to 10",
+		want:     "Invalid value: 11: spec.instances cannot be 11: the CRD's schema requires a value of at most 10 (maximum); this kind cannot be scaled to 11; scale to a count from 1 to 10",
 	}, {
 		name:     "above the range",
 		parent:   set(`{"minReplicas":2,"maxReplicas":5}`),
