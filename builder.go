@@ -7,8 +7,10 @@ import (
 	"sync"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -247,7 +249,29 @@ func (b *Builder) compile() (*profile.Compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scaleplane: %w", err)
 	}
+	// The served schema's limits (M7, S2), as the binary reads them: a
+	// library type's configs are held to them like any other. A kind
+	// without a readable CRD (an aggregated API) keeps no limits.
+	if crd, err := b.readCRD(mapping.Resource); err == nil {
+		if view, err = view.WithCRD(crd); err != nil {
+			return nil, fmt.Errorf("scaleplane: %w", err)
+		}
+	}
 	return view, nil
+}
+
+// readCRD reads the kind's CRD, typed.
+func (b *Builder) readCRD(gvr schema.GroupVersionResource) (*apiextensionsv1.CustomResourceDefinition, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(crdGVK)
+	if err := b.s.mgr.GetAPIReader().Get(context.Background(), client.ObjectKey{Name: gvr.Resource + "." + gvr.Group}, u); err != nil {
+		return nil, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+		return nil, err
+	}
+	return crd, nil
 }
 
 // crdGVK is read unstructured, so the manager's scheme need not know

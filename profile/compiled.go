@@ -11,10 +11,12 @@ import (
 	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
@@ -145,7 +147,21 @@ func (p *Compiled) Layout() scaling.Layout { return p.layout }
 // then any other names sorted, so that the result never depends on map
 // iteration.
 func (p *Compiled) Read(u *unstructured.Unstructured) (scaling.Workload, field.ErrorList) {
-	r := reader{obj: u.Object}
+	return p.read(u, false)
+}
+
+// ReadPartly is Read for validation: a scale config some of whose fields
+// have errors is returned too, with those fields unset and everything else
+// read, so that the rules of the rest can be checked and every problem of
+// the config reported at once. Only a config whose text is not a JSON
+// object (or whose spec value is not an object) stays nil. Callers that act
+// on the config (defaulting, controllers) use Read.
+func (p *Compiled) ReadPartly(u *unstructured.Unstructured) (scaling.Workload, field.ErrorList) {
+	return p.read(u, true)
+}
+
+func (p *Compiled) read(u *unstructured.Unstructured, partial bool) (scaling.Workload, field.ErrorList) {
+	r := reader{obj: u.Object, partial: partial}
 	w := scaling.Workload{Name: u.GetName(), Generation: u.GetGeneration()}
 	w.Replicas = r.int32At(p.replicas)
 	if p.config != nil {
@@ -174,6 +190,8 @@ type reader struct {
 	obj  map[string]interface{}
 	errs field.ErrorList
 	ints int32Pool
+	// partial keeps a config with field errors (ReadPartly).
+	partial bool
 }
 
 // add records err unless the same field was already reported: when .spec
@@ -220,7 +238,11 @@ func (p *Compiled) readSpecConfig(r *reader) *scaling.Config {
 		r.add(field.Invalid(p.layout.ConfigPath, raw, fmt.Sprintf("must be an object, not %s", typeName(raw))))
 		return nil
 	}
-	cfg, errs := decodeConfig(m, p.layout.ConfigPath, false, &r.ints)
+	decode := decodeConfig
+	if r.partial {
+		decode = decodePartialConfig
+	}
+	cfg, errs := decode(m, p.layout.ConfigPath, false, &r.ints)
 	for _, err := range errs {
 		r.add(err)
 	}
@@ -240,7 +262,7 @@ func (p *Compiled) readAnnotationConfig(r *reader) *scaling.Config {
 	// V9: strict, by the decoder writeAnnotationConfig parses it with too.
 	// An emptied annotation (kubectl annotate key=) means no config, as if
 	// the user had removed it.
-	cfg, errs := decodeConfigJSON([]byte(s), p.layout.ConfigPath, &r.ints)
+	cfg, errs := decodeConfigJSONPartly([]byte(s), p.layout.ConfigPath, &r.ints, r.partial)
 	for _, err := range errs {
 		r.add(err)
 	}
@@ -601,4 +623,48 @@ func (p *Compiled) HPATargetRef(u *unstructured.Unstructured) autoscalingv2.Cros
 		Kind:       t.Kind,
 		Name:       strings.ReplaceAll(t.Name, v1alpha1.NamePlaceholder, u.GetName()),
 	}
+}
+
+// SameScalingFields reports whether a and b hold the same values at every
+// field Read turns into a scaling.Workload's R, C and groups, as they are
+// written in the objects: the replicas path, the scale config (its spec
+// path, or the annotation's text) and the member groups. Values that Read
+// cannot turn into anything count too, so a config that cannot be read is
+// the same only as the same unreadable config. An annotation counts as the
+// same when its text is, or when both texts are JSON of equal values (the
+// same config re-encoded).
+func (p *Compiled) SameScalingFields(a, b *unstructured.Unstructured) bool {
+	for _, segs := range [][]string{p.replicas, p.config, p.groups} {
+		if segs != nil && !sameAt(a.Object, b.Object, segs) {
+			return false
+		}
+	}
+	if p.config != nil {
+		return true
+	}
+	va, fa, _ := lookup(a.Object, p.annotationSegs)
+	vb, fb, _ := lookup(b.Object, p.annotationSegs)
+	if fa != fb {
+		return false
+	}
+	sa, okA := va.(string)
+	sb, okB := vb.(string)
+	if !okA || !okB {
+		return equality.Semantic.DeepEqual(va, vb)
+	}
+	if sa == sb {
+		return true
+	}
+	var ja, jb interface{}
+	if kjson.UnmarshalCaseSensitivePreserveInts([]byte(sa), &ja) != nil || kjson.UnmarshalCaseSensitivePreserveInts([]byte(sb), &jb) != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(ja, jb)
+}
+
+// sameAt compares the values at segs, or the non-object found on the way.
+func sameAt(a, b map[string]interface{}, segs []string) bool {
+	va, fa, ba := lookup(a, segs)
+	vb, fb, bb := lookup(b, segs)
+	return fa == fb && ba == bb && equality.Semantic.DeepEqual(va, vb)
 }

@@ -52,6 +52,20 @@ func decodeConfig(m map[string]interface{}, root *field.Path, strict bool, ints 
 	return cfg, nil
 }
 
+// decodePartialConfig is decodeConfig that also returns, when some fields
+// have errors, the config with every other field decoded and the fields in
+// error left unset (a list item in error is left at its zero value, so that
+// the other items keep their positions).
+func decodePartialConfig(m map[string]interface{}, root *field.Path, strict bool, ints *int32Pool) (*scaling.Config, field.ErrorList) {
+	if ints == nil {
+		ints = &int32Pool{}
+	}
+	cfg := &scaling.Config{}
+	d := decoder{root: root, strict: strict, ints: ints, stack: make([]pathElem, 0, 16)}
+	d.object(m, reflect.ValueOf(cfg).Elem())
+	return cfg, d.errs
+}
+
 type decoder struct {
 	root   *field.Path
 	strict bool
@@ -496,12 +510,22 @@ func DecodeConfigJSON(data []byte, path *field.Path) (*scaling.Config, field.Err
 }
 
 func decodeConfigJSON(data []byte, path *field.Path, ints *int32Pool) (*scaling.Config, field.ErrorList) {
+	return decodeConfigJSONPartly(data, path, ints, false)
+}
+
+// decodeConfigJSONPartly is decodeConfigJSON; with partial, a config whose
+// JSON parses but whose fields have errors is returned as
+// decodePartialConfig returns it.
+func decodeConfigJSONPartly(data []byte, path *field.Path, ints *int32Pool, partial bool) (*scaling.Config, field.ErrorList) {
 	m, err := parseConfigJSON(data, path)
 	if err != nil {
 		return nil, field.ErrorList{err}
 	}
 	if m == nil {
 		return nil, nil
+	}
+	if partial {
+		return decodePartialConfig(m, path, true, ints)
 	}
 	return decodeConfig(m, path, true, ints)
 }

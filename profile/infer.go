@@ -132,6 +132,15 @@ func SchemaNotes(lim scaling.Schema, spec v1alpha1.ScaleProfileSpec) []string {
 	if why := lim.MinReplicas.Refuses(0); why != "" && spec.ScaleConfig.Path != "" {
 		out = append(out, fmt.Sprintf("%s.minReplicas: %s; replicas 0 is stored without a pinned scale config, and kubectl scale to 0 of a pinned object is refused (M7, S2)", spec.ScaleConfig.Path, why))
 	}
+	// A count the kind can never hold: every range, wherever its config
+	// lives, must then stay above it (M7), and /scale to it is refused.
+	if why := lim.Replicas.Refuses(0); why != "" {
+		lo, _ := lim.Replicas.Accepted()
+		out = append(out, fmt.Sprintf("%s cannot reach 0: %s; the kind cannot be scaled to zero, so scale configs need minReplicas %d or more (a range from 0, with idle settings or triggers, is refused) and kubectl scale to 0 is refused (M7, S2)", spec.ReplicasPath, why, max(lo, 1)))
+	} else if why := lim.Members.Refuses(0); why != "" && spec.MemberGroups != nil {
+		lo, _ := lim.Members.Accepted()
+		out = append(out, fmt.Sprintf("%s[*].%s cannot reach 0: %s; replicas are copied to every group, so the kind cannot be scaled to zero: scale configs need minReplicas %d or more and kubectl scale to 0 is refused (M7, S2)", spec.MemberGroups.Path, spec.MemberGroups.MembersField, why, max(lo, 1)))
+	}
 	if m := lim.Members.Maximum; m != nil && spec.MemberGroups != nil {
 		out = append(out, fmt.Sprintf("%s[*].%s: the CRD's schema allows at most %v; a scale beyond it is refused (S2)", spec.MemberGroups.Path, spec.MemberGroups.MembersField, *m))
 	}

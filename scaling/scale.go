@@ -2,6 +2,8 @@ package scaling
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -31,10 +33,6 @@ type ScaleNames struct {
 	Config, Min, Max string
 }
 
-// ScaleReplicasPath is where a Scale keeps its count, whatever the
-// parent's replicas path: the object being judged is the Scale.
-var ScaleReplicasPath = field.NewPath("spec", "replicas")
-
 // ScaleNeedsParent reports whether CheckScale's answer for r depends on the
 // parent workload; when it does not, the webhook answers without reading it.
 func ScaleNeedsParent(r ScaleRequest, l Layout) bool {
@@ -61,7 +59,9 @@ func keepsCount(r ScaleRequest) bool {
 // out (C1).
 func CheckScale(r ScaleRequest, l Layout, names ScaleNames) *field.Error {
 	n := r.Replicas
-	refuse := func(detail string) *field.Error { return field.Invalid(ScaleReplicasPath, n, detail) }
+	// The count lands in the kind's own replicas field: refusals name it,
+	// as the API server's own refusal of the write would.
+	refuse := func(detail string) *field.Error { return field.Invalid(replicasPath(l), n, detail) }
 	if n < 0 {
 		return refuse("must be greater than or equal to 0")
 	}
@@ -70,6 +70,11 @@ func CheckScale(r ScaleRequest, l Layout, names ScaleNames) *field.Error {
 	}
 	if l.MaxReplicas > 0 && n > l.MaxReplicas {
 		return refuse(fmt.Sprintf("must be less than or equal to %d, the upper bound this kind's profile allows; scale to %d or less, or raise the profile's maxReplicas", l.MaxReplicas, l.MaxReplicas))
+	}
+	// The schema of the field itself, or of the member counts it is
+	// copied to: no change of the scale config could make n writable.
+	if f, why := countRefusal(l, n); f != "" {
+		return refuse(fmt.Sprintf("%s cannot be %d: %s; this kind cannot be scaled to %d; %s", f, n, why, n, scaleToAccepted(l)))
 	}
 	if r.Parent == nil {
 		return nil
@@ -87,13 +92,63 @@ func CheckScale(r ScaleRequest, l Layout, names ScaleNames) *field.Error {
 		return nil
 	}
 	lo, hi := *c.MinReplicas, *c.MaxReplicas
-	switch {
-	case n > hi:
-		return refuse(fmt.Sprintf("outside the autoscaling range [%d, %d] of %s; raise %s to %d or more, or pin the config (minReplicas = maxReplicas) to scale by hand",
-			lo, hi, names.Config, names.Max, n))
-	case n < lo:
-		return refuse(fmt.Sprintf("outside the autoscaling range [%d, %d] of %s; lower %s to %d or less, or pin the config (minReplicas = maxReplicas) to scale by hand",
-			lo, hi, names.Config, names.Min, n))
+	if n >= lo && n <= hi {
+		return nil
 	}
-	return nil
+	// Each piece of advice is one the schema and the rules accept: a bound
+	// moved to n, or a pin at n, which C1 then follows.
+	var advice []string
+	switch {
+	case n > hi && boundAccepts(l, false, n):
+		advice = append(advice, fmt.Sprintf("raise %s to %d or more", names.Max, n))
+	case n < lo && boundAccepts(l, true, n):
+		a := fmt.Sprintf("lower %s to %d or less", names.Min, n)
+		if n == 0 && len(c.Triggers) == 0 && c.Idle == nil {
+			// V2: a range from zero needs something to wake the workload.
+			a += " and add triggers or idle settings"
+		}
+		advice = append(advice, a)
+	}
+	if boundAccepts(l, true, n) && boundAccepts(l, false, n) {
+		advice = append(advice, "pin the config (minReplicas = maxReplicas) to scale by hand")
+	}
+	if len(advice) == 0 {
+		return refuse(fmt.Sprintf("outside the autoscaling range [%d, %d] of %s, and no range or pin the schema accepts holds %d: this count cannot be reached; scale within [%d, %d]",
+			lo, hi, names.Config, n, lo, hi))
+	}
+	return refuse(fmt.Sprintf("outside the autoscaling range [%d, %d] of %s; %s",
+		lo, hi, names.Config, strings.Join(advice, ", or ")))
+}
+
+// boundAccepts reports whether the scale config's minReplicas (min) or
+// maxReplicas may hold n: its schema at a spec path, and the schema of the
+// fields the range's counts are written to.
+func boundAccepts(l Layout, min bool, n int32) bool {
+	if f, _ := countRefusal(l, n); f != "" {
+		return false
+	}
+	if l.ConfigInAnnotation {
+		return true
+	}
+	if min {
+		return l.Schema.MinReplicas.Refuses(n) == ""
+	}
+	return l.Schema.MaxReplicas.Refuses(n) == ""
+}
+
+// scaleToAccepted is the advice to scale to a count the schema accepts,
+// with the counts it accepts.
+func scaleToAccepted(l Layout) string {
+	lo, hi := CountLimits(l)
+	lo = max(lo, 0)
+	if l.MaxReplicas > 0 {
+		hi = min(hi, l.MaxReplicas)
+	}
+	switch {
+	case lo > hi:
+		return "and no count can be written to it"
+	case hi == math.MaxInt32:
+		return fmt.Sprintf("scale to %d or more", lo)
+	}
+	return fmt.Sprintf("scale to a count from %d to %d", lo, hi)
 }

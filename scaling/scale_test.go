@@ -36,7 +36,7 @@ func TestS1CheckScale(t *testing.T) {
 			wantParent: true},
 		{name: "a missing minReplicas counts as 1 (M2)", layout: ctLayout(),
 			in:         scaling.ScaleRequest{Replicas: 0, Parent: parent(2, &scaling.Config{MaxReplicas: ctI32(4)})},
-			want:       "spec.replicas: Invalid value: 0: outside the autoscaling range [1, 4] of spec.scaleConfig; lower spec.scaleConfig.minReplicas to 0 or less, or pin the config (minReplicas = maxReplicas) to scale by hand",
+			want:       "spec.replicas: Invalid value: 0: outside the autoscaling range [1, 4] of spec.scaleConfig; lower spec.scaleConfig.minReplicas to 0 or less and add triggers or idle settings, or pin the config (minReplicas = maxReplicas) to scale by hand",
 			wantParent: true},
 		{name: "negative replicas, without the parent", layout: ctLayout(),
 			in:   scaling.ScaleRequest{Replicas: -1},

@@ -223,21 +223,73 @@ func ScaleFollowUp(w Workload, r int32, l Layout) *field.Error {
 		return nil
 	}
 	var parts []string
+	pinOnly := true
 	for _, e := range errs {
 		if e.Field == replicasPath(l).String() {
 			continue
+		}
+		if e.Field != configPath(l).Child("minReplicas").String() && e.Field != configPath(l).Child("maxReplicas").String() {
+			pinOnly = false
 		}
 		parts = append(parts, fmt.Sprintf("%s := %d, but %s", e.Field, r, e.Detail))
 	}
 	if len(parts) == 0 {
 		return nil
 	}
-	hint := "scale to a count the schema accepts"
-	if w.Config.Pinned() {
-		hint += ", or give the scale config a range"
+	// Advice the schema allows: the counts every follow-up write accepts,
+	// and a range only when one holding r can be written and would spare
+	// the pin (member groups follow R whatever the config).
+	hint := followUpCounts(w, l)
+	if w.Config.Pinned() && pinOnly && rangeHolds(l, r) {
+		hint += ", or give the scale config a range that holds " + fmt.Sprint(r)
 	}
-	return field.Invalid(field.NewPath("spec", "replicas"), r,
+	return field.Invalid(replicasPath(l), r,
 		fmt.Sprintf("scaling to %d needs %s; %s", r, strings.Join(parts, "; "), hint))
+}
+
+// followUpCounts is the advice to scale to a count every follow-up write
+// of w accepts (R, the member groups, a pin at a spec path).
+func followUpCounts(w Workload, l Layout) string {
+	lo, hi := CountLimits(l)
+	if w.Config.Pinned() && !l.ConfigInAnnotation {
+		for _, lim := range []Limits{l.Schema.MinReplicas, l.Schema.MaxReplicas} {
+			a, b := lim.Accepted()
+			lo, hi = max(lo, a), min(hi, b)
+		}
+	}
+	lo = max(lo, 0)
+	if l.MaxReplicas > 0 {
+		hi = min(hi, l.MaxReplicas)
+	}
+	switch {
+	case lo > hi:
+		return "no count can be written to every field it is copied to: change the CRD's schema or the profile"
+	case hi == math.MaxInt32:
+		return fmt.Sprintf("scale to %d or more", lo)
+	}
+	return fmt.Sprintf("scale to a count from %d to %d", lo, hi)
+}
+
+// rangeHolds reports whether some range [lo, hi], lo <= r <= hi, lo < hi,
+// has bounds the schema accepts (at a spec path, and in the fields its
+// counts are written to).
+func rangeHolds(l Layout, r int32) bool {
+	cLo, cHi := CountLimits(l)
+	minLo, minHi := cLo, cHi
+	maxLo, maxHi := cLo, cHi
+	if !l.ConfigInAnnotation {
+		a, b := l.Schema.MinReplicas.Accepted()
+		minLo, minHi = max(minLo, a), min(minHi, b)
+		a, b = l.Schema.MaxReplicas.Accepted()
+		maxLo, maxHi = max(maxLo, a), min(maxHi, b)
+	}
+	minLo = max(minLo, 0)
+	if l.MaxReplicas > 0 {
+		maxHi = min(maxHi, l.MaxReplicas)
+	}
+	// The lowest lo and the highest hi around r.
+	lo, hi := minLo, maxHi
+	return lo <= min(r, minHi) && hi >= max(r, maxLo) && lo < hi
 }
 
 // ReplicasUnset reports whether R counts as absent for the modes the
@@ -252,4 +304,145 @@ func ReplicasUnset(w Workload, l Layout) bool {
 		return true
 	}
 	return !l.TargetSelf && l.Schema.Replicas.IsDefault(w.Replicas) && effectiveConfig(w).HasRange()
+}
+
+// Accepted returns the lowest and highest int32 the limits accept; lo > hi
+// when they accept none (a type that is not a number, bounds that cross).
+func (l Limits) Accepted() (lo, hi int32) {
+	lo, hi = math.MinInt32, math.MaxInt32
+	if l.Type != "" && l.Type != "integer" && l.Type != "number" {
+		return 1, 0
+	}
+	if m := l.Minimum; m != nil {
+		c := math.Ceil(*m)
+		if l.ExclusiveMinimum && c == *m {
+			c++
+		}
+		lo = clampInt32(c)
+	}
+	if m := l.Maximum; m != nil {
+		f := math.Floor(*m)
+		if l.ExclusiveMaximum && f == *m {
+			f--
+		}
+		hi = clampInt32(f)
+	}
+	return lo, hi
+}
+
+func clampInt32(f float64) int32 {
+	switch {
+	case f < math.MinInt32:
+		return math.MinInt32
+	case f > math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(f)
+}
+
+// CountLimits are the counts every field a count of R is written to
+// accepts: R itself and, through the fan-out (C1), each member group's
+// count. lo > hi when no count is accepted.
+func CountLimits(l Layout) (lo, hi int32) {
+	lo, hi = l.Schema.Replicas.Accepted()
+	if l.GroupsPath != nil {
+		mlo, mhi := l.Schema.Members.Accepted()
+		lo, hi = max(lo, mlo), min(hi, mhi)
+	}
+	return lo, hi
+}
+
+// CanReachZero reports whether the schema lets R, and the member groups
+// R is fanned out to, hold 0: whether the kind can be scaled to zero.
+func CanReachZero(l Layout) bool {
+	lo, hi := CountLimits(l)
+	return lo <= 0 && hi >= 0
+}
+
+// countField names the field whose limit refuses n: R's path, or a member
+// group's count field, with the limit in the schema's words.
+func countRefusal(l Layout, n int32) (string, string) {
+	if why := l.Schema.Replicas.Refuses(n); why != "" {
+		return replicasPath(l).String(), why
+	}
+	if l.GroupsPath != nil {
+		if why := l.Schema.Members.Refuses(n); why != "" {
+			return l.GroupsPath.String() + "[*]." + membersField(l), why
+		}
+	}
+	return "", ""
+}
+
+// validateRangeSchema holds a range's ends to the schema of the fields the
+// autoscalers write its counts to (M7 for every config source: spec path,
+// annotation or a library's type): the HPA and scaleplane's autoscaler
+// write any count of [lo, hi] into R, and the fan-out copies R to the member
+// groups, so a bound the schema refuses there becomes a write the API server
+// refuses on every poll. lo and hi are the effective bounds (M2).
+func validateRangeSchema(lo, hi int32, l Layout, minP, maxP *field.Path) field.ErrorList {
+	if lo >= hi || l.Schema == (Schema{}) {
+		return nil
+	}
+	okLo, okHi := CountLimits(l)
+	var errs field.ErrorList
+	if okLo > okHi {
+		f, why := countRefusal(l, lo)
+		return field.ErrorList{field.Invalid(minP, lo, fmt.Sprintf(
+			"no count can be written to %s: %s; this kind cannot be autoscaled, so pin the config (minReplicas = maxReplicas)", f, why))}
+	}
+	if lo < okLo {
+		f, why := countRefusal(l, lo)
+		advice := fmt.Sprintf("set minReplicas to %d or more", okLo)
+		if hi <= okLo {
+			advice += ", and maxReplicas above it for a range"
+		}
+		if lo == 0 {
+			advice += "; this kind cannot be scaled to zero"
+		}
+		errs = append(errs, field.Invalid(minP, lo, fmt.Sprintf(
+			"the autoscaler writes every count from minReplicas to maxReplicas to %s, and %s; %s", f, why, advice)))
+	}
+	if hi > okHi {
+		f, why := countRefusal(l, hi)
+		advice := fmt.Sprintf("set maxReplicas to %d or less", okHi)
+		if lo >= okHi {
+			advice += ", and minReplicas below it for a range"
+		}
+		errs = append(errs, field.Invalid(maxP, hi, fmt.Sprintf(
+			"the autoscaler writes every count from minReplicas to maxReplicas to %s, and %s; %s", f, why, advice)))
+	}
+	return errs
+}
+
+// FitCounts holds a decision of the built-in autoscaler to the counts the
+// schema in l accepts (CountLimits), so that the autoscaler never plans a
+// write the API server refuses on every poll: a desired count outside them
+// becomes the nearest accepted one, and the reason says which limit held
+// it. A config stored before the limits were enforced at admission (or a
+// schema tightened since) can still ask for such a count.
+func FitCounts(d Decision, l Layout) Decision {
+	lo, hi := CountLimits(l)
+	if lo > hi || (d.Desired >= lo && d.Desired <= hi) {
+		return d
+	}
+	want := d.Desired
+	fit := min(max(want, lo), hi)
+	f, why := countRefusal(l, want)
+	d.Desired = fit
+	held := fmt.Sprintf("held at %d, not %d: %s cannot be %d: %s", fit, want, f, want, why)
+	if d.Reason != "" {
+		held += " (the autoscaler's own answer: " + d.Reason + ")"
+	}
+	switch {
+	case fit == d.Current:
+		d.Action = ActionNone
+		d.Reason = fmt.Sprintf("Keep %d: %s", fit, held)
+	case fit > d.Current:
+		d.Action = ActionScaleUp
+		d.Reason = fmt.Sprintf("Scale up from %d to %d: %s", d.Current, fit, held)
+	default:
+		d.Action = ActionScaleDown
+		d.Reason = fmt.Sprintf("Scale down from %d to %d: %s", d.Current, fit, held)
+	}
+	return d
 }

@@ -172,7 +172,7 @@ func TestS2ScaleFollowUpRefusedBySchema(t *testing.T) {
 			layout: schemaLayout(ctLayout()),
 			w:      scaling.Workload{Replicas: ctI32(3), Config: ctRange(3, 3), Groups: ctRacks(3, 3)},
 			r:      0,
-			want:   "scaling to 0 needs spec.scaleConfig.minReplicas := 0, but the CRD's schema requires a value of at least 1 (minimum); spec.scaleConfig.maxReplicas := 0, but the CRD's schema requires a value of at least 1 (minimum); scale to a count the schema accepts, or give the scale config a range",
+			want:   "scaling to 0 needs spec.scaleConfig.minReplicas := 0, but the CRD's schema requires a value of at least 1 (minimum); spec.scaleConfig.maxReplicas := 0, but the CRD's schema requires a value of at least 1 (minimum); scale to a count from 1 to 10",
 		},
 		{
 			name:   "S2 scaling a pinned config to 2 is allowed",

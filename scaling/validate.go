@@ -28,7 +28,7 @@ func Validate(w Workload, l Layout, sources *Sources) (field.ErrorList, []string
 	// The rules and the warnings read the same effective config.
 	eff := effectiveConfig(w)
 	if w.Config != nil {
-		errs = append(errs, validateConfig(w.Config, eff, l, w.Name, sources)...)
+		errs = append(errs, validateConfig(w.Config, eff, w.Replicas, l, w.Name, sources)...)
 	}
 	errs = append(errs, validateGroups(w.Groups, l)...)
 	return errs, warnings(w.Replicas, eff, l)
@@ -74,10 +74,10 @@ func validateReplicas(r *int32, l Layout) field.ErrorList {
 }
 
 // validateConfig is V2–V7 for a present config c; eff is c with M2 applied.
-func validateConfig(c, eff *Config, l Layout, name string, sources *Sources) field.ErrorList {
+func validateConfig(c, eff *Config, r *int32, l Layout, name string, sources *Sources) field.ErrorList {
 	p := configPath(l)
 	var errs field.ErrorList
-	errs = append(errs, validateBounds(c, eff, l, p)...)
+	errs = append(errs, validateBounds(c, eff, r, l, p)...)
 	for i := range c.Metrics {
 		errs = append(errs, validateMetric(c.Metrics[i], func() *field.Path { return p.Child("metrics").Index(i) })...)
 	}
@@ -124,7 +124,7 @@ func validateDependsOn(deps []string, self string, p lazyPath) field.ErrorList {
 
 // validateBounds is V2, plus the profile's bound on maxReplicas: a range
 // reaching past it would let an autoscaler write a count V1 rejects.
-func validateBounds(c, eff *Config, l Layout, p *field.Path) field.ErrorList {
+func validateBounds(c, eff *Config, r *int32, l Layout, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	minP, maxP := p.Child("minReplicas"), p.Child("maxReplicas")
 	if c.MinReplicas != nil && *c.MinReplicas < 0 {
@@ -133,7 +133,9 @@ func validateBounds(c, eff *Config, l Layout, p *field.Path) field.ErrorList {
 	if c.MaxReplicas != nil && *c.MaxReplicas < 0 {
 		errs = append(errs, field.Invalid(maxP, *c.MaxReplicas, "must be greater than or equal to 0"))
 	}
-	if c.MaxReplicas != nil && l.MaxReplicas > 0 && *c.MaxReplicas > l.MaxReplicas {
+	// A pin at R follows R (M1, C1): R's own error (V1) says what to lower.
+	pinnedAtR := r != nil && eff.Pinned() && *eff.MaxReplicas == *r
+	if c.MaxReplicas != nil && l.MaxReplicas > 0 && *c.MaxReplicas > l.MaxReplicas && !pinnedAtR {
 		errs = append(errs, field.Invalid(maxP, *c.MaxReplicas, fmt.Sprintf(
 			"must be less than or equal to %d, the upper bound this kind's profile allows; lower maxReplicas", l.MaxReplicas)))
 	}
@@ -142,9 +144,14 @@ func validateBounds(c, eff *Config, l Layout, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(minP, lo, fmt.Sprintf(
 			"must be less than or equal to maxReplicas (%d); raise maxReplicas or lower minReplicas", hi)))
 	}
+	// A range is held to the schema of the fields its counts are written
+	// to; a range from zero that the schema refuses is reported there, with
+	// advice that the schema allows.
+	schemaErrs := validateRangeSchema(lo, hi, l, minP, maxP)
+	errs = append(errs, schemaErrs...)
 	// A pinned zero is "scaled to zero by hand" and always valid; only a
 	// range that starts at zero needs something able to wake the workload.
-	if lo == 0 && hi > 0 && len(c.Triggers) == 0 && c.Idle == nil {
+	if lo == 0 && hi > 0 && len(c.Triggers) == 0 && c.Idle == nil && CanReachZero(l) {
 		errs = append(errs, field.Invalid(minP, lo, fmt.Sprintf(
 			"may be 0 below maxReplicas (%d) only with triggers or idle settings, because an HPA cannot scale to zero; set minReplicas to 1 or more, add triggers or idle, or set maxReplicas to 0 to stay at zero", hi)))
 	}

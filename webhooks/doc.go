@@ -52,7 +52,14 @@
 //   - Validation ratchets like the API server's CRD validation: an UPDATE
 //     that keeps the stored scaling fields is allowed even if they no longer
 //     pass, with the old problems as warnings, so finalizers can always be
-//     removed after a profile is tightened.
+//     removed after a profile is tightened. A config that cannot be read is
+//     kept only when it is the stored one (profile.Compiled.SameScalingFields);
+//     one that appears or changes is judged as on CREATE.
+//   - A config with fields that cannot be decoded is still validated as far
+//     as it reads (profile.Compiled.ReadPartly), so one refusal lists every
+//     problem, as for a readable config.
+//   - /scale refusals name the kind's own replicas field, where the count
+//     lands, and give only advice the schema accepts.
 //   - The /scale webhook also refuses counts above the profile's upper bound
 //     (V1), which the main resource's webhook would otherwise only see on
 //     the next edit, and does not judge a write that keeps the count. For a

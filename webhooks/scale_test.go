@@ -202,7 +202,13 @@ func TestScale(t *testing.T) {
 				if st.Code != http.StatusUnprocessableEntity || st.Details == nil || st.Details.Kind != views[tc.kind].GVK().Kind {
 					t.Fatalf("want a 422 naming the %s, got %+v", views[tc.kind].GVK().Kind, st)
 				}
-				want := []metav1.StatusCause{{Type: invalidValue, Field: "spec.replicas", Message: tc.wantMessage}}
+				// The count lands in the kind's own replicas field, which
+				// the refusal names, as the API server's own would.
+				field := "spec.replicas"
+				if tc.kind == zonedDatabase {
+					field = "spec.topology.replicasPerZone"
+				}
+				want := []metav1.StatusCause{{Type: invalidValue, Field: field, Message: tc.wantMessage}}
 				if diff := cmp.Diff(want, st.Details.Causes); diff != "" {
 					t.Errorf("causes (-want +got):\n%s", diff)
 				}

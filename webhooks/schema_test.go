@@ -72,7 +72,7 @@ func TestS2ScaleWebhookRefusesWhatTheFanOutCannotWrite(t *testing.T) {
 	if resp.Allowed || resp.Result.Code != http.StatusUnprocessableEntity {
 		t.Fatalf("want a 422, got allowed=%v %+v", resp.Allowed, resp.Result)
 	}
-	want := []metav1.StatusCause{{Type: invalidValue, Field: "spec.replicas", Message: "Invalid value: 0: scaling to 0 needs spec.scaleConfig.minReplicas := 0, but the CRD's schema requires a value of at least 1 (minimum); spec.scaleConfig.maxReplicas := 0, but the CRD's schema requires a value of at least 1 (minimum); scale to a count the schema accepts, or give the scale config a range"}}
+	want := []metav1.StatusCause{{Type: invalidValue, Field: "spec.replicas", Message: "Invalid value: 0: scaling to 0 needs spec.scaleConfig.minReplicas := 0, but the CRD's schema requires a value of at least 1 (minimum); spec.scaleConfig.maxReplicas := 0, but the CRD's schema requires a value of at least 1 (minimum); scale to a count from 1 to 1000"}}
 	if diff := cmp.Diff(want, resp.Result.Details.Causes); diff != "" {
 		t.Errorf("causes (-want +got):\n%s", diff)
 	}

@@ -33,6 +33,7 @@ func TestConfigCheckGolden(t *testing.T) {
 		{"no-crd", []string{"-f", filepath.Join("testdata", "configcheck", "invalid-profile.yaml")}, 1},
 		{"crd-folder", []string{"-f", filepath.Join("testdata", "configcheck", "broken.yaml"), "--crd", filepath.Join("..", "..", "profile", "testdata", "crd")}, 1},
 		{"profile-init-output", []string{"-f", filepath.Join("testdata", "profileinit", "function.golden"), "--crd", filepath.Join("testdata", "profileinit", "function.yaml")}, 0},
+		{"instances", []string{"-f", filepath.Join("testdata", "profileinit", "instances.golden"), "--crd", filepath.Join("testdata", "profileinit", "instances.yaml")}, 0},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {

@@ -169,7 +169,8 @@ func (k *kindLoop) decide(ctx context.Context, e *env, st *workload, w scaling.W
 	if len(w.Config.DependsOn) > 0 && e != nil {
 		in.Dependencies = k.dependencies(ctx, e, st.nn.Namespace, w.Config.DependsOn)
 	}
-	return scaling.Decide(in, st.history)
+	// Never a count the schema of the replicas field refuses.
+	return scaling.FitCounts(scaling.Decide(in, st.history), k.view.Layout())
 }
 
 // dependencies is the snapshot of dependsOn's workloads (same kind, same

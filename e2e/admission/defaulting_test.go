@@ -165,9 +165,10 @@ func TestForeignKind(t *testing.T) {
 		t.Errorf("annotation config (-want +got):\n%s", diff)
 	}
 
-	// S1 on the foreign kind names the annotation.
+	// S1 on the foreign kind names its own replicas field and the
+	// annotation.
 	_, err := kubectl(t, "scale", "zoneddatabase", "ranged", "-n", ns, "--replicas=9")
-	want := "spec.replicas: Invalid value: 9: outside the autoscaling range [1, 6] of the annotation scaleplane.io/scale-config; raise maxReplicas in the annotation scaleplane.io/scale-config to 9 or more"
+	want := "spec.topology.replicasPerZone: Invalid value: 9: outside the autoscaling range [1, 6] of the annotation scaleplane.io/scale-config; raise maxReplicas in the annotation scaleplane.io/scale-config to 9 or more"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("kubectl scale to 9: %v\nwant a refusal containing %q", err, want)
 	}

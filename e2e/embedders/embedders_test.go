@@ -432,3 +432,28 @@ func dispatchManager(t *testing.T, mgrScheme, liveScheme *runtime.Scheme, port i
 	}
 	return mgr, d, live
 }
+
+// TestBuilderReadsTheServedSchema: a library type's kind is held to its
+// CRD's served schema like a kind of the binary (M7, S2): Complete reads
+// the CRD and its view carries the limits of every field scaleplane
+// writes.
+func TestBuilderReadsTheServedSchema(t *testing.T) {
+	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
+		Scheme: cluster.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{Port: 1}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := scaleplane.New(mgr, scaleplane.Options{Owner: "schema"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.For(overMax("x", functionGVK)).WithProfile(sampleProfile(t, functionGVK)).Complete(); err != nil {
+		t.Fatal(err)
+	}
+	views := sp.Views()
+	if len(views) != 1 || !views[0].Layout().Schema.Replicas.Known {
+		t.Fatalf("views %d, replicas limits %+v: want the CRD's schema of spec.replicas", len(views), views[0].Layout().Schema.Replicas)
+	}
+}

@@ -189,6 +189,10 @@ func TestLiveProfilesThroughKubectl(t *testing.T) {
 		want      map[string]string // path -> value at n replicas (%d)
 		refuses0  string
 		clustered bool
+		// refusesRange is part of the refusal of a scale-config
+		// annotation with a range from zero and idle settings, for a kind
+		// that cannot reach zero; "" when it has none to refuse.
+		refusesRange string
 		// autoscale is how the kind is autoscaled: "hpa" (kubectl
 		// autoscale; the real HPA controller raises it to the HPA's
 		// minimum, 4), "annotation" or a spec path (a scale config with a
@@ -209,6 +213,19 @@ func TestLiveProfilesThroughKubectl(t *testing.T) {
 		body:      "{replicas: 2, queue: jobs}",
 		want:      map[string]string{".spec.replicas": "%d"},
 		autoscale: "annotation",
+	}, {
+		// The count at .spec.instances with minimum 1 and maximum 10, the
+		// scale config in the annotation: every refusal names
+		// spec.instances, and no config can make it reach zero.
+		crd: "instancesets.db.example.org", kind: "InstanceSet", crdFile: filepath.Join(testdata(), "instances.yaml"),
+		gvr:  schema.GroupVersionResource{Group: "db.example.org", Version: "v1", Resource: "instancesets"},
+		body: "{instances: 2, imageName: postgres}",
+		want: map[string]string{".spec.instances": "%d"},
+		// The API server's schema validation of the updated object runs
+		// before the /scale webhook: either refusal names spec.instances.
+		refuses0:     "spec.instances: Invalid value: 0",
+		refusesRange: "metadata.annotations[scaleplane.io/scale-config].minReplicas: Invalid value: 0: the autoscaler writes every count from minReplicas to maxReplicas to spec.instances, and the CRD's schema requires a value of at least 1 (minimum)",
+		autoscale:    "annotation",
 	}, {
 		// Member groups (racks) and a map of ready counts in status.
 		crd: "cassandraclusters.db.example.org", kind: "CassandraCluster", crdFile: filepath.Join(testdata(), "database.yaml"),
@@ -330,6 +347,15 @@ func TestLiveProfilesThroughKubectl(t *testing.T) {
 				at(4)
 				kubectl("delete", "hpa", name)
 			case "annotation":
+				if tc.refusesRange != "" {
+					// The autoscaler would write 0 on every poll, each
+					// write refused by the API server.
+					zero := `{"minReplicas":0,"maxReplicas":5,"idle":{"timeoutSeconds":60}}`
+					out, err := cluster.Kubectl(ctx, append([]string{"annotate", res + "/" + name, "--overwrite", "scaleplane.io/scale-config=" + zero}, nsArgs...)...)
+					if err == nil || !strings.Contains(out+err.Error(), tc.refusesRange) {
+						t.Fatalf("kubectl annotate a range from zero: %v\n%s\nwant a refusal containing %q", err, out, tc.refusesRange)
+					}
+				}
 				kubectl("annotate", res+"/"+name, "--overwrite", "scaleplane.io/scale-config="+trigger)
 				at(5)
 			default:

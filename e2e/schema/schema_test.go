@@ -181,7 +181,7 @@ func TestScaleToZeroOnPinned(t *testing.T) {
 		t.Errorf("spec after the refused scale (-want +got):\n%s", diff)
 	}
 	_, _, err = kubectl(t, "", "scale", "scaledapps.apps.example.org/web", "-n", ns, "--replicas=11")
-	if wantRefusal := "spec.shards[0].members := 11, but the CRD's schema requires a value of at most 10 (maximum)"; err == nil || !strings.Contains(err.Error(), wantRefusal) {
+	if wantRefusal := "spec.replicas: Invalid value: 11: spec.shards[*].members cannot be 11: the CRD's schema requires a value of at most 10 (maximum)"; err == nil || !strings.Contains(err.Error(), wantRefusal) {
 		t.Fatalf("kubectl scale --replicas=11: %v\nwant a refusal containing %q", err, wantRefusal)
 	}
 
