@@ -165,6 +165,10 @@ func serveMain(args []string) int {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("scaleplane")
 	opts.CertMode = app.CertMode(certMode)
+	if err := checkObjectNames(&opts); err != nil {
+		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", err)
+		return 2
+	}
 
 	if *configPath == "" {
 		fmt.Fprintln(os.Stderr, "scaleplane: --config is required: pass the component configuration file (see config/samples/deploy/scaleplane-config.yaml)")

@@ -77,6 +77,10 @@ func render(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "scaleplane render %s: unexpected argument %q\n", what, fs.Arg(0))
 		return 2
 	}
+	if err := checkObjectNames(&opts); err != nil {
+		fmt.Fprintf(stderr, "scaleplane render %s: %v\n", what, err)
+		return 2
+	}
 	opts.CertMode = app.CertMode(certMode)
 	if opts.CertMode != app.CertCertManager && opts.CertMode != app.CertFiles {
 		fmt.Fprintf(stderr, "scaleplane render %s: --cert-mode=%s: GitOps mode runs with %s or %s\n", what, certMode, app.CertCertManager, app.CertFiles)
