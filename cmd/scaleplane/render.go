@@ -165,7 +165,7 @@ func renderViews(cfg *configv1alpha2.Configuration, files []string, stderr io.Wr
 		}
 		for _, e := range errs {
 			problems++
-			fmt.Fprintf(stderr, "error: %s: %s\n", f, e.Error())
+			fmt.Fprintf(stderr, "error: %s: %v\n", f, e)
 		}
 		for _, s := range sources {
 			if errs := profile.Validate(&s.spec, s.fp); len(errs) > 0 {
