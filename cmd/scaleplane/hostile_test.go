@@ -6,6 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // Hostile inputs to the offline commands (render, config check, profile
@@ -116,5 +121,110 @@ func TestConfigCheckHostileProfileFiles(t *testing.T) {
 				t.Errorf("render: exit %d, want 1, nothing printed and an error saying %q\nstdout:\n%s\nstderr:\n%s", code, tc.says, stdout.String(), stderr.String())
 			}
 		})
+	}
+}
+
+// clusterAdminForAll is what a hostile CRD name tries to smuggle into the
+// output of profile init, which the user pipes to kubectl apply.
+const clusterAdminForAll = "\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: pwned}\n" +
+	"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n" +
+	"subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: system:authenticated}]\n---\n# "
+
+// documentKinds returns the kind of every YAML document of a stream.
+func documentKinds(t *testing.T, stream string) []string {
+	t.Helper()
+	var kinds []string
+	for _, doc := range strings.Split(stream, "\n---\n") {
+		var tm struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			t.Fatalf("document %q: %v", doc, err)
+		}
+		kinds = append(kinds, tm.Kind)
+	}
+	return kinds
+}
+
+// TestProfileInitRefusesHostileCRDNames: a CRD file's names are written
+// into the ScaleProfile, the ClusterRole and their comments. Names the API
+// server would refuse (a line break and "---" followed by a
+// ClusterRoleBinding to cluster-admin, in the CRD's name, group, kind,
+// plural or version) are refused with what is wrong, and nothing of that
+// CRD is printed; the other CRDs of the file still are.
+func TestProfileInitRefusesHostileCRDNames(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "profileinit", "function.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := func() *apiextensionsv1.CustomResourceDefinition {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			t.Fatal(err)
+		}
+		return crd
+	}
+	cases := []struct {
+		name   string
+		mutate func(*apiextensionsv1.CustomResourceDefinition)
+		says   string
+	}{
+		{"metadata.name", func(c *apiextensionsv1.CustomResourceDefinition) { c.Name += clusterAdminForAll }, "metadata.name: Invalid value"},
+		{"metadata.name of another kind", func(c *apiextensionsv1.CustomResourceDefinition) { c.Name = "secrets.serverless.example.org" }, `must be spec.names.plural+"."+spec.group`},
+		{"spec.group", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Group += clusterAdminForAll }, "spec.group: Invalid value"},
+		{"spec.names.kind", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Names.Kind += clusterAdminForAll }, "spec.names.kind: Invalid value"},
+		{"spec.names.plural", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Names.Plural += clusterAdminForAll }, "spec.names.plural: Invalid value"},
+		{"spec.versions[0].name", func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].Name += clusterAdminForAll }, "spec.versions[0].name: Invalid value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hostile := good()
+			tc.mutate(hostile)
+			h, err := yaml.Marshal(hostile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), "crds.yaml")
+			if err := os.WriteFile(file, append(append(h, "---\n"...), data...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := profileInit([]string{"-f", file}, strings.NewReader(""), &stdout, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), tc.says) {
+				t.Errorf("exit %d, want 1 and stderr saying %q:\n%s", code, tc.says, stderr.String())
+			}
+			if diff := strings.Join(documentKinds(t, stdout.String()), ","); diff != "ScaleProfile,ClusterRole" {
+				t.Errorf("printed documents %s, want the good CRD's ScaleProfile,ClusterRole only:\n%s", diff, stdout.String())
+			}
+			if strings.Contains(stdout.String(), "cluster-admin") {
+				t.Errorf("the hostile name reached the output:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+// TestProfileInitCommentsStayComments: whatever name reaches the comments
+// profile init writes, a line break in it cannot end the comment.
+func TestProfileInitCommentsStayComments(t *testing.T) {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	data, err := os.ReadFile(filepath.Join("testdata", "profileinit", "function.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(data, crd); err != nil {
+		t.Fatal(err)
+	}
+	in, err := profile.Infer(crd, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.Name += clusterAdminForAll
+	crd.Spec.Names.Kind += clusterAdminForAll
+	out, err := renderProfile(crd, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kinds := strings.Join(documentKinds(t, out), ","); kinds != "ScaleProfile,ClusterRole" {
+		t.Errorf("documents %s, want ScaleProfile,ClusterRole:\n%s", kinds, out)
 	}
 }
