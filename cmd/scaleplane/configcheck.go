@@ -60,6 +60,8 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var files, crdFiles repeated
 	fs.Var(&files, "f", "a component configuration file, or a file of ScaleProfiles; repeatable")
+	metricsAddr := fs.String("metrics-bind-address", ":8443", "the metrics server's address the binary runs with (its flag of the same name), checked against the configuration's addresses")
+	probeAddr := fs.String("health-probe-bind-address", ":8081", "the health probe server's address the binary runs with, checked likewise")
 	fs.Var(&crdFiles, "crd", "a file of CRDs (YAML or JSON, several documents allowed), or a folder of such files, to check the profiles against; repeatable")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: scaleplane config check -f FILE [-f FILE]... [--crd FILE]...
@@ -67,7 +69,9 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 Checks component configurations and ScaleProfiles offline: the profile rules,
 and, against the CRDs given, that every path exists in the served schema with
 the right type, that the /scale paths agree, that member groups have their
-fields and that a scale config path is an object. Prints every problem with
+fields and that a scale config path is an object; and that every server's
+listen address can be bound, none taken twice (the configuration's and the
+metrics and probe flags'). Prints every problem with
 its field path, and what the schema's limits mean for scaling (M7, S2).
 Exit 0: no problems; 1: problems; 2: bad usage or unreadable files.
 
@@ -109,7 +113,7 @@ Flags:
 	}
 	var sources []profileSource
 	for _, f := range files {
-		s, errs, err := readProfiles(f, stderr)
+		s, errs, err := readProfiles(f, stderr, configv1alpha2.FlagListeners(*metricsAddr, *probeAddr))
 		if err != nil {
 			fmt.Fprintf(stderr, "scaleplane config check: %v\n", err)
 			return 2
@@ -170,7 +174,9 @@ Flags:
 // is not an object or has no kind, a misspelt kind or field, a
 // configuration that does not validate, a file with no profile kind at
 // all), each naming its document; err means it cannot be read at all.
-func readProfiles(name string, stderr io.Writer) (out []profileSource, problems []error, err error) {
+// flags are the listen addresses the binary's flags give, checked against
+// a configuration's own.
+func readProfiles(name string, stderr io.Writer, flags []configv1alpha2.Listener) (out []profileSource, problems []error, err error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %w", err)
@@ -214,7 +220,7 @@ func readProfiles(name string, stderr io.Writer) (out []profileSource, problems 
 				fmt.Fprintf(stderr, "scaleplane: %s: warning: %s\n", name, w)
 			}
 			c.Default()
-			for _, e := range c.Validate() {
+			for _, e := range append(c.Validate(), c.ValidateListeners(flags)...) {
 				problems = append(problems, e)
 			}
 			for j, p := range c.Profiles {

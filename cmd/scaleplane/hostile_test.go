@@ -228,3 +228,40 @@ func TestProfileInitCommentsStayComments(t *testing.T) {
 		t.Errorf("documents %s, want ScaleProfile,ClusterRole:\n%s", kinds, out)
 	}
 }
+
+// TestConfigCheckHostileBindAddresses: a configuration whose external
+// scaler cannot listen (a port past 65535, the metrics or webhook server's
+// address) passed config check and crash-looped once elected; config check
+// reports it with the field path, against the flags the binary runs with.
+func TestConfigCheckHostileBindAddresses(t *testing.T) {
+	withScaler := func(addr string) string {
+		return minimalConfiguration + "autoscaler:\n  externalScaler: {bindAddress: \"" + addr + "\"}\n"
+	}
+	cases := []struct {
+		name    string
+		content string
+		flags   []string
+		code    int
+		says    string
+	}{
+		{"port past 65535", withScaler("127.0.0.1:99999"), nil, 1, "autoscaler.externalScaler.bindAddress: Invalid value: \"127.0.0.1:99999\": port 99999 is not a number from 1 to 65535"},
+		{"the metrics server's address", withScaler(":8443"), nil, 1, "--metrics-bind-address: Duplicate value"},
+		{"the webhook server's address", withScaler(":9443"), nil, 1, "autoscaler.externalScaler.bindAddress: Duplicate value"},
+		{"the probe server's address as the binary runs", withScaler(":9090"), []string{"--health-probe-bind-address", "127.0.0.1:9090"}, 1, "--health-probe-bind-address: Duplicate value"},
+		{"a free port", withScaler(":9090"), nil, 0, "0 profile(s) OK"},
+		{"the metrics port, moved by the flag", withScaler(":8443"), []string{"--metrics-bind-address", ":8444"}, 0, "0 profile(s) OK"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(file, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			code := configCheck(append([]string{"-f", file}, tc.flags...), &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stdout.String()+stderr.String(), tc.says) {
+				t.Errorf("exit %d, want %d and %q\n%s%s", code, tc.code, tc.says, stdout.String(), stderr.String())
+			}
+		})
+	}
+}

@@ -158,7 +158,7 @@ func renderViews(cfg *configv1alpha2.Configuration, files []string, stderr io.Wr
 	}
 	problems := 0
 	for _, f := range files {
-		sources, errs, err := readProfiles(f, stderr)
+		sources, errs, err := readProfiles(f, stderr, nil)
 		if err != nil {
 			fmt.Fprintf(stderr, "scaleplane render webhooks: %v\n", err)
 			return nil, 2

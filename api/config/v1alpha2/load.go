@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"reflect"
@@ -256,11 +255,10 @@ func (c *Configuration) Validate() field.ErrorList {
 	}
 
 	errs = append(errs, c.Autoscaler.Queries.validate(ap.Child("queries"))...)
-	if a := c.Autoscaler.ExternalScaler.BindAddress; a != "" {
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			errs = append(errs, field.Invalid(ap.Child("externalScaler", "bindAddress"), a, `must be host:port or :port, e.g. ":9090" (or left out to turn the external scaler off)`))
-		}
-	} else if c.Autoscaler.ExternalScaler.CertDir != "" {
+	// Every address the configuration sets, and that no two are the same
+	// (listeners.go).
+	errs = append(errs, c.validateConfigListeners()...)
+	if c.Autoscaler.ExternalScaler.BindAddress == "" && c.Autoscaler.ExternalScaler.CertDir != "" {
 		errs = append(errs, field.Invalid(ap.Child("externalScaler", "certDir"), c.Autoscaler.ExternalScaler.CertDir, "is only used with bindAddress: set externalScaler.bindAddress too"))
 	}
 
