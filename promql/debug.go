@@ -195,6 +195,7 @@ func (d *debugHandler) serveEval(w http.ResponseWriter, r *http.Request) {
 		se *ShapeError
 		ts prom.ErrTooManySamples
 		to prom.ErrQueryTimeout
+		qc prom.ErrQueryCanceled
 	)
 	switch {
 	case errors.As(err, &le):
@@ -226,6 +227,12 @@ func (d *debugHandler) serveEval(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("the evaluation took longer than %v, the limit of timeoutSeconds; make the query cheaper, try again, or raise the configured timeoutSeconds", d.limits.Timeout),
 			Bound: BoundTimeout, Limit: int64(d.limits.Timeout / time.Second),
 		})
+	case errors.As(err, &qc):
+		// The request's context ended: the server's handler timeout
+		// (servers.metrics.handlerTimeoutSeconds), the caller hanging up,
+		// or a shutdown. Nothing is wrong with the query.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, errorBody{Error: "the evaluation was cancelled before it ended (the request's deadline passed, the caller left, or scaleplane is stopping); try again"})
 	case err != nil:
 		writeJSON(w, http.StatusInternalServerError, "application/problem+json", problem{
 			Type: "about:blank", Title: "Evaluation error", Status: http.StatusInternalServerError, Detail: err.Error(),

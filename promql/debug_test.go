@@ -61,6 +61,13 @@ func (timingOutSource) Eval(context.Context, string, time.Time, map[string]strin
 	return Result{}, fmt.Errorf("evaluate %q: %w", "up", prom.ErrQueryTimeout("query timed out in expression evaluation"))
 }
 
+// cancelledSource stands in for an evaluation whose request ended.
+type cancelledSource struct{}
+
+func (cancelledSource) Eval(context.Context, string, time.Time, map[string]string) (Result, error) {
+	return Result{}, fmt.Errorf("evaluate %q: %w", "up", prom.ErrQueryCanceled("context canceled"))
+}
+
 func TestDebugEval(t *testing.T) {
 	store := slimfaasStore(t)
 	ev := NewEvaluator(store, EvaluatorOptions{})
@@ -80,6 +87,10 @@ func TestDebugEval(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow, err := NewDebugHandler(store, timingOutSource{}, nil, DebugOptions{Dev: true, Limits: Limits{Timeout: 3 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := NewDebugHandler(store, cancelledSource{}, nil, DebugOptions{Dev: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +186,13 @@ func TestDebugEval(t *testing.T) {
 			"error": "the evaluation took longer than 3s, the limit of timeoutSeconds; make the query cheaper, try again, or raise the configured timeoutSeconds",
 			"bound": "timeout",
 			"limit": 3.0,
+		}},
+	}, {
+		name:    "evaluation cancelled",
+		handler: cancelled,
+		body:    `{"query": "up"}`,
+		want: response{Status: 503, ContentType: "application/json", Body: map[string]any{
+			"error": "the evaluation was cancelled before it ended (the request's deadline passed, the caller left, or scaleplane is stopping); try again",
 		}},
 	}, {
 		// V10: the debug endpoint's own bounds.
