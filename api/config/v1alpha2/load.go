@@ -1,9 +1,12 @@
 package v1alpha2
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"reflect"
@@ -12,6 +15,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -107,6 +111,13 @@ func Parse(data []byte) (*Configuration, []string, error) {
 // as that version (strictly too) and converted; the warning returned then
 // names every field the file should rename.
 func Decode(data []byte) (*Configuration, []string, error) {
+	if n, err := documents(data); err != nil {
+		return nil, nil, err
+	} else if n > 1 {
+		// The YAML decoder reads the first document only: the others
+		// would be silently ignored.
+		return nil, nil, fmt.Errorf("the file holds %d YAML documents; a configuration file holds one Configuration (ScaleProfiles are applied to the cluster, or listed under profiles)", n)
+	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, nil, err
@@ -373,4 +384,27 @@ func validateWebhook(w *Webhook, fp *field.Path) field.ErrorList {
 		errs = append(errs, metav1validation.ValidateLabelSelector(w.ObjectSelector, opts, fp.Child("objectSelector"))...)
 	}
 	return errs
+}
+
+// documents counts the YAML documents of data that hold more than
+// comments.
+func documents(data []byte) (int, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return n, err
+		}
+		if t := bytes.TrimSpace(js); len(t) > 0 && string(t) != "null" {
+			n++
+		}
+	}
 }
