@@ -56,13 +56,13 @@ func TestExternalScalerHostileForgedRef(t *testing.T) {
 	_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: ref("deploy", other)})
 	wantStatus(t, "metadata of a prometheus trigger", err, codes.NotFound, "has no trigger of type external")
 	// KEDA sends a FromEnv key's value from the environment, never the
-	// ScaledObject's: the answer says so rather than only "no trigger".
+	// ScaledObject's: the one answer names that reason too.
 	f.objects.put(scaledObject("shop", "env", "apps/v1", "Deployment", "api"))
 	f.objects.declare("shop", "env", "external", map[string]string{"queryFromEnv": "QUERY", "threshold": "1"})
 	_, err = f.client.IsActive(ctx, ref("env", map[string]string{"queryFromEnv": "sum(x)", "threshold": "1"}))
 	wantStatus(t, "a FromEnv key", err, codes.NotFound, "metadata keys ending in FromEnv are not supported")
 	_, err = f.client.IsActive(ctx, &pb.ScaledObjectRef{Namespace: "bank", Name: "vault", ScalerMetadata: declared})
-	wantStatus(t, "a ScaledObject that does not exist", err, codes.NotFound, "ScaledObject bank/vault not found")
+	wantStatus(t, "a ScaledObject that does not exist", err, codes.NotFound, "ScaledObject bank/vault does not exist or has no trigger")
 	if got := f.requested(); len(got) != 0 {
 		t.Errorf("forged calls made the store keep %q", got)
 	}
@@ -83,12 +83,55 @@ func TestExternalScalerHostileForgedRef(t *testing.T) {
 	// than keeping it (and its scraping) while calls keep coming.
 	f.objects.delete("shop", "deploy")
 	_, err = f.client.GetMetricSpec(ctx, ref("deploy", declared))
-	wantStatus(t, "after the ScaledObject was deleted", err, codes.NotFound, "not found")
+	wantStatus(t, "after the ScaledObject was deleted", err, codes.NotFound, "does not exist or has no trigger")
 	if n := len(f.srv.ScrapeWorkloads()); n != 0 {
 		t.Errorf("after deletion: %d workloads still scraped", n)
 	}
 	if got := f.requested(); len(got) != 0 {
 		t.Errorf("after deletion the store still keeps %q", got)
+	}
+}
+
+// TestExternalScalerHostileProbesExistence: the port answers whoever
+// reaches it, without authentication. A caller probing other namespaces
+// learns nothing from the answers: a ScaledObject that does not exist, one
+// whose triggers are of other types, one with an external trigger of other
+// metadata, and one whose trigger reads keys from the environment (secrets'
+// names, which the answer must not echo) all get the same code and the
+// same message, but for the reference the caller wrote itself.
+func TestExternalScalerHostileProbesExistence(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	for _, name := range []string{"payments", "ledger", "vault"} {
+		f.objects.put(scaledObject("bank", name, "apps/v1", "Deployment", name))
+	}
+	f.objects.declare("bank", "payments", "external", map[string]string{"query": "sum(q)", "threshold": "1", "podSelector": "app=pay"})
+	f.objects.declare("bank", "ledger", "prometheus", map[string]string{"query": "sum(l)", "threshold": "1"})
+	f.objects.declare("bank", "vault", "external", map[string]string{"queryFromEnv": "VAULT_QUERY", "passwordFromEnv": "VAULT_ADMIN_PASSWORD", "threshold": "1"})
+	probe := map[string]string{"query": "vector(1)", "threshold": "1"}
+	answers := map[string]string{}
+	for _, name := range []string{"payments", "ledger", "vault", "nothing-here"} {
+		r := &pb.ScaledObjectRef{Namespace: "bank", Name: name, ScalerMetadata: probe}
+		_, errActive := f.client.IsActive(ctx, r)
+		_, errSpec := f.client.GetMetricSpec(ctx, r)
+		_, errMetrics := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: r, MetricName: "x"})
+		for _, err := range []error{errActive, errSpec, errMetrics} {
+			if code(err) != codes.NotFound {
+				t.Errorf("%s: %v, want NotFound", name, err)
+			}
+			msg := status.Convert(err).Message()
+			for _, secret := range []string{"queryFromEnv", "passwordFromEnv", "VAULT_", "prometheus"} {
+				if strings.Contains(msg, secret) {
+					t.Errorf("%s: the answer %q tells %q", name, msg, secret)
+				}
+			}
+			answers[name] = strings.ReplaceAll(msg, "bank/"+name, "bank/NAME")
+		}
+	}
+	for name, msg := range answers {
+		if msg != answers["nothing-here"] {
+			t.Errorf("a caller tells %s from a ScaledObject that does not exist:\n%q\n%q", name, msg, answers["nothing-here"])
+		}
 	}
 }
 

@@ -247,6 +247,13 @@ func (s *Server) checkRef(ref *pb.ScaledObjectRef) error {
 // ScaledObject; this keeps them to the triggers its owner declared, so a
 // forged reference neither runs a query of its own choosing nor keeps a
 // removed trigger (and its scraping) alive.
+//
+// The caller is not authenticated, so every reference it may not use gets
+// the same answer, undeclaredRef: a ScaledObject that does not exist, one
+// without such a trigger and one whose trigger reads keys from the
+// environment are told apart only in this process's log, never to the
+// caller (which would learn which ScaledObjects exist in every namespace,
+// and the names of the keys that hold secrets).
 func (s *Server) scaledObject(ctx context.Context, ref *pb.ScaledObjectRef) (*unstructured.Unstructured, error) {
 	what := fmt.Sprintf("ScaledObject %s/%s", ref.GetNamespace(), ref.GetName())
 	so := &unstructured.Unstructured{}
@@ -254,23 +261,26 @@ func (s *Server) scaledObject(ctx context.Context, ref *pb.ScaledObjectRef) (*un
 	if err := s.opts.Reader.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, so); err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
-			return nil, status.Errorf(codes.NotFound, "%s not found: scaleplane answers KEDA ScaledObjects (not ScaledJobs)", what)
+			s.opts.Log.V(1).Info("call for a ScaledObject that does not exist", "scaledObject", ref.GetNamespace()+"/"+ref.GetName())
+			return nil, undeclaredRef(what)
 		case meta.IsNoMatchError(err):
 			return nil, status.Errorf(codes.FailedPrecondition, "%s: the API server does not serve KEDA's ScaledObjects", what)
 		}
 		return nil, status.Errorf(codes.Unavailable, "read %s: %v", what, err)
 	}
 	if !declares(so, ref.GetScalerMetadata()) {
-		hint := "just after an edit, KEDA's next call matches"
-		if fromEnv(so) {
-			// KEDA replaces such a key's value with the container's
-			// environment variable, so the metadata it sends is not the
-			// ScaledObject's.
-			hint = "metadata keys ending in FromEnv are not supported: write the value itself"
-		}
-		return nil, status.Errorf(codes.NotFound, "%s has no trigger of type external or external-push with this metadata: scaleplane answers only the triggers a ScaledObject declares (%s)", what, hint)
+		s.opts.Log.V(1).Info("call with metadata no external trigger of the ScaledObject declares", "scaledObject", ref.GetNamespace()+"/"+ref.GetName(), "fromEnvKeys", fromEnv(so))
+		return nil, undeclaredRef(what)
 	}
 	return so, nil
+}
+
+// undeclaredRef is the one answer to a reference scaleplane does not
+// serve, whatever the reason. It says every reason a legitimate caller
+// (KEDA, for a ScaledObject its owner wrote) can have: KEDA sends the value
+// of a key ending in FromEnv from the environment, not the ScaledObject's.
+func undeclaredRef(what string) error {
+	return status.Errorf(codes.NotFound, "%s does not exist or has no trigger of type external or external-push with this metadata: scaleplane answers only the triggers a ScaledObject declares, with the metadata as written (just after an edit, KEDA's next call matches; metadata keys ending in FromEnv are not supported: write the value itself)", what)
 }
 
 // declares reports whether so has an external or external-push trigger

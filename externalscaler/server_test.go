@@ -323,7 +323,7 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"no name", &pb.ScaledObjectRef{Namespace: "shop", ScalerMetadata: ok}, codes.InvalidArgument, "needs a name and a namespace"},
 		{"bad metadata", f.declared("web", map[string]string{"query": "vector(1)"}), codes.InvalidArgument, "metadata.threshold: Required value"},
-		{"no such ScaledObject", ref("nope", ok), codes.NotFound, "ScaledObject shop/nope not found"},
+		{"no such ScaledObject", ref("nope", ok), codes.NotFound, "ScaledObject shop/nope does not exist or has no trigger"},
 		{"a Deployment without podSelector", ref("deploy", ok), codes.FailedPrecondition, "set metadata.podSelector"},
 		{"a source not configured", f.declared("web", map[string]string{"query": "vector(1)", "threshold": "1", "source": "prometheus"}), codes.FailedPrecondition, `unknown trigger source "prometheus"`},
 	}

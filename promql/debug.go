@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	prom "github.com/prometheus/prometheus/promql"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -192,6 +193,9 @@ func (d *debugHandler) serveEval(w http.ResponseWriter, r *http.Request) {
 		le *LimitError
 		qe *QueryError
 		se *ShapeError
+		ts prom.ErrTooManySamples
+		to prom.ErrQueryTimeout
+		qc prom.ErrQueryCanceled
 	)
 	switch {
 	case errors.As(err, &le):
@@ -208,6 +212,27 @@ func (d *debugHandler) serveEval(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, body)
 	case errors.As(err, &se):
 		writeError(w, http.StatusUnprocessableEntity, errorBody{Error: se.Error()})
+	case errors.As(err, &ts):
+		// The query's own cost, as a Prometheus server answers it (422):
+		// sending it again costs the same.
+		writeError(w, http.StatusUnprocessableEntity, errorBody{
+			Error: fmt.Sprintf("the query holds more than %d samples in memory at once, over the limit of maxSamples; select fewer series or a shorter range, or raise the configured maxSamples", d.limits.MaxSamples),
+			Bound: BoundSamples, Limit: int64(d.limits.MaxSamples),
+		})
+	case errors.As(err, &to):
+		// A Prometheus server answers a timeout 503: a busy moment or the
+		// query's cost, so it may pass later.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, errorBody{
+			Error: fmt.Sprintf("the evaluation took longer than %v, the limit of timeoutSeconds; make the query cheaper, try again, or raise the configured timeoutSeconds", d.limits.Timeout),
+			Bound: BoundTimeout, Limit: int64(d.limits.Timeout / time.Second),
+		})
+	case errors.As(err, &qc):
+		// The request's context ended: the server's handler timeout
+		// (servers.metrics.handlerTimeoutSeconds), the caller hanging up,
+		// or a shutdown. Nothing is wrong with the query.
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, errorBody{Error: "the evaluation was cancelled before it ended (the request's deadline passed, the caller left, or scaleplane is stopping); try again"})
 	case err != nil:
 		writeJSON(w, http.StatusInternalServerError, "application/problem+json", problem{
 			Type: "about:blank", Title: "Evaluation error", Status: http.StatusInternalServerError, Detail: err.Error(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/prometheus/model/labels"
+	prom "github.com/prometheus/prometheus/promql"
 	"k8s.io/client-go/rest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -52,6 +54,20 @@ func (failingSource) Eval(context.Context, string, time.Time, map[string]string)
 	return Result{}, errors.New("query timed out in expression evaluation")
 }
 
+// timingOutSource stands in for an evaluation over the Timeout bound.
+type timingOutSource struct{}
+
+func (timingOutSource) Eval(context.Context, string, time.Time, map[string]string) (Result, error) {
+	return Result{}, fmt.Errorf("evaluate %q: %w", "up", prom.ErrQueryTimeout("query timed out in expression evaluation"))
+}
+
+// cancelledSource stands in for an evaluation whose request ended.
+type cancelledSource struct{}
+
+func (cancelledSource) Eval(context.Context, string, time.Time, map[string]string) (Result, error) {
+	return Result{}, fmt.Errorf("evaluate %q: %w", "up", prom.ErrQueryCanceled("context canceled"))
+}
+
 func TestDebugEval(t *testing.T) {
 	store := slimfaasStore(t)
 	ev := NewEvaluator(store, EvaluatorOptions{})
@@ -60,6 +76,21 @@ func TestDebugEval(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken, err := NewDebugHandler(store, failingSource{}, nil, DebugOptions{Dev: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// V10: an evaluation over maxSamples is the query's own cost, a 4xx
+	// naming the bound, never a 500.
+	tightLimits := Limits{MaxSamples: 2}
+	tight, err := NewDebugHandler(store, NewEvaluator(store, EvaluatorOptions{Limits: tightLimits}), nil, DebugOptions{Dev: true, Now: func() time.Time { return evalAt }, Limits: tightLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := NewDebugHandler(store, timingOutSource{}, nil, DebugOptions{Dev: true, Limits: Limits{Timeout: 3 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := NewDebugHandler(store, cancelledSource{}, nil, DebugOptions{Dev: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +168,31 @@ func TestDebugEval(t *testing.T) {
 		body:    `{"query": "up"}`,
 		want: response{Status: 500, ContentType: "application/problem+json", Body: map[string]any{
 			"type": "about:blank", "title": "Evaluation error", "status": 500.0, "detail": "query timed out in expression evaluation",
+		}},
+	}, {
+		name:    "too many samples",
+		handler: tight,
+		body:    `{"query": "sum(rate(http_server_requests_seconds_count[1m]))"` + at + `}`,
+		want: response{Status: 422, ContentType: "application/json", Body: map[string]any{
+			"error": "the query holds more than 2 samples in memory at once, over the limit of maxSamples; select fewer series or a shorter range, or raise the configured maxSamples",
+			"bound": "samples",
+			"limit": 2.0,
+		}},
+	}, {
+		name:    "evaluation over the timeout",
+		handler: slow,
+		body:    `{"query": "up"}`,
+		want: response{Status: 503, ContentType: "application/json", Body: map[string]any{
+			"error": "the evaluation took longer than 3s, the limit of timeoutSeconds; make the query cheaper, try again, or raise the configured timeoutSeconds",
+			"bound": "timeout",
+			"limit": 3.0,
+		}},
+	}, {
+		name:    "evaluation cancelled",
+		handler: cancelled,
+		body:    `{"query": "up"}`,
+		want: response{Status: 503, ContentType: "application/json", Body: map[string]any{
+			"error": "the evaluation was cancelled before it ended (the request's deadline passed, the caller left, or scaleplane is stopping); try again",
 		}},
 	}, {
 		// V10: the debug endpoint's own bounds.

@@ -122,6 +122,10 @@ const (
 	BoundDepth  = "depth"
 	BoundPoints = "points per series"
 	BoundRegex  = "regex size"
+	// BoundSamples and BoundTimeout are met during an evaluation (the
+	// engine's MaxSamples and Timeout); the debug endpoint names them.
+	BoundSamples = "samples"
+	BoundTimeout = "timeout"
 )
 
 // LimitError says which bound of Limits a query exceeds.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,10 +13,11 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
@@ -58,6 +60,8 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var files, crdFiles repeated
 	fs.Var(&files, "f", "a component configuration file, or a file of ScaleProfiles; repeatable")
+	metricsAddr := fs.String("metrics-bind-address", ":8443", "the metrics server's address the binary runs with (its flag of the same name), checked against the configuration's addresses")
+	probeAddr := fs.String("health-probe-bind-address", ":8081", "the health probe server's address the binary runs with, checked likewise")
 	fs.Var(&crdFiles, "crd", "a file of CRDs (YAML or JSON, several documents allowed), or a folder of such files, to check the profiles against; repeatable")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: scaleplane config check -f FILE [-f FILE]... [--crd FILE]...
@@ -65,7 +69,9 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 Checks component configurations and ScaleProfiles offline: the profile rules,
 and, against the CRDs given, that every path exists in the served schema with
 the right type, that the /scale paths agree, that member groups have their
-fields and that a scale config path is an object. Prints every problem with
+fields and that a scale config path is an object; and that every server's
+listen address can be bound, none taken twice (the configuration's and the
+metrics and probe flags'). Prints every problem with
 its field path, and what the schema's limits mean for scaling (M7, S2).
 Exit 0: no problems; 1: problems; 2: bad usage or unreadable files.
 
@@ -107,12 +113,15 @@ Flags:
 	}
 	var sources []profileSource
 	for _, f := range files {
-		s, errs, err := readProfiles(f, stderr)
+		s, errs, err := readProfiles(f, stderr, configv1alpha2.FlagListeners(*metricsAddr, *probeAddr))
 		if err != nil {
 			fmt.Fprintf(stderr, "scaleplane config check: %v\n", err)
 			return 2
 		}
-		report(f, errs)
+		for _, e := range errs {
+			problems++
+			fmt.Fprintf(stdout, "error: %s: %v\n", f, e)
+		}
 		sources = append(sources, s...)
 	}
 	for _, s := range sources {
@@ -156,60 +165,108 @@ Flags:
 	return 0
 }
 
-// readProfiles reads the profiles of a component configuration, or of a
-// file of ScaleProfiles (several documents allowed). errs are problems of
-// the file itself (a configuration that does not validate); err means it
-// cannot be read at all.
-func readProfiles(name string, stderr io.Writer) ([]profileSource, field.ErrorList, error) {
+// readProfiles reads the profiles of the component configurations and
+// ScaleProfiles in a file (several documents allowed, other kinds skipped:
+// kubectl-style files mix them, and profile init prints a ClusterRole too).
+// Every document is decoded as the binary and the API server's strict field
+// validation read it: field names case-sensitive, unknown and repeated
+// fields refused. problems are what makes the file wrong (a document that
+// is not an object or has no kind, a misspelt kind or field, a
+// configuration that does not validate, a file with no profile kind at
+// all), each naming its document; err means it cannot be read at all.
+// flags are the listen addresses the binary's flags give, checked against
+// a configuration's own.
+func readProfiles(name string, stderr io.Writer, flags []configv1alpha2.Listener) (out []profileSource, problems []error, err error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %w", err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []profileSource
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	docs, profileDocs := 0, 0
 	for i := 1; ; i++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil, nil
-			}
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
 			return nil, nil, fmt.Errorf("read %s, document %d: %w", name, i, err)
 		}
-		trimmed := bytes.TrimSpace(raw)
-		if len(trimmed) == 0 || string(trimmed) == "null" {
+		js, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("document %d: %w", i, err))
 			continue
 		}
-		var tm metav1.TypeMeta
-		if err := json.Unmarshal(raw, &tm); err != nil {
-			return nil, nil, fmt.Errorf("read %s, document %d: %w", name, i, err)
+		if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
+			continue // comments only, or an empty document between ---
 		}
-		switch tm.Kind {
-		case "Configuration":
-			// The same decoding the binary does, old versions converted.
-			c, warnings, err := configv1alpha2.Decode(data)
+		docs++
+		var obj map[string]any
+		if err := json.Unmarshal(js, &obj); err != nil {
+			problems = append(problems, fmt.Errorf("document %d is not an object (%s); give Configurations and ScaleProfiles as YAML or JSON objects", i, strings.TrimPrefix(err.Error(), "json: ")))
+			continue
+		}
+		// The keys as written: encoding/json would read KIND as kind.
+		kind, _ := obj["kind"].(string)
+		apiVersion, _ := obj["apiVersion"].(string)
+		switch {
+		case kind == configv1alpha2.Kind:
+			profileDocs++
+			c, warnings, err := configv1alpha2.Decode(js)
 			if err != nil {
-				return nil, nil, fmt.Errorf("read %s: %w", name, err)
+				problems = append(problems, fmt.Errorf("document %d (Configuration): %w", i, err))
+				continue
 			}
 			for _, w := range warnings {
 				fmt.Fprintf(stderr, "scaleplane: %s: warning: %s\n", name, w)
 			}
 			c.Default()
-			errs := c.Validate()
+			for _, e := range append(c.Validate(), c.ValidateListeners(flags)...) {
+				problems = append(problems, e)
+			}
 			for j, p := range c.Profiles {
 				out = append(out, profileSource{file: name, fp: field.NewPath("profiles").Index(j), what: fmt.Sprintf("profiles[%d] (%s)", j, p.Target.Kind), spec: p})
 			}
-			return out, errs, nil
-		case "ScaleProfile":
-			var sp v1alpha1.ScaleProfile
-			d := json.NewDecoder(bytes.NewReader(raw))
-			d.DisallowUnknownFields()
-			if err := d.Decode(&sp); err != nil {
-				return nil, nil, fmt.Errorf("read %s, document %d (ScaleProfile): %w", name, i, err)
+		case kind == "ScaleProfile":
+			profileDocs++
+			sp, err := decodeScaleProfile(js, apiVersion)
+			if err != nil {
+				problems = append(problems, fmt.Errorf("document %d (ScaleProfile): %w", i, err))
+				continue
 			}
 			out = append(out, profileSource{file: name, fp: field.NewPath("spec"), what: "ScaleProfile " + sp.Name, spec: sp.Spec})
+		case kind == "":
+			problems = append(problems, fmt.Errorf("document %d has no kind (field names are case-sensitive: kind, apiVersion); give kind: ScaleProfile or kind: Configuration", i))
+		case strings.EqualFold(kind, "ScaleProfile") || strings.EqualFold(kind, configv1alpha2.Kind) ||
+			strings.HasPrefix(apiVersion, v1alpha1.GroupVersion.Group+"/") || strings.HasPrefix(apiVersion, configv1alpha2.GroupName+"/"):
+			problems = append(problems, fmt.Errorf("document %d: kind %q of %s is not a kind scaleplane reads; write ScaleProfile (scaleplane.io) or Configuration (config.scaleplane.io), case as shown", i, kind, apiVersion))
 		default:
-			// kubectl-style files mix kinds (profile init prints a
-			// ClusterRole too): only profiles are checked.
+			// Another kind (a ClusterRole, a CRD): not a profile.
 		}
 	}
+	if profileDocs == 0 && len(problems) == 0 {
+		problems = append(problems, fmt.Errorf("holds no Configuration or ScaleProfile (%d other document(s)); nothing would be checked", docs))
+	}
+	return out, problems, nil
+}
+
+// decodeScaleProfile decodes one ScaleProfile document as the API server's
+// strict field validation does: case-sensitive, every unknown or repeated
+// field refused with its path.
+func decodeScaleProfile(js []byte, apiVersion string) (*v1alpha1.ScaleProfile, error) {
+	if apiVersion != v1alpha1.GroupVersion.String() {
+		return nil, fmt.Errorf("apiVersion %q: must be %q", apiVersion, v1alpha1.GroupVersion.String())
+	}
+	sp := &v1alpha1.ScaleProfile{}
+	strict, err := kjson.UnmarshalStrict(js, sp)
+	if err != nil {
+		return nil, err
+	}
+	if len(strict) > 0 {
+		errs := make([]error, len(strict))
+		for i, e := range strict {
+			errs[i] = fmt.Errorf("%w; remove it or fix its spelling (field names are case-sensitive)", e)
+		}
+		return nil, errors.Join(errs...)
+	}
+	return sp, nil
 }

@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/devworld"
@@ -201,6 +202,10 @@ func dev(ctx context.Context, o devOptions) (err error) {
 	webhookURL := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
 	probeAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2]))
+	// A configuration's external scaler on a port dev just picked.
+	if errs := cfg.ValidateListeners(configv1alpha2.FlagListeners(metricsAddr, probeAddr)); len(errs) > 0 {
+		return fmt.Errorf("the configuration's addresses and dev's: %w", errs.ToAggregate())
+	}
 	// Recorded before scaleplane creates them, so a kill at any point
 	// leaves none unrecorded.
 	folder.state.Webhooks = &webhookRecord{URL: webhookURL, Mutating: cfg.Webhook.MutatingConfigurationName, Validating: cfg.Webhook.ValidatingConfigurationName}

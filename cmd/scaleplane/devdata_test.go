@@ -321,3 +321,92 @@ func TestCleanCrashedRuns(t *testing.T) {
 		t.Errorf("the kept folder lost its data: %v", err)
 	}
 }
+
+// TestCleanCrashedRunsKubeconfigFolderGone: a killed run edited a
+// kubeconfig in a folder that has been removed since (a temporary folder of
+// a test or a CI job). Nothing is left to undo there, so the next start
+// removes the run's data folder, credentials included, rather than
+// reporting a lock it cannot take and leaving the folder behind.
+func TestCleanCrashedRunsKubeconfigFolderGone(t *testing.T) {
+	tmp := t.TempDir()
+	dead := deadRun(t)
+	gone := filepath.Join(t.TempDir(), "ci-job")
+	if err := os.Mkdir(gone, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(gone, "config")
+	writeFile(t, kubeconfig, userKubeconfigYAML, 0o600)
+	k, err := readUserKubeconfig(kubeconfig, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := k.edit()
+	if err := k.add(clusterKubeconfig(t), dead); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	killed := filepath.Join(tmp, devTempPattern+"killed")
+	if err := os.MkdirAll(filepath.Join(killed, "apiserver"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(killed, "apiserver", "ca.key"), "secret", 0o600)
+	writeState(t, killed, devState{CreatedFolder: true, Owner: &dead, Kubeconfig: &edit})
+
+	if err := cleanCrashedRuns(tmp, noLog); err != nil {
+		t.Fatalf("clean: %v", err)
+	}
+	if _, err := os.Stat(killed); !os.IsNotExist(err) {
+		t.Errorf("the killed run's folder, with its credentials, is still there: %v", err)
+	}
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Errorf("the removed kubeconfig folder was made again: %v", err)
+	}
+}
+
+// TestKubeconfigStaleLock: a dev killed while it held the kubeconfig's lock
+// left the lock, with its marker; the lock of a dev that no longer runs is
+// taken over. The lock of a running dev, and kubectl's (empty), are waited
+// for and never removed.
+func TestKubeconfigStaleLock(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config")
+	writeFile(t, path, userKubeconfigYAML, 0o600)
+	crashed := deadRun(t)
+	k, err := readUserKubeconfig(path, crashed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := k.edit()
+	if err := k.add(clusterKubeconfig(t), crashed); err != nil {
+		t.Fatal(err)
+	}
+	marker := func(p controlplane.Process) string {
+		data, err := json.Marshal(markerOf(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	writeFile(t, path+".lock", marker(crashed), 0o600)
+	if err := undoKubeconfig(crashedKubeconfig(edit), edit, crashed); err != nil {
+		t.Fatalf("undo with the lock of a killed dev left: %v", err)
+	}
+	if cfg := load(t, path); cfg.Contexts[devKubeconfigName] != nil {
+		t.Error("the killed run's entries are still in the kubeconfig")
+	}
+	if _, err := os.Stat(path + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("the lock is still there after the undo: %v", err)
+	}
+
+	other := runningOther(t)
+	writeFile(t, path+".lock", marker(other), 0o600)
+	err = withKubeconfigLock(path, func() error { t.Error("ran under a lock a running dev holds"); return nil })
+	if err == nil || !strings.Contains(err.Error(), "is held by a running scaleplane dev") {
+		t.Errorf("error %v, want one naming the running dev", err)
+	}
+	if data, err := os.ReadFile(path + ".lock"); err != nil || string(data) != marker(other) {
+		t.Errorf("the running dev's lock was changed: %q %v", data, err)
+	}
+}

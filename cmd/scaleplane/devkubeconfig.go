@@ -394,6 +394,13 @@ func crashedKubeconfig(edit kubeconfigEdit) *userKubeconfig {
 // what dev found gets its original bytes back (when known); one that held
 // only dev's entries is removed; one that no longer has them is left alone.
 func undoKubeconfig(k *userKubeconfig, edit kubeconfigEdit, owner controlplane.Process) error {
+	// A file whose folder is gone (a temporary folder removed since) holds
+	// no entries to undo, and has no room for kubectl's lock.
+	for _, p := range []string{k.path, k.target} {
+		if _, err := os.Stat(filepath.Dir(p)); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+	}
 	return withKubeconfigLock(k.path, func() error {
 		data, err := os.ReadFile(k.target)
 		if errors.Is(err, os.ErrNotExist) {
@@ -457,21 +464,65 @@ func (k *userKubeconfig) write(data []byte) error {
 // withKubeconfigLock runs f holding the lock kubectl takes before it writes
 // a kubeconfig (a file next to it with .lock appended, created
 // exclusively), so dev and `kubectl config` never interleave their writes.
+// kubectl's lock is empty; dev's holds its devMarker, so that a lock left by
+// a dev that was killed while holding it is known as stale (its holder no
+// longer runs) and taken over, rather than blocking every later start.
 func withKubeconfigLock(path string, f func() error) error {
 	lock := path + ".lock"
-	var file *os.File
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		var err error
-		file, err = os.OpenFile(lock, os.O_CREATE|os.O_EXCL, 0o600)
+	me, err := controlplane.Self()
+	if err != nil {
+		return fmt.Errorf("lock kubeconfig %s: %w", path, err)
+	}
+	mine, _ := json.Marshal(markerOf(me))
+	var holder string
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		file, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if errors.Is(err, os.ErrExist) {
+			holder = takeStaleLock(lock)
 			return false, nil
 		}
-		return err == nil, err
+		if err != nil {
+			return false, err
+		}
+		_, werr := file.Write(mine)
+		if err := errors.Join(werr, file.Close()); err != nil {
+			_ = os.Remove(lock)
+			return false, err
+		}
+		return true, nil
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("lock kubeconfig %s: its folder %s does not exist: %w", path, filepath.Dir(lock), err)
+	case err != nil && holder != "":
+		return fmt.Errorf("lock kubeconfig %s: %s is held by %s: %w", path, lock, holder, err)
+	case err != nil:
 		return fmt.Errorf("lock kubeconfig %s: %s is held (by kubectl writing the file, or left by one that crashed: then remove it): %w", path, lock, err)
 	}
-	file.Close()
 	defer func() { _ = os.Remove(lock) }()
 	return f()
+}
+
+// takeStaleLock removes lock when a dev that no longer runs holds it, so
+// the next attempt takes it; otherwise it names the holder when the lock
+// says who ("" for kubectl's empty lock). A lock whose content is not a
+// marker is never removed: it is not dev's.
+func takeStaleLock(lock string) (holder string) {
+	data, err := os.ReadFile(lock)
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+		return ""
+	}
+	var m devMarker
+	if json.Unmarshal(data, &m) != nil || m.PID == 0 {
+		return ""
+	}
+	if m.running() {
+		return fmt.Sprintf("a running scaleplane dev (pid %d)", m.PID)
+	}
+	// Only the lock as it was read: another start may have taken it over
+	// meanwhile.
+	if now, err := os.ReadFile(lock); err == nil && bytes.Equal(now, data) {
+		_ = os.Remove(lock)
+	}
+	return ""
 }

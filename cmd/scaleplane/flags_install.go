@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 )
@@ -42,8 +46,15 @@ func bindIssuer(fs *flag.FlagSet, opts *app.Options) {
 func bindWebhookURL(fs *flag.FlagSet, opts *app.Options) {
 	fs.Func("webhook-url", "https://HOST:PORT the webhook configurations call instead of the webhook Service, for an API server outside the cluster network; an IP host is added to the self-signed certificate", func(s string) error {
 		u, err := url.Parse(s)
-		if err != nil || u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			return fmt.Errorf("write it as https://HOST:PORT, e.g. https://127.0.0.1:9443")
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("port %s is not between 1 and 65535; write it as https://HOST:PORT, e.g. https://127.0.0.1:9443", p)
+			}
+		} else if strings.HasSuffix(u.Host, ":") {
+			return fmt.Errorf("the port is empty; write it as https://HOST:PORT, e.g. https://127.0.0.1:9443")
 		}
 		opts.WebhookURL = "https://" + u.Host
 		if ip := net.ParseIP(u.Hostname()); ip != nil {
@@ -51,4 +62,28 @@ func bindWebhookURL(fs *flag.FlagSet, opts *app.Options) {
 		}
 		return nil
 	})
+}
+
+// checkObjectNames refuses, before anything is built or printed, names the
+// API server would refuse or that would change what a manifest means: the
+// namespace is a DNS-1123 label, the Service a DNS-1035 label, the Secret a
+// DNS-1123 subdomain.
+func checkObjectNames(opts *app.Options) error {
+	var errs []string
+	for _, n := range []struct {
+		flag, value string
+		check       func(string) []string
+	}{
+		{"--namespace", opts.Namespace, validation.IsDNS1123Label},
+		{"--webhook-service", opts.ServiceName, validation.IsDNS1035Label},
+		{"--webhook-secret", opts.SecretName, validation.IsDNS1123Subdomain},
+	} {
+		if msgs := n.check(n.value); len(msgs) > 0 {
+			errs = append(errs, fmt.Sprintf("%s=%q: %s", n.flag, n.value, strings.Join(msgs, "; ")))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
 }

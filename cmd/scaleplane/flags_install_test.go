@@ -40,6 +40,22 @@ func TestInstallFlags(t *testing.T) {
 		name:    "webhook URL with a path",
 		args:    []string{"--webhook-url=https://127.0.0.1:9443/mutate"},
 		wantErr: "write it as https://HOST:PORT",
+	}, {
+		name:    "webhook URL on a port past 65535",
+		args:    []string{"--webhook-url=https://h:99999"},
+		wantErr: "port 99999 is not between 1 and 65535",
+	}, {
+		name:    "webhook URL on port 0",
+		args:    []string{"--webhook-url=https://h:0"},
+		wantErr: "port 0 is not between 1 and 65535",
+	}, {
+		name:    "webhook URL with an empty port",
+		args:    []string{"--webhook-url=https://h:"},
+		wantErr: "the port is empty",
+	}, {
+		name:    "webhook URL with credentials",
+		args:    []string{"--webhook-url=https://user:pw@h:9443"},
+		wantErr: "write it as https://HOST:PORT",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

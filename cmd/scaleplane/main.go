@@ -31,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 )
 
@@ -168,6 +169,10 @@ func serveMain(args []string) int {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("scaleplane")
 	opts.CertMode = app.CertMode(certMode)
+	if err := checkObjectNames(&opts); err != nil {
+		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", err)
+		return 2
+	}
 
 	if *configPath == "" {
 		fmt.Fprintln(os.Stderr, "scaleplane: --config is required: pass the component configuration file (see config/samples/deploy/scaleplane-config.yaml)")
@@ -179,6 +184,12 @@ func serveMain(args []string) int {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", err)
+		return 2
+	}
+	// The metrics and probe addresses are flags; a clash with the
+	// configuration's would fail a server only once this replica leads.
+	if errs := cfg.ValidateListeners(configv1alpha2.FlagListeners(opts.MetricsAddr, opts.ProbeAddr)); len(errs) > 0 {
+		fmt.Fprintf(os.Stderr, "scaleplane: %v\n", errs.ToAggregate())
 		return 2
 	}
 	opts.Config = cfg

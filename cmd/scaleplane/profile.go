@@ -11,14 +11,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -103,6 +107,11 @@ Flags:
 	code := 0
 	first := true
 	for _, crd := range crds {
+		if err := checkCRDNames(crd); err != nil {
+			fmt.Fprintf(stderr, "scaleplane profile init: %v\n", err)
+			code = 1
+			continue
+		}
 		in, err := profile.Infer(crd, *version)
 		if err != nil {
 			fmt.Fprintf(stderr, "scaleplane profile init: %v\n", err)
@@ -194,6 +203,44 @@ func readCRDFile(name string, stdin io.Reader) ([]*apiextensionsv1.CustomResourc
 	}
 }
 
+// checkCRDNames refuses a CRD whose names the API server would refuse
+// (apiextensions' own rules): they end up in the ScaleProfile, the
+// ClusterRole and the comments profile init prints, and one holding a line
+// break and "---" would print a document of its own choosing into what the
+// user pipes to kubectl apply.
+func checkCRDNames(crd *apiextensionsv1.CustomResourceDefinition) error {
+	var errs field.ErrorList
+	names := crd.Spec.Names
+	if msgs := validation.IsDNS1123Subdomain(crd.Name); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), crd.Name, strings.Join(msgs, "; ")))
+	} else if want := names.Plural + "." + crd.Spec.Group; crd.Name != want {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), crd.Name, fmt.Sprintf("must be spec.names.plural+\".\"+spec.group (%q)", want)))
+	}
+	sp := field.NewPath("spec")
+	if msgs := validation.IsDNS1123Subdomain(crd.Spec.Group); len(msgs) > 0 {
+		errs = append(errs, field.Invalid(sp.Child("group"), crd.Spec.Group, strings.Join(msgs, "; ")))
+	}
+	for _, n := range []struct {
+		name, value string
+	}{{"plural", names.Plural}, {"singular", names.Singular}, {"kind", strings.ToLower(names.Kind)}, {"listKind", strings.ToLower(names.ListKind)}} {
+		if n.value == "" && (n.name == "singular" || n.name == "listKind") {
+			continue // defaulted by the API server
+		}
+		if msgs := validation.IsDNS1035Label(n.value); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(sp.Child("names", n.name), n.value, strings.Join(msgs, "; ")))
+		}
+	}
+	for i, v := range crd.Spec.Versions {
+		if msgs := validation.IsDNS1035Label(v.Name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(sp.Child("versions").Index(i).Child("name"), v.Name, strings.Join(msgs, "; ")))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("CRD %q has names the API server refuses, so nothing is printed for it: %w", crd.Name, errs.ToAggregate())
+	}
+	return nil
+}
+
 func getCRD(kubeconfig, name string, timeout time.Duration) (*apiextensionsv1.CustomResourceDefinition, error) {
 	cfg, err := restConfig(kubeconfig)
 	if err != nil {
@@ -248,7 +295,7 @@ func renderProfile(crd *apiextensionsv1.CustomResourceDefinition, in *profile.In
 	}
 	mutating, validating := webhooks.Configurations([]*profile.Compiled{v}, configv1alpha2.Webhook{}, webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	var b strings.Builder
-	fmt.Fprintf(&b, "# ScaleProfile and RBAC for %s (CRD %s), made by scaleplane profile init.\n", crd.Spec.Names.Kind, crd.Name)
+	fmt.Fprintf(&b, "# ScaleProfile and RBAC for %s (CRD %s), made by scaleplane profile init.\n", commentText(crd.Spec.Names.Kind), commentText(crd.Name))
 	fmt.Fprintf(&b, "# Apply with: kubectl apply --server-side -f FILE\n")
 	fmt.Fprintf(&b, "# scaleplane keeps these rules in its webhook configurations for the kind:\n")
 	for _, w := range mutating.Webhooks {
@@ -259,7 +306,7 @@ func renderProfile(crd *apiextensionsv1.CustomResourceDefinition, in *profile.In
 	}
 	b.WriteString(spYAML)
 	b.WriteString("---\n")
-	fmt.Fprintf(&b, "# What scaleplane needs on %s; the label adds it to scaleplane's aggregated role.\n", name)
+	fmt.Fprintf(&b, "# What scaleplane needs on %s; the label adds it to scaleplane's aggregated role.\n", commentText(name))
 	b.WriteString(roleYAML)
 	return b.String(), nil
 }
@@ -272,8 +319,21 @@ func writeRules(b *strings.Builder, side string, rules []admissionregistrationv1
 		for i, o := range r.Operations {
 			ops[i] = string(o)
 		}
-		fmt.Fprintf(b, "#   %s: %s %s/%s %s\n", side, strings.Join(ops, ","), strings.Join(r.APIGroups, ","), strings.Join(r.APIVersions, ","), strings.Join(r.Resources, ","))
+		fmt.Fprintf(b, "#   %s: %s %s/%s %s\n", side, strings.Join(ops, ","), commentText(strings.Join(r.APIGroups, ",")), commentText(strings.Join(r.APIVersions, ",")), commentText(strings.Join(r.Resources, ",")))
 	}
+}
+
+// commentText is s as it may stand in a YAML comment: quoted when it holds
+// anything but printable characters, so that no line break ends the
+// comment. Names are checked before (checkCRDNames); this keeps a comment a
+// comment whatever a later caller passes.
+func commentText(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // kindRules are what scaleplane needs on one profiled kind (as

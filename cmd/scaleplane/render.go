@@ -78,6 +78,10 @@ func render(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "scaleplane render %s: unexpected argument %q\n", what, fs.Arg(0))
 		return 2
 	}
+	if err := checkObjectNames(&opts); err != nil {
+		fmt.Fprintf(stderr, "scaleplane render %s: %v\n", what, err)
+		return 2
+	}
 	opts.CertMode = app.CertMode(certMode)
 	if opts.CertMode != app.CertCertManager && opts.CertMode != app.CertFiles {
 		fmt.Fprintf(stderr, "scaleplane render %s: --cert-mode=%s: GitOps mode runs with %s or %s\n", what, certMode, app.CertCertManager, app.CertFiles)
@@ -155,14 +159,14 @@ func renderViews(cfg *configv1alpha2.Configuration, files []string, stderr io.Wr
 	}
 	problems := 0
 	for _, f := range files {
-		sources, errs, err := readProfiles(f, stderr)
+		sources, errs, err := readProfiles(f, stderr, nil)
 		if err != nil {
 			fmt.Fprintf(stderr, "scaleplane render webhooks: %v\n", err)
 			return nil, 2
 		}
 		for _, e := range errs {
 			problems++
-			fmt.Fprintf(stderr, "error: %s: %s\n", f, e.Error())
+			fmt.Fprintf(stderr, "error: %s: %v\n", f, e)
 		}
 		for _, s := range sources {
 			if errs := profile.Validate(&s.spec, s.fp); len(errs) > 0 {

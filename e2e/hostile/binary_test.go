@@ -58,6 +58,8 @@ const (
 
 // binary is the scaleplane binary under test, running in its cgroup.
 type binary struct {
+	// path is the built binary, which the offline commands run too.
+	path   string
 	cmd    *exec.Cmd
 	pid    int
 	exited chan struct{}
@@ -116,6 +118,7 @@ func startBinary(t *testing.T, ns string) *binary {
 	}
 	metricsPort, probePort := freePorts(t)
 	b := &binary{
+		path:        bin,
 		exited:      make(chan struct{}),
 		out:         &tailBuffer{max: 1 << 20},
 		cgroup:      cg,

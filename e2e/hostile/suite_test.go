@@ -24,9 +24,10 @@ const (
 	areaDebug    = "debug endpoints"
 	areaActivity = "activity endpoint"
 	areaScrape   = "scrape targets"
+	areaCommands = "offline commands and start-up"
 )
 
-var areas = []string{areaKubectl, areaReviews, areaDebug, areaActivity, areaScrape}
+var areas = []string{areaKubectl, areaReviews, areaDebug, areaActivity, areaScrape, areaCommands}
 
 // minInputs is the suite's floor: it must try at least this many inputs.
 const minInputs = 100
@@ -48,6 +49,7 @@ func TestHostileInputs(t *testing.T) {
 		{"raw reviews: transport", s.reviewTransportInputs},
 		{"raw reviews: content", s.reviewContentInputs},
 		{"activity endpoint", s.activityInputs},
+		{"commands: hostile files and flags", s.commandInputs},
 		{"kubectl: wrong types", s.kubectlTypeInputs},
 		{"kubectl: numbers", s.kubectlNumberInputs},
 		{"kubectl: annotation JSON", s.kubectlAnnotationInputs},

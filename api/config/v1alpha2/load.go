@@ -1,10 +1,12 @@
 package v1alpha2
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"net/url"
 	"os"
 	"reflect"
@@ -13,6 +15,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -115,6 +118,13 @@ func Parse(data []byte) (*Configuration, []string, error) {
 // as that version (strictly too) and converted; the warning returned then
 // names every field the file should rename.
 func Decode(data []byte) (*Configuration, []string, error) {
+	if n, err := documents(data); err != nil {
+		return nil, nil, err
+	} else if n > 1 {
+		// The YAML decoder reads the first document only: the others
+		// would be silently ignored.
+		return nil, nil, fmt.Errorf("the file holds %d YAML documents; a configuration file holds one Configuration (ScaleProfiles are applied to the cluster, or listed under profiles)", n)
+	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, nil, err
@@ -271,11 +281,10 @@ func (c *Configuration) Validate() field.ErrorList {
 	}
 
 	errs = append(errs, c.Autoscaler.Queries.validate(ap.Child("queries"))...)
-	if a := c.Autoscaler.ExternalScaler.BindAddress; a != "" {
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			errs = append(errs, field.Invalid(ap.Child("externalScaler", "bindAddress"), a, `must be host:port or :port, e.g. ":9090" (or left out to turn the external scaler off)`))
-		}
-	} else if c.Autoscaler.ExternalScaler.CertDir != "" {
+	// Every address the configuration sets, and that no two are the same
+	// (listeners.go).
+	errs = append(errs, c.validateConfigListeners()...)
+	if c.Autoscaler.ExternalScaler.BindAddress == "" && c.Autoscaler.ExternalScaler.CertDir != "" {
 		errs = append(errs, field.Invalid(ap.Child("externalScaler", "certDir"), c.Autoscaler.ExternalScaler.CertDir, "is only used with bindAddress: set externalScaler.bindAddress too"))
 	}
 
@@ -403,4 +412,27 @@ func validateWebhook(w *Webhook, fp *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// documents counts the YAML documents of data that hold more than
+// comments.
+func documents(data []byte) (int, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return n, err
+		}
+		if t := bytes.TrimSpace(js); len(t) > 0 && string(t) != "null" {
+			n++
+		}
+	}
 }

@@ -79,6 +79,10 @@ func TestParseErrors(t *testing.T) {
 		yaml:    header + "webhook: {port: high}\n",
 		wantMsg: "decode:",
 	}, {
+		name:    "a second document, which the YAML decoder would drop",
+		yaml:    header + "---\napiVersion: scaleplane.io/v1alpha1\nkind: ScaleProfile\nSPEC: {}\n",
+		wantMsg: "the file holds 2 YAML documents",
+	}, {
 		name: "wrong file type",
 		yaml: "apiVersion: v1\nkind: ConfigMap\n",
 		want: []string{"FieldValueInvalid apiVersion", "FieldValueInvalid kind"},
