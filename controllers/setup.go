@@ -110,7 +110,16 @@ func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
 		return fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
 	}
 	keda.add(c, mgr.GetCache(), r.mapScaledObject)
-	return keda.setup(mgr)
+	if err := keda.setup(mgr); err != nil {
+		return err
+	}
+	// A ScaleHandle's groups live in its target: the handle controller
+	// carries R there and readiness back, beside the kind's own
+	// controller.
+	if gvk == scaleHandleGVK {
+		return setupScaleHandles(mgr, opts)
+	}
+	return nil
 }
 
 // HPATargetIndex names the field index of HPAs by scale target that the

@@ -1,0 +1,285 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/internal/objects"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/scaling"
+)
+
+// scaleHandleGVK is the kind whose profile brings the handle controller
+// with it (SetupKind).
+var scaleHandleGVK = v1alpha1.GroupVersion.WithKind(v1alpha1.ScaleHandleKind)
+
+// handleTargetIndex indexes ScaleHandles by the TargetKey of their
+// targetRef, so an event on a target finds its handle without a scan.
+const handleTargetIndex = "scaleplane.io/scalehandle-target"
+
+// ReasonTargetNotFound is the Warning reason when a ScaleHandle's target
+// does not exist (yet).
+const ReasonTargetNotFound = "TargetNotFound"
+
+// handleReconciler carries a ScaleHandle's R to its target's member groups
+// (C1) and the target's readiness back to the handle's status (C2, C3).
+// The handle's own C, pin, HPA and autoscaler are those of any profiled
+// kind: the kind's ordinary Reconciler runs beside this one.
+type handleReconciler struct {
+	cache  client.Reader
+	api    client.Reader
+	writer client.Client
+	events record.EventRecorder
+	mgr    manager.Manager
+
+	conflictRetries int
+	refused         refusals
+
+	// ctrl and watched add one watch per target kind, the first time a
+	// handle names it.
+	ctrl    controller.Controller
+	mu      sync.Mutex
+	watched map[schema.GroupVersionKind]bool
+	warned  sync.Map
+}
+
+// setupScaleHandles registers the handle controller; SetupKind calls it
+// for the ScaleHandle kind, so a handle is activated the way every
+// profiled kind is.
+func setupScaleHandles(mgr manager.Manager, opts Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ScaleHandle{}, handleTargetIndex, indexHandleTarget); err != nil {
+		return fmt.Errorf("index ScaleHandles by target: %w", err)
+	}
+	r := &handleReconciler{
+		cache:           objects.Reader(mgr.GetCache(), mgr.GetScheme()),
+		api:             mgr.GetAPIReader(),
+		writer:          mgr.GetClient(),
+		events:          EventRecorder(mgr),
+		mgr:             mgr,
+		conflictRetries: opts.ConflictRetries,
+		watched:         map[schema.GroupVersionKind]bool{},
+	}
+	var copts controller.Options
+	copts.MaxConcurrentReconciles = opts.MaxConcurrentReconciles
+	if opts.SkipNameValidation {
+		skip := true
+		copts.SkipNameValidation = &skip
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named(opts.Owner + "-scalehandle-target").
+		For(&v1alpha1.ScaleHandle{}).
+		WithOptions(copts).
+		Build(r)
+	if err != nil {
+		return fmt.Errorf("set up the ScaleHandle target controller: %w", err)
+	}
+	r.ctrl = c
+	return nil
+}
+
+func indexHandleTarget(o client.Object) []string {
+	h, ok := o.(*v1alpha1.ScaleHandle)
+	if !ok {
+		return nil
+	}
+	ref := h.Spec.TargetRef
+	if k := TargetKey(ref.APIVersion, ref.Kind, ref.Name); k != "" {
+		return []string{k}
+	}
+	return nil
+}
+
+// Reconcile reads the handle and its target, fans R out, and writes the
+// handle's status.
+func (r *handleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	h := &v1alpha1.ScaleHandle{}
+	if err := r.cache.Get(ctx, req.NamespacedName, h); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if h.DeletionTimestamp != nil {
+		// Nothing to undo: the groups keep the sizes they have and are
+		// the target's own again.
+		return ctrl.Result{}, nil
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("scalehandle", req.NamespacedName, "target", h.Spec.TargetRef.Kind+"/"+h.Spec.TargetRef.Name))
+	view, errs := profile.HandleTarget(h.Spec)
+	if len(errs) > 0 {
+		r.warnOnce(h, ReasonInvalidWorkload, "the ScaleHandle cannot be used: "+errs.ToAggregate().Error())
+		return ctrl.Result{}, nil
+	}
+	if err := r.watch(view.GVK()); err != nil {
+		return ctrl.Result{}, err
+	}
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(view.GVK())
+	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: h.Spec.TargetRef.Name}, target); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.warnOnce(h, ReasonTargetNotFound, fmt.Sprintf("%s %s/%s does not exist; the handle acts once it does", h.Spec.TargetRef.Kind, h.Namespace, h.Spec.TargetRef.Name))
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get %s %s/%s: %w", h.Spec.TargetRef.Kind, h.Namespace, h.Spec.TargetRef.Name, err)
+	}
+	r.warned.Delete(warnKey{req.NamespacedName, ReasonTargetNotFound})
+	var res ctrl.Result
+	if err := r.fanOut(ctx, h, view, target); err != nil {
+		held, ok := asHeld(err)
+		if !ok {
+			return ctrl.Result{}, err
+		}
+		res.RequeueAfter = held.after
+	}
+	return res, r.updateStatus(ctx, h, view, target)
+}
+
+// handleWorkload is what C1 and C2 decide on: R and the status replicas of
+// the handle, the groups and their readiness of the target.
+func handleWorkload(h *v1alpha1.ScaleHandle, target scaling.Workload) scaling.Workload {
+	return scaling.Workload{
+		Name:           h.Name,
+		Replicas:       h.Spec.Replicas,
+		Groups:         target.Groups,
+		GroupStatus:    target.GroupStatus,
+		StatusReplicas: h.Status.Replicas,
+		Generation:     target.Generation,
+	}
+}
+
+// fanOut is C1 for a handle: while R is set every group of the target gets
+// R members, in one merge patch with the target's resourceVersion, so a
+// group set to another count by hand is put back and no concurrent write
+// is lost. On success target holds the written object.
+func (r *handleReconciler) fanOut(ctx context.Context, h *v1alpha1.ScaleHandle, view *profile.Compiled, target *unstructured.Unstructured) error {
+	if h.Spec.Replicas == nil {
+		return nil
+	}
+	var before scaling.Workload
+	wrote := false
+	attempt := 0
+	backoff := wait.Backoff{Steps: r.conflictRetries, Duration: 5 * time.Millisecond, Factor: 1.5, Jitter: 0.2}
+	err := retry.RetryOnConflict(backoff, func() error {
+		if attempt++; attempt > 1 {
+			if err := r.api.Get(ctx, client.ObjectKeyFromObject(target), target); err != nil {
+				return err
+			}
+		}
+		tw, errs := view.Read(target)
+		if len(errs) > 0 {
+			r.warnOnce(h, ReasonInvalidWorkload, fmt.Sprintf("the fields of %s %s are unreadable as the handle's memberGroups say: %v", target.GetKind(), target.GetName(), errs.ToAggregate()))
+			return nil
+		}
+		want, changed := scaling.FanOut(handleWorkload(h, tw))
+		nn := client.ObjectKeyFromObject(target)
+		if !changed {
+			r.refused.forget(nn)
+			return nil
+		}
+		out := target.DeepCopy()
+		if err := view.WriteSpec(out, scaling.Workload{Groups: want.Groups}); err != nil {
+			return fmt.Errorf("write fan-out: %w", err)
+		}
+		data, err := client.MergeFrom(target).Data(out)
+		if err != nil {
+			return fmt.Errorf("compute fan-out patch: %w", err)
+		}
+		write := fmt.Sprintf("%d %s", target.GetGeneration(), data)
+		if left, ok := r.refused.held(nn, write); ok {
+			return &heldError{after: left}
+		}
+		patch := client.MergeFromWithOptions(target.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if err := r.writer.Patch(ctx, out, patch, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+			if isRefusal(err) {
+				return &heldError{after: r.refused.refused(nn, write), message: "the API server refused the fan-out: " + apiMessage(err)}
+			}
+			return err
+		}
+		r.refused.forget(nn)
+		before, wrote = tw, true
+		out.DeepCopyInto(target)
+		return nil
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if held, ok := asHeld(err); ok {
+		if held.message != "" {
+			r.warnOnce(h, v1alpha1.ReasonWriteFailed, held.message)
+		}
+		return held
+	}
+	if err != nil {
+		r.warnOnce(h, v1alpha1.ReasonWriteFailed, err.Error())
+		return fmt.Errorf("fan out %s to %s %s/%s: %w", h.Name, target.GetKind(), target.GetNamespace(), target.GetName(), err)
+	}
+	if wrote {
+		r.warned.Delete(warnKey{client.ObjectKeyFromObject(h), v1alpha1.ReasonWriteFailed})
+		note := fmt.Sprintf("%s %s: %s", target.GetKind(), target.GetName(), fanOutNote(view.Layout(), before, scaling.Workload{Replicas: h.Spec.Replicas, Groups: before.Groups}))
+		ctrl.LoggerFrom(ctx).Info("fanned out replicas", "change", note)
+		r.events.Eventf(h, corev1.EventTypeNormal, v1alpha1.ReasonScaledGroups, "%s", note)
+	}
+	return nil
+}
+
+// watch starts watching gvk, the kind of a handle's target, the first time
+// a handle names it: every change of a target reconciles the handles that
+// name it, so a group edited by hand is put back and readiness reaches
+// the handle's status.
+func (r *handleReconciler) watch(gvk schema.GroupVersionKind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watched[gvk] {
+		return nil
+	}
+	// Typed objects from a cache carry no kind, so the map is told it.
+	mapTarget := func(ctx context.Context, o client.Object) []reconcile.Request { return r.mapTarget(ctx, gvk, o) }
+	src := source.Kind(r.mgr.GetCache(), objects.Prototype(r.mgr.GetScheme(), gvk), handler.EnqueueRequestsFromMapFunc(mapTarget))
+	if err := r.ctrl.Watch(src); err != nil {
+		return fmt.Errorf("watch %s, a ScaleHandle target: %w", gvk, err)
+	}
+	r.watched[gvk] = true
+	return nil
+}
+
+// mapTarget finds the handles that name o.
+func (r *handleReconciler) mapTarget(ctx context.Context, gvk schema.GroupVersionKind, o client.Object) []reconcile.Request {
+	key := TargetKey(gvk.GroupVersion().String(), gvk.Kind, o.GetName())
+	var list v1alpha1.ScaleHandleList
+	if err := r.cache.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{handleTargetIndex: key}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list the ScaleHandles of a target", "target", key)
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, h := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: h.Namespace, Name: h.Name}})
+	}
+	return out
+}
+
+// warnOnce emits a Warning on the handle unless the same note was the last
+// one for this reason.
+func (r *handleReconciler) warnOnce(h *v1alpha1.ScaleHandle, reason, note string) {
+	key := warnKey{client.ObjectKeyFromObject(h), reason}
+	if last, ok := r.warned.Load(key); ok && last.(string) == note {
+		return
+	}
+	r.warned.Store(key, note)
+	r.events.Eventf(h, corev1.EventTypeWarning, reason, "%s", note)
+}

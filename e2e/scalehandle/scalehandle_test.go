@@ -1,0 +1,190 @@
+package scalehandle_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/e2e/framework"
+)
+
+// kubectl scale works on the handle of a kind that has no /scale, and every
+// rack of the target follows (C1).
+func TestKubectlScaleOnHandleSizesEveryRack(t *testing.T) {
+	startManager(t)
+	ns := cluster.Namespace(t)
+	kubectlApply(t, ns, scylla("db", 1, 2, 1))
+	kubectlApply(t, ns, handle("db", ""))
+
+	// No R yet: the racks keep their own sizes.
+	waitHandle(t, ns, "db", "a selector of rack a", func(h *v1alpha1.ScaleHandle) bool {
+		return h.Status.Selector == "scylla/cluster=db,scylla/rack=a"
+	})
+	waitRacks(t, ns, "db", 1, 2, 1)
+
+	kubectl(t, "scale", "-n", ns, "scalehandle/db", "--replicas=3")
+	waitRacks(t, ns, "db", 3, 3, 3)
+	kubectl(t, "scale", "-n", ns, "scalehandle/db", "--replicas=5")
+	waitRacks(t, ns, "db", 5, 5, 5)
+
+	// /scale reads back what kubectl wrote, with the selector of one rack.
+	out := kubectl(t, "get", "--raw", "/apis/scaleplane.io/v1alpha1/namespaces/"+ns+"/scalehandles/db/scale")
+	for _, want := range []string{`"replicas":5`, `"selector":"scylla/cluster=db,scylla/rack=a"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("/scale of the handle = %s, want it to contain %s", out, want)
+		}
+	}
+}
+
+// A rack set by hand to another count is put back while the handle holds
+// R ("the number should always match Replicas"); once R is removed the
+// racks are their own again.
+func TestRackEditedByHandIsPutBack(t *testing.T) {
+	startManager(t)
+	ns := cluster.Namespace(t)
+	kubectlApply(t, ns, scylla("db", 2, 2, 2))
+	kubectlApply(t, ns, handle("db", "  replicas: 2\n"))
+	waitRacks(t, ns, "db", 2, 2, 2)
+
+	setRack(t, ns, "db", 1, 4)
+	waitRacks(t, ns, "db", 2, 2, 2)
+
+	// R removed: a rack edited by hand keeps its count. The handle's
+	// status catching up with a later status write proves the controller
+	// saw the edit before it.
+	kubectl(t, "patch", "-n", ns, "scalehandle/db", "--type=json", "-p", `[{"op":"remove","path":"/spec/replicas"}]`)
+	setRack(t, ns, "db", 1, 4)
+	setReady(t, ns, "db", map[string]int64{"a": 2, "b": 2, "c": 2})
+	waitHandle(t, ns, "db", "status.replicas 2", func(h *v1alpha1.ScaleHandle) bool {
+		return h.Status.Replicas != nil && *h.Status.Replicas == 2
+	})
+	waitRacks(t, ns, "db", 2, 4, 2)
+}
+
+// C2: the handle's status.replicas is the racks' common ready count, and
+// stays as it was while they disagree.
+func TestHandleStatusReplicasOnlyWhenRacksAgree(t *testing.T) {
+	startManager(t)
+	ns := cluster.Namespace(t)
+	kubectlApply(t, ns, scylla("db", 3, 3, 3))
+	kubectlApply(t, ns, handle("db", "  replicas: 3\n"))
+
+	setReady(t, ns, "db", map[string]int64{"a": 2, "b": 2, "c": 2})
+	waitHandle(t, ns, "db", "status.replicas 2", func(h *v1alpha1.ScaleHandle) bool {
+		return h.Status.Replicas != nil && *h.Status.Replicas == 2
+	})
+
+	// The racks disagree; a rack edited by hand and put back afterwards
+	// proves the controller has seen that status.
+	setReady(t, ns, "db", map[string]int64{"a": 3, "b": 2, "c": 3})
+	setRack(t, ns, "db", 2, 7)
+	waitRacks(t, ns, "db", 3, 3, 3)
+	h, err := getHandle(context.Background(), ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Status.Replicas == nil || *h.Status.Replicas != 2 {
+		t.Fatalf("status.replicas = %s while the racks report 3, 2, 3 ready; want it left at 2", ptrString(h.Status.Replicas))
+	}
+
+	setReady(t, ns, "db", map[string]int64{"a": 3, "b": 3, "c": 3})
+	waitHandle(t, ns, "db", "status.replicas 3", func(h *v1alpha1.ScaleHandle) bool {
+		return h.Status.Replicas != nil && *h.Status.Replicas == 3
+	})
+	// The operator's own status fields are untouched.
+	u, err := getScylla(context.Background(), ns, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := u.Object["status"].(map[string]interface{}); len(m) != 1 {
+		t.Errorf("ScyllaCluster status = %v, want only the racks the test wrote", m)
+	}
+}
+
+// A user's autoscaling/v2 HPA takes the handle as its scaleTargetRef; the
+// real HPA controller raises it to minReplicas through /scale, and the
+// racks follow.
+func TestHPAOnHandleRaisesRacks(t *testing.T) {
+	startManager(t)
+	ns := cluster.Namespace(t)
+	kubectlApply(t, ns, scylla("db", 2, 2, 2))
+	kubectlApply(t, ns, handle("db", "  replicas: 2\n"))
+	kubectlApply(t, ns, `
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: db
+spec:
+  scaleTargetRef: {apiVersion: scaleplane.io/v1alpha1, kind: ScaleHandle, name: db}
+  minReplicas: 4
+  maxReplicas: 6
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 60}}
+`)
+	waitRacks(t, ns, "db", 4, 4, 4)
+	waitHandle(t, ns, "db", "spec.replicas 4", func(h *v1alpha1.ScaleHandle) bool {
+		return h.Spec.Replicas != nil && *h.Spec.Replicas == 4
+	})
+}
+
+// The scale config on the handle works as on any profiled kind: a range
+// with metrics gets the built-in HPA (C4), targeting the handle, and the
+// real HPA controller raises R into the range.
+func TestBuiltInHPAOnHandleFromItsScaleConfig(t *testing.T) {
+	startManager(t)
+	ns := cluster.Namespace(t)
+	kubectlApply(t, ns, scylla("db", 1, 1, 1))
+	kubectlApply(t, ns, handle("db", `  replicas: 1
+  scaleConfig:
+    minReplicas: 3
+    maxReplicas: 5
+    metrics:
+    - type: Resource
+      resource: {name: cpu, target: {type: Utilization, averageUtilization: 60}}
+`))
+	var hpa autoscalingv2.HorizontalPodAutoscaler
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		var list autoscalingv2.HorizontalPodAutoscalerList
+		if err := cluster.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		if len(list.Items) != 1 {
+			return false, "want one built-in HPA"
+		}
+		hpa = list.Items[0]
+		return true, ""
+	})
+	if ref := hpa.Spec.ScaleTargetRef; ref.Kind != v1alpha1.ScaleHandleKind || ref.Name != "db" {
+		t.Errorf("built-in HPA targets %s %s, want the ScaleHandle db", ref.Kind, ref.Name)
+	}
+	waitRacks(t, ns, "db", 3, 3, 3)
+}
+
+// Deleting the handle gives the racks back: the target is not deleted and
+// a later edit of a rack stays.
+func TestDeletedHandleLeavesTheTargetAlone(t *testing.T) {
+	startManager(t)
+	ns := cluster.Namespace(t)
+	kubectlApply(t, ns, scylla("db", 2, 2, 2))
+	kubectlApply(t, ns, scylla("other", 2, 2, 2))
+	kubectlApply(t, ns, handle("db", "  replicas: 2\n"))
+	kubectlApply(t, ns, handle("other", "  replicas: 2\n"))
+	waitRacks(t, ns, "db", 2, 2, 2)
+
+	kubectl(t, "delete", "-n", ns, "scalehandle/db", "--wait=true")
+	setRack(t, ns, "db", 0, 5)
+	// The controller still watches ScyllaClusters: it puts back a rack of
+	// the other cluster edited after db's, so it has seen db's edit too.
+	setRack(t, ns, "other", 0, 5)
+	waitRacks(t, ns, "other", 2, 2, 2)
+	waitRacks(t, ns, "db", 5, 2, 2)
+	if _, err := getScylla(context.Background(), ns, "db"); apierrors.IsNotFound(err) {
+		t.Fatal("deleting the handle deleted its target")
+	}
+}
