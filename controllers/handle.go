@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -66,6 +67,9 @@ type handleReconciler struct {
 // for the ScaleHandle kind, so a handle is activated the way every
 // profiled kind is.
 func setupScaleHandles(mgr manager.Manager, opts Options) error {
+	if !mgr.GetScheme().Recognizes(scaleHandleGVK) {
+		return errors.New("set up ScaleHandles: the manager's scheme does not know them; add api/v1alpha1.AddToScheme to it")
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ScaleHandle{}, handleTargetIndex, indexHandleTarget); err != nil {
 		return fmt.Errorf("index ScaleHandles by target: %w", err)
 	}

@@ -40,9 +40,8 @@ func TestMain(m *testing.M) {
 	os.Exit(framework.Run(m, framework.Options{
 		HPAController: true,
 		Scheme:        scheme,
-		CRDPaths: []string{
-			filepath.Join(framework.RepoRoot(), "config", "crd", "bases", "scaleplane.io_scalehandles.yaml"),
-			filepath.Join(framework.RepoRoot(), "e2e", "scalehandle", "testdata", "scylla.scylladb.com_scyllaclusters.yaml"),
-		},
+		// scaleplane's own CRDs, the ScaleHandle's among them, are
+		// always installed.
+		CRDPaths: []string{filepath.Join(framework.RepoRoot(), "e2e", "scalehandle", "testdata", "scylla.scylladb.com_scyllaclusters.yaml")},
 	}, &cluster))
 }
