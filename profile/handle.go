@@ -33,6 +33,8 @@ func ScaleHandleProfile() v1alpha1.ScaleProfileSpec {
 // own (they are the handle's). Problems are reported at the handle's own
 // paths (spec.memberGroups..., spec.pods...).
 func HandleTarget(spec v1alpha1.ScaleHandleSpec) (*Compiled, field.ErrorList) {
+	// Defaulting below must not reach the caller's spec.
+	spec = *spec.DeepCopy()
 	groups := spec.MemberGroups
 	p := v1alpha1.ScaleProfileSpec{
 		// The resource is never used: the target is read and written by
