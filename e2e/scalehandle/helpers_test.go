@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,8 +22,10 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/promql"
 )
 
 const managerUser = "scaleplane-manager"
@@ -91,8 +94,9 @@ func bindClusterRole(ctx context.Context, data []byte) error {
 	return nil
 }
 
-// startManager runs scaleplane's controllers for the ScaleHandle profile,
-// as the binary does for a ScaleProfile of it, until the test ends.
+// startManager runs scaleplane's controllers and trigger autoscaler for
+// the ScaleHandle profile, as the binary does for a ScaleProfile of it,
+// until the test ends.
 func startManager(t *testing.T) {
 	t.Helper()
 	v, err := profile.Compile(profile.ScaleHandleProfile())
@@ -103,8 +107,21 @@ func startManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := controllers.Setup(m, []*profile.Compiled{v}, controllers.Options{SkipNameValidation: true}); err != nil {
+	views := []*profile.Compiled{v}
+	if err := controllers.Setup(m, views, controllers.Options{SkipNameValidation: true, KEDADiscoveryInterval: -1}); err != nil {
 		t.Fatalf("setup controllers: %v", err)
+	}
+	limits := promql.Limits{}
+	sources, err := autoscaler.NewSources(promql.NewEvaluator(promql.NewStore(promql.Options{}), promql.EvaluatorOptions{Limits: limits}), nil, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := autoscaler.New(autoscaler.Options{Views: views, Sources: sources, PollingInterval: time.Second, SkipNameValidation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := as.SetupWithManager(m); err != nil {
+		t.Fatalf("setup autoscaler: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
@@ -186,5 +187,34 @@ func TestDeletedHandleLeavesTheTargetAlone(t *testing.T) {
 	waitRacks(t, ns, "db", 5, 2, 2)
 	if _, err := getScylla(context.Background(), ns, "db"); apierrors.IsNotFound(err) {
 		t.Fatal("deleting the handle deleted its target")
+	}
+}
+
+// scaleplane's trigger autoscaler drives a handle as any profiled kind: a
+// trigger in the handle's scale config writes R through the handle's
+// /scale, the racks follow, and the handle's Scaling records it.
+func TestTriggerOnHandleScalesRacks(t *testing.T) {
+	startManager(t)
+	ns := cluster.Namespace(t)
+	kubectlApply(t, ns, scylla("db", 1, 1, 1))
+	// 12 units of load, 4 per replica: 3 replicas.
+	kubectlApply(t, ns, handle("db", `  replicas: 1
+  scaleConfig:
+    minReplicas: 1
+    maxReplicas: 5
+    triggers:
+    - {name: load, type: AverageValue, query: "vector(12)", threshold: "4"}
+`))
+	waitRacks(t, ns, "db", 3, 3, 3)
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		var s v1alpha1.Scaling
+		if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: autoscaler.ScalingName("db", v1alpha1.ScaleHandleKind)}, &s); err != nil {
+			return false, "the handle's Scaling: " + err.Error()
+		}
+		return s.Status.Mode == v1alpha1.ScalingModeTriggers, "the handle's Scaling has mode " + string(s.Status.Mode) + ", want triggers"
+	})
+	out := kubectl(t, "get", "scalings", "-n", ns)
+	if !strings.Contains(out, "ScaleHandle/db") {
+		t.Errorf("kubectl get scalings = %s, want the handle's, target ScaleHandle/db", out)
 	}
 }
