@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,17 +64,19 @@ type handleReconciler struct {
 	warned  sync.Map
 }
 
-// setupScaleHandles registers the handle controller; SetupKind calls it
-// for the ScaleHandle kind, so a handle is activated the way every
-// profiled kind is.
-func setupScaleHandles(mgr manager.Manager, opts Options) error {
+// newHandleReconciler builds the handle reconciler and registers its index
+// of handles by target (once per manager: a kind activated again reuses
+// it). SetupKind and NewKindRuntime run it beside the ScaleHandle kind's
+// ordinary Reconciler, in one controller (handleKind), so a handle is
+// activated the way every profiled kind is, at start or at run time.
+func newHandleReconciler(mgr manager.Manager, opts Options) (*handleReconciler, error) {
 	if !mgr.GetScheme().Recognizes(scaleHandleGVK) {
-		return errors.New("set up ScaleHandles: the manager's scheme does not know them; add api/v1alpha1.AddToScheme to it")
+		return nil, errors.New("set up ScaleHandles: the manager's scheme does not know them; add api/v1alpha1.AddToScheme to it")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ScaleHandle{}, handleTargetIndex, indexHandleTarget); err != nil {
-		return fmt.Errorf("index ScaleHandles by target: %w", err)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ScaleHandle{}, handleTargetIndex, indexHandleTarget); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		return nil, fmt.Errorf("index ScaleHandles by target: %w", err)
 	}
-	r := &handleReconciler{
+	return &handleReconciler{
 		cache:           objects.Reader(mgr.GetCache(), mgr.GetScheme()),
 		api:             mgr.GetAPIReader(),
 		writer:          mgr.GetClient(),
@@ -81,23 +84,43 @@ func setupScaleHandles(mgr manager.Manager, opts Options) error {
 		mgr:             mgr,
 		conflictRetries: opts.ConflictRetries,
 		watched:         map[schema.GroupVersionKind]bool{},
+	}, nil
+}
+
+// handleKind reconciles a ScaleHandle with both reconcilers: the kind's
+// own (its pin, HPA and foreign autoscalers) and the handle's (its target).
+// Both are keyed by the handle, so one controller and one work queue serve
+// them.
+type handleKind struct {
+	kind   *Reconciler
+	handle *handleReconciler
+}
+
+func (h handleKind) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := h.kind.Reconcile(ctx, req)
+	hres, herr := h.handle.Reconcile(ctx, req)
+	if err == nil {
+		err = herr
 	}
-	var copts controller.Options
-	copts.MaxConcurrentReconciles = opts.MaxConcurrentReconciles
-	if opts.SkipNameValidation {
-		skip := true
-		copts.SkipNameValidation = &skip
+	if res.RequeueAfter == 0 || (hres.RequeueAfter > 0 && hres.RequeueAfter < res.RequeueAfter) {
+		res.RequeueAfter = hres.RequeueAfter
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
-		Named(opts.Owner + "-scalehandle-target").
-		For(&v1alpha1.ScaleHandle{}).
-		WithOptions(copts).
-		Build(r)
+	return res, err
+}
+
+// reconcilerFor is what the controller of v's kind runs: r, joined by the
+// handle reconciler for the ScaleHandle kind (attach gives it the built
+// controller, for its watches of target kinds); attach is a no-op for
+// every other kind.
+func reconcilerFor(mgr manager.Manager, v *profile.Compiled, r *Reconciler, opts Options) (reconcile.Reconciler, func(controller.Controller), error) {
+	if v.GVK() != scaleHandleGVK {
+		return r, func(controller.Controller) {}, nil
+	}
+	hr, err := newHandleReconciler(mgr, opts)
 	if err != nil {
-		return fmt.Errorf("set up the ScaleHandle target controller: %w", err)
+		return nil, nil, err
 	}
-	r.ctrl = c
-	return nil
+	return handleKind{kind: r, handle: hr}, func(c controller.Controller) { hr.ctrl = c }, nil
 }
 
 func indexHandleTarget(o client.Object) []string {

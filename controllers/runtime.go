@@ -57,11 +57,15 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 	keda := newKEDAWatch(mgr.GetRESTMapper(), -1)
 	r := newReconciler(mgr, v, keda, opts)
 	r.hpaIndex = index
+	rec, attach, err := reconcilerFor(mgr, v, r, opts)
+	if err != nil {
+		return nil, err
+	}
 
 	global := mgr.GetControllerOptions()
 	skip := true
 	copts := controller.Options{
-		Reconciler:              r,
+		Reconciler:              rec,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		SkipNameValidation:      &skip,
 		RecoverPanic:            global.RecoverPanic,
@@ -82,6 +86,7 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 	if err != nil {
 		return nil, fmt.Errorf("build controller for %s: %w", gvk.Kind, err)
 	}
+	attach(c)
 	proto := objects.Prototype(mgr.GetScheme(), gvk)
 	ca := mgr.GetCache()
 	watches := []source.Source{

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
@@ -105,21 +106,19 @@ func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
 	keda := newKEDAWatch(mgr.GetRESTMapper(), opts.KEDADiscoveryInterval)
 	r := newReconciler(mgr, v, keda, opts)
 	r.hpaIndex = index
-	c, err := r.build(mgr, opts)
+	// A ScaleHandle's groups live in its target: the handle reconciler
+	// carries R there and readiness back, in the kind's controller.
+	rec, attach, err := reconcilerFor(mgr, v, r, opts)
+	if err != nil {
+		return err
+	}
+	c, err := r.build(mgr, opts, rec)
 	if err != nil {
 		return fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
 	}
+	attach(c)
 	keda.add(c, mgr.GetCache(), r.mapScaledObject)
-	if err := keda.setup(mgr); err != nil {
-		return err
-	}
-	// A ScaleHandle's groups live in its target: the handle controller
-	// carries R there and readiness back, beside the kind's own
-	// controller.
-	if gvk == scaleHandleGVK {
-		return setupScaleHandles(mgr, opts)
-	}
-	return nil
+	return keda.setup(mgr)
 }
 
 // HPATargetIndex names the field index of HPAs by scale target that the
@@ -133,7 +132,7 @@ func HPATargetIndex(gk schema.GroupKind) string {
 // workload, HPAs we own (a deleted or hand-edited one is restored), and
 // every HPA mapped to the workload it targets (a user's HPA appearing or
 // going away changes C5's answer).
-func (r *Reconciler) build(mgr manager.Manager, opts Options) (controller.Controller, error) {
+func (r *Reconciler) build(mgr manager.Manager, opts Options, rec reconcile.Reconciler) (controller.Controller, error) {
 	var copts controller.Options
 	copts.MaxConcurrentReconciles = opts.MaxConcurrentReconciles
 	if opts.SkipNameValidation {
@@ -146,7 +145,7 @@ func (r *Reconciler) build(mgr manager.Manager, opts Options) (controller.Contro
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(hpaChanged)).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.mapHPA), builder.WithPredicates(hpaChanged)).
 		WithOptions(copts).
-		Build(r)
+		Build(rec)
 }
 
 // hpaChanged lets through HPA updates that can change a decision: spec,

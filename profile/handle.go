@@ -14,8 +14,8 @@ import (
 // explain all work on it unchanged.
 //
 // It names no status paths and no member groups: the handle's groups live
-// in its target, and the handle controller (package controllers,
-// SetupScaleHandles) writes the handle's status.replicas and
+// in its target, and the handle reconciler (package controllers, run by
+// the kind's controller) writes the handle's status.replicas and
 // status.selector from the target (C2, C3) under the same field manager,
 // so no second writer may own those fields.
 func ScaleHandleProfile() v1alpha1.ScaleProfileSpec {
