@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
 
@@ -24,7 +27,8 @@ import (
 // configuration: the ScaleHandle kind's ScaleProfile becomes Active at run
 // time, the handle it printed scales every rack with kubectl scale, a
 // rack edited by hand is put back, and the handle's webhooks default and
-// validate it as any profiled kind's (M1, V2).
+// validate it as any profiled kind's (M1, V2), and scaleplane explain
+// reads its Scaling.
 func TestProfileInitHandleThroughTheBinary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -69,6 +73,16 @@ func TestProfileInitHandleThroughTheBinary(t *testing.T) {
 		c := h.Spec.ScaleConfig
 		return c != nil && c.MinReplicas != nil && c.MaxReplicas != nil && *c.MinReplicas == 3 && *c.MaxReplicas == 3
 	})
+	// explain reads the handle's Scaling, as for any profiled workload.
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		var s v1alpha1.Scaling
+		err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: autoscaler.ScalingName("db", v1alpha1.ScaleHandleKind)}, &s)
+		return err == nil, fmt.Sprintf("the handle's Scaling: %v", err)
+	})
+	explain, err := exec.CommandContext(ctx, bin, "explain", ns+"/scalehandles/db", "--kubeconfig", cluster.Kubeconfig, "--timeout", "1m").CombinedOutput()
+	if err != nil || !strings.Contains(string(explain), "ScaleHandle "+ns+"/db: pinned") {
+		t.Errorf("scaleplane explain %s/scalehandles/db: %v\n%s", ns, err, explain)
+	}
 	// Admission refuses a bad count on the handle, with its field path.
 	out, err := cluster.Kubectl(ctx, "patch", "-n", ns, "scalehandle/db", "--type=merge", "-p", `{"spec":{"scaleConfig":{"minReplicas":5,"maxReplicas":2}}}`)
 	if err == nil || !strings.Contains(out+err.Error(), "spec.scaleConfig.minReplicas") {
