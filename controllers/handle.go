@@ -38,10 +38,6 @@ var scaleHandleGVK = v1alpha1.GroupVersion.WithKind(v1alpha1.ScaleHandleKind)
 // targetRef, so an event on a target finds its handle without a scan.
 const handleTargetIndex = "scaleplane.io/scalehandle-target"
 
-// ReasonTargetNotFound is the Warning reason when a ScaleHandle's target
-// does not exist (yet).
-const ReasonTargetNotFound = "TargetNotFound"
-
 // handleReconciler carries a ScaleHandle's R to its target's member groups
 // (C1) and the target's readiness back to the handle's status (C2, C3).
 // The handle's own C, pin, HPA and autoscaler are those of any profiled
@@ -112,15 +108,23 @@ func (h handleKind) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 // handle reconciler for the ScaleHandle kind (attach gives it the built
 // controller, for its watches of target kinds); attach is a no-op for
 // every other kind.
-func reconcilerFor(mgr manager.Manager, v *profile.Compiled, r *Reconciler, opts Options) (reconcile.Reconciler, func(controller.Controller), error) {
+func reconcilerFor(mgr manager.Manager, v *profile.Compiled, r *Reconciler, opts Options) (reconcile.Reconciler, func(controller.Controller) error, error) {
 	if v.GVK() != scaleHandleGVK {
-		return r, func(controller.Controller) {}, nil
+		return r, func(controller.Controller) error { return nil }, nil
 	}
 	hr, err := newHandleReconciler(mgr, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	return handleKind{kind: r, handle: hr}, func(c controller.Controller) { hr.ctrl = c }, nil
+	attach := func(c controller.Controller) error {
+		hr.ctrl = c
+		src := source.Kind(mgr.GetCache(), client.Object(&v1alpha1.ScaleHandle{}), handler.EnqueueRequestsFromMapFunc(hr.mapSiblings))
+		if err := c.Watch(src); err != nil {
+			return fmt.Errorf("watch the ScaleHandles of one target: %w", err)
+		}
+		return nil
+	}
+	return handleKind{kind: r, handle: hr}, attach, nil
 }
 
 func indexHandleTarget(o client.Object) []string {
@@ -166,6 +170,15 @@ func (r *handleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("get %s %s/%s: %w", h.Spec.TargetRef.Kind, h.Namespace, h.Spec.TargetRef.Name, err)
 	}
 	r.warned.Delete(warnKey{req.NamespacedName, ReasonTargetNotFound})
+	// Two handles on one target would put back each other's count
+	// forever: the oldest holds it, the others wait.
+	if holder, err := r.holder(ctx, h); err != nil {
+		return ctrl.Result{}, err
+	} else if holder != h.Name {
+		r.warnOnce(h, ReasonHandleConflict, fmt.Sprintf("ScaleHandle %s already sizes %s %s; this handle does nothing while it exists: delete one of them", holder, h.Spec.TargetRef.Kind, h.Spec.TargetRef.Name))
+		return ctrl.Result{}, nil
+	}
+	r.warned.Delete(warnKey{req.NamespacedName, ReasonHandleConflict})
 	var res ctrl.Result
 	if err := r.fanOut(ctx, h, view, target); err != nil {
 		held, ok := asHeld(err)
@@ -283,6 +296,62 @@ func (r *handleReconciler) watch(gvk schema.GroupVersionKind) error {
 	}
 	r.watched[gvk] = true
 	return nil
+}
+
+// holder is the name of the handle that sizes h's target: the oldest of
+// the handles naming it, by creation time and then name.
+func (r *handleReconciler) holder(ctx context.Context, h *v1alpha1.ScaleHandle) (string, error) {
+	ref := h.Spec.TargetRef
+	var list v1alpha1.ScaleHandleList
+	if err := r.cache.List(ctx, &list, client.InNamespace(h.Namespace), client.MatchingFields{handleTargetIndex: TargetKey(ref.APIVersion, ref.Kind, ref.Name)}); err != nil {
+		return "", fmt.Errorf("list the ScaleHandles of %s %s/%s: %w", ref.Kind, h.Namespace, ref.Name, err)
+	}
+	return oldestHandle(append(list.Items, *h)), nil
+}
+
+// oldestHandle is the name of the oldest handle, by creation time and then
+// name, so every reconcile of every handle agrees on it.
+func oldestHandle(handles []v1alpha1.ScaleHandle) string {
+	best := -1
+	for i := range handles {
+		if handles[i].DeletionTimestamp != nil {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		a, b := handles[i].CreationTimestamp, handles[best].CreationTimestamp
+		if a.Before(&b) || (a.Equal(&b) && handles[i].Name < handles[best].Name) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return handles[best].Name
+}
+
+// mapSiblings finds the other handles of o's target, so that a handle
+// waiting behind o (ReasonHandleConflict) takes over when o goes.
+func (r *handleReconciler) mapSiblings(ctx context.Context, o client.Object) []reconcile.Request {
+	h, ok := o.(*v1alpha1.ScaleHandle)
+	if !ok {
+		return nil
+	}
+	ref := h.Spec.TargetRef
+	var list v1alpha1.ScaleHandleList
+	if err := r.cache.List(ctx, &list, client.InNamespace(h.Namespace), client.MatchingFields{handleTargetIndex: TargetKey(ref.APIVersion, ref.Kind, ref.Name)}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list the ScaleHandles of a target", "target", ref.Kind+"/"+ref.Name)
+		return nil
+	}
+	var out []reconcile.Request
+	for _, s := range list.Items {
+		if s.Name != h.Name {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+		}
+	}
+	return out
 }
 
 // mapTarget finds the handles that name o.

@@ -130,3 +130,32 @@ func TestHandleFanOutPutsBackARackSetByHand(t *testing.T) {
 		t.Error("a handle without R sizes the racks; they are the target's own")
 	}
 }
+
+// Of several handles on one target, every reconcile agrees on the oldest
+// (then the first by name); one being deleted does not hold it.
+func TestOldestHandleHoldsTheTarget(t *testing.T) {
+	at := func(name string, sec int64, deleting bool) v1alpha1.ScaleHandle {
+		h := v1alpha1.ScaleHandle{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.Unix(sec, 0)}}
+		if deleting {
+			now := metav1.Unix(sec+100, 0)
+			h.DeletionTimestamp = &now
+		}
+		return h
+	}
+	cases := []struct {
+		name    string
+		handles []v1alpha1.ScaleHandle
+		want    string
+	}{
+		{"one", []v1alpha1.ScaleHandle{at("a", 5, false)}, "a"},
+		{"oldest", []v1alpha1.ScaleHandle{at("b", 5, false), at("a", 9, false)}, "b"},
+		{"same time: by name", []v1alpha1.ScaleHandle{at("b", 5, false), at("a", 5, false)}, "a"},
+		{"oldest is going", []v1alpha1.ScaleHandle{at("b", 5, true), at("a", 9, false)}, "a"},
+		{"the same handle twice", []v1alpha1.ScaleHandle{at("a", 5, false), at("a", 5, false)}, "a"},
+	}
+	for _, tc := range cases {
+		if got := oldestHandle(tc.handles); got != tc.want {
+			t.Errorf("%s: oldestHandle = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -86,7 +86,9 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 	if err != nil {
 		return nil, fmt.Errorf("build controller for %s: %w", gvk.Kind, err)
 	}
-	attach(c)
+	if err := attach(c); err != nil {
+		return nil, err
+	}
 	proto := objects.Prototype(mgr.GetScheme(), gvk)
 	ca := mgr.GetCache()
 	watches := []source.Source{

@@ -116,7 +116,9 @@ func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
 	}
-	attach(c)
+	if err := attach(c); err != nil {
+		return fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
+	}
 	keda.add(c, mgr.GetCache(), r.mapScaledObject)
 	return keda.setup(mgr)
 }

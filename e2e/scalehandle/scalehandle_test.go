@@ -218,3 +218,23 @@ func TestTriggerOnHandleScalesRacks(t *testing.T) {
 		t.Errorf("kubectl get scalings = %s, want the handle's, target ScaleHandle/db", out)
 	}
 }
+
+// Two handles on one target would put back each other's count forever:
+// the older sizes the racks, the newer waits with a Warning, and takes
+// over when the older is deleted.
+func TestSecondHandleOnATargetWaits(t *testing.T) {
+	startManager(t)
+	ns := cluster.Namespace(t)
+	kubectlApply(t, ns, scylla("db", 1, 1, 1))
+	kubectlApply(t, ns, handle("db", "  replicas: 2\n"))
+	waitRacks(t, ns, "db", 2, 2, 2)
+	second := strings.Replace(handle("db", "  replicas: 4\n"), "  name: db\nspec:", "  name: db-second\nspec:", 1)
+	kubectlApply(t, ns, second)
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		out, err := cluster.Kubectl(ctx, "get", "events", "-n", ns, "--field-selector", "reason=ScaleHandleConflict,involvedObject.name=db-second", "-o", "name")
+		return err == nil && out != "", "a ScaleHandleConflict event on db-second"
+	})
+	waitRacks(t, ns, "db", 2, 2, 2)
+	kubectl(t, "delete", "-n", ns, "scalehandle/db")
+	waitRacks(t, ns, "db", 4, 4, 4)
+}
