@@ -1,6 +1,7 @@
 // Package scalehandle_test proves the ScaleHandle against a real control
 // plane (etcd, kube-apiserver, the HPA controller of
-// kube-controller-manager) and the real kubectl, on the upstream
+// kube-controller-manager, and the real KEDA in one test) and the real
+// kubectl, on the upstream
 // ScyllaCluster CRD exactly as published (testdata/README.md): a kind with
 // no /scale subresource and no replicas field. The manager runs in this
 // process under a user bound only to config/rbac/role.yaml and a role for
@@ -41,7 +42,9 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(framework.Run(m, framework.Options{
 		HPAController: true,
-		Scheme:        scheme,
+		// KEDA's metrics server is served through the aggregator.
+		Aggregator: true,
+		Scheme:     scheme,
 		// scaleplane's own CRDs, the ScaleHandle's among them, are
 		// always installed.
 		CRDPaths: []string{filepath.Join(framework.RepoRoot(), "e2e", "scalehandle", "testdata", "scylla.scylladb.com_scyllaclusters.yaml")},
