@@ -1,15 +1,15 @@
 // Package scalehandle_test proves the ScaleHandle against a real control
 // plane (etcd, kube-apiserver, the HPA controller of
 // kube-controller-manager, and the real KEDA in one test) and the real
-// kubectl, on the upstream
-// ScyllaCluster CRD exactly as published (testdata/README.md): a kind with
-// no /scale subresource and no replicas field. The manager runs in this
-// process under a user bound only to config/rbac/role.yaml and a role for
-// scyllaclusters, with scaleplane's controllers and trigger autoscaler for
-// the ScaleHandle profile and no webhooks; TestProfileInitHandleThroughTheBinary
-// runs the binary's own wiring instead, with what `scaleplane profile init`
-// prints applied by kubectl. The tests write the ScyllaCluster's
-// status.racks themselves, standing in for scylla-operator.
+// kubectl, on the upstream ScyllaCluster CRD exactly as published
+// (testdata/README.md): a kind with no /scale subresource and no replicas
+// field. The manager runs in this process under a user bound only to
+// config/rbac/role.yaml and a role for scyllaclusters, with scaleplane's
+// controllers and trigger autoscaler for the ScaleHandle profile and no
+// webhooks; TestProfileInitHandleThroughTheBinary runs the binary's own
+// wiring instead, with what `scaleplane profile init` prints applied by
+// kubectl. The tests write the ScyllaCluster's status.racks themselves,
+// standing in for scylla-operator.
 package scalehandle_test
 
 import (
