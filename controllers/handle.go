@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -157,9 +158,15 @@ func (r *handleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.warnOnce(h, ReasonInvalidWorkload, "the ScaleHandle cannot be used: "+errs.ToAggregate().Error())
 		return ctrl.Result{}, nil
 	}
-	if err := r.watch(view.GVK()); err != nil {
+	if problem, err := r.watch(ctx, view.GVK()); err != nil {
 		return ctrl.Result{}, err
+	} else if problem != "" {
+		// Reading a kind that is not served, or not readable, would block
+		// on a cache that never syncs: say why and look again later.
+		r.warnOnce(h, ReasonTargetNotReadable, problem)
+		return ctrl.Result{RequeueAfter: targetRetry}, nil
 	}
+	r.warned.Delete(warnKey{req.NamespacedName, ReasonTargetNotReadable})
 	target := &unstructured.Unstructured{}
 	target.SetGroupVersionKind(view.GVK())
 	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: h.Spec.TargetRef.Name}, target); err != nil {
@@ -278,24 +285,54 @@ func (r *handleReconciler) fanOut(ctx context.Context, h *v1alpha1.ScaleHandle, 
 	return nil
 }
 
+// targetRetry is how soon a handle whose target kind is not served or not
+// readable looks again.
+const targetRetry = 30 * time.Second
+
+// targetVerbs are what the handle reconciler does to a target: read it from
+// the cache (get, list, watch) and merge-patch its member groups.
+var targetVerbs = []string{"get", "list", "watch", "patch"}
+
 // watch starts watching gvk, the kind of a handle's target, the first time
 // a handle names it: every change of a target reconciles the handles that
 // name it, so a group edited by hand is put back and readiness reaches
-// the handle's status.
-func (r *handleReconciler) watch(gvk schema.GroupVersionKind) error {
+// the handle's status. It first makes sure the kind is served and that
+// scaleplane may read and patch it, and returns what is missing otherwise,
+// since an informer that cannot list never syncs and a read from it would
+// wait for ever.
+func (r *handleReconciler) watch(ctx context.Context, gvk schema.GroupVersionKind) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.watched[gvk] {
-		return nil
+		return "", nil
+	}
+	m, err := r.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Sprintf("%s is not served (%v); install its CRD, or fix spec.targetRef.apiVersion and kind", gvk, err), nil
+	}
+	var denied []string
+	for _, verb := range targetVerbs {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: m.Resource.Group, Version: m.Resource.Version, Resource: m.Resource.Resource, Verb: verb},
+		}}
+		if err := r.writer.Create(ctx, review); err != nil {
+			return "", fmt.Errorf("review scaleplane's access to %s: %w", m.Resource.GroupResource(), err)
+		}
+		if !review.Status.Allowed {
+			denied = append(denied, verb)
+		}
+	}
+	if len(denied) > 0 {
+		return fmt.Sprintf("scaleplane may not %s %s: grant it %s on them (scaleplane profile init prints the ClusterRole)", strings.Join(denied, ", "), m.Resource.GroupResource(), strings.Join(targetVerbs, ", ")), nil
 	}
 	// Typed objects from a cache carry no kind, so the map is told it.
 	mapTarget := func(ctx context.Context, o client.Object) []reconcile.Request { return r.mapTarget(ctx, gvk, o) }
 	src := source.Kind(r.mgr.GetCache(), objects.Prototype(r.mgr.GetScheme(), gvk), handler.EnqueueRequestsFromMapFunc(mapTarget))
 	if err := r.ctrl.Watch(src); err != nil {
-		return fmt.Errorf("watch %s, a ScaleHandle target: %w", gvk, err)
+		return "", fmt.Errorf("watch %s, a ScaleHandle target: %w", gvk, err)
 	}
 	r.watched[gvk] = true
-	return nil
+	return "", nil
 }
 
 // holder is the name of the handle that sizes h's target: the oldest of

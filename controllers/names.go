@@ -29,6 +29,9 @@ const (
 	// ReasonTargetNotFound is the Warning reason when a ScaleHandle's
 	// target does not exist (yet).
 	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonTargetNotReadable is the Warning reason when a ScaleHandle's
+	// target kind is not served, or scaleplane may not read or patch it.
+	ReasonTargetNotReadable = "TargetNotReadable"
 	// ReasonHandleConflict is the Warning reason when another, older
 	// ScaleHandle already sizes the same target.
 	ReasonHandleConflict = "ScaleHandleConflict"

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
@@ -75,6 +78,52 @@ func managerConfig(t *testing.T) *rest.Config {
 	return rest.CopyConfig(rbacCfg)
 }
 
+// managerWithoutTargetRBAC is a user bound to config/rbac/role.yaml only:
+// it may not read ScyllaClusters.
+func managerWithoutTargetRBAC(t *testing.T) *rest.Config {
+	t.Helper()
+	managerConfig(t) // creates role.yaml's ClusterRole
+	const user = "scaleplane-without-target-rbac"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "scaleplane-e2e-" + user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "scaleplane-manager-role"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if err := cluster.Client.Create(context.Background(), binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cfg, err := cluster.AddUser(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// waitWarning waits for a Warning event of reason on the handle name whose
+// message holds every one of words.
+func waitWarning(t *testing.T, ns, name, reason string, words ...string) {
+	t.Helper()
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		var list corev1.EventList
+		if err := cluster.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name != name || e.Reason != reason || e.Type != corev1.EventTypeWarning {
+				continue
+			}
+			ok := true
+			for _, w := range words {
+				ok = ok && strings.Contains(e.Message, w)
+			}
+			if ok {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("a %s Warning on %s saying %q", reason, name, words)
+	})
+}
+
 func bindClusterRole(ctx context.Context, data []byte) error {
 	role := &rbacv1.ClusterRole{}
 	if err := yaml.UnmarshalStrict(data, role); err != nil {
@@ -99,11 +148,17 @@ func bindClusterRole(ctx context.Context, data []byte) error {
 // until the test ends.
 func startManager(t *testing.T) {
 	t.Helper()
+	startManagerAs(t, managerConfig(t))
+}
+
+// startManagerAs is startManager as the user of cfg.
+func startManagerAs(t *testing.T, cfg *rest.Config) {
+	t.Helper()
 	v, err := profile.Compile(profile.ScaleHandleProfile())
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := cluster.NewManager(framework.ManagerOptions{Config: managerConfig(t), NoWebhookServer: true})
+	m, err := cluster.NewManager(framework.ManagerOptions{Config: cfg, NoWebhookServer: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
@@ -237,4 +238,27 @@ func TestSecondHandleOnATargetWaits(t *testing.T) {
 	waitRacks(t, ns, "db", 2, 2, 2)
 	kubectl(t, "delete", "-n", ns, "scalehandle/db")
 	waitRacks(t, ns, "db", 4, 4, 4)
+}
+
+// A handle whose target kind is not served, or that scaleplane may not
+// read and patch, gets a Warning saying what to install or grant, and
+// holds up no other handle (an informer that cannot list would never
+// sync).
+func TestHandleOfAnUnreadableTargetWarnsAndBlocksNothing(t *testing.T) {
+	t.Run("not served", func(t *testing.T) {
+		startManager(t)
+		ns := cluster.Namespace(t)
+		kubectlApply(t, ns, strings.Replace(handle("ghost", "  replicas: 2\n"), "apiVersion: scylla.scylladb.com/v1, kind: ScyllaCluster", "apiVersion: example.org/v1, kind: Ghost", 1))
+		waitWarning(t, ns, "ghost", controllers.ReasonTargetNotReadable, "example.org/v1, Kind=Ghost is not served", "install its CRD")
+		kubectlApply(t, ns, scylla("db", 1, 1, 1))
+		kubectlApply(t, ns, handle("db", "  replicas: 2\n"))
+		waitRacks(t, ns, "db", 2, 2, 2)
+	})
+	t.Run("not granted", func(t *testing.T) {
+		startManagerAs(t, managerWithoutTargetRBAC(t))
+		ns := cluster.Namespace(t)
+		kubectlApply(t, ns, scylla("db", 1, 1, 1))
+		kubectlApply(t, ns, handle("db", "  replicas: 2\n"))
+		waitWarning(t, ns, "db", controllers.ReasonTargetNotReadable, "may not get, list, watch, patch scyllaclusters.scylla.scylladb.com", "profile init prints the ClusterRole")
+	})
 }
