@@ -140,11 +140,20 @@ func indexHandleTarget(o client.Object) []string {
 	return nil
 }
 
+// handleWarnings are the Warnings a handle's reconcile remembers
+// (warnOnce), forgotten when the handle goes.
+var handleWarnings = []string{ReasonInvalidWorkload, ReasonTargetNotReadable, ReasonTargetNotFound, ReasonHandleConflict, ReasonInvalidSelector, v1alpha1.ReasonWriteFailed}
+
 // Reconcile reads the handle and its target, fans R out, and writes the
 // handle's status.
 func (r *handleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	h := &v1alpha1.ScaleHandle{}
 	if err := r.cache.Get(ctx, req.NamespacedName, h); err != nil {
+		if apierrors.IsNotFound(err) {
+			for _, reason := range handleWarnings {
+				r.warned.Delete(warnKey{req.NamespacedName, reason})
+			}
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if h.DeletionTimestamp != nil {
@@ -153,40 +162,10 @@ func (r *handleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("scalehandle", req.NamespacedName, "target", h.Spec.TargetRef.Kind+"/"+h.Spec.TargetRef.Name))
-	view, errs := profile.HandleTarget(h.Spec)
-	if len(errs) > 0 {
-		r.warnOnce(h, ReasonInvalidWorkload, "the ScaleHandle cannot be used: "+errs.ToAggregate().Error())
-		return ctrl.Result{}, nil
+	view, target, res, err := r.target(ctx, h)
+	if view == nil || err != nil {
+		return res, err
 	}
-	if problem, err := r.watch(ctx, view.GVK()); err != nil {
-		return ctrl.Result{}, err
-	} else if problem != "" {
-		// Reading a kind that is not served, or not readable, would block
-		// on a cache that never syncs: say why and look again later.
-		r.warnOnce(h, ReasonTargetNotReadable, problem)
-		return ctrl.Result{RequeueAfter: targetRetry}, nil
-	}
-	r.warned.Delete(warnKey{req.NamespacedName, ReasonTargetNotReadable})
-	target := &unstructured.Unstructured{}
-	target.SetGroupVersionKind(view.GVK())
-	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: h.Spec.TargetRef.Name}, target); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.warnOnce(h, ReasonTargetNotFound, fmt.Sprintf("%s %s/%s does not exist; the handle acts once it does", h.Spec.TargetRef.Kind, h.Namespace, h.Spec.TargetRef.Name))
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("get %s %s/%s: %w", h.Spec.TargetRef.Kind, h.Namespace, h.Spec.TargetRef.Name, err)
-	}
-	r.warned.Delete(warnKey{req.NamespacedName, ReasonTargetNotFound})
-	// Two handles on one target would put back each other's count
-	// forever: the oldest holds it, the others wait.
-	if holder, err := r.holder(ctx, h); err != nil {
-		return ctrl.Result{}, err
-	} else if holder != h.Name {
-		r.warnOnce(h, ReasonHandleConflict, fmt.Sprintf("ScaleHandle %s already sizes %s %s; this handle does nothing while it exists: delete one of them", holder, h.Spec.TargetRef.Kind, h.Spec.TargetRef.Name))
-		return ctrl.Result{}, nil
-	}
-	r.warned.Delete(warnKey{req.NamespacedName, ReasonHandleConflict})
-	var res ctrl.Result
 	if err := r.fanOut(ctx, h, view, target); err != nil {
 		held, ok := asHeld(err)
 		if !ok {
@@ -195,6 +174,53 @@ func (r *handleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		res.RequeueAfter = held.after
 	}
 	return res, r.updateStatus(ctx, h, view, target)
+}
+
+// target reads h's target through the view h's spec gives, or returns a
+// nil view when h cannot act now: its spec is unusable, the kind is not
+// served or readable, the target does not exist, or an older handle sizes
+// it. Each is a Warning on h, emitted once.
+func (r *handleReconciler) target(ctx context.Context, h *v1alpha1.ScaleHandle) (*profile.Compiled, *unstructured.Unstructured, ctrl.Result, error) {
+	nn := client.ObjectKeyFromObject(h)
+	ref := h.Spec.TargetRef
+	view, errs := profile.HandleTarget(h.Spec)
+	if len(errs) > 0 {
+		r.warnOnce(h, ReasonInvalidWorkload, "the ScaleHandle cannot be used: "+errs.ToAggregate().Error())
+		return nil, nil, ctrl.Result{}, nil
+	}
+	problem, err := r.watch(ctx, view.GVK())
+	if err != nil {
+		return nil, nil, ctrl.Result{}, err
+	}
+	if problem != "" {
+		// Reading a kind that is not served, or not readable, would block
+		// on a cache that never syncs: say why and look again later.
+		r.warnOnce(h, ReasonTargetNotReadable, problem)
+		return nil, nil, ctrl.Result{RequeueAfter: targetRetry}, nil
+	}
+	r.warned.Delete(warnKey{nn, ReasonTargetNotReadable})
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(view.GVK())
+	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: h.Namespace, Name: ref.Name}, target); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.warnOnce(h, ReasonTargetNotFound, fmt.Sprintf("%s %s/%s does not exist; the handle acts once it does", ref.Kind, h.Namespace, ref.Name))
+			return nil, nil, ctrl.Result{}, nil
+		}
+		return nil, nil, ctrl.Result{}, fmt.Errorf("get %s %s/%s: %w", ref.Kind, h.Namespace, ref.Name, err)
+	}
+	r.warned.Delete(warnKey{nn, ReasonTargetNotFound})
+	// Two handles on one target would put back each other's count
+	// forever: the oldest holds it, the others wait.
+	holder, err := r.holder(ctx, h)
+	if err != nil {
+		return nil, nil, ctrl.Result{}, err
+	}
+	if holder != h.Name {
+		r.warnOnce(h, ReasonHandleConflict, fmt.Sprintf("ScaleHandle %s already sizes %s %s; this handle does nothing while it exists: delete one of them", holder, ref.Kind, ref.Name))
+		return nil, nil, ctrl.Result{}, nil
+	}
+	r.warned.Delete(warnKey{nn, ReasonHandleConflict})
+	return view, target, ctrl.Result{}, nil
 }
 
 // handleWorkload is what C1 and C2 decide on: R and the status replicas of
