@@ -51,6 +51,10 @@ func TestProfileInitHandleThroughTheBinary(t *testing.T) {
 	if err := os.WriteFile(printed, stdout.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	check := exec.CommandContext(ctx, bin, "config", "check", "-f", printed, "--crd", filepath.Join(framework.RepoRoot(), "config", "crd", "bases", "scaleplane.io_scalehandles.yaml"))
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("scaleplane config check of profile init's output: %v\n%s", err, out)
+	}
 	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "sprof", "--all") })
 	kubectl(t, "apply", "--server-side", "-n", ns, "-f", printed)
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
