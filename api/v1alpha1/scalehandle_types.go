@@ -31,6 +31,7 @@ type ScaleHandleTarget struct {
 // ScaleHandleSpec holds the one replica count (R) and the scale config (C)
 // of a workload whose kind has no /scale subresource and no replicas field,
 // and says where that workload keeps its member groups (racks).
+// +kubebuilder:validation:XValidation:rule="!has(self.pods) || !has(self.pods.labels) || size(self.pods.labels) == 0 || has(self.pods.memberGroupLabel)",message="pods.labels is set, so set pods.memberGroupLabel too: the handle's /scale selector must match the pods of one member group, or an HPA overshoots by the number of member groups (C3)",fieldPath=".pods.memberGroupLabel"
 type ScaleHandleSpec struct {
 	// TargetRef is the workload whose member groups the handle sizes. It
 	// cannot change: a handle scales one workload for its whole life.

@@ -262,3 +262,15 @@ func TestHandleOfAnUnreadableTargetWarnsAndBlocksNothing(t *testing.T) {
 		waitWarning(t, ns, "db", controllers.ReasonTargetNotReadable, "may not get, list, watch, patch scyllaclusters.scylla.scylladb.com", "profile init prints the ClusterRole")
 	})
 }
+
+// C3 at the API server, webhook or not: a handle naming its target's pod
+// labels must name the member group label too, or its /scale selector
+// would count every group's pods.
+func TestHandleWithPodLabelsNeedsTheGroupLabel(t *testing.T) {
+	ns := cluster.Namespace(t)
+	bad := strings.Replace(handle("db", ""), "    memberGroupLabel: scylla/rack\n", "", 1)
+	out, err := cluster.KubectlWithInput(context.Background(), bad, "apply", "-n", ns, "-f", "-")
+	if err == nil || !strings.Contains(out+err.Error(), "spec.pods.memberGroupLabel") {
+		t.Fatalf("a handle with pods.labels and no memberGroupLabel: %v %s; want it refused at spec.pods.memberGroupLabel", err, out)
+	}
+}
