@@ -34,6 +34,13 @@ func TestKubectlScaleOnHandleSizesEveryRack(t *testing.T) {
 	kubectl(t, "scale", "-n", ns, "scalehandle/db", "--replicas=5")
 	waitRacks(t, ns, "db", 5, 5, 5)
 
+	// kubectl get shows the target and the count.
+	if out := kubectl(t, "get", "-n", ns, "scalehandle/db", "--no-headers", "-o", "custom-columns=K:.spec.targetRef.kind,T:.spec.targetRef.name,R:.spec.replicas"); strings.Join(strings.Fields(out), " ") != "ScyllaCluster db 5" {
+		t.Errorf("kubectl get scalehandle/db = %q, want ScyllaCluster db 5", out)
+	}
+	if out := kubectl(t, "get", "-n", ns, "shandle"); !strings.Contains(out, "TARGET KIND") || !strings.Contains(out, "ScyllaCluster") {
+		t.Errorf("kubectl get shandle (the short name, with the kind's columns) = %q", out)
+	}
 	// /scale reads back what kubectl wrote, with the selector of one rack.
 	out := kubectl(t, "get", "--raw", "/apis/scaleplane.io/v1alpha1/namespaces/"+ns+"/scalehandles/db/scale")
 	for _, want := range []string{`"replicas":5`, `"selector":"scylla/cluster=db,scylla/rack=a"`} {
