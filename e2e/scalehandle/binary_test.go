@@ -95,13 +95,17 @@ func TestProfileInitHandleThroughTheBinary(t *testing.T) {
 }
 
 // startApp runs the binary's wiring with a configuration that profiles
-// nothing, until the test ends; its webhook configurations go with it.
-func startApp(t *testing.T) {
+// nothing (or what configure adds), until the test ends; its webhook
+// configurations go with it.
+func startApp(t *testing.T, configure ...func(*configv1alpha2.Configuration)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	port := framework.FreePort(t)
 	cfg := &configv1alpha2.Configuration{}
 	cfg.APIVersion, cfg.Kind = configv1alpha2.APIVersion, configv1alpha2.Kind
+	for _, f := range configure {
+		f(cfg)
+	}
 	cfg.Default()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = port
