@@ -24,7 +24,7 @@ func TestSampleCRDs(t *testing.T) {
 }
 
 // TestScaleplaneCRDs: the binary carries scaleplane's own CRDs, so that
-// scaleplane dev and the e2e control plane serve Scalings and ScaleProfiles
+// scaleplane dev and the e2e control plane serve Scalings, ScaleProfiles and ScaleHandles
 // (kubectl apply of a profile works there as in a cluster).
 func TestScaleplaneCRDs(t *testing.T) {
 	crds, err := ScaleplaneCRDs()
@@ -35,7 +35,7 @@ func TestScaleplaneCRDs(t *testing.T) {
 	for _, crd := range crds {
 		names = append(names, crd.Name)
 	}
-	want := []string{"scaleprofiles.scaleplane.io", "scalings.scaleplane.io"}
+	want := []string{"scalehandles.scaleplane.io", "scaleprofiles.scaleplane.io", "scalings.scaleplane.io"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("ScaleplaneCRDs (-want +got):\n%s", diff)
 	}

@@ -26,4 +26,13 @@ const (
 	// ReasonInvalidSelector is the Warning reason when the /scale selector
 	// cannot be built (a group name that is not a label value).
 	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonTargetNotFound is the Warning reason when a ScaleHandle's
+	// target does not exist (yet).
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonTargetNotReadable is the Warning reason when a ScaleHandle's
+	// target kind is not served, or scaleplane may not read or patch it.
+	ReasonTargetNotReadable = "TargetNotReadable"
+	// ReasonHandleConflict is the Warning reason when another, older
+	// ScaleHandle already sizes the same target.
+	ReasonHandleConflict = "ScaleHandleConflict"
 )

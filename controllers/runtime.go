@@ -57,11 +57,15 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 	keda := newKEDAWatch(mgr.GetRESTMapper(), -1)
 	r := newReconciler(mgr, v, keda, opts)
 	r.hpaIndex = index
+	rec, attach, err := reconcilerFor(mgr, v, r, opts)
+	if err != nil {
+		return nil, err
+	}
 
 	global := mgr.GetControllerOptions()
 	skip := true
 	copts := controller.Options{
-		Reconciler:              r,
+		Reconciler:              rec,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		SkipNameValidation:      &skip,
 		RecoverPanic:            global.RecoverPanic,
@@ -81,6 +85,9 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 	c, err := controller.NewUnmanaged(name, copts)
 	if err != nil {
 		return nil, fmt.Errorf("build controller for %s: %w", gvk.Kind, err)
+	}
+	if err := attach(c); err != nil {
+		return nil, err
 	}
 	proto := objects.Prototype(mgr.GetScheme(), gvk)
 	ca := mgr.GetCache()

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
@@ -105,8 +106,17 @@ func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
 	keda := newKEDAWatch(mgr.GetRESTMapper(), opts.KEDADiscoveryInterval)
 	r := newReconciler(mgr, v, keda, opts)
 	r.hpaIndex = index
-	c, err := r.build(mgr, opts)
+	// A ScaleHandle's groups live in its target: the handle reconciler
+	// carries R there and readiness back, in the kind's controller.
+	rec, attach, err := reconcilerFor(mgr, v, r, opts)
 	if err != nil {
+		return err
+	}
+	c, err := r.build(mgr, opts, rec)
+	if err != nil {
+		return fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
+	}
+	if err := attach(c); err != nil {
 		return fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
 	}
 	keda.add(c, mgr.GetCache(), r.mapScaledObject)
@@ -124,7 +134,7 @@ func HPATargetIndex(gk schema.GroupKind) string {
 // workload, HPAs we own (a deleted or hand-edited one is restored), and
 // every HPA mapped to the workload it targets (a user's HPA appearing or
 // going away changes C5's answer).
-func (r *Reconciler) build(mgr manager.Manager, opts Options) (controller.Controller, error) {
+func (r *Reconciler) build(mgr manager.Manager, opts Options, rec reconcile.Reconciler) (controller.Controller, error) {
 	var copts controller.Options
 	copts.MaxConcurrentReconciles = opts.MaxConcurrentReconciles
 	if opts.SkipNameValidation {
@@ -137,7 +147,7 @@ func (r *Reconciler) build(mgr manager.Manager, opts Options) (controller.Contro
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(hpaChanged)).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.mapHPA), builder.WithPredicates(hpaChanged)).
 		WithOptions(copts).
-		Build(r)
+		Build(rec)
 }
 
 // hpaChanged lets through HPA updates that can change a decision: spec,

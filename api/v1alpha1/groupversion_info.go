@@ -36,7 +36,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &ScaleProfile{}, &ScaleProfileList{}, &Scaling{}, &ScalingList{})
+	s.AddKnownTypes(GroupVersion, &ScaleProfile{}, &ScaleProfileList{}, &Scaling{}, &ScalingList{}, &ScaleHandle{}, &ScaleHandleList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -61,13 +61,16 @@ func profileInit(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		version    = fs.String("version", "", "the CRD version to profile; default the storage version (or the first served one with /scale)")
 		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file for --crd; empty means $KUBECONFIG or in-cluster")
 		timeout    = fs.Duration("timeout", 30*time.Second, "how long to wait for the API server with --crd")
+		handleName = fs.String("name", "", "for a CRD without /scale: the name of the workload the printed ScaleHandle scales (and of the handle); default the kind in lower case")
 	)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: scaleplane profile init (--crd NAME | -f FILE) [flags]
 
 Prints a ScaleProfile for a CRD with a /scale subresource, with a ClusterRole
 granting scaleplane what it needs on the kind (aggregated into scaleplane's
-role), ready for:
+role). For a CRD without /scale whose spec has a list of member groups
+(racks), it prints a ScaleHandle for one workload instead (--name), with
+the ScaleHandle kind's ScaleProfile and the ClusterRole. Ready for:
 
   scaleplane profile init --crd leaderworkersets.leaderworkerset.x-k8s.io | kubectl apply --server-side -f -
 
@@ -113,6 +116,25 @@ Flags:
 			continue
 		}
 		in, err := profile.Infer(crd, *version)
+		if err != nil && !servesScale(crd, *version) {
+			// A kind without /scale: a ScaleHandle can hold its count
+			// when it has member groups to fan it out to.
+			hin, herr := profile.InferHandle(crd, *version)
+			if herr == nil {
+				out, rerr := renderHandle(crd, hin, *handleName)
+				if rerr == nil {
+					if !first {
+						fmt.Fprintln(stdout, "---")
+					}
+					first = false
+					fmt.Fprint(stdout, out)
+					writeNotes(stderr, crd.Name, hin.Inferred, hin.Missing)
+					continue
+				}
+				herr = rerr
+			}
+			err = fmt.Errorf("%w; no ScaleHandle either: %v", err, herr)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "scaleplane profile init: %v\n", err)
 			code = 1
@@ -129,15 +151,31 @@ Flags:
 		}
 		first = false
 		fmt.Fprint(stdout, out)
-		fmt.Fprintf(stderr, "CRD %s:\n", crd.Name)
-		for _, s := range in.Inferred {
-			fmt.Fprintf(stderr, "  inferred: %s\n", s)
-		}
-		for _, s := range in.Missing {
-			fmt.Fprintf(stderr, "  not inferred: %s\n", s)
-		}
+		writeNotes(stderr, crd.Name, in.Inferred, in.Missing)
 	}
 	return code
+}
+
+// writeNotes says what was inferred from one CRD and what was not.
+func writeNotes(stderr io.Writer, crd string, inferred, missing []string) {
+	fmt.Fprintf(stderr, "CRD %s:\n", crd)
+	for _, s := range inferred {
+		fmt.Fprintf(stderr, "  inferred: %s\n", s)
+	}
+	for _, s := range missing {
+		fmt.Fprintf(stderr, "  not inferred: %s\n", s)
+	}
+}
+
+// servesScale reports whether crd serves version (any version when empty)
+// with a /scale subresource.
+func servesScale(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Served && (version == "" || v.Name == version) && v.Subresources != nil && v.Subresources.Scale != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // readCRDFile reads every CustomResourceDefinition in a YAML or JSON file
@@ -375,4 +413,77 @@ func prune(m map[string]any) bool {
 		}
 	}
 	return len(m) == 0
+}
+
+// renderHandle prints, for a kind without /scale, the ScaleHandle kind's
+// ScaleProfile, the ClusterRole the handle needs on the kind, and a
+// ScaleHandle for the workload name, with comments saying why.
+func renderHandle(crd *apiextensionsv1.CustomResourceDefinition, in *profile.HandleInference, name string) (string, error) {
+	if name == "" {
+		name = strings.ToLower(crd.Spec.Names.Kind)
+	}
+	hv, err := profile.Compile(profile.ScaleHandleProfile())
+	if err != nil {
+		return "", err
+	}
+	hgvr := hv.GVR()
+	sp := &v1alpha1.ScaleProfile{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ScaleProfile"},
+		ObjectMeta: metav1.ObjectMeta{Name: hgvr.Resource + "." + hgvr.Group},
+		Spec:       profile.ScaleHandleProfile(),
+	}
+	spYAML, err := compactYAML(sp)
+	if err != nil {
+		return "", err
+	}
+	resource := crd.Spec.Names.Plural + "." + crd.Spec.Group
+	role := &rbacv1.ClusterRole{
+		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   "scaleplane:" + resource,
+			Labels: map[string]string{AggregateToScaleplaneLabel: "true"},
+		},
+		// Read and watch the targets, and the fan-out's merge patch;
+		// nothing of their status, /scale or finalizers.
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{crd.Spec.Group}, Resources: []string{crd.Spec.Names.Plural}, Verbs: []string{"get", "list", "watch", "update", "patch"}}},
+	}
+	roleYAML, err := compactYAML(role)
+	if err != nil {
+		return "", err
+	}
+	spec := in.Spec
+	spec.TargetRef.Name = name
+	h := &v1alpha1.ScaleHandle{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.ScaleHandleKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       spec,
+	}
+	hYAML, err := compactYAML(h)
+	if err != nil {
+		return "", err
+	}
+	mutating, validating := webhooks.Configurations([]*profile.Compiled{hv}, configv1alpha2.Webhook{}, webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s (CRD %s) has no /scale subresource and no replicas\n", crd.Spec.Names.Kind, crd.Name)
+	fmt.Fprintf(&b, "# field, so kubectl scale, an HPA and KEDA cannot scale it. scaleplane profile init made a\n")
+	fmt.Fprintf(&b, "# ScaleHandle for it: an object of scaleplane's own with /scale, whose replicas scaleplane fans\n")
+	fmt.Fprintf(&b, "# out to every member group of the %s (%s), with neither the CRD nor its operator changed.\n", crd.Spec.Names.Kind, in.Spec.MemberGroups.Path)
+	fmt.Fprintf(&b, "# Apply with: kubectl apply --server-side -f FILE\n")
+	fmt.Fprintf(&b, "#\n# The ScaleHandle kind's profile, once per cluster. scaleplane keeps these webhook rules for it:\n")
+	for _, w := range mutating.Webhooks {
+		writeRules(&b, "mutating", w.Rules)
+	}
+	for _, w := range validating.Webhooks {
+		writeRules(&b, "validating", w.Rules)
+	}
+	b.WriteString(spYAML)
+	b.WriteString("---\n")
+	fmt.Fprintf(&b, "# What a ScaleHandle needs on %s; the label adds it to scaleplane's aggregated role.\n", resource)
+	b.WriteString(roleYAML)
+	b.WriteString("---\n")
+	fmt.Fprintf(&b, "# One handle per %s, in its namespace. Scale it with kubectl scale scalehandle/%s, or name\n", crd.Spec.Names.Kind, name)
+	fmt.Fprintf(&b, "# it in an HPA's or a KEDA ScaledObject's scaleTargetRef (kind ScaleHandle, apiVersion %s).\n", v1alpha1.GroupVersion)
+	fmt.Fprintf(&b, "# Add spec.pods (labels, memberGroupLabel) for a /scale selector of one group's pods.\n")
+	b.WriteString(hYAML)
+	return b.String(), nil
 }

@@ -88,3 +88,23 @@ func checkGolden(t *testing.T, golden, got, what string) {
 		t.Errorf("%s (-want +got):\n%s", what, diff)
 	}
 }
+
+// A CRD without /scale whose spec has member groups gets a ScaleHandle:
+// the upstream ScyllaCluster CRD, unchanged (e2e/scalehandle/testdata),
+// gives the ScaleHandle kind's profile, a role on scyllaclusters and a
+// handle for the workload named by --name, with a comment saying why.
+func TestProfileInitScaleHandleForScyllaCluster(t *testing.T) {
+	in := filepath.Join("..", "..", "e2e", "scalehandle", "testdata", "scylla.scylladb.com_scyllaclusters.yaml")
+	var stdout, stderr bytes.Buffer
+	code := profileInit([]string{"-f", in, "--name", "db"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"has no /scale subresource", "kind: ScaleHandle", "path: .spec.datacenter.racks", "name: scalehandles.scaleplane.io"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	got := fmt.Sprintf("# exit %d\n# stderr:\n%s# stdout:\n%s", code, indent(stderr.String()), stdout.String())
+	checkGolden(t, filepath.Join("testdata", "profileinit", "scyllacluster-handle.golden"), got, "profile init -f "+in+" --name db")
+}

@@ -287,6 +287,10 @@ type kindLoop struct {
 	kind, resource string
 	defaultMetrics []autoscalingv2.MetricSpec
 	podLabels      map[string]string
+	// podLabelsOf reads the pod labels from each object instead, for a
+	// kind whose objects say where their pods are (a ScaleHandle's
+	// spec.pods); nil for every other kind.
+	podLabelsOf func(u *unstructured.Unstructured) map[string]string
 
 	mu        sync.RWMutex
 	workloads map[types.NamespacedName]*workload
@@ -308,6 +312,7 @@ func newKindLoop(a *Autoscaler, v *profile.Compiled) *kindLoop {
 		resource:       v.GVR().Resource,
 		defaultMetrics: p.DefaultMetrics,
 		podLabels:      p.Pods.Labels,
+		podLabelsOf:    podLabelsOf(v),
 		workloads:      map[types.NamespacedName]*workload{},
 		wake:           make(chan event.GenericEvent, 1024),
 	}
@@ -391,6 +396,9 @@ type workload struct {
 	// scrape is true when a trigger reads the embedded store, so the
 	// workload's pods are scraped.
 	scrape bool
+	// podLabels are the workload's own pod labels, for a kind whose
+	// objects name them (kindLoop.podLabelsOf); nil otherwise.
+	podLabels map[string]string
 }
 
 func newWorkload(nn types.NamespacedName, n int) *workload {

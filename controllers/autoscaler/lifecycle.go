@@ -29,7 +29,7 @@ import (
 //     ScrapeWorkloads (which copies the map's entries and releases it before
 //     taking any workload.mu) and the collector; written by get and forget.
 //   - workload.mu: what the endpoints and the scraper read (state, message,
-//     interval, records, scrape). Taken by publish, explain, currentState,
+//     interval, records, scrape, podLabels). Taken by publish, explain, currentState,
 //     ensureScalers and closeScalers (for scrape only), and ScrapeWorkloads.
 //   - inflight.mu: the reconciles in flight, for the worker gauges.
 //   - foreignFinder.mu (foreign.go): when KEDA was last looked for; released

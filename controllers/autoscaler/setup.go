@@ -139,7 +139,7 @@ const (
 func (a *Autoscaler) ScrapeWorkloads() []promql.Workload {
 	var out []promql.Workload
 	for _, k := range a.kindList() {
-		if len(k.podLabels) == 0 {
+		if len(k.podLabels) == 0 && k.podLabelsOf == nil {
 			continue
 		}
 		// A copy of the map, so that no workload's lock is taken under the
@@ -153,11 +153,15 @@ func (a *Autoscaler) ScrapeWorkloads() []promql.Workload {
 		for _, st := range states {
 			st.mu.Lock()
 			scrape := st.scrape && st.state == StateAutoscaling
+			labels := k.podLabels
+			if k.podLabelsOf != nil {
+				labels = st.podLabels
+			}
 			st.mu.Unlock()
-			if !scrape {
+			if !scrape || len(labels) == 0 {
 				continue
 			}
-			out = append(out, ScrapeWorkload(k.kind, k.podLabels, st.nn.Namespace, st.nn.Name))
+			out = append(out, ScrapeWorkload(k.kind, labels, st.nn.Namespace, st.nn.Name))
 		}
 	}
 	return out

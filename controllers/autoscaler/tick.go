@@ -46,6 +46,12 @@ func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	st := k.get(req.NamespacedName)
 	st.pending.Store(false)
+	if k.podLabelsOf != nil {
+		labels := k.podLabelsOf(u)
+		st.mu.Lock()
+		st.podLabels = labels
+		st.mu.Unlock()
+	}
 	k.syncScaling(ctx, e, st)
 	res, err := k.reconcile(ctx, e, u, st)
 	k.offerScaling(e, u, st)

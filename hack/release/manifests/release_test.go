@@ -40,7 +40,7 @@ func TestRelease(t *testing.T) {
 		}
 	}
 	// scaleplane's own CRDs (config/crd), no workload kind's.
-	if diff := cmp.Diff([]string{"scaleprofiles.scaleplane.io", "scalings.scaleplane.io"}, kinds); diff != "" {
+	if diff := cmp.Diff([]string{"scalehandles.scaleplane.io", "scaleprofiles.scaleplane.io", "scalings.scaleplane.io"}, kinds); diff != "" {
 		t.Errorf("install.yaml's CRDs (-want +got); it should install scaleplane only:\n%s", diff)
 	}
 	dep := Find(objs, "Deployment", ManagerName)
