@@ -277,6 +277,16 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	}
 	defer q.Close()
 	res := q.Exec(ctx)
+	samples := int64(0)
+	if st := q.Stats(); st != nil && st.Samples != nil {
+		samples = st.Samples.TotalSamples
+	}
+	if errors.As(res.Err, new(prom.ErrTooManySamples)) {
+		// The engine stops counting where it stops: charge at least the
+		// bound it hit.
+		samples = max(samples, int64(e.limits.MaxSamples))
+	}
+	recordSamples(ctx, samples)
 	if res.Err != nil {
 		return Result{}, fmt.Errorf("evaluate %q: %w", expanded, res.Err)
 	}
