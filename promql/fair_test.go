@@ -295,3 +295,35 @@ func BenchmarkFairOverhead(b *testing.B) {
 		})
 	})
 }
+
+// TestRegistryOneOffNamesExpire: a name requested one-off (a debug query)
+// leaves the registry once nobody asked for it over the store's
+// retention; a name an owner holds is not taken one-off, so it leaves with
+// its owner.
+func TestRegistryOneOffNamesExpire(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	s := NewStore(Options{Retention: time.Minute, Now: func() time.Time { return now }})
+	ev := NewEvaluator(s, EvaluatorOptions{Now: func() time.Time { return now }})
+	if err := s.Registry().SetOwner("w", `sum(owned)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`sum(owned)`, `sum(debug_only)`} {
+		if _, err := ev.Eval(context.Background(), q, time.Time{}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.Registry().Has("debug_only") {
+		t.Fatal("an evaluated query's name was not requested")
+	}
+	now = now.Add(2 * time.Minute)
+	s.Trim()
+	if s.Registry().Has("debug_only") {
+		t.Error("a one-off name nobody asked for over the retention is still requested")
+	}
+	if err := s.Registry().SetOwner("w"); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Registry().Len(); n != 0 {
+		t.Errorf("registry holds %v after its owner left, want nothing", s.Registry().Names())
+	}
+}

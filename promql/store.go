@@ -197,6 +197,7 @@ func NewStore(opts Options) *Store {
 		perNamespace: map[string]*nsAccount{},
 	}
 	s.minValidTime.Store(math.MinInt64)
+	s.requested.now = s.opts.Now
 	return s
 }
 
@@ -281,6 +282,8 @@ func (s *Store) Trim() {
 	if cut == math.MinInt64 {
 		return
 	}
+	// One-off names nobody asked for over the retention leave too.
+	s.requested.Expire(time.UnixMilli(cut))
 	s.mtx.RLock()
 	var empty []*memSeries
 	freed := 0

@@ -37,10 +37,15 @@ type Options struct {
 	// Sources.Default(). Required: give the webhook the same value
 	// (NewSources builds the usual ones).
 	Sources *scaling.Sources
-	// OnTriggerQuery is called with every trigger query (placeholders
-	// expanded) whose source is "promql" when its scaler is built, so the
-	// embedded store requests the metric names before the first scrape.
-	OnTriggerQuery func(query string) error
+	// RequestQueries is called with a workload's trigger queries
+	// (placeholders expanded) whose source is "promql" when its scalers
+	// are built, so the embedded store requests their metric names before
+	// the first scrape, and with none when its triggers stop being read
+	// (changed, workload deleted or no longer managed), so names no trigger
+	// reads leave the store's registry. owner names the workload. Pass the
+	// store registry's SetOwner; an error makes the workload's promql
+	// triggers invalid.
+	RequestQueries func(owner string, queries ...string) error
 	// SampleTimeout bounds one trigger's sample, also when the scaler
 	// ignores its context. Default 10 s.
 	SampleTimeout time.Duration

@@ -67,7 +67,7 @@ func NewWithMetrics(mgr manager.Manager, opts MetricsOptions) (*Autoscaler, erro
 		Sources:         sources,
 		PollingInterval: opts.PollingInterval,
 		SampleTimeout:   limits.Timeout,
-		OnTriggerQuery:  store.RequestQuery,
+		RequestQueries:  store.Registry().SetOwner,
 	})
 	if err != nil {
 		return nil, err

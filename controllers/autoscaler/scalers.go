@@ -47,6 +47,8 @@ func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling
 	st.scalersFrom = newScalersKey(cfg.Triggers, def)
 	scrape := false
 	vars := k.scalerVars(st.nn)
+	var queries []string
+	var promqlAt []int
 	for _, t := range cfg.Triggers {
 		if t.Source == "" {
 			t.Source = def
@@ -55,17 +57,22 @@ func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling
 		b.scaler, b.err = sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: t, Namespace: st.nn.Namespace, Name: st.nn.Name, Vars: vars})
 		if b.err == nil && t.Source == scaling.SourcePromQL {
 			scrape = true
-			if hook := k.a.opts.OnTriggerQuery; hook != nil {
-				expanded, err := promql.Expand(t.Query, vars)
-				if err == nil {
-					err = hook(expanded)
-				}
-				if err != nil {
-					b.err = fmt.Errorf("query %q: %w", t.Query, err)
-				}
+			expanded, err := promql.Expand(t.Query, vars)
+			if err != nil {
+				b.err = fmt.Errorf("query %q: %w", t.Query, err)
+			} else {
+				queries = append(queries, expanded)
+				promqlAt = append(promqlAt, len(st.scalers))
 			}
 		}
 		st.scalers = append(st.scalers, b)
+	}
+	if req := k.a.opts.RequestQueries; req != nil && len(queries) > 0 {
+		if err := req(k.queryOwner(st.nn), queries...); err != nil {
+			for _, i := range promqlAt {
+				st.scalers[i].err = fmt.Errorf("request the metric names of the queries: %w", err)
+			}
+		}
 	}
 	st.mu.Lock()
 	st.scrape = scrape
@@ -97,6 +104,11 @@ func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []sc
 		}
 	}
 	return out
+}
+
+// queryOwner names a workload's triggers in the store's registry.
+func (k *kindLoop) queryOwner(nn types.NamespacedName) string {
+	return "autoscaler/" + k.resource + "/" + nn.String()
 }
 
 // scalersKey is what a workload's scalers were built from: a deep copy of

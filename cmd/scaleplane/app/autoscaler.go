@@ -73,7 +73,7 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 		PollingInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
 		SampleTimeout:   limits.Timeout,
 		TickTimeout:     seconds(cfg.Autoscaler.Queries.TickTimeoutSeconds),
-		OnTriggerQuery:  store.RequestQuery,
+		RequestQueries:  store.Registry().SetOwner,
 		// Scalings of cluster-scoped workloads live beside scaleplane.
 		Namespace: opts.Namespace,
 		// Several managers in one process (tests) need distinct names.
