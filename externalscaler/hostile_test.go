@@ -672,3 +672,77 @@ func TestExternalScalerHostileDeletedWithoutCalls(t *testing.T) {
 		t.Errorf("queries kept after the ScaledObject was deleted (-want +got):\n%s", diff)
 	}
 }
+
+// nsGate is a source whose evaluations wait for release, telling
+// entered which namespace each is for.
+type nsGate struct {
+	entered chan string
+	release chan struct{}
+}
+
+func (g *nsGate) Eval(_ context.Context, _ string, _ time.Time, vars map[string]string) (float64, bool, error) {
+	g.entered <- vars["namespace"]
+	<-g.release
+	return 1, true, nil
+}
+
+// TestExternalScalerFloodLeavesOtherNamespaceItsSlots: one namespace's
+// flood of GetMetrics on its own ScaledObject takes at most its share of
+// the evaluation slots; a call of another namespace is evaluated at once
+// while the flood's calls wait.
+func TestExternalScalerFloodLeavesOtherNamespaceItsSlots(t *testing.T) {
+	g := &nsGate{entered: make(chan string, 64), release: make(chan struct{})}
+	f := newFixture(t, func(o *Options) {
+		o.Sources = querySources(t, g)
+		o.MaxEvaluations = 2
+		o.SampleTimeout = time.Hour
+	})
+	f.objects.put(scaledObject("tenant-b", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"))
+	ctx := deadline(t)
+	md := map[string]string{"query": "vector(1)", "threshold": "1"}
+	a := f.declared("web", md)
+	f.objects.declare("tenant-b", "web", "external", md)
+	b := &pb.ScaledObjectRef{Namespace: "tenant-b", Name: "web", ScalerMetadata: md}
+
+	flood := make(chan error, 20)
+	for range 20 {
+		go func() {
+			_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: a})
+			flood <- err
+		}()
+	}
+	next := func() string {
+		select {
+		case ns := <-g.entered:
+			return ns
+		case <-ctx.Done():
+			t.Fatal("no evaluation started")
+			return ""
+		}
+	}
+	if ns := next(); ns != "shop" {
+		t.Fatalf("first evaluation for %q, want shop's", ns)
+	}
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: b})
+		bDone <- err
+	}()
+	// shop holds its share (1 of 2): the other slot is tenant-b's.
+	if ns := next(); ns != "tenant-b" {
+		t.Errorf("second evaluation for %q while shop floods, want tenant-b's", ns)
+	}
+	close(g.release)
+	if err := <-bDone; err != nil {
+		t.Errorf("tenant-b's call: %v", err)
+	}
+	served := 0
+	for range 20 {
+		if err := <-flood; err == nil {
+			served++
+		}
+	}
+	if served == 0 {
+		t.Error("none of shop's calls was answered once tenant-b was done")
+	}
+}

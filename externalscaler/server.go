@@ -74,8 +74,18 @@ type Options struct {
 	// MaxEvaluations bounds the evaluations running at once, over all
 	// calls and streams: a flood of calls waits for a slot until its
 	// SampleTimeout, then gets Unavailable, instead of taking every core.
-	// Default 8.
+	// Default 8. One namespace's calls take at most
+	// MaxEvaluationsPerNamespace of them, and a freed slot goes to the
+	// namespaces waiting in turn, so one ScaledObject's flood of calls
+	// leaves the other namespaces' calls their pace.
 	MaxEvaluations int
+	// MaxEvaluationsPerNamespace is one namespace's share of
+	// MaxEvaluations. Default half of it (at least 1).
+	MaxEvaluationsPerNamespace int
+	// MaxWaitingPerNamespace bounds one namespace's calls waiting for a
+	// slot; past it that namespace's calls are refused at once. Default
+	// a quarter of MaxWaiting (at least 1).
+	MaxWaitingPerNamespace int
 	// MaxWaiting bounds the calls waiting for an evaluation slot; past it a
 	// call is refused at once (Unavailable, "busy") rather than holding a
 	// goroutine and its request for up to SampleTimeout. Default 1000.
@@ -117,6 +127,12 @@ func (o Options) withDefaults() Options {
 	if o.MaxWaiting <= 0 {
 		o.MaxWaiting = 1000
 	}
+	if o.MaxEvaluationsPerNamespace <= 0 {
+		o.MaxEvaluationsPerNamespace = max(1, o.MaxEvaluations/2)
+	}
+	if o.MaxWaitingPerNamespace <= 0 {
+		o.MaxWaitingPerNamespace = max(1, o.MaxWaiting/4)
+	}
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = 2 * o.MaxTriggers
 	}
@@ -143,9 +159,9 @@ type Server struct {
 	streams  map[triggerKey]int
 	nstreams int
 
-	// evals holds a token per evaluation running (Options.MaxEvaluations),
-	// waiting counts the calls waiting for one.
-	evals   chan struct{}
+	// evals hands out Options.MaxEvaluations slots fairly among
+	// namespaces; waiting counts the calls waiting for one.
+	evals   *promql.Fair
 	waiting atomic.Int64
 
 	// quit ends the streams when Serve stops: they would otherwise last
@@ -161,12 +177,19 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("external scaler: Sources and Reader are required")
 	}
 	opts = opts.withDefaults()
+	// Budgets of samples and time are the sources' (promql.FairSource):
+	// these slots only share the calls.
+	evals, err := promql.NewFair(promql.FairOptions{Slots: opts.MaxEvaluations, SlotsPerNamespace: opts.MaxEvaluationsPerNamespace,
+		MaxWaitingPerNamespace: opts.MaxWaitingPerNamespace, SamplesPerMinute: -1, EvalTimePerMinute: -1, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
 	return &Server{
 		opts:         opts,
 		triggers:     map[triggerKey]*trigger{},
 		perNamespace: map[string]int{},
 		streams:      map[triggerKey]int{},
-		evals:        make(chan struct{}, opts.MaxEvaluations),
+		evals:        evals,
 		quit:         make(chan struct{}),
 	}, nil
 }
@@ -206,6 +229,9 @@ type trigger struct {
 	// requested none.
 	owner    string
 	lastUsed time.Time
+	// namespace is the ScaledObject's, whose share of the evaluation
+	// slots its evaluations take.
+	namespace string
 }
 
 // release closes the scaler and withdraws the trigger's queries from the
@@ -448,7 +474,7 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstruc
 		}
 	}
 
-	t := &trigger{spec: sp, metadata: maps.Clone(ref.GetScalerMetadata())}
+	t := &trigger{spec: sp, metadata: maps.Clone(ref.GetScalerMetadata()), namespace: ref.GetNamespace()}
 	if sp.trigger.Source == scaling.SourcePromQL {
 		switch {
 		case sp.podSelector != nil:
@@ -575,24 +601,18 @@ func (s *Server) sample(ctx context.Context, t *trigger) (scaling.Sample, error)
 	ctx, cancel := context.WithTimeout(ctx, s.opts.SampleTimeout)
 	defer cancel()
 	busy := func() error {
-		return status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations)
+		return status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once, at most %d for namespace %s); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations, s.opts.MaxEvaluationsPerNamespace, t.namespace)
 	}
-	select {
-	case s.evals <- struct{}{}:
-	default:
-		if s.waiting.Add(1) > int64(s.opts.MaxWaiting) {
-			s.waiting.Add(-1)
-			return scaling.Sample{}, busy()
-		}
-		select {
-		case s.evals <- struct{}{}:
-			s.waiting.Add(-1)
-		case <-ctx.Done():
-			s.waiting.Add(-1)
-			return scaling.Sample{}, busy()
-		}
+	if s.waiting.Add(1) > int64(s.opts.MaxWaiting)+int64(s.opts.MaxEvaluations) {
+		s.waiting.Add(-1)
+		return scaling.Sample{}, busy()
 	}
-	defer func() { <-s.evals }()
+	release, err := s.evals.Acquire(ctx, t.namespace)
+	s.waiting.Add(-1)
+	if err != nil {
+		return scaling.Sample{}, busy()
+	}
+	defer release(promql.Cost{})
 	smp, err := t.scaler.Sample(ctx, s.opts.Now())
 	switch {
 	case err != nil:
