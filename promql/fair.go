@@ -185,13 +185,26 @@ func NewFair(opts FairOptions) (*Fair, error) {
 			Help: "Evaluation time, by namespace (charged to its evalSecondsPerMinute budget)."}, []string{"namespace"}),
 	}
 	if o.Registerer != nil {
-		for _, c := range []prometheus.Collector{f.running, f.throttled, f.samples, f.seconds} {
-			if err := o.Registerer.Register(c); err != nil {
-				return nil, fmt.Errorf("register fair scheduler metrics: %w", err)
-			}
+		var errs []error
+		f.running, errs = register(o.Registerer, f.running, errs)
+		f.throttled, errs = register(o.Registerer, f.throttled, errs)
+		f.samples, errs = register(o.Registerer, f.samples, errs)
+		f.seconds, errs = register(o.Registerer, f.seconds, errs)
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("register fair scheduler metrics: %w", err)
 		}
 	}
 	return f, nil
+}
+
+// Load is how many of ns's evaluations run and wait now.
+func (f *Fair) Load(ns string) (running, waiting int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t := f.tenants[ns]; t != nil {
+		return t.running, len(t.queue)
+	}
+	return 0, 0
 }
 
 // Options returns the scheduler's options, defaults filled in.

@@ -47,6 +47,10 @@ const (
 	ReasonForeignAutoscaler       = "ForeignAutoscaler"
 	ReasonScaled                  = "Scaled"
 	ReasonInvalidTrigger          = "InvalidTrigger"
+	// ReasonTriggerThrottled: a trigger was not evaluated because its
+	// namespace is over its fair share of the evaluation slots or spent its
+	// budget of samples or evaluation time (autoscaler.fairness).
+	ReasonTriggerThrottled = "TriggerThrottled"
 	ReasonWriteFailed             = "WriteFailed"
 	ReasonCertificateRotated      = "CertificateRotated"
 	ReasonWebhookConfigurationSet = "WebhookConfigurationUpdated"

@@ -296,6 +296,11 @@ type kindLoop struct {
 	mu        sync.RWMutex
 	workloads map[types.NamespacedName]*workload
 
+	// shares is each namespace's share of the kind's workers; deferred
+	// counts the reconciles put back for it.
+	shares   workerShares
+	deferred atomic.Uint64
+
 	// wake enqueues a workload now (activity, dependencies); consumed by a
 	// source.Channel of the kind's controller.
 	wake chan event.GenericEvent
@@ -371,6 +376,9 @@ type workload struct {
 	// activitySeen is the latest activity a tick has consumed.
 	activitySeen time.Time
 	warned       warnings
+	// throttled says which triggers of the last tick were not evaluated
+	// for their namespace's fair share or budget; "" when none.
+	throttled string
 	// gauges are the trigger names with a trigger_value series.
 	gauges []string
 	// restored is set once the workload's Scaling was read for what a

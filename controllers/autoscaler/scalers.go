@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -103,7 +104,23 @@ func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []sc
 			out[i].Err = fmt.Errorf("no answer before the tick's %v for all triggers ran out (autoscaler.queries.tickTimeoutSeconds): %w", k.a.opts.TickTimeout, out[i].Err)
 		}
 	}
+	st.throttled = throttledNote(out)
 	return out
+}
+
+// throttledNote names the triggers the fair scheduler did not evaluate
+// (promql.ErrThrottled) and why; "" when none was.
+func throttledNote(results []scaling.TriggerResult) string {
+	var out []string
+	for _, r := range results {
+		if errors.Is(r.Err, promql.ErrThrottled) {
+			out = append(out, r.Name+": "+r.Err.Error())
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return truncate("throttled triggers keep the count: "+strings.Join(out, "; "), maxNote)
 }
 
 // queryOwner names a workload's triggers in the store's registry.
