@@ -89,8 +89,8 @@ func TestThrottledTriggerReasonOnScaling(t *testing.T) {
 	v := viewOf(t, "RackedCluster")
 	note := `throttled triggers keep the count: rps: namespace "a" spent its budget`
 	st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Layout: v.Layout(), State: StateAutoscaling,
-		Workload: scaling.Workload{Replicas: ptr(int32(2)), Config: cfg(1, 5).trigger("rps", 1).obj()},
-		Decision: &scaling.Decision{Current: 2, Desired: 2, Min: 1, Max: 5, Triggers: []scaling.TriggerDecision{{Name: "rps", Problem: note}}},
+		Workload:  scaling.Workload{Replicas: ptr(int32(2)), Config: cfg(1, 5).trigger("rps", 1).obj()},
+		Decision:  &scaling.Decision{Current: 2, Desired: 2, Min: 1, Max: 5, Triggers: []scaling.TriggerDecision{{Name: "rps", Problem: note}}},
 		Throttled: note, History: &scaling.History{}, Now: time.Unix(0, 0)})
 	for _, c := range st.Conditions {
 		if c.Type == v1alpha1.ScalingFallback {

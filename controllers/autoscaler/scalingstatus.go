@@ -69,8 +69,8 @@ type scalingInput struct {
 	// Throttled names the decision's triggers the fair scheduler did not
 	// evaluate, and why; "" when none.
 	Throttled string
-	History    *scaling.History
-	Decisions  []v1alpha1.ScalingDecision
+	History   *scaling.History
+	Decisions []v1alpha1.ScalingDecision
 	// Previous is the status as last built (or restored), for condition
 	// transition times; nil for a new one.
 	Previous *v1alpha1.ScalingStatus
