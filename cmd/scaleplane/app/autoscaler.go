@@ -102,6 +102,10 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 			Request:        store.Registry().SetOwner,
 			SampleTimeout:  limits.Timeout,
 			StreamInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
+			// The calls' slots are shared by namespace as the sources'
+			// are (pipe.fair).
+			MaxEvaluations:             cfg.Autoscaler.Fairness.EvaluationSlots,
+			MaxEvaluationsPerNamespace: cfg.Autoscaler.Fairness.EvaluationSlotsPerNamespace,
 			// Room for the longest query the limits allow, and KEDA's keys.
 			MaxMetadataBytes: max(64<<10, limits.MaxQueryLength+16<<10),
 			Log:              mgr.GetLogger().WithName("external-scaler"),
