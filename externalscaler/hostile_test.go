@@ -746,3 +746,32 @@ func TestExternalScalerFloodLeavesOtherNamespaceItsSlots(t *testing.T) {
 		t.Error("none of shop's calls was answered once tenant-b was done")
 	}
 }
+
+// TestExternalScalerTriggerBytesShare: the metadata of remembered triggers
+// is bounded in bytes, a quarter of the bound per namespace: one
+// namespace's triggers with long metadata are refused past its share while
+// another namespace's trigger is still kept, and the bytes come back when
+// the triggers are forgotten.
+func TestExternalScalerTriggerBytesShare(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.MaxTriggerBytes = 4 * 3000; o.Idle = time.Minute })
+	ctx := deadline(t)
+	f.objects.put(scaledObject("other", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"))
+	pad := strings.Repeat(" ", 2000)
+	md := func(ns, th string) *pb.ScaledObjectRef {
+		m := map[string]string{"query": "vector(1)" + pad, "threshold": th}
+		f.objects.declare(ns, "web", "external", m)
+		return &pb.ScaledObjectRef{Namespace: ns, Name: "web", ScalerMetadata: m}
+	}
+	if _, err := f.client.GetMetricSpec(ctx, md("shop", "1")); err != nil {
+		t.Fatalf("shop's first trigger: %v", err)
+	}
+	_, err := f.client.GetMetricSpec(ctx, md("shop", "2"))
+	wantStatus(t, "shop's second long trigger", err, codes.ResourceExhausted, "bytes of one namespace's external trigger metadata")
+	if _, err := f.client.GetMetricSpec(ctx, md("other", "1")); err != nil {
+		t.Errorf("another namespace's trigger while shop is at its byte share: %v", err)
+	}
+	f.now = f.now.Add(2 * time.Minute)
+	if _, err := f.client.GetMetricSpec(ctx, md("shop", "2")); err != nil {
+		t.Errorf("after shop's trigger was forgotten: %v", err)
+	}
+}

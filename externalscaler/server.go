@@ -96,6 +96,11 @@ type Options struct {
 	// Default 2*MaxTriggers: KEDA opens both for each external-push
 	// trigger.
 	MaxStreams int
+	// MaxTriggerBytes bounds the metadata (keys and values) of all
+	// triggers remembered at once, and a quarter of it those of one
+	// namespace: MaxTriggers triggers of MaxMetadataBytes each would
+	// otherwise be gigabytes. Default 32 MiB.
+	MaxTriggerBytes int64
 	// MaxMetadataBytes bounds a trigger's metadata (keys and values) in a
 	// call; the server refuses gRPC messages much larger than that. Default
 	// 64 KiB; keep it above the query length limit.
@@ -139,6 +144,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxMetadataBytes <= 0 {
 		o.MaxMetadataBytes = 64 << 10
 	}
+	if o.MaxTriggerBytes <= 0 {
+		o.MaxTriggerBytes = 32 << 20
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -153,8 +161,11 @@ type Server struct {
 	mu       sync.Mutex
 	triggers map[triggerKey]*trigger
 	built    uint64
-	// perNamespace counts triggers by namespace.
+	// perNamespace counts triggers by namespace; bytes and nsBytes are
+	// their metadata's size, in all and by namespace.
 	perNamespace map[string]int
+	bytes        int64
+	nsBytes      map[string]int64
 	// streams counts the open streams by trigger, nstreams all of them.
 	streams  map[triggerKey]int
 	nstreams int
@@ -188,6 +199,7 @@ func New(opts Options) (*Server, error) {
 		opts:         opts,
 		triggers:     map[triggerKey]*trigger{},
 		perNamespace: map[string]int{},
+		nsBytes:      map[string]int64{},
 		streams:      map[triggerKey]int{},
 		evals:        evals,
 		quit:         make(chan struct{}),
@@ -232,6 +244,8 @@ type trigger struct {
 	// namespace is the ScaledObject's, whose share of the evaluation
 	// slots its evaluations take.
 	namespace string
+	// size is its metadata's, counted against Options.MaxTriggerBytes.
+	size int64
 }
 
 // release closes the scaler and withdraws the trigger's queries from the
@@ -382,7 +396,8 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 	}
 	s.expireLocked(now)
 	s.dropUndeclaredLocked(key, so)
-	full := s.fullLocked(ref.GetNamespace())
+	size := metadataSize(ref.GetScalerMetadata())
+	full := s.fullLocked(ref.GetNamespace(), size)
 	s.built++
 	owner := fmt.Sprintf("keda/%s/%s/%d", ref.GetNamespace(), ref.GetName(), s.built)
 	s.mu.Unlock()
@@ -404,13 +419,16 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		return old, nil
 	}
 	s.dropUndeclaredLocked(key, so)
-	if full := s.fullLocked(ref.GetNamespace()); full != nil {
+	if full := s.fullLocked(ref.GetNamespace(), size); full != nil {
 		// Concurrent first calls of different triggers each saw room.
 		s.release(t)
 		return nil, full
 	}
 	s.triggers[key] = t
 	s.perNamespace[key.namespace]++
+	t.size = size
+	s.bytes += size
+	s.nsBytes[key.namespace] += size
 	return t, nil
 }
 
@@ -428,8 +446,12 @@ func (s *Server) dropUndeclaredLocked(key triggerKey, so *unstructured.Unstructu
 
 // fullLocked says why one more trigger of namespace cannot be kept, or
 // nil.
-func (s *Server) fullLocked(namespace string) error {
+func (s *Server) fullLocked(namespace string, size int64) error {
 	switch {
+	case s.bytes+size > s.opts.MaxTriggerBytes:
+		return status.Errorf(codes.ResourceExhausted, "scaleplane keeps at most %d bytes of external trigger metadata at once; remove unused ScaledObjects or shorten their metadata", s.opts.MaxTriggerBytes)
+	case s.nsBytes[namespace]+size > s.opts.MaxTriggerBytes/4:
+		return status.Errorf(codes.ResourceExhausted, "scaleplane keeps at most %d bytes of one namespace's external trigger metadata at once, and %s has that much; remove unused ScaledObjects there or shorten their metadata", s.opts.MaxTriggerBytes/4, namespace)
 	case len(s.triggers) >= s.opts.MaxTriggers:
 		return status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
 	case s.perNamespace[namespace] >= s.opts.MaxTriggersPerNamespace:
@@ -445,6 +467,19 @@ func (s *Server) dropLocked(key triggerKey, t *trigger) {
 	if s.perNamespace[key.namespace]--; s.perNamespace[key.namespace] <= 0 {
 		delete(s.perNamespace, key.namespace)
 	}
+	s.bytes -= t.size
+	if s.nsBytes[key.namespace] -= t.size; s.nsBytes[key.namespace] <= 0 {
+		delete(s.nsBytes, key.namespace)
+	}
+}
+
+// metadataSize is what a trigger's metadata holds, keys and values.
+func metadataSize(md map[string]string) int64 {
+	n := int64(0)
+	for k, v := range md {
+		n += int64(len(k) + len(v))
+	}
+	return n
 }
 
 // build reads the metadata and the ScaledObject's target and builds the
