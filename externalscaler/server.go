@@ -145,13 +145,16 @@ func (o Options) withDefaults() Options {
 		o.MaxMetadataBytes = 64 << 10
 	}
 	if o.MaxTriggerBytes <= 0 {
-		o.MaxTriggerBytes = 32 << 20
+		o.MaxTriggerBytes = DefaultMaxTriggerBytes
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	return o
 }
+
+// DefaultMaxTriggerBytes is Options.MaxTriggerBytes' default.
+const DefaultMaxTriggerBytes = 32 << 20
 
 // Server implements KEDA's ExternalScaler service.
 type Server struct {

@@ -183,7 +183,7 @@ func (e *Evaluator) Limits() Limits { return e.limits }
 // only costs walks.
 const (
 	maxKnownQueries    = 100_000
-	maxKnownQueryBytes = 16 << 20
+	maxKnownQueryBytes = 8 << 20
 )
 
 // registeringParser is the engine's parser when the Evaluator runs over a
