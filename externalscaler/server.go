@@ -88,7 +88,8 @@ type Options struct {
 	MaxWaitingPerNamespace int
 	// MaxWaiting bounds the calls waiting for an evaluation slot; past it a
 	// call is refused at once (Unavailable, "busy") rather than holding a
-	// goroutine and its request for up to SampleTimeout. Default 1000.
+	// goroutine and its request for up to SampleTimeout. Default
+	// DefaultMaxWaiting.
 	MaxWaiting int
 	// MaxStreams bounds the open StreamIsActive and StreamMetricSpec
 	// streams (each holds a goroutine; StreamIsActive evaluates every
@@ -130,7 +131,7 @@ func (o Options) withDefaults() Options {
 		o.MaxEvaluations = 8
 	}
 	if o.MaxWaiting <= 0 {
-		o.MaxWaiting = 1000
+		o.MaxWaiting = DefaultMaxWaiting
 	}
 	if o.MaxEvaluationsPerNamespace <= 0 {
 		o.MaxEvaluationsPerNamespace = max(1, o.MaxEvaluations/2)
@@ -153,8 +154,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// DefaultMaxTriggerBytes is Options.MaxTriggerBytes' default.
-const DefaultMaxTriggerBytes = 32 << 20
+// Defaults of Options that the process's memory budget counts: 256
+// waiting calls of up to 64 KiB each are 16 MiB.
+const (
+	DefaultMaxTriggerBytes = 32 << 20
+	DefaultMaxWaiting      = 256
+)
 
 // Server implements KEDA's ExternalScaler service.
 type Server struct {

@@ -279,16 +279,17 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	}
 	defer q.Close()
 	res := q.Exec(ctx)
-	samples := int64(0)
-	if st := q.Stats(); st != nil && st.Samples != nil {
-		samples = st.Samples.TotalSamples
+	if c := costOf(ctx); c != nil {
+		if st := q.Stats(); st != nil && st.Samples != nil {
+			c.Samples += st.Samples.TotalSamples
+		}
+		var tooMany prom.ErrTooManySamples
+		if res.Err != nil && errors.As(res.Err, &tooMany) {
+			// The engine stops counting where it stops: charge at least
+			// the bound it hit.
+			c.Samples = max(c.Samples, int64(e.limits.MaxSamples))
+		}
 	}
-	if errors.As(res.Err, new(prom.ErrTooManySamples)) {
-		// The engine stops counting where it stops: charge at least the
-		// bound it hit.
-		samples = max(samples, int64(e.limits.MaxSamples))
-	}
-	recordSamples(ctx, samples)
 	if res.Err != nil {
 		return Result{}, fmt.Errorf("evaluate %q: %w", expanded, res.Err)
 	}

@@ -388,11 +388,11 @@ func withCost(ctx context.Context, c *Cost) context.Context {
 	return context.WithValue(ctx, costKey{}, c)
 }
 
-// recordSamples adds n samples to the Cost ctx carries, if any.
-func recordSamples(ctx context.Context, n int64) {
-	if c, ok := ctx.Value(costKey{}).(*Cost); ok {
-		c.Samples += n
-	}
+// costOf is the Cost ctx carries, nil if none: only an evaluation under
+// a Fair reads the engine's counts.
+func costOf(ctx context.Context) *Cost {
+	c, _ := ctx.Value(costKey{}).(*Cost)
+	return c
 }
 
 // FairSource is src evaluated under f: each evaluation takes a slot of the

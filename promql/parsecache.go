@@ -26,7 +26,7 @@ const (
 // KnownQueryBytes its memory of the queries whose names it requested),
 // for the process's memory budget.
 const (
-	ParseCacheBytes = 16 << 20
+	ParseCacheBytes = 32 << 20
 	KnownQueryBytes = maxKnownQueryBytes
 )
 

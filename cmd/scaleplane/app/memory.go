@@ -34,9 +34,6 @@ const (
 	// evalSampleBytes is one sample an evaluation holds (Prometheus' FPoint:
 	// a timestamp and a value).
 	evalSampleBytes = 16
-	// externalWaiting is the external scaler's default of calls waiting
-	// for a slot (externalscaler.Options.MaxWaiting).
-	externalWaiting = 1000
 )
 
 // memoryBudget is every component that can grow with tenant input, each
@@ -53,13 +50,13 @@ func memoryBudget(cfg *configv1alpha2.Configuration) []memoryLine {
 		{"request bodies", "servers.webhook.maxBufferedBytes + servers.metrics.maxBufferedBytes + servers.probes.maxBufferedBytes",
 			cfg.Servers.Webhook.MaxBufferedBytes + cfg.Servers.Metrics.MaxBufferedBytes + cfg.Servers.Probes.MaxBufferedBytes},
 		{"evaluations in flight", "autoscaler.fairness.evaluationSlots × autoscaler.queries.maxSamples × 16", int64(f.EvaluationSlots) * int64(q.MaxSamples) * evalSampleBytes},
-		{"parsed queries and requested names", "16 MiB of parsed trees + 2 × 8 MiB of queries evaluated without an owner and their names", promql.ParseCacheBytes + 2*promql.KnownQueryBytes},
+		{"parsed queries and requested names", "32 MiB of parsed trees + 2 × 8 MiB of queries evaluated without an owner and their names", promql.ParseCacheBytes + 2*promql.KnownQueryBytes},
 	}
 	if cfg.Autoscaler.ExternalScaler.BindAddress != "" {
 		msg := int64(max(64<<10, q.MaxLength+16<<10))
 		out = append(out,
 			memoryLine{"external-scaler triggers", "32 MiB of remembered triggers' metadata (externalscaler.Options.MaxTriggerBytes)", externalscaler.DefaultMaxTriggerBytes},
-			memoryLine{"external-scaler calls", "(1000 waiting + evaluationSlots running) × max(64 KiB, queries.maxLength + 16 KiB)", (externalWaiting + int64(f.EvaluationSlots)) * msg})
+			memoryLine{"external-scaler calls", "(256 waiting + evaluationSlots running) × max(64 KiB, queries.maxLength + 16 KiB)", (externalscaler.DefaultMaxWaiting + int64(f.EvaluationSlots)) * msg})
 	}
 	return out
 }

@@ -49,7 +49,7 @@ func TestMemoryBudgetCountsEveryTenantInput(t *testing.T) {
 		"scrapes in flight":                  32 * (256<<10 + 64*(256+2*4096+6) + 64 + 10000*100),
 		"request bodies":                     64<<20 + 16<<20 + 64<<10,
 		"evaluations in flight":              8 * 1_000_000 * 16,
-		"parsed queries and requested names": 16<<20 + 2*8<<20,
+		"parsed queries and requested names": 32<<20 + 2*8<<20,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("budget without the external scaler (-want +got):\n%s", diff)
@@ -61,7 +61,7 @@ func TestMemoryBudgetCountsEveryTenantInput(t *testing.T) {
 		got[l.Component] = l.Bytes
 	}
 	want["external-scaler triggers"] = 32 << 20
-	want["external-scaler calls"] = (1000 + 8) * 64 << 10
+	want["external-scaler calls"] = (256 + 8) * 64 << 10
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("budget with the external scaler (-want +got):\n%s", diff)
 	}
