@@ -310,7 +310,10 @@ func (f *Fair) releaser(ns string) func(Cost) {
 			f.seconds.WithLabelValues(ns).Add(c.Took.Seconds())
 			f.dispatchLocked()
 			if t.running == 0 && len(t.queue) == 0 && t.samples >= float64(f.opts.SamplesPerMinute) && t.time >= float64(f.opts.EvalTimePerMinute) {
+				// Idle with its whole budget: forgotten, with its gauge, so
+				// namespaces that come and go leave nothing behind.
 				delete(f.tenants, ns)
+				f.running.DeleteLabelValues(ns)
 			}
 		})
 	}
