@@ -714,3 +714,106 @@ func TestExternalScalerHostileDeletedWithoutCalls(t *testing.T) {
 		t.Errorf("queries kept after the ScaledObject was deleted (-want +got):\n%s", diff)
 	}
 }
+
+// nsGate is a source whose evaluations wait for release, telling
+// entered which namespace each is for.
+type nsGate struct {
+	entered chan string
+	release chan struct{}
+}
+
+func (g *nsGate) Eval(_ context.Context, _ string, _ time.Time, vars map[string]string) (float64, bool, error) {
+	g.entered <- vars["namespace"]
+	<-g.release
+	return 1, true, nil
+}
+
+// TestExternalScalerFloodLeavesOtherNamespaceItsSlots: one namespace's
+// flood of GetMetrics on its own ScaledObject takes at most its share of
+// the evaluation slots; a call of another namespace is evaluated at once
+// while the flood's calls wait.
+func TestExternalScalerFloodLeavesOtherNamespaceItsSlots(t *testing.T) {
+	g := &nsGate{entered: make(chan string, 64), release: make(chan struct{})}
+	f := newFixture(t, func(o *Options) {
+		o.Sources = querySources(t, g)
+		o.MaxEvaluations = 2
+		o.SampleTimeout = time.Hour
+	})
+	f.objects.put(scaledObject("tenant-b", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"))
+	ctx := deadline(t)
+	md := map[string]string{"query": "vector(1)", "threshold": "1"}
+	a := f.declared("web", md)
+	f.objects.declare("tenant-b", "web", "external", md)
+	b := &pb.ScaledObjectRef{Namespace: "tenant-b", Name: "web", ScalerMetadata: md}
+
+	flood := make(chan error, 20)
+	for range 20 {
+		go func() {
+			_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: a})
+			flood <- err
+		}()
+	}
+	next := func() string {
+		select {
+		case ns := <-g.entered:
+			return ns
+		case <-ctx.Done():
+			t.Fatal("no evaluation started")
+			return ""
+		}
+	}
+	if ns := next(); ns != "shop" {
+		t.Fatalf("first evaluation for %q, want shop's", ns)
+	}
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := f.client.GetMetrics(ctx, &pb.GetMetricsRequest{ScaledObjectRef: b})
+		bDone <- err
+	}()
+	// shop holds its share (1 of 2): the other slot is tenant-b's.
+	if ns := next(); ns != "tenant-b" {
+		t.Errorf("second evaluation for %q while shop floods, want tenant-b's", ns)
+	}
+	close(g.release)
+	if err := <-bDone; err != nil {
+		t.Errorf("tenant-b's call: %v", err)
+	}
+	served := 0
+	for range 20 {
+		if err := <-flood; err == nil {
+			served++
+		}
+	}
+	if served == 0 {
+		t.Error("none of shop's calls was answered once tenant-b was done")
+	}
+}
+
+// TestExternalScalerTriggerBytesShare: the metadata of remembered triggers
+// is bounded in bytes, a quarter of the bound per namespace: one
+// namespace's triggers with long metadata are refused past its share while
+// another namespace's trigger is still kept, and the bytes come back when
+// the triggers are forgotten.
+func TestExternalScalerTriggerBytesShare(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.MaxTriggerBytes = 4 * 3000; o.Idle = time.Minute })
+	ctx := deadline(t)
+	f.objects.put(scaledObject("other", "web", "samples.scaleplane.io/v1alpha1", "RackedCluster", "cart"))
+	pad := strings.Repeat(" ", 2000)
+	md := func(ns, th string) *pb.ScaledObjectRef {
+		m := map[string]string{"query": "vector(1)" + pad, "threshold": th}
+		f.objects.declare(ns, "web", "external", m)
+		return &pb.ScaledObjectRef{Namespace: ns, Name: "web", ScalerMetadata: m}
+	}
+	if _, err := f.client.GetMetricSpec(ctx, md("shop", "1")); err != nil {
+		t.Fatalf("shop's first trigger: %v", err)
+	}
+	_, err := f.client.GetMetricSpec(ctx, md("shop", "2"))
+	wantStatus(t, "shop's second long trigger", err, codes.ResourceExhausted, "bytes of one namespace's external trigger metadata")
+	if _, err := f.client.GetMetricSpec(ctx, md("other", "1")); err != nil {
+		t.Errorf("another namespace's trigger while shop is at its byte share: %v", err)
+	}
+	f.now = f.now.Add(2 * time.Minute)
+	if _, err := f.client.GetMetricSpec(ctx, md("shop", "2")); err != nil {
+		t.Errorf("after shop's trigger was forgotten: %v", err)
+	}
+}

@@ -74,11 +74,22 @@ type Options struct {
 	// MaxEvaluations bounds the evaluations running at once, over all
 	// calls and streams: a flood of calls waits for a slot until its
 	// SampleTimeout, then gets Unavailable, instead of taking every core.
-	// Default 8.
+	// Default 8. One namespace's calls take at most
+	// MaxEvaluationsPerNamespace of them, and a freed slot goes to the
+	// namespaces waiting in turn, so one ScaledObject's flood of calls
+	// leaves the other namespaces' calls their pace.
 	MaxEvaluations int
+	// MaxEvaluationsPerNamespace is one namespace's share of
+	// MaxEvaluations. Default half of it (at least 1).
+	MaxEvaluationsPerNamespace int
+	// MaxWaitingPerNamespace bounds one namespace's calls waiting for a
+	// slot; past it that namespace's calls are refused at once. Default
+	// a quarter of MaxWaiting (at least 1).
+	MaxWaitingPerNamespace int
 	// MaxWaiting bounds the calls waiting for an evaluation slot; past it a
 	// call is refused at once (Unavailable, "busy") rather than holding a
-	// goroutine and its request for up to SampleTimeout. Default 1000.
+	// goroutine and its request for up to SampleTimeout. Default
+	// DefaultMaxWaiting.
 	MaxWaiting int
 	// MaxStreams bounds the open StreamIsActive and StreamMetricSpec
 	// streams (each holds a goroutine; StreamIsActive evaluates every
@@ -86,6 +97,11 @@ type Options struct {
 	// Default 2*MaxTriggers: KEDA opens both for each external-push
 	// trigger.
 	MaxStreams int
+	// MaxTriggerBytes bounds the metadata (keys and values) of all
+	// triggers remembered at once, and a quarter of it those of one
+	// namespace: MaxTriggers triggers of MaxMetadataBytes each would
+	// otherwise be gigabytes. Default 32 MiB.
+	MaxTriggerBytes int64
 	// MaxMetadataBytes bounds a trigger's metadata (keys and values) in a
 	// call; the server refuses gRPC messages much larger than that. Default
 	// 64 KiB; keep it above the query length limit.
@@ -115,7 +131,13 @@ func (o Options) withDefaults() Options {
 		o.MaxEvaluations = 8
 	}
 	if o.MaxWaiting <= 0 {
-		o.MaxWaiting = 1000
+		o.MaxWaiting = DefaultMaxWaiting
+	}
+	if o.MaxEvaluationsPerNamespace <= 0 {
+		o.MaxEvaluationsPerNamespace = max(1, o.MaxEvaluations/2)
+	}
+	if o.MaxWaitingPerNamespace <= 0 {
+		o.MaxWaitingPerNamespace = max(1, o.MaxWaiting/4)
 	}
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = 2 * o.MaxTriggers
@@ -123,11 +145,21 @@ func (o Options) withDefaults() Options {
 	if o.MaxMetadataBytes <= 0 {
 		o.MaxMetadataBytes = 64 << 10
 	}
+	if o.MaxTriggerBytes <= 0 {
+		o.MaxTriggerBytes = DefaultMaxTriggerBytes
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	return o
 }
+
+// Defaults of Options that the process's memory budget counts: 256
+// waiting calls of up to 64 KiB each are 16 MiB.
+const (
+	DefaultMaxTriggerBytes = 32 << 20
+	DefaultMaxWaiting      = 256
+)
 
 // Server implements KEDA's ExternalScaler service.
 type Server struct {
@@ -137,15 +169,18 @@ type Server struct {
 	mu       sync.Mutex
 	triggers map[triggerKey]*trigger
 	built    uint64
-	// perNamespace counts triggers by namespace.
+	// perNamespace counts triggers by namespace; bytes and nsBytes are
+	// their metadata's size, in all and by namespace.
 	perNamespace map[string]int
+	bytes        int64
+	nsBytes      map[string]int64
 	// streams counts the open streams by trigger, nstreams all of them.
 	streams  map[triggerKey]int
 	nstreams int
 
-	// evals holds a token per evaluation running (Options.MaxEvaluations),
-	// waiting counts the calls waiting for one.
-	evals   chan struct{}
+	// evals hands out Options.MaxEvaluations slots fairly among
+	// namespaces; waiting counts the calls waiting for one.
+	evals   *promql.Fair
 	waiting atomic.Int64
 
 	// quit ends the streams when Serve stops: they would otherwise last
@@ -161,12 +196,20 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("external scaler: Sources and Reader are required")
 	}
 	opts = opts.withDefaults()
+	// Budgets of samples and time are the sources' (promql.FairSource):
+	// these slots only share the calls.
+	evals, err := promql.NewFair(promql.FairOptions{Slots: opts.MaxEvaluations, SlotsPerNamespace: opts.MaxEvaluationsPerNamespace,
+		MaxWaitingPerNamespace: opts.MaxWaitingPerNamespace, SamplesPerMinute: -1, EvalTimePerMinute: -1, Now: opts.Now})
+	if err != nil {
+		return nil, err
+	}
 	return &Server{
 		opts:         opts,
 		triggers:     map[triggerKey]*trigger{},
 		perNamespace: map[string]int{},
+		nsBytes:      map[string]int64{},
 		streams:      map[triggerKey]int{},
-		evals:        make(chan struct{}, opts.MaxEvaluations),
+		evals:        evals,
 		quit:         make(chan struct{}),
 	}, nil
 }
@@ -206,6 +249,11 @@ type trigger struct {
 	// requested none.
 	owner    string
 	lastUsed time.Time
+	// namespace is the ScaledObject's, whose share of the evaluation
+	// slots its evaluations take.
+	namespace string
+	// size is its metadata's, counted against Options.MaxTriggerBytes.
+	size int64
 }
 
 // release closes the scaler and withdraws the trigger's queries from the
@@ -366,7 +414,8 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 	}
 	s.expireLocked(now)
 	s.dropUndeclaredLocked(key, so)
-	full := s.fullLocked(ref.GetNamespace())
+	size := metadataSize(ref.GetScalerMetadata())
+	full := s.fullLocked(ref.GetNamespace(), size)
 	s.built++
 	owner := fmt.Sprintf("keda/%s/%s/%d", ref.GetNamespace(), ref.GetName(), s.built)
 	s.mu.Unlock()
@@ -388,13 +437,16 @@ func (s *Server) resolve(ctx context.Context, ref *pb.ScaledObjectRef) (*trigger
 		return old, nil
 	}
 	s.dropUndeclaredLocked(key, so)
-	if full := s.fullLocked(ref.GetNamespace()); full != nil {
+	if full := s.fullLocked(ref.GetNamespace(), size); full != nil {
 		// Concurrent first calls of different triggers each saw room.
 		s.release(t)
 		return nil, full
 	}
 	s.triggers[key] = t
 	s.perNamespace[key.namespace]++
+	t.size = size
+	s.bytes += size
+	s.nsBytes[key.namespace] += size
 	return t, nil
 }
 
@@ -412,8 +464,12 @@ func (s *Server) dropUndeclaredLocked(key triggerKey, so *unstructured.Unstructu
 
 // fullLocked says why one more trigger of namespace cannot be kept, or
 // nil.
-func (s *Server) fullLocked(namespace string) error {
+func (s *Server) fullLocked(namespace string, size int64) error {
 	switch {
+	case s.bytes+size > s.opts.MaxTriggerBytes:
+		return status.Errorf(codes.ResourceExhausted, "scaleplane keeps at most %d bytes of external trigger metadata at once; remove unused ScaledObjects or shorten their metadata", s.opts.MaxTriggerBytes)
+	case s.nsBytes[namespace]+size > s.opts.MaxTriggerBytes/4:
+		return status.Errorf(codes.ResourceExhausted, "scaleplane keeps at most %d bytes of one namespace's external trigger metadata at once, and %s has that much; remove unused ScaledObjects there or shorten their metadata", s.opts.MaxTriggerBytes/4, namespace)
 	case len(s.triggers) >= s.opts.MaxTriggers:
 		return status.Errorf(codes.ResourceExhausted, "scaleplane serves at most %d external triggers at once; remove unused ScaledObjects or raise the limit", s.opts.MaxTriggers)
 	case s.perNamespace[namespace] >= s.opts.MaxTriggersPerNamespace:
@@ -429,6 +485,19 @@ func (s *Server) dropLocked(key triggerKey, t *trigger) {
 	if s.perNamespace[key.namespace]--; s.perNamespace[key.namespace] <= 0 {
 		delete(s.perNamespace, key.namespace)
 	}
+	s.bytes -= t.size
+	if s.nsBytes[key.namespace] -= t.size; s.nsBytes[key.namespace] <= 0 {
+		delete(s.nsBytes, key.namespace)
+	}
+}
+
+// metadataSize is what a trigger's metadata holds, keys and values.
+func metadataSize(md map[string]string) int64 {
+	n := int64(0)
+	for k, v := range md {
+		n += int64(len(k) + len(v))
+	}
+	return n
 }
 
 // build reads the metadata and the ScaledObject's target and builds the
@@ -458,7 +527,7 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstruc
 		}
 	}
 
-	t := &trigger{spec: sp, metadata: maps.Clone(ref.GetScalerMetadata())}
+	t := &trigger{spec: sp, metadata: maps.Clone(ref.GetScalerMetadata()), namespace: ref.GetNamespace()}
 	if sp.trigger.Source == scaling.SourcePromQL {
 		switch {
 		case sp.podSelector != nil:
@@ -585,24 +654,18 @@ func (s *Server) sample(ctx context.Context, t *trigger) (scaling.Sample, error)
 	ctx, cancel := context.WithTimeout(ctx, s.opts.SampleTimeout)
 	defer cancel()
 	busy := func() error {
-		return status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations)
+		return status.Errorf(codes.Unavailable, "trigger %s: scaleplane is busy (%d evaluations running, the most it runs at once, at most %d for namespace %s); KEDA asks again", t.spec.trigger.Name, s.opts.MaxEvaluations, s.opts.MaxEvaluationsPerNamespace, t.namespace)
 	}
-	select {
-	case s.evals <- struct{}{}:
-	default:
-		if s.waiting.Add(1) > int64(s.opts.MaxWaiting) {
-			s.waiting.Add(-1)
-			return scaling.Sample{}, busy()
-		}
-		select {
-		case s.evals <- struct{}{}:
-			s.waiting.Add(-1)
-		case <-ctx.Done():
-			s.waiting.Add(-1)
-			return scaling.Sample{}, busy()
-		}
+	if s.waiting.Add(1) > int64(s.opts.MaxWaiting)+int64(s.opts.MaxEvaluations) {
+		s.waiting.Add(-1)
+		return scaling.Sample{}, busy()
 	}
-	defer func() { <-s.evals }()
+	release, err := s.evals.Acquire(ctx, t.namespace)
+	s.waiting.Add(-1)
+	if err != nil {
+		return scaling.Sample{}, busy()
+	}
+	defer release(promql.Cost{})
 	smp, err := t.scaler.Sample(ctx, s.opts.Now())
 	switch {
 	case err != nil:

@@ -137,6 +137,7 @@ func (a *appender) Commit() error {
 				n, err = p.ser.appendFloat(p.st, p.t, p.v, minValid)
 			}
 			grown += int64(n)
+			p.ser.acct.used.Add(int64(n))
 		}
 		if err != nil {
 			dropped++

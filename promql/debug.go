@@ -297,8 +297,11 @@ type StoreSummary struct {
 	// metrics.maxStoreBytes (the rest at metrics.maxSeries), and
 	// RefusedSamples the samples refused while the store was past it.
 	RefusedSeriesForBytes uint64 `json:"refusedSeriesForBytes"`
-	RefusedSamples        uint64 `json:"refusedSamples"`
-	ChunkBytes            int    `json:"chunkBytes"`
+	// RefusedSeriesForNamespaceBytes are those refused at
+	// metrics.maxStoreBytesPerNamespace.
+	RefusedSeriesForNamespaceBytes uint64 `json:"refusedSeriesForNamespaceBytes"`
+	RefusedSamples                 uint64 `json:"refusedSamples"`
+	ChunkBytes                     int    `json:"chunkBytes"`
 	// UsedBytes is what the store charges against metrics.maxStoreBytes.
 	UsedBytes      int64          `json:"usedBytes"`
 	Targets        []TargetHealth `json:"targets"`
@@ -313,16 +316,17 @@ func (d *debugHandler) serveStore(w http.ResponseWriter, r *http.Request) {
 	}
 	st := d.store.Stats()
 	sum := StoreSummary{
-		RequestedMetricNames:  d.store.Registry().Names(),
-		TimestampBuckets:      st.TimestampBuckets,
-		SeriesCount:           st.SeriesCount,
-		TotalPoints:           st.TotalPoints,
-		RefusedSeries:         st.RefusedSeries,
-		RefusedSeriesForBytes: st.RefusedSeriesForBytes,
-		RefusedSamples:        st.RefusedSamples,
-		ChunkBytes:            st.ChunkBytes,
-		UsedBytes:             st.UsedBytes,
-		Targets:               []TargetHealth{},
+		RequestedMetricNames:           d.store.Registry().Names(),
+		TimestampBuckets:               st.TimestampBuckets,
+		SeriesCount:                    st.SeriesCount,
+		TotalPoints:                    st.TotalPoints,
+		RefusedSeries:                  st.RefusedSeries,
+		RefusedSeriesForBytes:          st.RefusedSeriesForBytes,
+		RefusedSeriesForNamespaceBytes: st.RefusedSeriesForNamespaceBytes,
+		RefusedSamples:                 st.RefusedSamples,
+		ChunkBytes:                     st.ChunkBytes,
+		UsedBytes:                      st.UsedBytes,
+		Targets:                        []TargetHealth{},
 	}
 	if d.scraper != nil {
 		sum.Targets = d.scraper.Health()

@@ -331,15 +331,16 @@ func TestDebugStore(t *testing.T) {
 		delete(tg.(map[string]any), "lastDurationSeconds")
 	}
 	want := response{Status: 200, ContentType: "application/json", Body: map[string]any{
-		"requestedMetricNames":  []any{"a_metric", "b_metric"},
-		"timestampBuckets":      3.0,
-		"seriesCount":           2.0,
-		"totalPoints":           6.0,
-		"refusedSeries":         0.0,
-		"refusedSeriesForBytes": 0.0,
-		"refusedSamples":        0.0,
-		"chunkBytes":            nil,
-		"usedBytes":             nil,
+		"requestedMetricNames":           []any{"a_metric", "b_metric"},
+		"timestampBuckets":               3.0,
+		"seriesCount":                    2.0,
+		"totalPoints":                    6.0,
+		"refusedSeries":                  0.0,
+		"refusedSeriesForBytes":          0.0,
+		"refusedSeriesForNamespaceBytes": 0.0,
+		"refusedSamples":                 0.0,
+		"chunkBytes":                     nil,
+		"usedBytes":                      nil,
 		"targets": []any{map[string]any{
 			"url": "http://127.0.0.1:1/metrics", "health": "down", "lastError": "bad port", "samples": 0.0,
 		}},

@@ -22,7 +22,17 @@
 //     Registry.SetOwner, MetricNames): the metric names some trigger or
 //     debug query asked for. The scraper keeps only those. A workload's
 //     triggers are registered with SetOwner so names they stop using are
-//     dropped; debug queries add names for the life of the process.
+//     dropped; queries without an owner (debug queries) add names that
+//     leave when nobody asked for them over the retention.
+//   - Fair (NewFair, FairOptions, FairSource): evaluation slots shared
+//     among namespaces after the API server's priority and fairness (a
+//     queue per namespace, round-robin dispatch, a concurrency share) and
+//     each namespace's budget of samples and evaluation time per minute;
+//     a namespace over its share or budget waits or gets a
+//     *ThrottledError, the others keep their pace. The store has a share
+//     per namespace too (Options.MaxSeriesPerNamespace,
+//     Options.MaxBytesPerNamespace), and a target that goes away takes its
+//     series with it (Store.Delete).
 //   - Evaluator (NewEvaluator, EvaluatorOptions) and Remote (NewRemote,
 //     RemoteOptions): the two implementations of Source, whose
 //     Eval(ctx, query, at, vars) returns one Result. The Evaluator's engine

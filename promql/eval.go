@@ -183,19 +183,19 @@ func (e *Evaluator) Limits() Limits { return e.limits }
 // only costs walks.
 const (
 	maxKnownQueries    = 100_000
-	maxKnownQueryBytes = 16 << 20
+	maxKnownQueryBytes = 8 << 20
 )
 
 // registeringParser is the engine's parser when the Evaluator runs over a
-// Store: every query it parses requests its metric names from the store's
-// registry before it runs. A query whose names were requested once is
-// remembered and not walked again: one-off requests last as long as the
-// process.
+// Store: every query it parses requests, one-off, those of its metric
+// names no owner requested (Registry.SetOwner: a trigger's), before it
+// runs. A query's names are remembered, so it is not walked again; one-off
+// names leave the registry when not requested for the store's retention.
 type registeringParser struct {
 	parser.Parser
 	registry *Registry
 	mtx      sync.RWMutex
-	known    map[string]struct{}
+	known    map[string][]string
 	// bytes is the length of the queries in known.
 	bytes int
 }
@@ -206,23 +206,25 @@ func (p *registeringParser) ParseExpr(input string) (parser.Expr, error) {
 		return nil, err
 	}
 	p.mtx.RLock()
-	_, ok := p.known[input]
+	names, ok := p.known[input]
 	p.mtx.RUnlock()
 	if ok {
+		p.registry.addUnowned(names...)
 		return expr, nil
 	}
-	p.registry.Add(metricNames(expr)...)
+	names = metricNames(expr)
+	p.registry.addUnowned(names...)
 	if len(input) > maxCachedQueryLen {
 		return expr, nil
 	}
 	p.mtx.Lock()
 	if p.known == nil || len(p.known) >= maxKnownQueries || p.bytes+len(input) > maxKnownQueryBytes {
-		p.known, p.bytes = map[string]struct{}{}, 0
+		p.known, p.bytes = map[string][]string{}, 0
 	}
 	if _, dup := p.known[input]; !dup {
 		p.bytes += len(input)
 	}
-	p.known[input] = struct{}{}
+	p.known[input] = names
 	p.mtx.Unlock()
 	return expr, nil
 }
@@ -277,6 +279,17 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	}
 	defer q.Close()
 	res := q.Exec(ctx)
+	if c := costOf(ctx); c != nil {
+		if st := q.Stats(); st != nil && st.Samples != nil {
+			c.Samples += st.Samples.TotalSamples
+		}
+		var tooMany prom.ErrTooManySamples
+		if res.Err != nil && errors.As(res.Err, &tooMany) {
+			// The engine stops counting where it stops: charge at least
+			// the bound it hit.
+			c.Samples = max(c.Samples, int64(e.limits.MaxSamples))
+		}
+	}
 	if res.Err != nil {
 		return Result{}, fmt.Errorf("evaluate %q: %w", expanded, res.Err)
 	}

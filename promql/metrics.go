@@ -60,6 +60,7 @@ const (
 	RefusedMaxSeries             = "max_series"
 	RefusedMaxBytes              = "max_bytes"
 	RefusedMaxSeriesPerNamespace = "max_series_per_namespace"
+	RefusedMaxBytesPerNamespace  = "max_bytes_per_namespace"
 )
 
 // scraperMetrics are a scraper's and its store's numbers. Every series,
@@ -117,7 +118,7 @@ func newScraperMetrics(reg prometheus.Registerer) (*scraperMetrics, error) {
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricStoreRefused,
-			Help: "New series the embedded store refused, by reason: it held metrics.maxSeries series (max_series), metrics.maxSeriesPerNamespace series of the sample's namespace (max_series_per_namespace) or metrics.maxStoreBytes bytes (max_bytes).",
+			Help: "New series the embedded store refused, by reason: it held metrics.maxSeries series (max_series), metrics.maxSeriesPerNamespace series of the sample's namespace (max_series_per_namespace), metrics.maxStoreBytes bytes (max_bytes) or metrics.maxStoreBytesPerNamespace bytes of the sample's namespace (max_bytes_per_namespace).",
 		}, []string{reasonLabel}),
 		refusedSamples: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: MetricStoreRefusedSamples,
@@ -130,7 +131,7 @@ func newScraperMetrics(reg prometheus.Registerer) (*scraperMetrics, error) {
 	for _, r := range failureReasons {
 		m.failures.WithLabelValues(r)
 	}
-	for _, r := range []string{RefusedMaxSeries, RefusedMaxBytes, RefusedMaxSeriesPerNamespace} {
+	for _, r := range []string{RefusedMaxSeries, RefusedMaxBytes, RefusedMaxSeriesPerNamespace, RefusedMaxBytesPerNamespace} {
 		m.refused.WithLabelValues(r)
 	}
 	if reg == nil {
@@ -202,6 +203,9 @@ func (m *scraperMetrics) observeCycle(health []TargetHealth, u Usage) {
 	if d := u.RefusedSeriesForNamespace - m.last.RefusedSeriesForNamespace; d > 0 {
 		m.refused.WithLabelValues(RefusedMaxSeriesPerNamespace).Add(float64(d))
 	}
+	if d := u.RefusedSeriesForNamespaceBytes - m.last.RefusedSeriesForNamespaceBytes; d > 0 {
+		m.refused.WithLabelValues(RefusedMaxBytesPerNamespace).Add(float64(d))
+	}
 	if d := u.RefusedSamples - m.last.RefusedSamples; d > 0 {
 		m.refusedSamples.Add(float64(d))
 	}
@@ -220,20 +224,22 @@ type Usage struct {
 	// RefusedSeries counts new series refused at Options.MaxSeries,
 	// RefusedSeriesForBytes those refused at Options.MaxBytes,
 	// RefusedSeriesForNamespace those refused at
-	// Options.MaxSeriesPerNamespace, and RefusedSamples the samples refused
-	// while the store was past MaxBytes.
-	RefusedSeries, RefusedSeriesForBytes, RefusedSeriesForNamespace, RefusedSamples uint64
+	// Options.MaxSeriesPerNamespace, RefusedSeriesForNamespaceBytes those
+	// refused at Options.MaxBytesPerNamespace, and RefusedSamples the
+	// samples refused while the store or the namespace was past its bytes.
+	RefusedSeries, RefusedSeriesForBytes, RefusedSeriesForNamespace, RefusedSeriesForNamespaceBytes, RefusedSamples uint64
 }
 
 // Usage counts the store's series, samples and encoded bytes from chunk
 // headers, without decoding samples.
 func (s *Store) Usage() Usage {
 	u := Usage{
-		RefusedSeries:             s.refused.Load(),
-		RefusedSeriesForBytes:     s.refusedBytes.Load(),
-		RefusedSeriesForNamespace: s.refusedNamespace.Load(),
-		RefusedSamples:            s.refusedSamples.Load(),
-		UsedBytes:                 s.used.Load(),
+		RefusedSeries:                  s.refused.Load(),
+		RefusedSeriesForBytes:          s.refusedBytes.Load(),
+		RefusedSeriesForNamespace:      s.refusedNamespace.Load(),
+		RefusedSeriesForNamespaceBytes: s.refusedNamespaceBytes.Load(),
+		RefusedSamples:                 s.refusedSamples.Load(),
+		UsedBytes:                      s.used.Load(),
 	}
 	s.mtx.RLock()
 	defer s.mtx.RUnlock()

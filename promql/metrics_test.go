@@ -66,9 +66,10 @@ scaleplane_store_series %d
 # HELP scaleplane_store_used_bytes What the embedded metrics store charges against metrics.maxStoreBytes (labels, per-series bookkeeping and chunks) after the latest scrape cycle.
 # TYPE scaleplane_store_used_bytes gauge
 scaleplane_store_used_bytes %d
-# HELP scaleplane_store_refused_series_total New series the embedded store refused, by reason: it held metrics.maxSeries series (max_series), metrics.maxSeriesPerNamespace series of the sample's namespace (max_series_per_namespace) or metrics.maxStoreBytes bytes (max_bytes).
+# HELP scaleplane_store_refused_series_total New series the embedded store refused, by reason: it held metrics.maxSeries series (max_series), metrics.maxSeriesPerNamespace series of the sample's namespace (max_series_per_namespace), metrics.maxStoreBytes bytes (max_bytes) or metrics.maxStoreBytesPerNamespace bytes of the sample's namespace (max_bytes_per_namespace).
 # TYPE scaleplane_store_refused_series_total counter
 scaleplane_store_refused_series_total{reason="max_bytes"} 0
+scaleplane_store_refused_series_total{reason="max_bytes_per_namespace"} 0
 scaleplane_store_refused_series_total{reason="max_series"} 0
 scaleplane_store_refused_series_total{reason="max_series_per_namespace"} 0
 # HELP scaleplane_store_refused_samples_total Samples of existing series the embedded store refused while it was past metrics.maxStoreBytes.

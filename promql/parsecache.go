@@ -16,10 +16,18 @@ const (
 	// matcher's compiled regular expression about 40 bytes per
 	// instruction (see treeCost).
 	maxCachedExprs     = 50_000
-	maxCachedExprBytes = 64 << 20
+	maxCachedExprBytes = ParseCacheBytes
 	// maxCachedQueryLen keeps long one-off queries (the debug endpoint
 	// accepts any) out of the caches; trigger queries are far shorter.
 	maxCachedQueryLen = 4 << 10
+)
+
+// ParseCacheBytes bounds the Evaluator's cache of parsed queries (and
+// KnownQueryBytes its memory of the queries whose names it requested),
+// for the process's memory budget.
+const (
+	ParseCacheBytes = 32 << 20
+	KnownQueryBytes = maxKnownQueryBytes
 )
 
 // exprCache is the engine's parser: it parses a query string once and

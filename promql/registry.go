@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -18,51 +20,141 @@ import (
 // Names come from two places: owners (normally one per workload's
 // triggers), whose set is replaced with SetOwner so names a trigger no
 // longer uses stop being scraped; and one-off requests (Add, AddQuery: the
-// debug endpoint), which stay until the process restarts.
+// debug endpoint and queries evaluated without an owner), which stay until
+// Expire drops those not requested since (the store does so with its
+// retention). So the set is what the live triggers and recent queries
+// read, and it shrinks back when triggers change or go away.
 type Registry struct {
-	mtx    sync.RWMutex
-	adhoc  map[string]struct{}
+	mtx sync.RWMutex
+	// adhoc holds one-off names and when they were last requested (Unix
+	// nanoseconds).
+	adhoc  map[string]*atomic.Int64
 	owners map[string][]string
+	// now is the clock of one-off requests; nil means time.Now.
+	now func() time.Time
 	// names is the union of adhoc and owners, rebuilt on every change
 	// because Has runs once per scraped sample.
 	names map[string]struct{}
 }
 
-// Add requests names until the process restarts.
-func (r *Registry) Add(names ...string) {
-	if r.hasAdhoc(names) {
+func (r *Registry) clock() int64 {
+	if r.now == nil {
+		return time.Now().UnixNano()
+	}
+	return r.now().UnixNano()
+}
+
+// Add requests names until Expire drops them, not requested since.
+func (r *Registry) Add(names ...string) { r.add(names, false) }
+
+// addUnowned requests the names no owner holds, as Add does: a trigger's
+// query evaluated under its owner adds nothing one-off, so the names leave
+// with the owner.
+func (r *Registry) addUnowned(names ...string) { r.add(names, true) }
+
+func (r *Registry) add(names []string, skipOwned bool) {
+	now := r.clock()
+	if r.touch(names, now, skipOwned) {
 		return
 	}
 	r.mtx.Lock()
 	defer r.mtx.Unlock()
 	if r.adhoc == nil {
-		r.adhoc = map[string]struct{}{}
+		r.adhoc = map[string]*atomic.Int64{}
 	}
+	changed := false
 	for _, n := range names {
-		if n != "" {
-			r.adhoc[n] = struct{}{}
+		if n == "" {
+			continue
 		}
+		if skipOwned && r.ownedLocked(n) {
+			continue
+		}
+		if at := r.adhoc[n]; at != nil {
+			at.Store(now)
+			continue
+		}
+		at := new(atomic.Int64)
+		at.Store(now)
+		r.adhoc[n] = at
+		changed = true
 	}
-	r.rebuild()
+	if changed {
+		r.rebuild()
+	}
 }
 
-// hasAdhoc reports whether every name is already requested until the
-// process restarts: the evaluator requests the same names on every
-// evaluation, and rebuilding the set each time would cost more than the
-// query.
-func (r *Registry) hasAdhoc(names []string) bool {
+// ownedLocked reports whether a name is requested, and not only one-off.
+func (r *Registry) ownedLocked(n string) bool {
+	if _, ok := r.names[n]; !ok {
+		return false
+	}
+	_, adhoc := r.adhoc[n]
+	if !adhoc {
+		return true
+	}
+	for _, ns := range r.owners {
+		for _, o := range ns {
+			if o == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// touch marks every one-off name of names requested at now, under the read
+// lock, and reports whether none is missing (skipOwned: none missing from
+// the owners' names either): the evaluator requests the same names on
+// every evaluation, and rebuilding the set each time would cost more than
+// the query.
+func (r *Registry) touch(names []string, now int64, skipOwned bool) bool {
 	r.mtx.RLock()
 	defer r.mtx.RUnlock()
 	for _, n := range names {
-		if _, ok := r.adhoc[n]; !ok && n != "" {
-			return false
+		if n == "" {
+			continue
 		}
+		if at := r.adhoc[n]; at != nil {
+			at.Store(now)
+			continue
+		}
+		if _, ok := r.names[n]; ok && skipOwned {
+			continue
+		}
+		return false
 	}
 	return true
 }
 
-// AddQuery parses query and requests the metric names it selects until
-// the process restarts. It returns those names.
+// Expire drops the one-off names not requested since before, and returns
+// how many it dropped.
+func (r *Registry) Expire(before time.Time) int {
+	cut := before.UnixNano()
+	r.mtx.Lock()
+	defer r.mtx.Unlock()
+	n := 0
+	for name, at := range r.adhoc {
+		if at.Load() < cut {
+			delete(r.adhoc, name)
+			n++
+		}
+	}
+	if n > 0 {
+		r.rebuild()
+	}
+	return n
+}
+
+// Len is how many names are requested.
+func (r *Registry) Len() int {
+	r.mtx.RLock()
+	defer r.mtx.RUnlock()
+	return len(r.names)
+}
+
+// AddQuery parses query and requests the metric names it selects as Add
+// does. It returns those names.
 func (r *Registry) AddQuery(query string) ([]string, error) {
 	names, err := MetricNames(query)
 	if err != nil {

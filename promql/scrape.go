@@ -208,7 +208,6 @@ func (s *Scraper) Start(ctx context.Context) error {
 // marks the series of vanished targets stale and trims the store. Start
 // calls it every Interval; tests call it directly.
 func (s *Scraper) Cycle(ctx context.Context) {
-	now := s.opts.Now()
 	targets, err := s.opts.Discoverer.Targets(ctx)
 
 	s.mtx.Lock()
@@ -225,9 +224,10 @@ func (s *Scraper) Cycle(ctx context.Context) {
 		}
 		for k, st := range s.targets {
 			if _, ok := wanted[k]; !ok {
-				// The pod is gone: its series end now rather than linger
-				// for the 5 minute lookback.
-				s.markStale(st, now)
+				// The pod is gone: its series leave the store now, rather
+				// than linger for the 5 minute lookback and hold their
+				// bytes against the namespace's share until retention.
+				s.dropSeries(st)
 				delete(s.targets, k)
 			}
 		}
@@ -297,6 +297,16 @@ func (s *Scraper) scrapeTarget(ctx context.Context, st *targetState) {
 	}
 	st.health = h
 	s.mtx.Unlock()
+}
+
+// dropSeries removes the series a target that went away had.
+func (s *Scraper) dropSeries(st *targetState) {
+	lsets := make([]labels.Labels, 0, len(st.seen))
+	for _, ls := range st.seen {
+		lsets = append(lsets, ls)
+	}
+	s.opts.Store.Delete(lsets)
+	st.seen = nil
 }
 
 // markStale appends a staleness marker to every series the target had.

@@ -98,6 +98,14 @@ type Options struct {
 	// MaxSeries (at least 1), as in the binary's configuration; a negative
 	// value removes the cap.
 	MaxSeriesPerNamespace int
+	// MaxBytesPerNamespace caps what one namespace's series take of
+	// MaxBytes (their labels, bookkeeping and chunks), so that one
+	// tenant's long labels or incompressible values cannot take the whole
+	// store: a new series past it is refused with ErrBytesLimit and counted
+	// in Stats.RefusedSeriesForNamespaceBytes, and while the namespace is
+	// past it its samples other than staleness markers are refused. Zero
+	// means a quarter of MaxBytes; a negative value removes the cap.
+	MaxBytesPerNamespace int64
 	// MaxBytes caps what the store holds: every series' labels and
 	// bookkeeping (a fixed estimate per series) and its chunks. A new
 	// series that would take the store past it is refused with
@@ -124,6 +132,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxBytes == 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
+	if o.MaxBytesPerNamespace == 0 && o.MaxBytes > 0 {
+		o.MaxBytesPerNamespace = max(1, o.MaxBytes/4)
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -146,8 +157,9 @@ type Store struct {
 	// value, then the slots of the series carrying that pair.
 	postings map[string]map[string]*postingList
 	all      int
-	// perNamespace counts the series of each namespace label value.
-	perNamespace map[string]int
+	// perNamespace accounts the series and bytes of each namespace label
+	// value.
+	perNamespace map[string]*nsAccount
 
 	// slab maps series references to series: a reference is a slot index
 	// plus the slot's generation, so a reference kept by a scrape loop
@@ -169,9 +181,11 @@ type Store struct {
 	refused          atomic.Uint64
 	refusedBytes     atomic.Uint64
 	refusedNamespace atomic.Uint64
-	refusedSamples   atomic.Uint64
-	minValidTime     atomic.Int64
-	requested        Registry
+	// refusedNamespaceBytes counts series refused at MaxBytesPerNamespace.
+	refusedNamespaceBytes atomic.Uint64
+	refusedSamples        atomic.Uint64
+	minValidTime          atomic.Int64
+	requested             Registry
 }
 
 // NewStore returns an empty store.
@@ -180,9 +194,10 @@ func NewStore(opts Options) *Store {
 		opts:         opts.withDefaults(),
 		byHash:       map[uint64]*memSeries{},
 		postings:     map[string]map[string]*postingList{},
-		perNamespace: map[string]int{},
+		perNamespace: map[string]*nsAccount{},
 	}
 	s.minValidTime.Store(math.MinInt64)
+	s.requested.now = s.opts.Now
 	return s
 }
 
@@ -212,6 +227,7 @@ func (s *Store) Append(lset labels.Labels, t int64, v float64) error {
 		}
 		grown, err := ser.appendFloat(0, t, v, s.minValidTime.Load())
 		s.used.Add(int64(grown))
+		ser.acct.used.Add(int64(grown))
 		if !errors.Is(err, errSeriesDeleted) {
 			return err
 		}
@@ -223,11 +239,26 @@ func (s *Store) Append(lset labels.Labels, t int64, v float64) error {
 // so far). Staleness markers always pass: they end series, as Prometheus'
 // sample_limit lets them through.
 func (s *Store) admitSample(ser *memSeries, v float64, pending int64) error {
-	if s.opts.MaxBytes <= 0 || s.used.Load()+pending <= s.opts.MaxBytes || value.IsStaleNaN(v) {
+	if value.IsStaleNaN(v) {
 		return nil
 	}
-	s.refusedSamples.Add(1)
-	return &limitError{lset: ser.lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
+	if s.opts.MaxBytes > 0 && s.used.Load()+pending > s.opts.MaxBytes {
+		s.refusedSamples.Add(1)
+		return &limitError{lset: ser.lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
+	}
+	if s.opts.MaxBytesPerNamespace > 0 && ser.acct.used.Load() > s.opts.MaxBytesPerNamespace {
+		s.refusedSamples.Add(1)
+		return &limitError{lset: ser.lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(ser.lset.Get(LabelNamespace)) + ")"}
+	}
+	return nil
+}
+
+// nsAccount is what one namespace's series take of the store.
+type nsAccount struct {
+	// series is guarded by Store.mtx.
+	series int
+	// used is the namespace's part of Store.used.
+	used atomic.Int64
 }
 
 // seriesCost is what a series is charged against MaxBytes besides its
@@ -251,13 +282,17 @@ func (s *Store) Trim() {
 	if cut == math.MinInt64 {
 		return
 	}
+	// One-off names nobody asked for over the retention leave too.
+	s.requested.Expire(time.UnixMilli(cut))
 	s.mtx.RLock()
 	var empty []*memSeries
 	freed := 0
 	for _, ser := range s.byHash {
 		for ; ser != nil; ser = ser.hashNext {
 			ser.mtx.Lock()
-			freed += ser.trim(cut)
+			n := ser.trim(cut)
+			ser.acct.used.Add(-int64(n))
+			freed += n
 			if ser.empty() {
 				empty = append(empty, ser)
 			}
@@ -304,7 +339,9 @@ func (s *Store) removeLocked(ser *memSeries) {
 			}
 		}
 	}
-	s.used.Add(-seriesCost(ser.lset) - int64(ser.chunkBytes()))
+	cost := seriesCost(ser.lset) + int64(ser.chunkBytes())
+	s.used.Add(-cost)
+	ser.acct.used.Add(-cost)
 	idx := uint32(ser.ref)
 	s.slabMtx.Lock()
 	s.slot(idx).Store(nil)
@@ -312,11 +349,45 @@ func (s *Store) removeLocked(ser *memSeries) {
 	s.free = append(s.free, idx)
 	s.slabMtx.Unlock()
 	s.all--
-	if ns := ser.lset.Get(LabelNamespace); s.perNamespace[ns] <= 1 {
-		delete(s.perNamespace, ns)
-	} else {
-		s.perNamespace[ns]--
+	if ser.acct.series--; ser.acct.series <= 0 {
+		delete(s.perNamespace, ser.lset.Get(LabelNamespace))
 	}
+}
+
+// Delete removes the series with these label sets, if the store has them,
+// and returns how many it removed: a target that went away (a deleted pod)
+// gives its series' bytes and places back to its namespace's share at
+// once, rather than when retention drops them.
+func (s *Store) Delete(lsets []labels.Labels) int {
+	if len(lsets) == 0 {
+		return 0
+	}
+	s.mtx.Lock()
+	defer s.mtx.Unlock()
+	var gone []*memSeries
+	for _, ls := range lsets {
+		ser := s.lookup(ls, ls.Hash())
+		if ser == nil {
+			continue
+		}
+		ser.mtx.Lock()
+		s.removeLocked(ser)
+		ser.mtx.Unlock()
+		gone = append(gone, ser)
+	}
+	s.removePostings(gone)
+	return len(gone)
+}
+
+// NamespaceUsedBytes is what namespace ns's series take of
+// Options.MaxBytesPerNamespace.
+func (s *Store) NamespaceUsedBytes(ns string) int64 {
+	s.mtx.RLock()
+	defer s.mtx.RUnlock()
+	if a := s.perNamespace[ns]; a != nil {
+		return a.used.Load()
+	}
+	return 0
 }
 
 const slabPageSize = 1024
@@ -401,7 +472,11 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 		return nil, false, &limitError{lset: lset, err: ErrSeriesLimit, limit: int64(s.opts.MaxSeries), setting: "metrics.maxSeries"}
 	}
 	ns := lset.Get(LabelNamespace)
-	if s.opts.MaxSeriesPerNamespace > 0 && s.perNamespace[ns] >= s.opts.MaxSeriesPerNamespace {
+	acct := s.perNamespace[ns]
+	if acct == nil {
+		acct = &nsAccount{}
+	}
+	if s.opts.MaxSeriesPerNamespace > 0 && acct.series >= s.opts.MaxSeriesPerNamespace {
 		s.refusedNamespace.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrSeriesLimit, limit: int64(s.opts.MaxSeriesPerNamespace), setting: "metrics.maxSeriesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
 	}
@@ -410,13 +485,21 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 		s.refusedBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
 	}
+	if s.opts.MaxBytesPerNamespace > 0 && acct.used.Load()+cost > s.opts.MaxBytesPerNamespace {
+		s.refusedNamespaceBytes.Add(1)
+		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
+	}
 	s.used.Add(cost)
-	ser = &memSeries{lset: lset.Copy(), hashNext: s.byHash[h]}
+	acct.used.Add(cost)
+	if acct.series == 0 {
+		s.perNamespace[ns] = acct
+	}
+	ser = &memSeries{lset: lset.Copy(), hashNext: s.byHash[h], acct: acct}
 	s.allocRef(ser)
 	s.byHash[h] = ser
 	s.addPostings(ser)
 	s.all++
-	s.perNamespace[ns]++
+	acct.series++
 	return ser, true, nil
 }
 
@@ -430,10 +513,12 @@ type Stats struct {
 	// ChunkBytes is the size of the encoded chunks.
 	ChunkBytes int
 	// RefusedSeries counts new series refused, at MaxSeries,
-	// MaxSeriesPerNamespace or MaxBytes; RefusedSeriesForBytes those
-	// refused at MaxBytes, RefusedSeriesForNamespace those refused at
-	// MaxSeriesPerNamespace.
-	RefusedSeries, RefusedSeriesForBytes, RefusedSeriesForNamespace uint64
+	// MaxSeriesPerNamespace, MaxBytes or MaxBytesPerNamespace;
+	// RefusedSeriesForBytes those refused at MaxBytes,
+	// RefusedSeriesForNamespace those refused at MaxSeriesPerNamespace,
+	// RefusedSeriesForNamespaceBytes those refused at
+	// MaxBytesPerNamespace.
+	RefusedSeries, RefusedSeriesForBytes, RefusedSeriesForNamespace, RefusedSeriesForNamespaceBytes uint64
 	// RefusedSamples counts samples of existing series refused while the
 	// store was past MaxBytes.
 	RefusedSamples uint64
@@ -448,11 +533,12 @@ type Stats struct {
 // debugging, not for a hot path.
 func (s *Store) Stats() Stats {
 	st := Stats{
-		RefusedSeries:             s.refused.Load() + s.refusedBytes.Load() + s.refusedNamespace.Load(),
-		RefusedSeriesForBytes:     s.refusedBytes.Load(),
-		RefusedSeriesForNamespace: s.refusedNamespace.Load(),
-		RefusedSamples:            s.refusedSamples.Load(),
-		UsedBytes:                 s.used.Load(),
+		RefusedSeries:                  s.refused.Load() + s.refusedBytes.Load() + s.refusedNamespace.Load() + s.refusedNamespaceBytes.Load(),
+		RefusedSeriesForBytes:          s.refusedBytes.Load(),
+		RefusedSeriesForNamespace:      s.refusedNamespace.Load(),
+		RefusedSeriesForNamespaceBytes: s.refusedNamespaceBytes.Load(),
+		RefusedSamples:                 s.refusedSamples.Load(),
+		UsedBytes:                      s.used.Load(),
 	}
 	ts := map[int64]struct{}{}
 	first := true
@@ -552,6 +638,9 @@ type memSeries struct {
 	ref      storage.SeriesRef
 	lset     labels.Labels
 	hashNext *memSeries // guarded by Store.mtx
+	// acct is the series' namespace's account, which its bytes are
+	// charged to.
+	acct *nsAccount
 
 	mtx sync.Mutex
 	// closed holds the closed chunks (see nextClosed).

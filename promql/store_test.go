@@ -275,7 +275,7 @@ func TestStoreByteBudget(t *testing.T) {
 	long := strings.Repeat("v", 3000)
 	// Room for two series of 3 KB labels and their first samples.
 	budget := 2*(seriesCost(series("big", "v", long))) + 100
-	s := NewStore(Options{MaxBytes: budget, Retention: time.Minute, Now: func() time.Time { return now }})
+	s := NewStore(Options{MaxBytes: budget, MaxBytesPerNamespace: -1, Retention: time.Minute, Now: func() time.Time { return now }})
 	ts := dataStart.UnixMilli()
 	type result struct {
 		Errs                                []string
@@ -420,5 +420,58 @@ func TestStoreMaxSeriesPerNamespace(t *testing.T) {
 	}
 	if err := s.Append(in("greedy", "d"), now.UnixMilli(), 1); !errors.Is(err, ErrSeriesLimit) {
 		t.Errorf("past the share again: %v, want ErrSeriesLimit", err)
+	}
+}
+
+// TestStoreByteShareLeavesOtherNamespaceRoom: one namespace's series with
+// long labels fill at most its share of MaxBytes (a quarter by default);
+// the series past it are refused with their own count, and another
+// namespace's series still fit. Deleting the first namespace's series
+// gives its share back at once.
+func TestStoreByteShareLeavesOtherNamespaceRoom(t *testing.T) {
+	s := NewStore(Options{MaxBytes: 4 << 20, MaxSeriesPerNamespace: 1000, Retention: -1})
+	long := strings.Repeat("x", 4000)
+	var kept []labels.Labels
+	refused := 0
+	for i := range 128 {
+		b := labels.NewScratchBuilder(10)
+		b.Add("__name__", "heavy")
+		b.Add("namespace", "a")
+		for j := range 8 {
+			b.Add(fmt.Sprintf("l%d", j), fmt.Sprintf("%d%s", i, long))
+		}
+		b.Sort()
+		ls := b.Labels()
+		switch err := s.Append(ls, 1000, 1); {
+		case err == nil:
+			kept = append(kept, ls)
+		case errors.Is(err, ErrBytesLimit):
+			refused++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("namespace a's 128 series of 32 KB of labels all fit in a 4 MiB store: no share applied")
+	}
+	if used := s.NamespaceUsedBytes("a"); used > 1<<20 {
+		t.Errorf("namespace a uses %d bytes, over its share of %d", used, 1<<20)
+	}
+	if got := s.Stats().RefusedSeriesForNamespaceBytes; got != uint64(refused) {
+		t.Errorf("RefusedSeriesForNamespaceBytes = %d, want %d", got, refused)
+	}
+	for i := range 10 {
+		if err := s.Append(labels.FromStrings("__name__", "queue", "namespace", "b", "pod", fmt.Sprint(i)), 1000, 1); err != nil {
+			t.Fatalf("namespace b's series %d refused while a is at its share: %v", i, err)
+		}
+	}
+	if n := s.Delete(kept); n != len(kept) {
+		t.Errorf("Delete removed %d series, want %d", n, len(kept))
+	}
+	if used := s.NamespaceUsedBytes("a"); used != 0 {
+		t.Errorf("namespace a still uses %d bytes after its series were deleted", used)
+	}
+	if err := s.Append(kept[0], 2000, 1); err != nil {
+		t.Errorf("namespace a's series refused after its share was given back: %v", err)
 	}
 }

@@ -45,13 +45,17 @@ const (
 	// fan-out that set member groups' sizes; Scaled is any other change of
 	// the count: the autoscaler's /scale write, or a fan-out that only
 	// re-pinned the scale config of a kind without member groups.
-	ReasonScaledGroups            = "ScaledGroups"
-	ReasonStatusReplicas          = "StatusReplicasUpdated"
-	ReasonHPAApplied              = "HPAApplied"
-	ReasonHPADeleted              = "HPADeleted"
-	ReasonForeignAutoscaler       = "ForeignAutoscaler"
-	ReasonScaled                  = "Scaled"
-	ReasonInvalidTrigger          = "InvalidTrigger"
+	ReasonScaledGroups      = "ScaledGroups"
+	ReasonStatusReplicas    = "StatusReplicasUpdated"
+	ReasonHPAApplied        = "HPAApplied"
+	ReasonHPADeleted        = "HPADeleted"
+	ReasonForeignAutoscaler = "ForeignAutoscaler"
+	ReasonScaled            = "Scaled"
+	ReasonInvalidTrigger    = "InvalidTrigger"
+	// ReasonTriggerThrottled: a trigger was not evaluated because its
+	// namespace is over its fair share of the evaluation slots or spent its
+	// budget of samples or evaluation time (autoscaler.fairness).
+	ReasonTriggerThrottled        = "TriggerThrottled"
 	ReasonWriteFailed             = "WriteFailed"
 	ReasonCertificateRotated      = "CertificateRotated"
 	ReasonWebhookConfigurationSet = "WebhookConfigurationUpdated"

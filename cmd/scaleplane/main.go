@@ -205,6 +205,8 @@ func serveMain(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	log.Info("starting", "version", currentVersion().Version, "commit", currentVersion().Commit, "profiles", len(a.Views), "certMode", opts.CertMode, "gitOps", opts.GitOps)
+	// The process's own soft memory limit, when GOMEMLIMIT does not set one.
+	app.ApplyMemoryBudget(log, cfg, os.Getenv("GOMEMLIMIT") != "")
 	if err := a.Run(ctx); err != nil {
 		// A plain message, not a stack trace: the most common failures
 		// (cert-manager missing, RBAC) say what to install or grant.

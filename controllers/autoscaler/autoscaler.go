@@ -37,10 +37,15 @@ type Options struct {
 	// Sources.Default(). Required: give the webhook the same value
 	// (NewSources builds the usual ones).
 	Sources *scaling.Sources
-	// OnTriggerQuery is called with every trigger query (placeholders
-	// expanded) whose source is "promql" when its scaler is built, so the
-	// embedded store requests the metric names before the first scrape.
-	OnTriggerQuery func(query string) error
+	// RequestQueries is called with a workload's trigger queries
+	// (placeholders expanded) whose source is "promql" when its scalers
+	// are built, so the embedded store requests their metric names before
+	// the first scrape, and with none when its triggers stop being read
+	// (changed, workload deleted or no longer managed), so names no trigger
+	// reads leave the store's registry. owner names the workload. Pass the
+	// store registry's SetOwner; an error makes the workload's promql
+	// triggers invalid.
+	RequestQueries func(owner string, queries ...string) error
 	// SampleTimeout bounds one trigger's sample, also when the scaler
 	// ignores its context. Default 10 s.
 	SampleTimeout time.Duration
@@ -295,6 +300,11 @@ type kindLoop struct {
 	mu        sync.RWMutex
 	workloads map[types.NamespacedName]*workload
 
+	// shares is each namespace's share of the kind's workers; deferred
+	// counts the reconciles put back for it.
+	shares   workerShares
+	deferred atomic.Uint64
+
 	// wake enqueues a workload now (activity, dependencies); consumed by a
 	// source.Channel of the kind's controller.
 	wake chan event.GenericEvent
@@ -371,6 +381,9 @@ type workload struct {
 	// activitySeen is the latest activity a tick has consumed.
 	activitySeen time.Time
 	warned       warnings
+	// throttled says which triggers of the last tick were not evaluated
+	// for their namespace's fair share or budget; "" when none.
+	throttled string
 	// gauges are the trigger names with a trigger_value series.
 	gauges []string
 	// restored is set once the workload's Scaling was read for what a

@@ -29,7 +29,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	a, err := autoscaler.New(autoscaler.Options{Views: views, Sources: sources, OnTriggerQuery: store.RequestQuery})
+	a, err := autoscaler.New(autoscaler.Options{Views: views, Sources: sources, RequestQueries: store.Registry().SetOwner})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -129,6 +129,10 @@ func (k *kindLoop) forget(ctx context.Context, nn types.NamespacedName) {
 func (k *kindLoop) closeScalers(ctx context.Context, st *workload) {
 	old := st.scalers
 	st.scalers, st.scalersFrom = nil, nil
+	if req := k.a.opts.RequestQueries; req != nil && len(old) > 0 {
+		// No queries removes the owner; it cannot fail.
+		_ = req(k.queryOwner(st.nn))
+	}
 	st.mu.Lock()
 	st.scrape = false
 	st.mu.Unlock()

@@ -50,6 +50,8 @@ var (
 		"Workers reconciling a workload of the kind now; at the worker count for longer than a tick, the kind's autoscaling has stalled.", []string{"kind"}, nil)
 	oldestTickDesc = prometheus.NewDesc("scaleplane_autoscaler_oldest_tick_seconds",
 		"Age of the kind's oldest reconcile in flight, 0 when no worker is busy; one that keeps growing is a stuck worker.", []string{"kind"}, nil)
+	deferredDesc = prometheus.NewDesc("scaleplane_autoscaler_deferred_reconciles_total",
+		"Reconciles of the kind put back because their namespace already held its share (half) of the workers, so other namespaces' ticks went first.", []string{"kind"}, nil)
 	workloadsDesc = prometheus.NewDesc("scaleplane_autoscaler_workloads",
 		"Workloads of the kind the autoscaler keeps in memory (History, scalers, explain records); back to 0 when they are all deleted.", []string{"kind"}, nil)
 )
@@ -80,7 +82,7 @@ func (s *autoscalerSet) remove(a *Autoscaler) {
 }
 
 func (s *autoscalerSet) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{workersDesc, busyWorkersDesc, oldestTickDesc, workloadsDesc} {
+	for _, d := range []*prometheus.Desc{workersDesc, busyWorkersDesc, oldestTickDesc, workloadsDesc, deferredDesc} {
 		ch <- d
 	}
 }
@@ -91,6 +93,7 @@ func (s *autoscalerSet) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(busyWorkersDesc, prometheus.GaugeValue, float64(g.Busy), g.Kind)
 		ch <- prometheus.MustNewConstMetric(oldestTickDesc, prometheus.GaugeValue, g.OldestTick.Seconds(), g.Kind)
 		ch <- prometheus.MustNewConstMetric(workloadsDesc, prometheus.GaugeValue, float64(g.Workloads), g.Kind)
+		ch <- prometheus.MustNewConstMetric(deferredDesc, prometheus.CounterValue, float64(g.Deferred), g.Kind)
 	}
 }
 
@@ -99,6 +102,7 @@ type workerGauges struct {
 	Kind                     string
 	Workers, Busy, Workloads int
 	OldestTick               time.Duration
+	Deferred                 uint64
 }
 
 // gauges reads every live autoscaler's loops, sorted by kind. The set's
@@ -123,6 +127,7 @@ func (s *autoscalerSet) gauges() []workerGauges {
 			g.Busy += busy
 			g.OldestTick = max(g.OldestTick, oldest)
 			g.Workloads += k.remembered()
+			g.Deferred += k.deferred.Load()
 		}
 	}
 	out := make([]workerGauges, 0, len(byKind))

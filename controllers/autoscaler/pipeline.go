@@ -51,15 +51,20 @@ func NewWithMetrics(mgr manager.Manager, opts MetricsOptions) (*Autoscaler, erro
 	limits := opts.Limits.WithDefaults()
 	store := promql.NewStore(promql.Options{Retention: opts.Retention, MaxSeries: opts.MaxSeries, MaxSeriesPerNamespace: opts.MaxSeriesPerNamespace})
 	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits})
+	// Every evaluation takes a slot of its namespace's fair share.
+	fair, err := promql.NewFair(promql.FairOptions{Registerer: metrics.Registry})
+	if err != nil {
+		return nil, err
+	}
 	var remote promql.Source
 	if opts.PrometheusURL != "" {
 		r, err := promql.NewRemote(promql.RemoteOptions{URL: opts.PrometheusURL, Limits: limits})
 		if err != nil {
 			return nil, fmt.Errorf("autoscaler: PrometheusURL: %w", err)
 		}
-		remote = r
+		remote = promql.FairSource(r, fair)
 	}
-	sources, err := NewSources(eval, remote, limits)
+	sources, err := NewSources(promql.FairSource(eval, fair), remote, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +72,7 @@ func NewWithMetrics(mgr manager.Manager, opts MetricsOptions) (*Autoscaler, erro
 		Sources:         sources,
 		PollingInterval: opts.PollingInterval,
 		SampleTimeout:   limits.Timeout,
-		OnTriggerQuery:  store.RequestQuery,
+		RequestQueries:  store.Registry().SetOwner,
 	})
 	if err != nil {
 		return nil, err

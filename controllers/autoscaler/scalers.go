@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -47,6 +48,8 @@ func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling
 	st.scalersFrom = newScalersKey(cfg.Triggers, def)
 	scrape := false
 	vars := k.scalerVars(st.nn)
+	var queries []string
+	var promqlAt []int
 	for _, t := range cfg.Triggers {
 		if t.Source == "" {
 			t.Source = def
@@ -55,17 +58,22 @@ func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling
 		b.scaler, b.err = sources.NewScaler(ctx, scaling.ScalerConfig{Trigger: t, Namespace: st.nn.Namespace, Name: st.nn.Name, Vars: vars})
 		if b.err == nil && t.Source == scaling.SourcePromQL {
 			scrape = true
-			if hook := k.a.opts.OnTriggerQuery; hook != nil {
-				expanded, err := promql.Expand(t.Query, vars)
-				if err == nil {
-					err = hook(expanded)
-				}
-				if err != nil {
-					b.err = fmt.Errorf("query %q: %w", t.Query, err)
-				}
+			expanded, err := promql.Expand(t.Query, vars)
+			if err != nil {
+				b.err = fmt.Errorf("query %q: %w", t.Query, err)
+			} else {
+				queries = append(queries, expanded)
+				promqlAt = append(promqlAt, len(st.scalers))
 			}
 		}
 		st.scalers = append(st.scalers, b)
+	}
+	if req := k.a.opts.RequestQueries; req != nil && len(queries) > 0 {
+		if err := req(k.queryOwner(st.nn), queries...); err != nil {
+			for _, i := range promqlAt {
+				st.scalers[i].err = fmt.Errorf("request the metric names of the queries: %w", err)
+			}
+		}
 	}
 	st.mu.Lock()
 	st.scrape = scrape
@@ -96,7 +104,28 @@ func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []sc
 			out[i].Err = fmt.Errorf("no answer before the tick's %v for all triggers ran out (autoscaler.queries.tickTimeoutSeconds): %w", k.a.opts.TickTimeout, out[i].Err)
 		}
 	}
+	st.throttled = throttledNote(out)
 	return out
+}
+
+// throttledNote names the triggers the fair scheduler did not evaluate
+// (promql.ErrThrottled) and why; "" when none was.
+func throttledNote(results []scaling.TriggerResult) string {
+	var out []string
+	for _, r := range results {
+		if errors.Is(r.Err, promql.ErrThrottled) {
+			out = append(out, r.Name+": "+r.Err.Error())
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return truncate("throttled triggers keep the count: "+strings.Join(out, "; "), maxNote)
+}
+
+// queryOwner names a workload's triggers in the store's registry.
+func (k *kindLoop) queryOwner(nn types.NamespacedName) string {
+	return "autoscaler/" + k.resource + "/" + nn.String()
 }
 
 // scalersKey is what a workload's scalers were built from: a deep copy of

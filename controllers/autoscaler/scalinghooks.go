@@ -102,6 +102,7 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 		d := st.lastRec.Decision
 		in.Decision = &d
 		in.WriteError = st.lastRec.Error
+		in.Throttled = st.throttled
 	}
 	st.mu.Unlock()
 	if e.cache != nil && scalingMode(in.State, w, in.Layout, in.Defaults) == v1alpha1.ScalingModeHPA && u.GetNamespace() != "" {

@@ -66,8 +66,11 @@ type scalingInput struct {
 	// WriteError its failed write.
 	Decision   *scaling.Decision
 	WriteError string
-	History    *scaling.History
-	Decisions  []v1alpha1.ScalingDecision
+	// Throttled names the decision's triggers the fair scheduler did not
+	// evaluate, and why; "" when none.
+	Throttled string
+	History   *scaling.History
+	Decisions []v1alpha1.ScalingDecision
 	// Previous is the status as last built (or restored), for condition
 	// transition times; nil for a new one.
 	Previous *v1alpha1.ScalingStatus
@@ -167,6 +170,9 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 		if d := in.Decision; d != nil {
 			if p := triggerProblems(*d); p != "" {
 				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, "TriggersFailing", p)
+			}
+			if in.Throttled != "" {
+				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, v1alpha1.ReasonTriggerThrottled, in.Throttled)
 			}
 		}
 		desired := int32(0)

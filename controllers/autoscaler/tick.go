@@ -25,6 +25,13 @@ const ReasonInvalidPause = "InvalidPauseAnnotation"
 // Reconcile is one workload's tick: get it, decide whether it is ours and
 // whether a tick is due, sample, decide, write.
 func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !k.shares.enter(req.Namespace, k.a.workerShare()) {
+		// The namespace holds its share of the workers: the others' ticks
+		// go first.
+		k.deferred.Add(1)
+		return reconcile.Result{RequeueAfter: workerShareRetry}, nil
+	}
+	defer k.shares.leave(req.Namespace)
 	defer k.running.end(k.running.begin(k.a.opts.Now()))
 	e := k.a.env.Load()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("kind", k.kind, "namespace", req.Namespace, "name", req.Name))
@@ -131,6 +138,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 	d := k.decide(ctx, e, st, w, now, activity)
 	k.signalDependencies(u.GetNamespace(), d)
 	k.warn(e, u, st, v1alpha1.ReasonInvalidTrigger, triggerProblems(d))
+	k.warn(e, u, st, v1alpha1.ReasonTriggerThrottled, st.throttled)
 	rec := Record{Decision: d, LastActivity: activity}
 	res := reconcile.Result{RequeueAfter: interval}
 	if d.Desired != d.Current {

@@ -395,7 +395,8 @@ func (s *suite) scrapeLabelInputs(t *testing.T) {
 // scrapeStoreInputs: targets within every scrape limit that make new
 // series of the longest label values allowed (4 KiB) on every scrape, 8
 // MiB of labels per target and scrape, kept for the retention's 30
-// minutes: the store's byte budget (metrics.maxStoreBytes) must refuse
+// minutes: the store's byte budget (metrics.maxStoreBytes, or first the
+// namespace's share of it, metrics.maxStoreBytesPerNamespace) must refuse
 // them once full, the targets staying up (the store refuses series, the
 // scrape worked), and the process stay within its memory.
 func (s *suite) scrapeStoreInputs(t *testing.T) {
@@ -413,8 +414,9 @@ func (s *suite) scrapeStoreInputs(t *testing.T) {
 		{name: "label values of 4 KiB, new ones every scrape (1 of 2)", handler: churning, want: up()},
 		{name: "label values of 4 KiB, new ones every scrape (2 of 2)", handler: churning, want: up()},
 	}, func(t *testing.T, st promql.StoreSummary) bool {
-		// Until the store is full and refuses series.
-		return st.RefusedSeriesForBytes > 0
+		// Until the store, or the namespace's share of it, is full and
+		// refuses series.
+		return st.RefusedSeriesForBytes+st.RefusedSeriesForNamespaceBytes > 0
 	})
 	type budgetResult struct{ Survived, Refused, WithinBudget bool }
 	var got budgetResult
@@ -427,9 +429,9 @@ func (s *suite) scrapeStoreInputs(t *testing.T) {
 		}
 		// Past the budget by at most what the scrapes in flight grew
 		// existing series' chunks by: a few KiB.
-		got = budgetResult{Survived: true, Refused: st.RefusedSeriesForBytes > 0, WithinBudget: st.UsedBytes <= storeBudget+1<<20}
-		t.Logf("store after %d scrapes of the churning targets: %d series, %d bytes used of %d, %d series refused for bytes",
-			churn.Load(), st.SeriesCount, st.UsedBytes, storeBudget, st.RefusedSeriesForBytes)
+		got = budgetResult{Survived: true, Refused: st.RefusedSeriesForBytes+st.RefusedSeriesForNamespaceBytes > 0, WithinBudget: st.UsedBytes <= storeBudget+1<<20}
+		t.Logf("store after %d scrapes of the churning targets: %d series, %d bytes used of %d, %d series refused for bytes, %d for the namespace's share",
+			churn.Load(), st.SeriesCount, st.UsedBytes, storeBudget, st.RefusedSeriesForBytes, st.RefusedSeriesForNamespaceBytes)
 	}
 	s.expect(t, areaScrape, "the store's byte budget holds", budgetResult{true, true, true}, got, false)
 }

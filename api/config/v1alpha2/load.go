@@ -224,6 +224,7 @@ func (c *Configuration) Default() {
 		c.Autoscaler.PollingIntervalSeconds = DefaultPollingIntervalSeconds
 	}
 	c.Autoscaler.Queries.Default()
+	c.Autoscaler.Fairness.Default()
 	m := &c.Metrics
 	if m.ScrapeIntervalSeconds == 0 {
 		m.ScrapeIntervalSeconds = DefaultScrapeIntervalSeconds
@@ -239,6 +240,9 @@ func (c *Configuration) Default() {
 	}
 	if m.MaxStoreBytes == 0 {
 		m.MaxStoreBytes = DefaultMaxStoreBytes
+	}
+	if m.MaxStoreBytesPerNamespace == 0 {
+		m.MaxStoreBytesPerNamespace = max(1, m.MaxStoreBytes/4)
 	}
 	if m.BodySizeLimitBytes == 0 {
 		m.BodySizeLimitBytes = DefaultBodySizeLimitBytes
@@ -281,6 +285,7 @@ func (c *Configuration) Validate() field.ErrorList {
 	}
 
 	errs = append(errs, c.Autoscaler.Queries.validate(ap.Child("queries"))...)
+	errs = append(errs, c.Autoscaler.Fairness.validate(ap.Child("fairness"))...)
 	// Every address the configuration sets, and that no two are the same
 	// (listeners.go).
 	errs = append(errs, c.validateConfigListeners()...)
@@ -301,6 +306,9 @@ func (c *Configuration) Validate() field.ErrorList {
 	if n := c.Metrics.MaxSeriesPerNamespace; n < 1 || n > max(1, c.Metrics.MaxSeries) {
 		errs = append(errs, field.Invalid(mp.Child("maxSeriesPerNamespace"), n, fmt.Sprintf("must be between 1 and maxSeries (%d), or left out for a quarter of maxSeries", c.Metrics.MaxSeries)))
 	}
+	if n := c.Metrics.MaxStoreBytesPerNamespace; n < 1 || n > max(1, c.Metrics.MaxStoreBytes) {
+		errs = append(errs, field.Invalid(mp.Child("maxStoreBytesPerNamespace"), n, fmt.Sprintf("must be between 1 and maxStoreBytes (%d), or left out for a quarter of maxStoreBytes", c.Metrics.MaxStoreBytes)))
+	}
 	// The store and the scrapes are what a pod's exposition can make
 	// scaleplane hold: every bound is required, none can be switched off.
 	for _, b := range []struct {
@@ -318,6 +326,53 @@ func (c *Configuration) Validate() field.ErrorList {
 		if b.v < b.least {
 			errs = append(errs, field.Invalid(mp.Child(b.name), b.v, fmt.Sprintf("must be at least %d (or left out for the default, %s)", b.least, b.dflt)))
 		}
+	}
+	return errs
+}
+
+// Defaults of Fairness, as docs/promql.md names them.
+const (
+	DefaultEvaluationSlots        = 8
+	DefaultMaxWaitingPerNamespace = 64
+	DefaultSamplesPerMinute       = int64(50_000_000)
+	DefaultEvalSecondsPerMinute   = 30
+)
+
+// Default fills every fairness setting left out with its default.
+func (f *Fairness) Default() {
+	if f.EvaluationSlots == 0 {
+		f.EvaluationSlots = DefaultEvaluationSlots
+	}
+	if f.EvaluationSlotsPerNamespace == 0 {
+		f.EvaluationSlotsPerNamespace = max(1, f.EvaluationSlots/2)
+	}
+	if f.MaxWaitingPerNamespace == 0 {
+		f.MaxWaitingPerNamespace = DefaultMaxWaitingPerNamespace
+	}
+	if f.SamplesPerMinute == 0 {
+		f.SamplesPerMinute = DefaultSamplesPerMinute
+	}
+	if f.EvalSecondsPerMinute == 0 {
+		f.EvalSecondsPerMinute = DefaultEvalSecondsPerMinute
+	}
+}
+
+func (f *Fairness) validate(fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if f.EvaluationSlots < 1 {
+		errs = append(errs, field.Invalid(fp.Child("evaluationSlots"), f.EvaluationSlots, fmt.Sprintf("must be at least 1 (or left out for the default, %d)", DefaultEvaluationSlots)))
+	}
+	if n := f.EvaluationSlotsPerNamespace; n < 1 || n > max(1, f.EvaluationSlots) {
+		errs = append(errs, field.Invalid(fp.Child("evaluationSlotsPerNamespace"), n, fmt.Sprintf("must be between 1 and evaluationSlots (%d), or left out for half of them", f.EvaluationSlots)))
+	}
+	if f.MaxWaitingPerNamespace < 1 {
+		errs = append(errs, field.Invalid(fp.Child("maxWaitingPerNamespace"), f.MaxWaitingPerNamespace, fmt.Sprintf("must be at least 1 (or left out for the default, %d)", DefaultMaxWaitingPerNamespace)))
+	}
+	if f.SamplesPerMinute < 1 {
+		errs = append(errs, field.Invalid(fp.Child("samplesPerMinute"), f.SamplesPerMinute, fmt.Sprintf("must be at least 1 (or left out for the default, %d)", DefaultSamplesPerMinute)))
+	}
+	if f.EvalSecondsPerMinute < 1 {
+		errs = append(errs, field.Invalid(fp.Child("evalSecondsPerMinute"), f.EvalSecondsPerMinute, fmt.Sprintf("must be at least 1 (or left out for the default, %d)", DefaultEvalSecondsPerMinute)))
 	}
 	return errs
 }

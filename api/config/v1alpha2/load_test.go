@@ -31,8 +31,8 @@ func TestDefault(t *testing.T) {
 		},
 		Autoscaler: Autoscaler{PollingIntervalSeconds: 15, Queries: Queries{
 			MaxLength: 4096, MaxDepth: 100, MaxPointsPerSeries: 11000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 15,
-		}},
-		Metrics: Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000, MaxSeriesPerNamespace: 25000, MaxStoreBytes: 128 << 20,
+		}, Fairness: Fairness{EvaluationSlots: 8, EvaluationSlotsPerNamespace: 4, MaxWaitingPerNamespace: 64, SamplesPerMinute: 50_000_000, EvalSecondsPerMinute: 30}},
+		Metrics: Metrics{ScrapeIntervalSeconds: 5, RetentionSeconds: 1800, MaxSeries: 100000, MaxSeriesPerNamespace: 25000, MaxStoreBytes: 128 << 20, MaxStoreBytesPerNamespace: 32 << 20,
 			BodySizeLimitBytes: 10 << 20, SampleLimit: 10000, LabelLimit: 64, LabelNameLengthLimit: 256, LabelValueLengthLimit: 4096},
 		Servers: DefaultServers(),
 	}
@@ -155,6 +155,17 @@ metrics:
 		yaml: header + `metrics: {maxSeries: 100, maxSeriesPerNamespace: 101}
 `,
 		want: []string{"FieldValueInvalid metrics.maxSeriesPerNamespace"},
+	}, {
+		name: "a namespace's byte share above the whole store",
+		yaml: header + `metrics: {maxStoreBytes: 2097152, maxStoreBytesPerNamespace: 2097153}
+`,
+		want: []string{"FieldValueInvalid metrics.maxStoreBytesPerNamespace"},
+	}, {
+		name: "fairness settings out of range",
+		yaml: header + `autoscaler: {fairness: {evaluationSlots: 2, evaluationSlotsPerNamespace: 3, maxWaitingPerNamespace: -1, samplesPerMinute: -1, evalSecondsPerMinute: -1}}
+`,
+		want: []string{"FieldValueInvalid autoscaler.fairness.evaluationSlotsPerNamespace", "FieldValueInvalid autoscaler.fairness.maxWaitingPerNamespace",
+			"FieldValueInvalid autoscaler.fairness.samplesPerMinute", "FieldValueInvalid autoscaler.fairness.evalSecondsPerMinute"},
 	}, {
 		name: "external scaler certificates without an address",
 		yaml: header + `autoscaler:

@@ -103,6 +103,34 @@ type Autoscaler struct {
 	// ExternalScaler serves KEDA's external scaler protocol from the same
 	// triggers and metrics (docs/autoscaling.md).
 	ExternalScaler ExternalScaler `json:"externalScaler,omitempty"`
+	// Fairness shares the autoscaler's workers and the evaluation slots
+	// among namespaces and bounds what each namespace's evaluations may
+	// cost per minute (docs/promql.md).
+	Fairness Fairness `json:"fairness,omitempty"`
+}
+
+// Fairness shares what evaluating triggers takes among namespaces, after
+// the API server's priority and fairness: every evaluation (the
+// autoscaler's ticks, the external scaler's calls, the remote source's
+// requests) takes one of EvaluationSlots, one namespace takes at most
+// EvaluationSlotsPerNamespace of them and queues the rest, and a namespace
+// that spent its budget of samples or evaluation time per minute is
+// refused until it refills. Zero fields take the defaults.
+type Fairness struct {
+	// EvaluationSlots is how many evaluations run at once. Default 8.
+	EvaluationSlots int `json:"evaluationSlots,omitempty"`
+	// EvaluationSlotsPerNamespace is one namespace's share of
+	// EvaluationSlots. Default half of them.
+	EvaluationSlotsPerNamespace int `json:"evaluationSlotsPerNamespace,omitempty"`
+	// MaxWaitingPerNamespace bounds one namespace's evaluations waiting for
+	// a slot; more are refused at once. Default 64.
+	MaxWaitingPerNamespace int `json:"maxWaitingPerNamespace,omitempty"`
+	// SamplesPerMinute is one namespace's budget of samples its
+	// evaluations load per minute. Default 50000000.
+	SamplesPerMinute int64 `json:"samplesPerMinute,omitempty"`
+	// EvalSecondsPerMinute is one namespace's budget of evaluation time
+	// per minute, in seconds. Default 30.
+	EvalSecondsPerMinute int32 `json:"evalSecondsPerMinute,omitempty"`
 }
 
 // ExternalScaler configures the KEDA external scaler (gRPC) server. It runs
@@ -160,6 +188,11 @@ type Metrics struct {
 	// counted, and samples too while existing series' chunks keep it past
 	// it. Default 134217728 (128 MiB).
 	MaxStoreBytes int64 `json:"maxStoreBytes,omitempty"`
+	// MaxStoreBytesPerNamespace one namespace's series may take of
+	// maxStoreBytes, so one tenant's long labels cannot fill the store for
+	// every other; past it that namespace's new series and samples are
+	// refused and counted. Default a quarter of maxStoreBytes.
+	MaxStoreBytesPerNamespace int64 `json:"maxStoreBytesPerNamespace,omitempty"`
 	// BodySizeLimitBytes bounds one scraped (decompressed) response; a
 	// larger one fails the scrape. Default 10485760 (10 MiB).
 	BodySizeLimitBytes int64 `json:"bodySizeLimitBytes,omitempty"`

@@ -27,6 +27,9 @@ type triggerPipeline struct {
 	store   *promql.Store
 	eval    *promql.Evaluator
 	sources *scaling.Sources
+	// fair shares the evaluation slots and budgets among namespaces
+	// (Config.Autoscaler.Fairness); every source evaluates under it.
+	fair *promql.Fair
 }
 
 // newTriggerPipeline builds the embedded store (Config.Metrics), the PromQL
@@ -38,19 +41,23 @@ func newTriggerPipeline(opts Options) (*triggerPipeline, error) {
 	store := promql.NewStore(storeOptions(cfg))
 	limits := queryLimits(cfg)
 	eval := promql.NewEvaluator(store, promql.EvaluatorOptions{Limits: limits})
+	fair, err := promql.NewFair(fairOptions(cfg))
+	if err != nil {
+		return nil, err
+	}
 	var remote promql.Source
 	if url := cfg.Autoscaler.PrometheusURL; url != "" {
 		r, err := promql.NewRemote(promql.RemoteOptions{URL: url, Limits: limits})
 		if err != nil {
 			return nil, fmt.Errorf("autoscaler.prometheusURL: %w", err)
 		}
-		remote = r
+		remote = promql.FairSource(r, fair)
 	}
-	sources, err := autoscaler.NewSources(eval, remote, limits)
+	sources, err := autoscaler.NewSources(promql.FairSource(eval, fair), remote, limits)
 	if err != nil {
 		return nil, err
 	}
-	return &triggerPipeline{store: store, eval: eval, sources: sources}, nil
+	return &triggerPipeline{store: store, eval: eval, sources: sources, fair: fair}, nil
 }
 
 // setupAutoscaler wires the trigger autoscaler and its metrics pipeline
@@ -73,7 +80,7 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 		PollingInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
 		SampleTimeout:   limits.Timeout,
 		TickTimeout:     seconds(cfg.Autoscaler.Queries.TickTimeoutSeconds),
-		OnTriggerQuery:  store.RequestQuery,
+		RequestQueries:  store.Registry().SetOwner,
 		// Scalings of cluster-scoped workloads live beside scaleplane.
 		Namespace: opts.Namespace,
 		// Several managers in one process (tests) need distinct names.
@@ -95,6 +102,10 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 			Request:        store.Registry().SetOwner,
 			SampleTimeout:  limits.Timeout,
 			StreamInterval: seconds(cfg.Autoscaler.PollingIntervalSeconds),
+			// The calls' slots are shared by namespace as the sources'
+			// are (pipe.fair).
+			MaxEvaluations:             cfg.Autoscaler.Fairness.EvaluationSlots,
+			MaxEvaluationsPerNamespace: cfg.Autoscaler.Fairness.EvaluationSlotsPerNamespace,
 			// Room for the longest query the limits allow, and KEDA's keys.
 			MaxMetadataBytes: max(64<<10, limits.MaxQueryLength+16<<10),
 			Log:              mgr.GetLogger().WithName("external-scaler"),
@@ -206,7 +217,17 @@ func queryLimits(cfg *configv1alpha2.Configuration) promql.Limits {
 // storeOptions are the embedded store's bounds the configuration sets.
 func storeOptions(cfg *configv1alpha2.Configuration) promql.Options {
 	m := cfg.Metrics
-	return promql.Options{Retention: seconds(m.RetentionSeconds), MaxSeries: m.MaxSeries, MaxSeriesPerNamespace: m.MaxSeriesPerNamespace, MaxBytes: m.MaxStoreBytes}
+	return promql.Options{Retention: seconds(m.RetentionSeconds), MaxSeries: m.MaxSeries, MaxSeriesPerNamespace: m.MaxSeriesPerNamespace,
+		MaxBytes: m.MaxStoreBytes, MaxBytesPerNamespace: m.MaxStoreBytesPerNamespace}
+}
+
+// fairOptions are the evaluation slots' shares and the namespaces' budgets
+// the configuration sets; the metrics join controller-runtime's registry,
+// served on the metrics server.
+func fairOptions(cfg *configv1alpha2.Configuration) promql.FairOptions {
+	f := cfg.Autoscaler.Fairness
+	return promql.FairOptions{Slots: f.EvaluationSlots, SlotsPerNamespace: f.EvaluationSlotsPerNamespace, MaxWaitingPerNamespace: f.MaxWaitingPerNamespace,
+		SamplesPerMinute: f.SamplesPerMinute, EvalTimePerMinute: seconds(f.EvalSecondsPerMinute), Registerer: metrics.Registry}
 }
 
 // scraperOptions are the scraper's interval and per-scrape bounds the

@@ -44,14 +44,14 @@ func TestScrapeLimitsFromConfig(t *testing.T) {
 		so := scraperOptions(c)
 		return bounds{storeOptions(c), so.MaxBodyBytes, so.SampleLimit, so.LabelLimit, so.LabelNameLengthLimit, so.LabelValueLengthLimit}
 	}
-	defaults := bounds{promql.Options{Retention: promql.DefaultRetention, MaxSeries: promql.DefaultMaxSeries, MaxSeriesPerNamespace: promql.DefaultMaxSeries / 4, MaxBytes: promql.DefaultMaxBytes},
+	defaults := bounds{promql.Options{Retention: promql.DefaultRetention, MaxSeries: promql.DefaultMaxSeries, MaxSeriesPerNamespace: promql.DefaultMaxSeries / 4, MaxBytes: promql.DefaultMaxBytes, MaxBytesPerNamespace: promql.DefaultMaxBytes / 4},
 		promql.DefaultMaxBodyBytes, promql.DefaultSampleLimit, promql.DefaultLabelLimit, promql.DefaultLabelNameLengthLimit, promql.DefaultLabelValueLengthLimit}
 	if diff := cmp.Diff(defaults, got(c)); diff != "" {
 		t.Errorf("bounds of a defaulted configuration (-promql defaults +config defaults):\n%s", diff)
 	}
-	c.Metrics = configv1alpha2.Metrics{ScrapeIntervalSeconds: 1, RetentionSeconds: 2, MaxSeries: 3, MaxSeriesPerNamespace: 10, MaxStoreBytes: 4, BodySizeLimitBytes: 5,
+	c.Metrics = configv1alpha2.Metrics{ScrapeIntervalSeconds: 1, RetentionSeconds: 2, MaxSeries: 3, MaxSeriesPerNamespace: 10, MaxStoreBytes: 4, MaxStoreBytesPerNamespace: 11, BodySizeLimitBytes: 5,
 		SampleLimit: 6, LabelLimit: 7, LabelNameLengthLimit: 8, LabelValueLengthLimit: 9}
-	want := bounds{promql.Options{Retention: 2 * time.Second, MaxSeries: 3, MaxSeriesPerNamespace: 10, MaxBytes: 4}, 5, 6, 7, 8, 9}
+	want := bounds{promql.Options{Retention: 2 * time.Second, MaxSeries: 3, MaxSeriesPerNamespace: 10, MaxBytes: 4, MaxBytesPerNamespace: 11}, 5, 6, 7, 8, 9}
 	if diff := cmp.Diff(want, got(c)); diff != "" {
 		t.Errorf("bounds (-want +got):\n%s", diff)
 	}
