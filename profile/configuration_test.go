@@ -57,8 +57,8 @@ func TestParseComplete(t *testing.T) {
 	}
 	want.Autoscaler = configv1alpha2.Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090", Queries: configv1alpha2.Queries{
 		MaxLength: 2048, MaxDepth: 100, MaxPointsPerSeries: 20000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 20,
-	}}
-	want.Metrics = configv1alpha2.Metrics{ScrapeIntervalSeconds: 10, RetentionSeconds: 3600, MaxSeries: 5000, MaxSeriesPerNamespace: 1250, MaxStoreBytes: 64 << 20,
+	}, Fairness: configv1alpha2.Fairness{EvaluationSlots: 8, EvaluationSlotsPerNamespace: 4, MaxWaitingPerNamespace: 64, SamplesPerMinute: 50_000_000, EvalSecondsPerMinute: 30}}
+	want.Metrics = configv1alpha2.Metrics{ScrapeIntervalSeconds: 10, RetentionSeconds: 3600, MaxSeries: 5000, MaxSeriesPerNamespace: 1250, MaxStoreBytes: 64 << 20, MaxStoreBytesPerNamespace: 16 << 20,
 		BodySizeLimitBytes: 10 << 20, SampleLimit: 2000, LabelLimit: 64, LabelNameLengthLimit: 256, LabelValueLengthLimit: 1024}
 	if diff := cmp.Diff(want, got, cmpOpts...); diff != "" {
 		t.Errorf("Load (-want +got):\n%s", diff)
