@@ -126,12 +126,12 @@ func leafSerial(t *testing.T, certPEM []byte) string {
 	return cert.SerialNumber.String()
 }
 
-// TestIssueInjectRenew drives the real cert-manager through what scaleplane's
+// TestCertificateIssuedInjectedRenewed drives the real cert-manager through what scaleplane's
 // cert-manager mode relies on: EnsureCertManager's objects become Ready, the
 // CA injector fills caBundle of both webhook configurations, the Rotator
 // mirrors the Secret into a cert dir, and a forced renewal brings a new key
 // to that dir while caBundle keeps the same CA.
-func TestIssueInjectRenew(t *testing.T) {
+func TestCertificateIssuedInjectedRenewed(t *testing.T) {
 	if testCfg == nil {
 		t.Skip(skipReason)
 	}
