@@ -178,10 +178,10 @@ spec:
 		t.Errorf("metrics are not the profile's defaults (-want +got):\n%s", diff)
 	}
 
-	kubectl(t, "patch", "-n", ns, "function/hello", "--type=merge", "-p", `{"spec":{"replicas":2}}`)
+	kubectl(t, "patch", "-n", ns, "samplefunction/hello", "--type=merge", "-p", `{"spec":{"replicas":2}}`)
 	waitNoHPA(t, ns, name)
 	waitEvent(t, ns, "hello", "Normal", "HPADeleted", "external scaling mode")
 
-	kubectl(t, "patch", "-n", ns, "function/hello", "--type=json", "-p", `[{"op":"remove","path":"/spec/replicas"}]`)
+	kubectl(t, "patch", "-n", ns, "samplefunction/hello", "--type=json", "-p", `[{"op":"remove","path":"/spec/replicas"}]`)
 	waitHPA(t, ns, name, minMax(1, 4))
 }
