@@ -187,6 +187,19 @@ func (w *scalingWriter) forget(ctx context.Context, key types.NamespacedName, de
 	}
 }
 
+// gone notes that the Scaling at key was deleted: one the writer keeps is
+// written again at once, object and status.
+func (w *scalingWriter) gone(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	it := w.items[key]
+	if it == nil {
+		return
+	}
+	it.exists, it.wroteSig, it.wroteFull = false, "", ""
+	w.schedule(it, w.now(), true)
+}
+
 // next pops the next item to write at now, or says when to look again
 // (zero: nothing scheduled). Urgent items go first; both buckets must
 // allow the write.
@@ -364,18 +377,22 @@ func (w *scalingWriter) NeedLeaderElection() bool { return true }
 // namespace, and one in scaleplane's own is found by the operator who
 // runs it); the autoscaler deletes those itself.
 func scalingObject(u *unstructured.Unstructured, ns string) *unstructured.Unstructured {
-	kind := u.GetKind()
+	gk := u.GroupVersionKind().GroupKind()
+	kind := gk.Kind
 	s := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{"targetRef": map[string]any{
 			"apiVersion": u.GetAPIVersion(), "kind": kind, "name": u.GetName(),
 		}},
 	}}
 	s.SetGroupVersionKind(ScalingGVK)
-	s.SetName(ScalingName(u.GetName(), kind))
+	s.SetName(ScalingName(u.GetName(), gk))
+	// Label values hold 63 characters: longer names and groups are cut and
+	// hashed (labelValue); spec.targetRef names the workload in full.
 	s.SetLabels(map[string]string{
-		v1alpha1.LabelManagedBy:    v1alpha1.ManagedByValue,
-		v1alpha1.LabelWorkloadKind: kind,
-		v1alpha1.LabelWorkloadName: u.GetName(),
+		v1alpha1.LabelManagedBy:     v1alpha1.ManagedByValue,
+		v1alpha1.LabelWorkloadKind:  kind,
+		v1alpha1.LabelWorkloadGroup: labelValue(gk.Group),
+		v1alpha1.LabelWorkloadName:  labelValue(u.GetName()),
 	})
 	if u.GetNamespace() == "" {
 		s.SetNamespace(ns)

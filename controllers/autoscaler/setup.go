@@ -73,13 +73,15 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 	// from the typed informer the embedding operator shares.
 	cached := internalobjects.Reader(mgr.GetCache(), mgr.GetScheme())
 	writer := newScalingWriter(mgr.GetClient(), a.opts.ScalingWrites, a.opts.Now)
+	aw := newActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace)
+	aw.now = a.opts.Now
 	a.env.Store(&env{
 		cache:    cached,
 		writer:   mgr.GetClient(),
 		events:   controllers.EventRecorder(mgr),
 		foreign:  &foreignFinder{cache: cached, mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
 		scalings: writer,
-		activity: newActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace),
+		activity: aw,
 		api:      mgr.GetAPIReader(),
 		elected:  mgr.Elected(),
 	})

@@ -92,7 +92,7 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 	}
 	// Issue 13 item 1: the Scaling shows the same, through kubectl.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		s, err := getScaling(ctx, ns, "web-rackedcluster")
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("web", rackedClusterGVK.GroupKind()))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -210,7 +210,7 @@ func testIdleGoesToZeroAndActivityWakesIt(t *testing.T, e *env) {
 	}
 	// Issue 13 item 2: the activity is in the Scaling, for every replica.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		s, err := getScaling(ctx, ns, "fn-rackedcluster")
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("fn", rackedClusterGVK.GroupKind()))
 		if err != nil {
 			return false, err.Error()
 		}
