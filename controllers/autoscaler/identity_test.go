@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // otherGroup is a second API group with a kind named RackedCluster.
@@ -317,5 +319,28 @@ func TestWakeUpSurvivesAWriteConflict(t *testing.T) {
 	}
 	if got := k.lookup("shop", "fn").lastActivity(); !got.Equal(now.Add(-time.Second)) {
 		t.Errorf("activity %v, want the time it arrived", got)
+	}
+}
+
+// The metrics and the explain view of two kinds of one name in two API
+// groups are apart: each series and explanation names its group.
+func TestMetricsAndExplainOfTwoGroupsApart(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	_, ka, kb := twoGroupAutoscaler(t, now)
+	nn := types.NamespacedName{Namespace: "two-groups-metrics", Name: "db"}
+	stA, stB := ka.get(nn), kb.get(nn)
+	ka.observe(stA, scaling.Decision{Desired: 2})
+	kb.observe(stB, scaling.Decision{Desired: 5})
+	defer ka.deleteMetrics(stA)
+	defer kb.deleteMetrics(stB)
+	got := [2]float64{
+		testutil.ToFloat64(desiredReplicas.WithLabelValues(profile.SampleGroup, "RackedCluster", nn.Namespace, nn.Name)),
+		testutil.ToFloat64(desiredReplicas.WithLabelValues(otherGroup, "RackedCluster", nn.Namespace, nn.Name)),
+	}
+	if got != [2]float64{2, 5} {
+		t.Errorf("scaleplane_desired_replicas of the two groups %v, want [2 5]", got)
+	}
+	if a, b := stA.explain(ka), stB.explain(kb); a.Group == b.Group || a.Group != profile.SampleGroup || b.Group != otherGroup {
+		t.Errorf("explanations name groups %q and %q", a.Group, b.Group)
 	}
 }

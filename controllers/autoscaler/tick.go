@@ -287,7 +287,7 @@ func (k *kindLoop) writeScale(ctx context.Context, e *env, u *unstructured.Unstr
 		"spec": map[string]any{"replicas": int64(replicas)},
 	}}
 	err := e.writer.SubResource("scale").Update(ctx, u, client.WithSubResourceBody(scale), client.FieldOwner(v1alpha1.AutoscalerFieldManager))
-	observeWrite(k.kind, err)
+	observeWrite(k.view.GVK().GroupKind(), err)
 	if err != nil {
 		return fmt.Errorf("update %s %s/%s/scale: %w", k.resource, u.GetNamespace(), u.GetName(), err)
 	}
