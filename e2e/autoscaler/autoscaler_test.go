@@ -33,12 +33,13 @@ func TestAutoscaler(t *testing.T) {
 	e := startApp(t)
 	t.Run("scenarios", func(t *testing.T) {
 		for name, fn := range map[string]func(*testing.T, *env){
-			"RequestRateScalesUpAndDown":       testRequestRateScalesUpAndDown,
-			"IdleGoesToZeroAndActivityWakesIt": testIdleGoesToZeroAndActivityWakesIt,
-			"MetricsOutageKeepsTheCount":       testMetricsOutageKeepsTheCount,
-			"PausedIsLeftAlone":                testPausedIsLeftAlone,
-			"ForeignHPAStandsItDown":           testForeignHPAStandsItDown,
-			"DependenciesWakeFirst":            testDependenciesWakeFirst,
+			"RequestRateScalesUpAndDown":         testRequestRateScalesUpAndDown,
+			"IdleGoesToZeroAndActivityWakesIt":   testIdleGoesToZeroAndActivityWakesIt,
+			"MetricsOutageKeepsTheCount":         testMetricsOutageKeepsTheCount,
+			"PausedIsLeftAlone":                  testPausedIsLeftAlone,
+			"ForeignHPAStandsItDown":             testForeignHPAStandsItDown,
+			"DependenciesWakeFirst":              testDependenciesWakeFirst,
+			"ScalingOfALongNameAndHostileStatus": testScalingOfALongNameAndHostileStatus,
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
