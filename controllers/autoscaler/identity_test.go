@@ -344,3 +344,24 @@ func TestMetricsAndExplainOfTwoGroupsApart(t *testing.T) {
 		t.Errorf("explanations name groups %q and %q", a.Group, b.Group)
 	}
 }
+
+// Until the watch shows the rename, a leader restores from the Scaling of
+// the name without the group, when it targets the workload's own kind;
+// one that targets the same name in another group is not taken.
+func TestLegacyScalingReadUntilRenamed(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	_, ka, kb := twoGroupAutoscaler(t, now)
+	nn := types.NamespacedName{Namespace: "shop", Name: "db"}
+	w := newWorld()
+	w.put(scalingWithActivity(types.NamespacedName{Namespace: "shop", Name: "db-rackedcluster"}, ka.view.GVK(), nn.Name, now))
+	e := servedScalings(w)
+	stA, stB := ka.get(nn), kb.get(nn)
+	ka.syncScaling(context.Background(), e, stA)
+	kb.syncScaling(context.Background(), e, stB)
+	if got := stA.lastActivity(); !got.Equal(now) {
+		t.Errorf("the kind the old Scaling targets restored %v, want %v", got, now)
+	}
+	if got := stB.lastActivity(); !got.IsZero() {
+		t.Errorf("the other group's kind restored %v from a Scaling not its own", got)
+	}
+}

@@ -226,7 +226,9 @@ func (s scalingWatch) Start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("watch Scalings: %w", err)
 	}
-	if s.cache.WaitForCacheSync(ctx) && e.scalings.c != nil {
+	// Only the Scalings' informer: a workload kind not served yet must
+	// not hold the rename (nor the loops) back.
+	if toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) && e.scalings.c != nil {
 		migrateScalings(ctx, s.cache, e.scalings.c)
 	}
 	e.scalings.served.Store(true)
