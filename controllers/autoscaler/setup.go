@@ -23,7 +23,8 @@ import (
 	"github.com/scaleplane/scaleplane/promql"
 )
 
-// ControllerPrefix names the controllers: scaleplane-autoscaler-<kind>.
+// ControllerPrefix names the controllers:
+// scaleplane-autoscaler-<kind>.<group> (controllers.ControllerName).
 const ControllerPrefix = "scaleplane-autoscaler-"
 
 // SetupWithManager registers one controller per kind with mgr. They run
@@ -109,7 +110,7 @@ func (a *Autoscaler) setupKind(mgr manager.Manager, k *kindLoop) error {
 		copts.SkipNameValidation = &skip
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerPrefix+strings.ToLower(k.kind)).
+		Named(controllers.ControllerName(ControllerPrefix, k.view.GVK().GroupKind())).
 		// Status updates (the fan-out's readiness, our neighbours')
 		// change nothing a tick reads; spec and annotations do.
 		For(internalobjects.Prototype(mgr.GetScheme(), k.view.GVK()), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
