@@ -208,10 +208,6 @@ func (s scalingWatch) Start(ctx context.Context) error {
 				s.a.wakeFromScaling(n)
 			}
 		},
-	}); err != nil {
-		return fmt.Errorf("watch Scalings: %w", err)
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
 			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
