@@ -30,7 +30,9 @@ import (
 // TestAutoscaler runs every scenario in parallel against one app: each
 // has its own namespace, workload, pod and exporter.
 func TestAutoscaler(t *testing.T) {
+	legacy := writeLegacyScaling(t)
 	e := startApp(t)
+	t.Run("LegacyScalingRenamedAtStart", func(t *testing.T) { legacy.check(t) })
 	t.Run("scenarios", func(t *testing.T) {
 		for name, fn := range map[string]func(*testing.T, *env){
 			"RequestRateScalesUpAndDown":         testRequestRateScalesUpAndDown,

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 )
@@ -97,4 +98,49 @@ func testScalingOfALongNameAndHostileStatus(t *testing.T, e *env) {
 			return ok, fmt.Sprintf("after year %d: Scaling lastActivity %v, the leader's %v", year, s.Status.LastActivity, x.LastActivity)
 		})
 	}
+}
+
+// legacyScaling is a Scaling of the name scaleplane gave before the API
+// group was part of it, written before the app starts.
+type legacyScaling struct {
+	ns, old string
+	at      time.Time
+}
+
+func writeLegacyScaling(t *testing.T) legacyScaling {
+	t.Helper()
+	ns := cluster.Namespace(t)
+	l := legacyScaling{ns: ns, old: "legacy-rackedcluster", at: time.Now().Add(-time.Minute).UTC().Truncate(time.Microsecond)}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{"targetRef": map[string]any{"apiVersion": rackedClusterGVK.GroupVersion().String(), "kind": "RackedCluster", "name": "legacy"}},
+	}}
+	u.SetGroupVersionKind(autoscaler.ScalingGVK)
+	u.SetNamespace(ns)
+	u.SetName(l.old)
+	u.SetLabels(map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
+	if err := cluster.Client.Create(context.Background(), u); err != nil {
+		t.Fatalf("create the old Scaling: %v", err)
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"mode":"triggers","lastActivity":%q}}`, l.at.Format("2006-01-02T15:04:05.000000Z07:00"))))
+	if err := cluster.Client.Status().Patch(context.Background(), u, patch); err != nil {
+		t.Fatalf("write the old Scaling's status: %v", err)
+	}
+	return l
+}
+
+// check waits for the rename: the Scaling under its name with the group
+// holds the old one's status and activity, and the old one is gone.
+func (l legacyScaling) check(t *testing.T) {
+	renamed := autoscaler.ScalingName("legacy", rackedClusterGVK.GroupKind())
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		s, err := getScaling(ctx, l.ns, renamed)
+		if err != nil {
+			return false, err.Error()
+		}
+		if _, err := getScaling(ctx, l.ns, l.old); err == nil {
+			return false, "the old Scaling is still there"
+		}
+		ok := s.Status.Mode == v1alpha1.ScalingModeTriggers && s.Status.LastActivity != nil && s.Status.LastActivity.Time.Equal(l.at)
+		return ok, fmt.Sprintf("renamed with mode %q, lastActivity %v (want %v)", s.Status.Mode, s.Status.LastActivity, l.at)
+	})
 }
