@@ -365,3 +365,39 @@ func TestLegacyScalingReadUntilRenamed(t *testing.T) {
 		t.Errorf("the other group's kind restored %v from a Scaling not its own", got)
 	}
 }
+
+// A delete seen while a status write of the Scaling is in flight (the
+// write succeeded just before the delete) still has the Scaling written
+// again: the write's success does not mark it as existing.
+func TestScalingDeletedDuringAWriteWrittenAgain(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	var w *scalingWriter
+	var objects, statuses int
+	var deleteDuring bool
+	obj := scalingObject(workloadObject(0), "scaleplane-system")
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+			objects++
+			return nil
+		},
+		SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+			statuses++
+			if deleteDuring {
+				deleteDuring = false
+				w.gone(key)
+			}
+			return nil
+		},
+	}).Build()
+	w = newScalingWriter(c, ScalingWrites{}, func() time.Time { return t0 })
+	w.served.Store(true)
+	w.offer(obj, statusWith(3, "30"), t0)
+	w.flush(context.Background(), t0)
+	deleteDuring = true
+	w.offer(obj, statusWith(4, "40"), t0)
+	w.flush(context.Background(), t0)
+	if objects != 2 || statuses != 3 {
+		t.Errorf("writes: %d objects, %d statuses; want 2 and 3 (the Scaling written again after the delete)", objects, statuses)
+	}
+}

@@ -107,6 +107,9 @@ type scalingItem struct {
 	wroteAt             time.Time
 	exists              bool
 	failures            int
+	// deletions counts the deletes of the Scaling seen (gone): a write
+	// taken before one does not make the item exist again.
+	deletions int
 
 	limiter *rate.Limiter
 	// due is when the item is next written; zero when not scheduled.
@@ -197,7 +200,12 @@ func (w *scalingWriter) gone(key types.NamespacedName) {
 		return
 	}
 	it.exists, it.wroteSig, it.wroteFull = false, "", ""
-	w.schedule(it, w.now(), true)
+	it.deletions++
+	now := time.Now
+	if w.now != nil {
+		now = w.now
+	}
+	w.schedule(it, now(), true)
 }
 
 // next pops the next item to write at now, or says when to look again
@@ -248,7 +256,7 @@ func (w *scalingWriter) next(now time.Time) (*scalingItem, scalingWrite, time.Ti
 		if it.exists && it.full == it.wroteFull {
 			continue // an offer put it back as written
 		}
-		return it, scalingWrite{object: it.object, status: it.status, sig: it.sig, full: it.full, create: !it.exists}, time.Time{}
+		return it, scalingWrite{object: it.object, status: it.status, sig: it.sig, full: it.full, create: !it.exists, deletions: it.deletions}, time.Time{}
 	}
 }
 
@@ -270,6 +278,7 @@ type scalingWrite struct {
 	status    v1alpha1.ScalingStatus
 	sig, full string
 	create    bool
+	deletions int
 }
 
 // flush writes every item due at now that the buckets allow, and returns
@@ -283,6 +292,8 @@ func (w *scalingWriter) flush(ctx context.Context, now time.Time) time.Time {
 		err := w.apply(ctx, wr)
 		w.mu.Lock()
 		switch {
+		case err == nil && it.deletions != wr.deletions:
+			// Deleted while the write ran: gone scheduled it again.
 		case err == nil:
 			it.exists, it.failures = true, 0
 			it.wroteSig, it.wroteFull, it.wroteAt = wr.sig, wr.full, now
