@@ -1,9 +1,16 @@
 package controllers
 
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
 // Names owned by this package. The shared ones (field manager, labels,
 // event reasons) live in package api/v1alpha1.
 const (
-	// ControllerPrefix starts every controller name: scaleplane-<kind>.
+	// ControllerPrefix starts every controller name:
+	// scaleplane-<kind>.<group> (ControllerName).
 	ControllerPrefix = "scaleplane-"
 	// EventRecorderName is the source component of every event the
 	// controllers and the autoscaler record (EventRecorder).
@@ -36,3 +43,15 @@ const (
 	// ScaleHandle already sizes the same target.
 	ReasonHandleConflict = "ScaleHandleConflict"
 )
+
+// ControllerName is the name of the controller of kind gk under prefix:
+// <prefix><kind in lower case>.<group>, so that two kinds of one name in
+// two API groups have two controllers (names must be unique in a manager,
+// and they label controller-runtime's metrics).
+func ControllerName(prefix string, gk schema.GroupKind) string {
+	name := prefix + strings.ToLower(gk.Kind)
+	if gk.Group != "" {
+		name += "." + gk.Group
+	}
+	return name
+}

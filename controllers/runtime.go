@@ -74,7 +74,7 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 	if copts.MaxConcurrentReconciles == 0 {
 		copts.MaxConcurrentReconciles = global.MaxConcurrentReconciles
 	}
-	name := opts.Owner + "-" + strings.ToLower(gvk.Kind)
+	name := ControllerName(opts.Owner+"-", gvk.GroupKind())
 	copts.LogConstructor = func(req *reconcile.Request) logr.Logger {
 		log := mgr.GetLogger().WithValues("controller", name, "kind", gvk.Kind)
 		if req != nil {

@@ -142,7 +142,7 @@ func (r *Reconciler) build(mgr manager.Manager, opts Options, rec reconcile.Reco
 		copts.SkipNameValidation = &skip
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(opts.Owner+"-"+strings.ToLower(r.kind)).
+		Named(ControllerName(opts.Owner+"-", r.view.GVK().GroupKind())).
 		For(objects.Prototype(mgr.GetScheme(), r.view.GVK())).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(hpaChanged)).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.mapHPA), builder.WithPredicates(hpaChanged)).

@@ -21,6 +21,9 @@ const (
 	// belongs to.
 	LabelWorkloadKind = "scaleplane.io/workload-kind"
 	LabelWorkloadName = "scaleplane.io/workload-name"
+	// LabelWorkloadGroup is the API group of the workload's kind, on
+	// Scalings. A value longer than a label holds is cut and ends in a hash.
+	LabelWorkloadGroup = "scaleplane.io/workload-group"
 	// LabelOwner marks the webhook configurations one scaleplane binary or
 	// embedding operator owns; its value is that owner's name. Each entry
 	// it owns ends in "."+owner+OwnerEntrySuffix.

@@ -129,7 +129,7 @@ func fetchScaling(ctx context.Context, cfg *rest.Config, systemNS, ns, resource,
 	if err != nil {
 		return nil, nil, fmt.Errorf("build a client: %w", err)
 	}
-	scalingName := autoscaler.ScalingName(name, gvk.Kind)
+	scalingName := autoscaler.ScalingName(name, gvk.GroupKind())
 	u, err := dyn.Resource(scalingsResource).Namespace(ns).Get(ctx, scalingName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) && strings.Contains(err.Error(), "the server could not find the requested resource"):

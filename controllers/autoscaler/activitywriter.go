@@ -41,6 +41,8 @@ type activityWriter struct {
 	after func(d time.Duration, f func())
 	// limiter bounds the writes of this replica.
 	limiter *rate.Limiter
+	// now is the clock a stored time in the future is judged by.
+	now func() time.Time
 
 	mu   sync.Mutex
 	open map[types.NamespacedName]*activityEntry
@@ -59,6 +61,7 @@ func newActivityWriter(c client.Client, api client.Reader, ns string) *activityW
 		c: c, api: api, ns: ns, window: time.Second,
 		after:   func(d time.Duration, f func()) { time.AfterFunc(d, f) },
 		limiter: rate.NewLimiter(ActivityWriteQPS, ActivityWriteBurst),
+		now:     time.Now,
 		open:    map[types.NamespacedName]*activityEntry{},
 	}
 }
@@ -69,6 +72,28 @@ const (
 	ActivityWriteQPS   = 50
 	ActivityWriteBurst = 100
 )
+
+// MaxActivitySkew is how far in the future an activity time may lie (the
+// clocks of two replicas differ a little): a later one, from a Scaling's
+// status or any other source, is refused, so that a time in year 2250
+// neither keeps a workload awake for good nor blocks every later write,
+// and one past year 2262 does not overflow.
+const MaxActivitySkew = 30 * time.Second
+
+// activityTime is t as an activity time at now: refused (false) when it
+// lies more than MaxActivitySkew after now or before 1970 (zero
+// included), and now when it lies after now within the allowance.
+func activityTime(t, now time.Time) (time.Time, bool) {
+	switch {
+	case t.IsZero() || t.Before(time.Unix(0, 0)):
+		return time.Time{}, false
+	case t.After(now.Add(MaxActivitySkew)):
+		return time.Time{}, false
+	case t.After(now):
+		return now, true
+	}
+	return t, true
+}
 
 // record writes activity at t for workload u of kind k, or, within the
 // window of the last write, keeps it for the window's end. It returns the
@@ -154,7 +179,9 @@ func (w *activityWriter) write(ctx context.Context, k *kindLoop, u *unstructured
 		}
 		if s, ok, _ := unstructured.NestedString(cur.Object, "status", "lastActivity"); ok {
 			var have metav1.MicroTime
-			if have.UnmarshalQueryParameter(s) == nil && !have.Time.Before(want.Truncate(time.Microsecond)) {
+			// A stored time in the future (activityTime) is overwritten.
+			if have.UnmarshalQueryParameter(s) == nil && !have.Time.Before(want.Truncate(time.Microsecond)) &&
+				!have.Time.After(w.now().Add(MaxActivitySkew)) {
 				return nil
 			}
 		}

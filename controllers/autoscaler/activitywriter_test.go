@@ -67,7 +67,7 @@ func TestActivityOnANonLeader(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	a := newTestAutoscaler(t, now)
 	base := serveBehindMetricsServer(t, a)
-	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster"}
+	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster.samples.scaleplane.io"}
 	c, _ := scalingStore(t, key, nil)
 	aw := newActivityWriter(c, c, "scaleplane-system")
 	var windows []func()
@@ -98,7 +98,7 @@ func TestActivityOnANonLeader(t *testing.T) {
 // time written when the window ends, and never moves back.
 func TestActivityCoalescedNeverBack(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster"}
+	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster.samples.scaleplane.io"}
 	a := newTestAutoscaler(t, t0)
 	k := a.byResource["rackedclusters"]
 	u := &unstructured.Unstructured{}
@@ -151,7 +151,7 @@ func TestActivityCoalescedNeverBack(t *testing.T) {
 // written once a token frees: never dropped, never a burst of writes.
 func TestActivityWithinTheReplicasBudget(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster"}
+	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster.samples.scaleplane.io"}
 	a := newTestAutoscaler(t, t0)
 	k := a.byResource["rackedclusters"]
 	u := &unstructured.Unstructured{}

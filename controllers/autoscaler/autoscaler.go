@@ -445,6 +445,7 @@ func (st *workload) explain(k *kindLoop) Explanation {
 		interval = k.a.opts.PollingInterval
 	}
 	return Explanation{
+		Group:                  k.group(),
 		Kind:                   k.kind,
 		Resource:               k.resource,
 		Namespace:              st.nn.Namespace,

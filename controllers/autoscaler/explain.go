@@ -24,6 +24,9 @@ type Record struct {
 
 // Explanation is the body of GET /debug/autoscaler/{namespace}/{resource}/{name}.
 type Explanation struct {
+	// Group and Kind name the workload's kind (two groups may each have
+	// a kind of one name).
+	Group     string `json:"group"`
 	Kind      string `json:"kind"`
 	Resource  string `json:"resource"`
 	Namespace string `json:"namespace"`

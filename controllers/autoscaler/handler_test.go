@@ -231,7 +231,7 @@ func TestExplainEndpoint(t *testing.T) {
 	if err := json.Unmarshal([]byte(got.Body), &e); err != nil {
 		t.Fatalf("decode %s: %v", got.Body, err)
 	}
-	want := Explanation{Kind: "RackedCluster", Resource: "rackedclusters", Namespace: "shop", Name: "cart",
+	want := Explanation{Group: "samples.scaleplane.io", Kind: "RackedCluster", Resource: "rackedclusters", Namespace: "shop", Name: "cart",
 		State: StateAutoscaling, PollingIntervalSeconds: 2, Decisions: []Record{{Decision: d, Written: true}}}
 	if diff := cmp.Diff(want, e); diff != "" {
 		t.Errorf("explanation (-want +got):\n%s", diff)

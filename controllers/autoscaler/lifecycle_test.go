@@ -517,7 +517,7 @@ func TestDeleteDuringTick(t *testing.T) {
 	defer liveAutoscalers.remove(r.a)
 	got.Gauges = gaugesOf(t, "RackedCluster")
 	want := during{Explain: http.StatusOK, Activity: http.StatusNotFound,
-		Gauges: workerGauges{Kind: "RackedCluster", Workers: 4, Busy: 1, Workloads: 1, OldestTick: 30 * time.Second}}
+		Gauges: workerGauges{Group: "samples.scaleplane.io", Kind: "RackedCluster", Workers: 4, Busy: 1, Workloads: 1, OldestTick: 30 * time.Second}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("while the tick runs (-want +got):\n%s", diff)
 	}
@@ -536,7 +536,7 @@ func TestDeleteDuringTick(t *testing.T) {
 	if diff := cmp.Diff(lifecycle{Built: 1, Closed: 1}, r.lifecycle(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("after the deletion (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(workerGauges{Kind: "RackedCluster", Workers: 4}, gaugesOf(t, "RackedCluster")); diff != "" {
+	if diff := cmp.Diff(workerGauges{Group: "samples.scaleplane.io", Kind: "RackedCluster", Workers: 4}, gaugesOf(t, "RackedCluster")); diff != "" {
 		t.Errorf("gauges at rest (-want +got):\n%s", diff)
 	}
 }
@@ -639,19 +639,19 @@ func TestWorkerGaugesExported(t *testing.T) {
 	want := `
 # HELP scaleplane_autoscaler_busy_workers Workers reconciling a workload of the kind now; at the worker count for longer than a tick, the kind's autoscaling has stalled.
 # TYPE scaleplane_autoscaler_busy_workers gauge
-scaleplane_autoscaler_busy_workers{kind="Function"} 0
-scaleplane_autoscaler_busy_workers{kind="RackedCluster"} 0
-scaleplane_autoscaler_busy_workers{kind="WorkerGroup"} 0
+scaleplane_autoscaler_busy_workers{group="samples.scaleplane.io",kind="Function"} 0
+scaleplane_autoscaler_busy_workers{group="samples.scaleplane.io",kind="RackedCluster"} 0
+scaleplane_autoscaler_busy_workers{group="samples.scaleplane.io",kind="WorkerGroup"} 0
 # HELP scaleplane_autoscaler_workers Reconcile workers of a kind's autoscaler (MaxConcurrentReconciles).
 # TYPE scaleplane_autoscaler_workers gauge
-scaleplane_autoscaler_workers{kind="Function"} 3
-scaleplane_autoscaler_workers{kind="RackedCluster"} 3
-scaleplane_autoscaler_workers{kind="WorkerGroup"} 3
+scaleplane_autoscaler_workers{group="samples.scaleplane.io",kind="Function"} 3
+scaleplane_autoscaler_workers{group="samples.scaleplane.io",kind="RackedCluster"} 3
+scaleplane_autoscaler_workers{group="samples.scaleplane.io",kind="WorkerGroup"} 3
 # HELP scaleplane_autoscaler_workloads Workloads of the kind the autoscaler keeps in memory (History, scalers, explain records); back to 0 when they are all deleted.
 # TYPE scaleplane_autoscaler_workloads gauge
-scaleplane_autoscaler_workloads{kind="Function"} 0
-scaleplane_autoscaler_workloads{kind="RackedCluster"} 1
-scaleplane_autoscaler_workloads{kind="WorkerGroup"} 0
+scaleplane_autoscaler_workloads{group="samples.scaleplane.io",kind="Function"} 0
+scaleplane_autoscaler_workloads{group="samples.scaleplane.io",kind="RackedCluster"} 1
+scaleplane_autoscaler_workloads{group="samples.scaleplane.io",kind="WorkerGroup"} 0
 `
 	if err := testutil.CollectAndCompare(liveAutoscalers, strings.NewReader(want),
 		"scaleplane_autoscaler_workers", "scaleplane_autoscaler_busy_workers", "scaleplane_autoscaler_workloads"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/scaleplane/scaleplane/scaling"
@@ -19,21 +20,23 @@ var (
 	desiredReplicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "scaleplane_desired_replicas",
 		Help: "The count the trigger autoscaler decided for a workload on its last tick.",
-	}, []string{"kind", "namespace", "name"})
+	}, []string{"group", "kind", "namespace", "name"})
 	triggerValue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "scaleplane_trigger_value",
 		Help: "A trigger's value on the last tick; absent while the trigger has no usable value.",
-	}, []string{"kind", "namespace", "name", "trigger"})
+	}, []string{"group", "kind", "namespace", "name", "trigger"})
 	triggerErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scaleplane_trigger_errors_total",
 		Help: "Ticks on which a trigger had no usable value (error, no data, NaN or Inf); no data at zero replicas is not counted.",
-	}, []string{"kind", "namespace", "name", "trigger"})
+	}, []string{"group", "kind", "namespace", "name", "trigger"})
+	// Every series names the kind with its API group: two kinds of one
+	// name in two groups are two sets of series.
 	// scaleWrites is by kind only: a failing kind (schema, CEL, RBAC) is
 	// what an operator alerts on, and the workload is in the event.
 	scaleWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "scaleplane_autoscaler_scale_writes_total",
 		Help: "Writes of replicas through /scale by the trigger autoscaler, by workload kind and result (success, error).",
-	}, []string{"kind", "result"})
+	}, []string{"group", "kind", "result"})
 )
 
 func init() {
@@ -45,15 +48,15 @@ func init() {
 // instead of freezing at its last update.
 var (
 	workersDesc = prometheus.NewDesc("scaleplane_autoscaler_workers",
-		"Reconcile workers of a kind's autoscaler (MaxConcurrentReconciles).", []string{"kind"}, nil)
+		"Reconcile workers of a kind's autoscaler (MaxConcurrentReconciles).", []string{"group", "kind"}, nil)
 	busyWorkersDesc = prometheus.NewDesc("scaleplane_autoscaler_busy_workers",
-		"Workers reconciling a workload of the kind now; at the worker count for longer than a tick, the kind's autoscaling has stalled.", []string{"kind"}, nil)
+		"Workers reconciling a workload of the kind now; at the worker count for longer than a tick, the kind's autoscaling has stalled.", []string{"group", "kind"}, nil)
 	oldestTickDesc = prometheus.NewDesc("scaleplane_autoscaler_oldest_tick_seconds",
-		"Age of the kind's oldest reconcile in flight, 0 when no worker is busy; one that keeps growing is a stuck worker.", []string{"kind"}, nil)
+		"Age of the kind's oldest reconcile in flight, 0 when no worker is busy; one that keeps growing is a stuck worker.", []string{"group", "kind"}, nil)
 	deferredDesc = prometheus.NewDesc("scaleplane_autoscaler_deferred_reconciles_total",
-		"Reconciles of the kind put back because their namespace already held its share (half) of the workers, so other namespaces' ticks went first.", []string{"kind"}, nil)
+		"Reconciles of the kind put back because their namespace already held its share (half) of the workers, so other namespaces' ticks went first.", []string{"group", "kind"}, nil)
 	workloadsDesc = prometheus.NewDesc("scaleplane_autoscaler_workloads",
-		"Workloads of the kind the autoscaler keeps in memory (History, scalers, explain records); back to 0 when they are all deleted.", []string{"kind"}, nil)
+		"Workloads of the kind the autoscaler keeps in memory (History, scalers, explain records); back to 0 when they are all deleted.", []string{"group", "kind"}, nil)
 )
 
 // liveAutoscalers collects the worker gauges of every autoscaler whose
@@ -89,17 +92,17 @@ func (s *autoscalerSet) Describe(ch chan<- *prometheus.Desc) {
 
 func (s *autoscalerSet) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range s.gauges() {
-		ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(g.Workers), g.Kind)
-		ch <- prometheus.MustNewConstMetric(busyWorkersDesc, prometheus.GaugeValue, float64(g.Busy), g.Kind)
-		ch <- prometheus.MustNewConstMetric(oldestTickDesc, prometheus.GaugeValue, g.OldestTick.Seconds(), g.Kind)
-		ch <- prometheus.MustNewConstMetric(workloadsDesc, prometheus.GaugeValue, float64(g.Workloads), g.Kind)
-		ch <- prometheus.MustNewConstMetric(deferredDesc, prometheus.CounterValue, float64(g.Deferred), g.Kind)
+		ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(g.Workers), g.Group, g.Kind)
+		ch <- prometheus.MustNewConstMetric(busyWorkersDesc, prometheus.GaugeValue, float64(g.Busy), g.Group, g.Kind)
+		ch <- prometheus.MustNewConstMetric(oldestTickDesc, prometheus.GaugeValue, g.OldestTick.Seconds(), g.Group, g.Kind)
+		ch <- prometheus.MustNewConstMetric(workloadsDesc, prometheus.GaugeValue, float64(g.Workloads), g.Group, g.Kind)
+		ch <- prometheus.MustNewConstMetric(deferredDesc, prometheus.CounterValue, float64(g.Deferred), g.Group, g.Kind)
 	}
 }
 
 // workerGauges are one kind's worker gauges.
 type workerGauges struct {
-	Kind                     string
+	Group, Kind              string
 	Workers, Busy, Workloads int
 	OldestTick               time.Duration
 	Deferred                 uint64
@@ -114,13 +117,14 @@ func (s *autoscalerSet) gauges() []workerGauges {
 		live = append(live, a)
 	}
 	s.mu.Unlock()
-	byKind := map[string]*workerGauges{}
+	byKind := map[schema.GroupKind]*workerGauges{}
 	for _, a := range live {
 		for _, k := range a.kindList() {
-			g := byKind[k.kind]
+			gk := k.view.GVK().GroupKind()
+			g := byKind[gk]
 			if g == nil {
-				g = &workerGauges{Kind: k.kind}
-				byKind[k.kind] = g
+				g = &workerGauges{Group: gk.Group, Kind: gk.Kind}
+				byKind[gk] = g
 			}
 			g.Workers += a.opts.MaxConcurrentReconciles
 			busy, oldest := k.running.busy(a.opts.Now())
@@ -134,38 +138,43 @@ func (s *autoscalerSet) gauges() []workerGauges {
 	for _, g := range byKind {
 		out = append(out, *g)
 	}
-	slices.SortFunc(out, func(a, b workerGauges) int { return strings.Compare(a.Kind, b.Kind) })
+	slices.SortFunc(out, func(a, b workerGauges) int {
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Group, b.Group)
+	})
 	return out
 }
 
 // observeWrite counts one /scale write.
-func observeWrite(kind string, err error) {
+func observeWrite(gk schema.GroupKind, err error) {
 	result := "success"
 	if err != nil {
 		result = "error"
 	}
-	scaleWrites.WithLabelValues(kind, result).Inc()
+	scaleWrites.WithLabelValues(gk.Group, gk.Kind, result).Inc()
 }
 
 // observe publishes a tick's numbers.
 func (k *kindLoop) observe(st *workload, d scaling.Decision) {
 	ns, name := st.nn.Namespace, st.nn.Name
-	desiredReplicas.WithLabelValues(k.kind, ns, name).Set(float64(d.Desired))
+	desiredReplicas.WithLabelValues(k.group(), k.kind, ns, name).Set(float64(d.Desired))
 	for _, t := range d.Triggers {
 		if t.Valid {
-			triggerValue.WithLabelValues(k.kind, ns, name, t.Name).Set(t.Value)
+			triggerValue.WithLabelValues(k.group(), k.kind, ns, name, t.Name).Set(t.Value)
 			continue
 		}
-		triggerValue.DeleteLabelValues(k.kind, ns, name, t.Name)
+		triggerValue.DeleteLabelValues(k.group(), k.kind, ns, name, t.Name)
 		if !(d.Current == 0 && t.Problem == "no data") {
-			triggerErrors.WithLabelValues(k.kind, ns, name, t.Name).Inc()
+			triggerErrors.WithLabelValues(k.group(), k.kind, ns, name, t.Name).Inc()
 		}
 	}
 	// Triggers removed from the config lose their series.
 	for _, old := range st.gauges {
 		if !hasTrigger(d.Triggers, old) {
-			triggerValue.DeleteLabelValues(k.kind, ns, name, old)
-			triggerErrors.DeleteLabelValues(k.kind, ns, name, old)
+			triggerValue.DeleteLabelValues(k.group(), k.kind, ns, name, old)
+			triggerErrors.DeleteLabelValues(k.group(), k.kind, ns, name, old)
 		}
 	}
 	st.gauges = st.gauges[:0]
@@ -177,13 +186,16 @@ func (k *kindLoop) observe(st *workload, d scaling.Decision) {
 // deleteMetrics removes a workload's series when it is no longer ours.
 func (k *kindLoop) deleteMetrics(st *workload) {
 	ns, name := st.nn.Namespace, st.nn.Name
-	desiredReplicas.DeleteLabelValues(k.kind, ns, name)
+	desiredReplicas.DeleteLabelValues(k.group(), k.kind, ns, name)
 	for _, t := range st.gauges {
-		triggerValue.DeleteLabelValues(k.kind, ns, name, t)
-		triggerErrors.DeleteLabelValues(k.kind, ns, name, t)
+		triggerValue.DeleteLabelValues(k.group(), k.kind, ns, name, t)
+		triggerErrors.DeleteLabelValues(k.group(), k.kind, ns, name, t)
 	}
 	st.gauges = nil
 }
+
+// group is the API group of the kind, the first label of every series.
+func (k *kindLoop) group() string { return k.view.GVK().Group }
 
 func hasTrigger(ts []scaling.TriggerDecision, name string) bool {
 	for _, t := range ts {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/scaleplane/scaleplane/controllers"
 	internalobjects "github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
 )
@@ -60,7 +60,7 @@ func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*Runni
 	if err != nil {
 		return nil, fmt.Errorf("start the autoscaler of %s: %w", v.GVK().Kind, err)
 	}
-	name := ControllerPrefix + strings.ToLower(k.kind)
+	name := controllers.ControllerName(ControllerPrefix, k.view.GVK().GroupKind())
 	skip := true
 	c, err := controller.NewUnmanaged(name, controller.Options{
 		Reconciler:              k,

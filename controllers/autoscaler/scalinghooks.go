@@ -6,14 +6,17 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
@@ -31,7 +34,7 @@ func (k *kindLoop) scalingKey(nn types.NamespacedName) types.NamespacedName {
 	if ns == "" {
 		ns = k.a.opts.Namespace
 	}
-	return types.NamespacedName{Namespace: ns, Name: ScalingName(nn.Name, k.kind)}
+	return types.NamespacedName{Namespace: ns, Name: ScalingName(nn.Name, k.view.GVK().GroupKind())}
 }
 
 // readScaling returns the workload's Scaling from the cache, nil when there
@@ -43,7 +46,12 @@ func (k *kindLoop) readScaling(ctx context.Context, e *env, nn types.NamespacedN
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(ScalingGVK)
 	if err := e.cache.Get(ctx, k.scalingKey(nn), u); err != nil {
-		return nil
+		// Not renamed yet (migrateScalings): the Scaling of the name
+		// without the group, if it is this workload's.
+		legacy := types.NamespacedName{Namespace: k.scalingKey(nn).Namespace, Name: legacyScalingName(nn.Name, k.kind)}
+		if e.cache.Get(ctx, legacy, u) != nil || !targets(u, k.view.GVK().GroupKind(), nn.Name) {
+			return nil
+		}
 	}
 	s := &v1alpha1.Scaling{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
@@ -65,7 +73,12 @@ func (k *kindLoop) syncScaling(ctx context.Context, e *env, st *workload) {
 		return
 	}
 	if t := s.Status.LastActivity; t != nil {
-		st.recordActivity(t.Time)
+		// A time in the future (another replica's clock, or a hand-edited
+		// status) is not activity: it would keep the workload awake for
+		// good.
+		if at, ok := activityTime(t.Time, k.a.opts.Now()); ok {
+			st.recordActivity(at)
+		}
 	}
 	if st.restored {
 		return
@@ -196,12 +209,132 @@ func (s scalingWatch) Start(ctx context.Context) error {
 				s.a.wakeFromScaling(n)
 			}
 		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				// A Scaling deleted while its workload lives is written
+				// again at once.
+				e.scalings.gone(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+				s.a.wakeFromScaling(u)
+			}
+		},
 	}); err != nil {
 		return fmt.Errorf("watch Scalings: %w", err)
+	}
+	// Only the Scalings' informer: a workload kind not served yet must
+	// not hold the rename (nor the loops) back.
+	if toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) && e.scalings.c != nil {
+		migrateScalings(ctx, s.cache, e.scalings.c)
 	}
 	e.scalings.served.Store(true)
 	e.scalings.known.Store(true)
 	<-ctx.Done()
+	return nil
+}
+
+// targets reports whether Scaling u is the one of workload name of kind gk.
+func targets(u *unstructured.Unstructured, gk schema.GroupKind, name string) bool {
+	apiVersion, _, _ := unstructured.NestedString(u.Object, "spec", "targetRef", "apiVersion")
+	kind, _, _ := unstructured.NestedString(u.Object, "spec", "targetRef", "kind")
+	n, _, _ := unstructured.NestedString(u.Object, "spec", "targetRef", "name")
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && gv.Group == gk.Group && kind == gk.Kind && n == name
+}
+
+// migrateScalings renames the Scalings of the name without the group
+// (<workload>-<kind>) that scaleplane wrote before the group was part of
+// it: each is written again under ScalingName with its status, the
+// activity under its own field manager, then deleted. Until the watch
+// shows the rename, readScaling finds the old one. A failure is logged:
+// the leader then writes the new one from what it restores, and the old
+// one stays until its workload is deleted.
+func migrateScalings(ctx context.Context, r client.Reader, c client.Client) {
+	log := ctrl.LoggerFrom(ctx).WithName("scalings")
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(ScalingGVK.GroupVersion().WithKind("ScalingList"))
+	if err := r.List(ctx, list, client.MatchingLabels{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}); err != nil {
+		log.Info("list Scalings to rename; leaving the old names", "error", err.Error())
+		return
+	}
+	for i := range list.Items {
+		old := &list.Items[i]
+		next, ok := renamedScaling(old)
+		if !ok {
+			continue
+		}
+		if err := renameScaling(ctx, r, c, old, next); err != nil {
+			log.Info("rename a Scaling to include the API group; leaving the old one", "scaling", old.GetNamespace()+"/"+old.GetName(), "error", err.Error())
+			continue
+		}
+		log.Info("renamed a Scaling to include the API group", "from", old.GetName(), "to", next.GetName(), "namespace", old.GetNamespace())
+	}
+}
+
+// renamedScaling is old under its new name (metadata, labels and spec;
+// the status is copied by renameScaling), when old has a name without
+// the group.
+func renamedScaling(old *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+	apiVersion, _, _ := unstructured.NestedString(old.Object, "spec", "targetRef", "apiVersion")
+	kind, _, _ := unstructured.NestedString(old.Object, "spec", "targetRef", "kind")
+	name, _, _ := unstructured.NestedString(old.Object, "spec", "targetRef", "name")
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || kind == "" || name == "" {
+		return nil, false
+	}
+	gk := schema.GroupKind{Group: gv.Group, Kind: kind}
+	if old.GetName() != legacyScalingName(name, kind) || old.GetName() == ScalingName(name, gk) {
+		return nil, false
+	}
+	w := &unstructured.Unstructured{}
+	w.SetGroupVersionKind(gv.WithKind(kind))
+	w.SetName(name)
+	next := scalingObject(w, old.GetNamespace())
+	next.SetNamespace(old.GetNamespace())
+	next.SetOwnerReferences(old.GetOwnerReferences())
+	return next, true
+}
+
+// renameScaling writes next with old's status, then deletes old.
+func renameScaling(ctx context.Context, r client.Reader, c client.Client, old, next *unstructured.Unstructured) error {
+	have := &unstructured.Unstructured{}
+	have.SetGroupVersionKind(ScalingGVK)
+	err := r.Get(ctx, types.NamespacedName{Namespace: next.GetNamespace(), Name: next.GetName()}, have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(next.DeepCopy()), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+			return fmt.Errorf("create %s: %w", next.GetName(), err)
+		}
+		status, _, _ := unstructured.NestedMap(old.Object, "status")
+		activity, _, _ := unstructured.NestedString(status, "lastActivity")
+		delete(status, "lastActivity")
+		if len(status) > 0 {
+			u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+			u.SetGroupVersionKind(ScalingGVK)
+			u.SetNamespace(next.GetNamespace())
+			u.SetName(next.GetName())
+			if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+				return fmt.Errorf("copy the status to %s: %w", next.GetName(), err)
+			}
+		}
+		if activity != "" {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(ScalingGVK)
+			u.SetNamespace(next.GetNamespace())
+			u.SetName(next.GetName())
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"lastActivity":%q}}`, activity)))
+			if err := c.Status().Patch(ctx, u, patch, client.FieldOwner(v1alpha1.ActivityFieldManager)); err != nil {
+				return fmt.Errorf("copy the last activity to %s: %w", next.GetName(), err)
+			}
+		}
+	case err != nil:
+		return fmt.Errorf("read %s: %w", next.GetName(), err)
+	}
+	uid := old.GetUID()
+	if err := c.Delete(ctx, old, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s: %w", old.GetName(), err)
+	}
 	return nil
 }
 

@@ -107,6 +107,9 @@ type scalingItem struct {
 	wroteAt             time.Time
 	exists              bool
 	failures            int
+	// deletions counts the deletes of the Scaling seen (gone): a write
+	// taken before one does not make the item exist again.
+	deletions int
 
 	limiter *rate.Limiter
 	// due is when the item is next written; zero when not scheduled.
@@ -187,6 +190,24 @@ func (w *scalingWriter) forget(ctx context.Context, key types.NamespacedName, de
 	}
 }
 
+// gone notes that the Scaling at key was deleted: one the writer keeps is
+// written again at once, object and status.
+func (w *scalingWriter) gone(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	it := w.items[key]
+	if it == nil {
+		return
+	}
+	it.exists, it.wroteSig, it.wroteFull = false, "", ""
+	it.deletions++
+	now := time.Now
+	if w.now != nil {
+		now = w.now
+	}
+	w.schedule(it, now(), true)
+}
+
 // next pops the next item to write at now, or says when to look again
 // (zero: nothing scheduled). Urgent items go first; both buckets must
 // allow the write.
@@ -235,7 +256,7 @@ func (w *scalingWriter) next(now time.Time) (*scalingItem, scalingWrite, time.Ti
 		if it.exists && it.full == it.wroteFull {
 			continue // an offer put it back as written
 		}
-		return it, scalingWrite{object: it.object, status: it.status, sig: it.sig, full: it.full, create: !it.exists}, time.Time{}
+		return it, scalingWrite{object: it.object, status: it.status, sig: it.sig, full: it.full, create: !it.exists, deletions: it.deletions}, time.Time{}
 	}
 }
 
@@ -257,6 +278,7 @@ type scalingWrite struct {
 	status    v1alpha1.ScalingStatus
 	sig, full string
 	create    bool
+	deletions int
 }
 
 // flush writes every item due at now that the buckets allow, and returns
@@ -270,6 +292,8 @@ func (w *scalingWriter) flush(ctx context.Context, now time.Time) time.Time {
 		err := w.apply(ctx, wr)
 		w.mu.Lock()
 		switch {
+		case err == nil && it.deletions != wr.deletions:
+			// Deleted while the write ran: gone scheduled it again.
 		case err == nil:
 			it.exists, it.failures = true, 0
 			it.wroteSig, it.wroteFull, it.wroteAt = wr.sig, wr.full, now
@@ -364,18 +388,22 @@ func (w *scalingWriter) NeedLeaderElection() bool { return true }
 // namespace, and one in scaleplane's own is found by the operator who
 // runs it); the autoscaler deletes those itself.
 func scalingObject(u *unstructured.Unstructured, ns string) *unstructured.Unstructured {
-	kind := u.GetKind()
+	gk := u.GroupVersionKind().GroupKind()
+	kind := gk.Kind
 	s := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{"targetRef": map[string]any{
 			"apiVersion": u.GetAPIVersion(), "kind": kind, "name": u.GetName(),
 		}},
 	}}
 	s.SetGroupVersionKind(ScalingGVK)
-	s.SetName(ScalingName(u.GetName(), kind))
+	s.SetName(ScalingName(u.GetName(), gk))
+	// Label values hold 63 characters: longer names and groups are cut and
+	// hashed (labelValue); spec.targetRef names the workload in full.
 	s.SetLabels(map[string]string{
-		v1alpha1.LabelManagedBy:    v1alpha1.ManagedByValue,
-		v1alpha1.LabelWorkloadKind: kind,
-		v1alpha1.LabelWorkloadName: u.GetName(),
+		v1alpha1.LabelManagedBy:     v1alpha1.ManagedByValue,
+		v1alpha1.LabelWorkloadKind:  kind,
+		v1alpha1.LabelWorkloadGroup: labelValue(gk.Group),
+		v1alpha1.LabelWorkloadName:  labelValue(u.GetName()),
 	})
 	if u.GetNamespace() == "" {
 		s.SetNamespace(ns)

@@ -145,7 +145,7 @@ func TestScalingNotServed(t *testing.T) {
 func TestScalingObject(t *testing.T) {
 	u := workloadObject(1)
 	s := scalingObject(u, "scaleplane-system")
-	if s.GetNamespace() != "shop" || s.GetName() != "db-1-rackedcluster" || len(s.GetOwnerReferences()) != 1 || s.GetOwnerReferences()[0].Name != "db-1" {
+	if s.GetNamespace() != "shop" || s.GetName() != "db-1-rackedcluster.samples.scaleplane.io" || len(s.GetOwnerReferences()) != 1 || s.GetOwnerReferences()[0].Name != "db-1" {
 		t.Errorf("namespaced: %s/%s owners %v", s.GetNamespace(), s.GetName(), s.GetOwnerReferences())
 	}
 	u.SetNamespace("")
@@ -234,7 +234,7 @@ func TestScalingForget(t *testing.T) {
 		},
 	}).Build()
 	w := newScalingWriter(c, ScalingWrites{}, nil)
-	w.forget(context.Background(), types.NamespacedName{Namespace: "shop", Name: "db-rackedcluster"}, false)
+	w.forget(context.Background(), types.NamespacedName{Namespace: "shop", Name: "db-rackedcluster.samples.scaleplane.io"}, false)
 	w.forget(context.Background(), types.NamespacedName{Namespace: "scaleplane-system", Name: "global-clusterkind"}, true)
 	if diff := cmp.Diff([]string{"scaleplane-system/global-clusterkind"}, deleted); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)

@@ -23,7 +23,8 @@ import (
 	"github.com/scaleplane/scaleplane/promql"
 )
 
-// ControllerPrefix names the controllers: scaleplane-autoscaler-<kind>.
+// ControllerPrefix names the controllers:
+// scaleplane-autoscaler-<kind>.<group> (controllers.ControllerName).
 const ControllerPrefix = "scaleplane-autoscaler-"
 
 // SetupWithManager registers one controller per kind with mgr. They run
@@ -73,13 +74,15 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 	// from the typed informer the embedding operator shares.
 	cached := internalobjects.Reader(mgr.GetCache(), mgr.GetScheme())
 	writer := newScalingWriter(mgr.GetClient(), a.opts.ScalingWrites, a.opts.Now)
+	aw := newActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace)
+	aw.now = a.opts.Now
 	a.env.Store(&env{
 		cache:    cached,
 		writer:   mgr.GetClient(),
 		events:   controllers.EventRecorder(mgr),
 		foreign:  &foreignFinder{cache: cached, mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
 		scalings: writer,
-		activity: newActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace),
+		activity: aw,
 		api:      mgr.GetAPIReader(),
 		elected:  mgr.Elected(),
 	})
@@ -107,7 +110,7 @@ func (a *Autoscaler) setupKind(mgr manager.Manager, k *kindLoop) error {
 		copts.SkipNameValidation = &skip
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerPrefix+strings.ToLower(k.kind)).
+		Named(controllers.ControllerName(ControllerPrefix, k.view.GVK().GroupKind())).
 		// Status updates (the fan-out's readiness, our neighbours')
 		// change nothing a tick reads; spec and annotations do.
 		For(internalobjects.Prototype(mgr.GetScheme(), k.view.GVK()), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).

@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -61,9 +62,35 @@ func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	k.syncScaling(ctx, e, st)
 	res, err := k.reconcile(ctx, e, u, st)
+	// A /scale write refused for a conflict: the count or the status
+	// changed since the cache showed the workload, and the watch filters
+	// status changes out, so nothing would bring it back before the next
+	// interval, by which time the activity that woke it may be past its
+	// idle timeout. Re-read from the API server and decide again at once;
+	// the activity keeps the time it arrived.
+	reader := e.api
+	if reader == nil {
+		reader = e.cache
+	}
+	for attempt := 1; errors.Is(err, errWriteConflict); attempt++ {
+		fresh := k.newObject()
+		if attempt > maxConflictRetries || reader.Get(ctx, req.NamespacedName, fresh) != nil {
+			res, err = reconcile.Result{RequeueAfter: time.Second}, nil
+			break
+		}
+		u = fresh
+		res, err = k.reconcile(ctx, e, u, st)
+	}
 	k.offerScaling(e, u, st)
 	return res, err
 }
+
+// errWriteConflict is what reconcile returns when its /scale write met a
+// conflict; Reconcile re-reads and decides again, at most
+// maxConflictRetries times.
+var errWriteConflict = errors.New("the /scale write met a conflict")
+
+const maxConflictRetries = 3
 
 func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstructured, st *workload) (reconcile.Result, error) {
 	now := k.a.opts.Now()
@@ -146,9 +173,12 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 			rec.Error = err.Error()
 			ctrl.LoggerFrom(ctx).Info("scale write failed", "desired", d.Desired, "error", err.Error())
 			if apierrors.IsConflict(err) {
-				// R changed since the cache showed it: decide again on the
-				// new count as soon as the watch delivers it.
+				// R changed since the cache showed it: Reconcile re-reads
+				// and decides again on the new count at once.
 				st.lastTick = time.Time{}
+				k.observe(st, d)
+				st.publish(StateAutoscaling, "", interval, &rec)
+				return res, errWriteConflict
 			} else {
 				k.warn(e, u, st, v1alpha1.ReasonWriteFailed, fmt.Sprintf("write %d replicas through /scale: %v", d.Desired, err))
 			}
@@ -285,7 +315,7 @@ func (k *kindLoop) writeScale(ctx context.Context, e *env, u *unstructured.Unstr
 		"spec": map[string]any{"replicas": int64(replicas)},
 	}}
 	err := e.writer.SubResource("scale").Update(ctx, u, client.WithSubResourceBody(scale), client.FieldOwner(v1alpha1.AutoscalerFieldManager))
-	observeWrite(k.kind, err)
+	observeWrite(k.view.GVK().GroupKind(), err)
 	if err != nil {
 		return fmt.Errorf("update %s %s/%s/scale: %w", k.resource, u.GetNamespace(), u.GetName(), err)
 	}

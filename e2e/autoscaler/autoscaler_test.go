@@ -30,16 +30,19 @@ import (
 // TestAutoscaler runs every scenario in parallel against one app: each
 // has its own namespace, workload, pod and exporter.
 func TestAutoscaler(t *testing.T) {
+	legacy := writeLegacyScaling(t)
 	e := startApp(t)
+	t.Run("LegacyScalingRenamedAtStart", func(t *testing.T) { legacy.check(t) })
 	t.Run("scenarios", func(t *testing.T) {
 		for name, fn := range map[string]func(*testing.T, *env){
-			"RequestRateScalesUpAndDown":       testRequestRateScalesUpAndDown,
-			"IdleGoesToZeroAndActivityWakesIt": testIdleGoesToZeroAndActivityWakesIt,
-			"MetricsOutageKeepsTheCount":       testMetricsOutageKeepsTheCount,
-			"PausedIsLeftAlone":                testPausedIsLeftAlone,
-			"ForeignHPAStandsItDown":           testForeignHPAStandsItDown,
-			"ForeignHPANamedOnAPinnedWorkload": testForeignHPANamedOnAPinnedWorkload,
-			"DependenciesWakeFirst":            testDependenciesWakeFirst,
+			"RequestRateScalesUpAndDown":         testRequestRateScalesUpAndDown,
+			"IdleGoesToZeroAndActivityWakesIt":   testIdleGoesToZeroAndActivityWakesIt,
+			"MetricsOutageKeepsTheCount":         testMetricsOutageKeepsTheCount,
+			"PausedIsLeftAlone":                  testPausedIsLeftAlone,
+			"ForeignHPAStandsItDown":             testForeignHPAStandsItDown,
+			"ForeignHPANamedOnAPinnedWorkload":   testForeignHPANamedOnAPinnedWorkload,
+			"DependenciesWakeFirst":              testDependenciesWakeFirst,
+			"ScalingOfALongNameAndHostileStatus": testScalingOfALongNameAndHostileStatus,
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -93,7 +96,7 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 	}
 	// The Scaling shows the same, through kubectl.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		s, err := getScaling(ctx, ns, "web-rackedcluster")
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("web", rackedClusterGVK.GroupKind()))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -211,7 +214,7 @@ func testIdleGoesToZeroAndActivityWakesIt(t *testing.T, e *env) {
 	}
 	// The activity is in the Scaling, for every replica.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		s, err := getScaling(ctx, ns, "fn-rackedcluster")
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("fn", rackedClusterGVK.GroupKind()))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -390,7 +393,7 @@ func testForeignHPANamedOnAPinnedWorkload(t *testing.T, _ *env) {
 	waitActive := func(mode v1alpha1.ScalingMode, reason, message string) {
 		t.Helper()
 		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-			s, err := getScaling(ctx, ns, autoscaler.ScalingName("own", "RackedCluster"))
+			s, err := getScaling(ctx, ns, autoscaler.ScalingName("own", rackedClusterGVK.GroupKind()))
 			if err != nil {
 				return false, err.Error()
 			}

@@ -96,7 +96,7 @@ func TestStateAcrossLeaderChange(t *testing.T) {
 	// The leader has seen it (its Scaling exists, autoscaled) before the
 	// activity comes.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		s, err := getScaling(ctx, ns, "sleepy-rackedcluster")
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("sleepy", framework.RackedClusterGVK.GroupKind()))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -108,7 +108,7 @@ func TestStateAcrossLeaderChange(t *testing.T) {
 		t.Fatalf("POST /activity to %s: %d %s", other.name, code, body)
 	}
 	waitReplicas(t, ns, "sleepy", 1)
-	s, err := getScaling(ctx, ns, "sleepy-rackedcluster")
+	s, err := getScaling(ctx, ns, autoscaler.ScalingName("sleepy", framework.RackedClusterGVK.GroupKind()))
 	if err != nil || s.Status.LastActivity == nil {
 		t.Fatalf("the Scaling's lastActivity after the POST: %v, %+v", err, s)
 	}
@@ -124,7 +124,7 @@ func TestStateAcrossLeaderChange(t *testing.T) {
 	}
 	var lastHigh time.Time
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		s, err := getScaling(ctx, ns, "busy-rackedcluster")
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("busy", framework.RackedClusterGVK.GroupKind()))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -143,7 +143,7 @@ func TestStateAcrossLeaderChange(t *testing.T) {
 	// The Scaling holds the History that AwakeSince needs (written with
 	// the wake-up) before the leader dies.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		s, err := getScaling(ctx, ns, "sleepy-rackedcluster")
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("sleepy", framework.RackedClusterGVK.GroupKind()))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -174,7 +174,7 @@ func TestStateAcrossLeaderChange(t *testing.T) {
 	waitReplicas(t, ns, "sleepy", 0)
 	var toZero time.Time
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		s, err := getScaling(ctx, ns, "sleepy-rackedcluster")
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("sleepy", framework.RackedClusterGVK.GroupKind()))
 		if err != nil {
 			return false, err.Error()
 		}
@@ -197,7 +197,7 @@ func TestStateAcrossLeaderChange(t *testing.T) {
 	waitReplicas(t, ns, "busy", 1)
 	var down time.Time
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		s, err := getScaling(ctx, ns, "busy-rackedcluster")
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("busy", framework.RackedClusterGVK.GroupKind()))
 		if err != nil {
 			return false, err.Error()
 		}

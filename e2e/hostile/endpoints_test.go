@@ -218,6 +218,7 @@ func (s *suite) activityInputs(t *testing.T) {
 			{name: "small JSON body (ignored)", path: base + "sleeper", body: text(`{}`), want: status(202)},
 		})
 	})
+	t.Run("Scalings", s.scalingInputs)
 	t.Run("flood", func(t *testing.T) {
 		got := s.flood(t, "metrics", 300, func(ctx context.Context, c *http.Client) (int, error) {
 			r, _, err := s.callWith(ctx, c, http.MethodPost, base+"sleeper", s.token, nil)

@@ -60,9 +60,13 @@ func TestMain(m *testing.M) {
 	}, &cluster))
 }
 
+// twinGVK is a kind named RackedCluster in another group than the
+// sample's (testdata/crd).
+var twinGVK = schema.GroupVersionKind{Group: "twins.e2e.scaleplane.io", Version: "v1", Kind: "RackedCluster"}
+
 // profiles are the binary's: the samples, the ZonedDatabase (its config in
-// an annotation) and the LooseCluster (RackedCluster's paths under a schema
-// that checks nothing).
+// an annotation), the LooseCluster (RackedCluster's paths under a schema
+// that checks nothing) and the twin RackedCluster of another group.
 func profiles() []v1alpha1.ScaleProfileSpec {
 	loose := profile.Samples()[0]
 	loose.Target = v1alpha1.TargetKind{APIVersion: looseGVK.GroupVersion().String(), Kind: looseGVK.Kind, Resource: "looseclusters"}
@@ -70,5 +74,11 @@ func profiles() []v1alpha1.ScaleProfileSpec {
 		Labels:           map[string]string{looseGVK.Group + "/cluster": v1alpha1.NamePlaceholder},
 		MemberGroupLabel: looseGVK.Group + "/rack",
 	}
-	return append(profile.Samples(), profiletest.ZonedDatabase(), loose)
+	twin := profile.Samples()[0]
+	twin.Target = v1alpha1.TargetKind{APIVersion: twinGVK.GroupVersion().String(), Kind: twinGVK.Kind, Resource: "rackedclusters"}
+	twin.Pods = v1alpha1.Pods{
+		Labels:           map[string]string{twinGVK.Group + "/cluster": v1alpha1.NamePlaceholder},
+		MemberGroupLabel: twinGVK.Group + "/rack",
+	}
+	return append(profile.Samples(), profiletest.ZonedDatabase(), loose, twin)
 }

@@ -41,6 +41,7 @@ import (
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
@@ -370,7 +371,7 @@ func TestLiveProfilesThroughKubectl(t *testing.T) {
 					scalingNS = appNamespace
 				}
 				framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-					out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(tc.kind), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
+					out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, autoscaler.ScalingName(name, schema.GroupKind{Group: tc.gvr.Group, Kind: tc.kind}), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
 					return err == nil && out == "triggers 5", fmt.Sprintf("kubectl get scaling: %q %v", out, err)
 				})
 			}

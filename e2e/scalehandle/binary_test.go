@@ -80,7 +80,7 @@ func TestProfileInitHandleThroughTheBinary(t *testing.T) {
 	// explain reads the handle's Scaling, as for any profiled workload.
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		var s v1alpha1.Scaling
-		err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: autoscaler.ScalingName("db", v1alpha1.ScaleHandleKind)}, &s)
+		err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: autoscaler.ScalingName("db", v1alpha1.GroupVersion.WithKind(v1alpha1.ScaleHandleKind).GroupKind())}, &s)
 		return err == nil, fmt.Sprintf("the handle's Scaling: %v", err)
 	})
 	explain, err := exec.CommandContext(ctx, bin, "explain", ns+"/scalehandles/db", "--kubeconfig", cluster.Kubeconfig, "--timeout", "1m").CombinedOutput()

@@ -216,7 +216,7 @@ func TestTriggerOnHandleScalesRacks(t *testing.T) {
 	waitRacks(t, ns, "db", 3, 3, 3)
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		var s v1alpha1.Scaling
-		if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: autoscaler.ScalingName("db", v1alpha1.ScaleHandleKind)}, &s); err != nil {
+		if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: autoscaler.ScalingName("db", v1alpha1.GroupVersion.WithKind(v1alpha1.ScaleHandleKind).GroupKind())}, &s); err != nil {
 			return false, "the handle's Scaling: " + err.Error()
 		}
 		return s.Status.Mode == v1alpha1.ScalingModeTriggers, "the handle's Scaling has mode " + string(s.Status.Mode) + ", want triggers"
