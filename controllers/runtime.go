@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/scaleplane/scaleplane/internal/objects"
+	"github.com/scaleplane/scaleplane/internal/watches"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -34,6 +35,9 @@ type KindRuntime struct {
 	ctrl  controller.Controller
 	cache cache.Cache
 	proto client.Object
+	// watches are the handlers this activation added to the manager's
+	// shared informers; Stop removes them.
+	watches *watches.Set
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -83,7 +87,8 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 		return nil, fmt.Errorf("build controller for %s: %w", gvk.Kind, err)
 	}
 	proto := objects.Prototype(mgr.GetScheme(), gvk)
-	ca := mgr.GetCache()
+	set := watches.New(mgr.GetCache())
+	ca := set.Cache()
 	watches := []source.Source{
 		source.Kind[client.Object](ca, proto, &handler.EnqueueRequestForObject{}),
 		source.Kind[client.Object](ca, &autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), proto, handler.OnlyControllerOwner()), hpaChanged),
@@ -98,7 +103,7 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 	if _, err := keda.try(); err != nil {
 		return nil, err
 	}
-	return &KindRuntime{gk: gvk.GroupKind().String(), ctrl: c, cache: ca, proto: proto}, nil
+	return &KindRuntime{gk: gvk.GroupKind().String(), ctrl: c, cache: mgr.GetCache(), proto: proto, watches: set}, nil
 }
 
 // Start runs the controller until ctx ends or Stop; it returns at once.
@@ -115,7 +120,9 @@ func (k *KindRuntime) Start(ctx context.Context) error {
 }
 
 // Stop stops the controller, waits until its workers have returned (or
-// ctx ends), and removes the kind's informer from the cache when the
+// ctx ends), removes the event handlers its watches added to the
+// manager's shared informers (each holds goroutines for the informer's
+// life), and removes the kind's informer from the cache when the
 // manager's scheme does not know the kind: nothing else of the manager
 // watches an unstructured kind scaleplane was given at run time, while a
 // typed kind's informer may serve the operator's own controllers.
@@ -134,6 +141,9 @@ func (k *KindRuntime) Stop(ctx context.Context) error {
 		}
 	case <-ctx.Done():
 		return fmt.Errorf("stop controller for %s: %w", k.gk, ctx.Err())
+	}
+	if err := k.watches.Release(); err != nil {
+		return fmt.Errorf("remove the event handlers of %s: %w", k.gk, err)
 	}
 	if _, unstructuredKind := k.proto.(*unstructured.Unstructured); unstructuredKind {
 		if err := k.cache.RemoveInformer(ctx, k.proto); err != nil {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	internalobjects "github.com/scaleplane/scaleplane/internal/objects"
+	"github.com/scaleplane/scaleplane/internal/watches"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -28,6 +29,9 @@ type RunningKind struct {
 	// done receives what the kind's controller returned.
 	done chan error
 	once sync.Once
+	// watches are the handlers the kind's controller added to the
+	// manager's shared informers; finish removes them.
+	watches *watches.Set
 	// stopped is closed once the kind is out of the lists and its scalers
 	// are closed; err is set before.
 	stopped chan struct{}
@@ -84,9 +88,10 @@ func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*Runni
 	// The same watches as setupKind: spec and annotation changes, and the
 	// wake channel (activity, dependencies, Scalings).
 	proto := internalobjects.Prototype(mgr.GetScheme(), v.GVK())
+	set := watches.New(mgr.GetCache())
 	changed := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	for _, src := range []source.Source{
-		source.Kind[client.Object](mgr.GetCache(), proto, &handler.EnqueueRequestForObject{}, changed),
+		source.Kind[client.Object](set.Cache(), proto, &handler.EnqueueRequestForObject{}, changed),
 		source.Channel(k.wake, &handler.EnqueueRequestForObject{}),
 	} {
 		if err := c.Watch(src); err != nil {
@@ -96,6 +101,7 @@ func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*Runni
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	r := newRunningKind(a, k, cancel)
+	r.watches = set
 	go func() {
 		select {
 		case <-mgr.Elected():
@@ -108,7 +114,8 @@ func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*Runni
 }
 
 // Stop stops the kind's controller, waits until its ticks have returned (or
-// ctx ends), takes the kind out of the endpoints and the scraper, and
+// ctx ends), removes the event handler its watch added to the manager's
+// shared informer, takes the kind out of the endpoints and the scraper, and
 // releases its workloads' scalers. Scalings stay: they belong to their
 // workloads (owner references), and a profile applied again restores its
 // History from them, as a new leader does. Stop is idempotent. When ctx
@@ -134,6 +141,11 @@ func (r *RunningKind) finish() {
 	defer close(r.stopped)
 	if err := <-r.done; err != nil && !errors.Is(err, context.Canceled) {
 		r.err = fmt.Errorf("autoscaler of %s: %w", r.k.kind, err)
+	}
+	if r.watches != nil {
+		if err := r.watches.Release(); err != nil {
+			r.err = errors.Join(r.err, fmt.Errorf("remove the event handlers of the autoscaler of %s: %w", r.k.kind, err))
+		}
 	}
 	r.a.removeKind(r.k)
 	r.k.mu.Lock()
