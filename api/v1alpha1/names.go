@@ -21,10 +21,14 @@ const (
 	// belongs to.
 	LabelWorkloadKind = "scaleplane.io/workload-kind"
 	LabelWorkloadName = "scaleplane.io/workload-name"
-	// LabelOwner marks the webhook configurations one scaleplane binary or
-	// embedding operator owns; its value is that owner's name. Each entry
-	// it owns ends in "."+owner+OwnerEntrySuffix.
+	// LabelOwner marks the webhook configurations and the ScaleProfiles
+	// one scaleplane binary or embedding operator owns; its value is that
+	// owner's name. Each entry it owns ends in "."+owner+OwnerEntrySuffix.
+	// A ScaleProfile without it is DefaultOwner's.
 	LabelOwner = "scaleplane.io/owner"
+	// DefaultOwner is the scaleplane binary's owner unless its
+	// configuration names another.
+	DefaultOwner = "scaleplane"
 	// OwnerEntrySuffix ends every webhook entry name, after the owner.
 	OwnerEntrySuffix = ".scaleplane.io"
 

@@ -39,10 +39,10 @@ var leakGVK = schema.GroupVersionKind{Group: leakGroup, Version: "v1alpha2", Kin
 // goroutines and heap it had after the first activation, within 5%: each
 // activation's watches leave the shared informers with it.
 func TestProfileReactivationReturnsGoroutines(t *testing.T) {
-	installLeakCRD(t)
+	installFunctionCRD(t, leakGroup)
 	startApp(t, false)
 	ctx := context.Background()
-	p := leakProfile()
+	p := functionProfile(leakGroup)
 	if err := sprofs(t).Create(ctx, p); err != nil {
 		t.Fatalf("create ScaleProfile: %v", err)
 	}
@@ -72,10 +72,10 @@ func TestProfileReactivationReturnsGoroutines(t *testing.T) {
 // the mutating webhook defaults); once it settles the process has the
 // goroutines and heap it had before, within 5%.
 func TestCRDSchemaEditsReturnGoroutines(t *testing.T) {
-	crd := installLeakCRD(t)
+	crd := installFunctionCRD(t, leakGroup)
 	startApp(t, false)
 	ctx := context.Background()
-	p := leakProfile()
+	p := functionProfile(leakGroup)
 	if err := sprofs(t).Create(ctx, p); err != nil {
 		t.Fatalf("create ScaleProfile: %v", err)
 	}
@@ -131,23 +131,23 @@ func sprofs(t *testing.T) client.Client {
 	return c
 }
 
-// installLeakCRD installs a copy of the Function CRD in leakGroup and
+// installFunctionCRD installs a copy of the Function CRD in group and
 // returns its name.
-func installLeakCRD(t *testing.T) string {
+func installFunctionCRD(t *testing.T, group string) string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(testdata(), "function.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(t.TempDir(), "crd.yaml")
-	if err := os.WriteFile(file, []byte(strings.ReplaceAll(string(raw), "serverless.example.org", leakGroup)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(strings.ReplaceAll(string(raw), "serverless.example.org", group)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	if out, err := cluster.Kubectl(ctx, "apply", "--server-side", "-f", file); err != nil {
 		t.Fatalf("install the CRD: %v\n%s", err, out)
 	}
-	name := "functions." + leakGroup
+	name := "functions." + group
 	t.Cleanup(func() { _, _ = cluster.Kubectl(context.Background(), "delete", "crd", name, "--wait=true") })
 	if out, err := cluster.Kubectl(ctx, "wait", "--for=condition=Established", "crd/"+name, "--timeout=60s"); err != nil {
 		t.Fatalf("wait for the CRD: %v\n%s", err, out)
@@ -155,13 +155,13 @@ func installLeakCRD(t *testing.T) string {
 	return name
 }
 
-// leakProfile is the ScaleProfile profile init prints for the Function
-// CRD (testdata/profileinit/function.golden), in leakGroup.
-func leakProfile() *v1alpha1.ScaleProfile {
+// functionProfile is the ScaleProfile profile init prints for the
+// Function CRD (testdata/profileinit/function.golden), in group.
+func functionProfile(group string) *v1alpha1.ScaleProfile {
 	return &v1alpha1.ScaleProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: "functions." + leakGroup},
+		ObjectMeta: metav1.ObjectMeta{Name: "functions." + group},
 		Spec: v1alpha1.ScaleProfileSpec{
-			Target:       v1alpha1.TargetKind{APIVersion: leakGVK.GroupVersion().String(), Kind: leakGVK.Kind, Resource: "functions"},
+			Target:       v1alpha1.TargetKind{APIVersion: group + "/v1alpha2", Kind: "Function", Resource: "functions"},
 			ReplicasPath: ".spec.replicas",
 			ScaleConfig:  v1alpha1.ScaleConfigLocation{Path: ".spec.scaleConfig"},
 			Status:       v1alpha1.StatusPaths{ReplicasPath: ".status.replicas"},

@@ -35,8 +35,14 @@ import (
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
-// LeaderElectionID names the lease replicas compete for.
-const LeaderElectionID = "scaleplane.scaleplane.io"
+// LeaderElectionID names the lease the default owner's replicas compete
+// for (LeaderElectionIDFor(v1alpha1.DefaultOwner)).
+const LeaderElectionID = v1alpha1.DefaultOwner + v1alpha1.OwnerEntrySuffix
+
+// LeaderElectionIDFor names the lease of owner's replicas,
+// <owner>.scaleplane.io: binaries with different owners in one namespace
+// each elect their own leader, as each runs its own kinds.
+func LeaderElectionIDFor(owner string) string { return owner + v1alpha1.OwnerEntrySuffix }
 
 // App is an assembled, not yet running, scaleplane manager.
 type App struct {
@@ -94,7 +100,7 @@ func New(opts Options) (*App, error) {
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionID:              LeaderElectionIDFor(opts.Config.Webhook.Owner),
 		LeaderElectionNamespace:       opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
@@ -425,6 +431,8 @@ func (a *App) withLiveProfiles(ctx context.Context) ([]*profile.Compiled, error)
 	for _, v := range a.Views {
 		static[v.GVK().GroupKind()] = true
 	}
+	// Only this owner's: another owner's kinds get no entry of ours.
+	list.Items = profiles.Owned(a.opts.Config.Webhook.Owner, list.Items)
 	for i := range list.Items {
 		p := &list.Items[i]
 		if p.DeletionTimestamp != nil {
