@@ -190,7 +190,7 @@ func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		copts.SkipNameValidation = &skip
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named(opts.Owner + "-scaleprofiles").
+		Named(opts.Owner+"-scaleprofiles").
 		// Another owner's profiles change nothing here.
 		For(&v1alpha1.ScaleProfile{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			p, ok := o.(*v1alpha1.ScaleProfile)

@@ -123,4 +123,3 @@ func ownerEntries(ctx context.Context, owner string) (map[schema.GroupVersionRes
 	}
 	return out, nil
 }
-
