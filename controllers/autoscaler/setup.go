@@ -8,13 +8,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
@@ -100,21 +94,14 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 	return nil
 }
 
+// setupKind registers k's loop with mgr for the manager's life, built as
+// StartKind builds a kind activated later.
 func (a *Autoscaler) setupKind(mgr manager.Manager, k *kindLoop) error {
-	copts := controller.Options{MaxConcurrentReconciles: a.opts.MaxConcurrentReconciles}
-	if a.opts.SkipNameValidation {
-		skip := true
-		copts.SkipNameValidation = &skip
-	}
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerPrefix+strings.ToLower(k.kind)).
-		// Status updates (the fan-out's readiness, our neighbours')
-		// change nothing a tick reads; spec and annotations do.
-		For(internalobjects.Prototype(mgr.GetScheme(), k.view.GVK()), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WatchesRawSource(source.Channel(k.wake, &handler.EnqueueRequestForObject{})).
-		WithOptions(copts).
-		Complete(k)
+	b, err := a.buildKind(k, false)
 	if err != nil {
+		return err
+	}
+	if err := mgr.Add(managedKind{a: a, k: k, b: b}); err != nil {
 		return fmt.Errorf("set up autoscaler for %s: %w", k.kind, err)
 	}
 	return nil
