@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	scaleplane "github.com/scaleplane/scaleplane"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/controllers"
@@ -145,6 +146,7 @@ func New(opts Options) (*App, error) {
 	}
 	a.Sources = pipe.sources
 	var dispatcher profiles.Dispatcher = noDispatcher{}
+	kind := scaleplane.KindSetup{Controllers: controllers.Options{Owner: opts.Config.Webhook.Owner, MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation}}
 	if !opts.NoWebhookServer {
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, fmt.Errorf("add webhook readiness check: %w", err)
@@ -158,27 +160,28 @@ func New(opts Options) (*App, error) {
 			}
 		}
 		wopts := webhooks.Options{Sources: pipe.sources, OnReview: opts.OnAdmission}
-		// The per-kind paths stay served for entries an older release
-		// wrote; the entries this one writes call the dispatcher, which
-		// serves the configuration file's kinds and ScaleProfiles' alike.
-		if err := webhooks.Setup(mgr, views, wopts); err != nil {
-			return nil, fmt.Errorf("set up webhooks: %w", err)
-		}
 		d, err := webhooks.NewDispatcher(mgr, wopts)
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range views {
-			d.Activate(v)
-		}
-		dispatcher = d
+		kind.Webhooks, kind.Dispatcher, dispatcher = &wopts, d, d
 	}
-	if err := controllers.Setup(mgr, views, controllers.Options{Owner: opts.Config.Webhook.Owner, MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
-		return nil, fmt.Errorf("set up controllers: %w", err)
-	}
-	as, err := setupAutoscaler(mgr, opts, views, pipe)
+	// The autoscaler's manager-wide part; its kinds are wired below.
+	as, err := setupAutoscaler(mgr, opts, nil, pipe)
 	if err != nil {
 		return nil, fmt.Errorf("set up autoscaler: %w", err)
+	}
+	kind.Autoscaler = as
+	// The configuration file's kinds are wired as the library builder
+	// wires an embedder's (scaleplane.SetupKind): the dispatcher serves
+	// their webhooks as it serves ScaleProfiles' kinds, and their
+	// per-kind paths stay served only for entries an older release wrote
+	// (docs/upgrade.md); their controllers and trigger loops are built as
+	// a ScaleProfile's kind's are.
+	for _, v := range views {
+		if err := scaleplane.SetupKind(mgr, v, kind); err != nil {
+			return nil, fmt.Errorf("set up %s: %w", v.GVK().Kind, err)
+		}
 	}
 	popts := profiles.Options{
 		Owner:       opts.Config.Webhook.Owner,
