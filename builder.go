@@ -195,18 +195,57 @@ func (b *Builder) Complete() error {
 	}
 	// Nil sources refuse every trigger at admission, saying that no
 	// trigger autoscaler runs for the kind.
-	if err := webhooks.SetupKind(s.mgr, view, webhooks.Options{Sources: sources, OnReview: s.opts.OnReview}); err != nil {
+	err = SetupKind(s.mgr, view, KindSetup{
+		Webhooks:    &webhooks.Options{Sources: sources, OnReview: s.opts.OnReview},
+		Controllers: s.opts.Controllers,
+		Autoscaler:  b.autoscaler,
+	})
+	if err != nil {
 		return fmt.Errorf("scaleplane: %w", err)
-	}
-	if err := controllers.SetupKind(s.mgr, view, s.opts.Controllers); err != nil {
-		return fmt.Errorf("scaleplane: %w", err)
-	}
-	if b.autoscaler != nil {
-		if err := b.autoscaler.SetupKind(s.mgr, view); err != nil {
-			return fmt.Errorf("scaleplane: %w", err)
-		}
 	}
 	s.views = append(s.views, view)
+	return nil
+}
+
+// KindSetup says what SetupKind wires for a kind.
+type KindSetup struct {
+	// Webhooks are the options of the kind's webhooks; nil when the
+	// manager serves none.
+	Webhooks *webhooks.Options
+	// Dispatcher, when set, serves the kind's webhooks at the dispatcher's
+	// paths (webhooks.DispatchPath), where the entries of the scaleplane
+	// binary and of ScaleProfiles call, besides the kind's own paths.
+	Dispatcher *webhooks.Dispatcher
+	// Controllers tunes the kind's controller.
+	Controllers controllers.Options
+	// Autoscaler, when set, runs the kind's trigger loop.
+	Autoscaler Autoscaler
+}
+
+// SetupKind wires one compiled kind on mgr for the manager's life: its
+// webhooks, its controller and, with an autoscaler, its trigger loop.
+// It is the one way a kind set up before the manager starts is wired,
+// shared by For(...).Complete() and the scaleplane binary's configuration
+// file; its controller and trigger loop are built as those of a kind a
+// ScaleProfile activates later (controllers.NewKindRuntime,
+// Autoscaler.StartKind), and its webhook handlers as the dispatcher's.
+func SetupKind(mgr manager.Manager, view *profile.Compiled, k KindSetup) error {
+	if k.Webhooks != nil {
+		if err := webhooks.SetupKind(mgr, view, *k.Webhooks); err != nil {
+			return err
+		}
+		if k.Dispatcher != nil {
+			k.Dispatcher.Activate(view)
+		}
+	}
+	if err := controllers.SetupKind(mgr, view, k.Controllers); err != nil {
+		return err
+	}
+	if k.Autoscaler != nil {
+		if err := k.Autoscaler.SetupKind(mgr, view); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

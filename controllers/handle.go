@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -109,17 +110,18 @@ func (h handleKind) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 // handle reconciler for the ScaleHandle kind (attach gives it the built
 // controller, for its watches of target kinds); attach is a no-op for
 // every other kind.
-func reconcilerFor(mgr manager.Manager, v *profile.Compiled, r *Reconciler, opts Options) (reconcile.Reconciler, func(controller.Controller) error, error) {
+func reconcilerFor(mgr manager.Manager, v *profile.Compiled, r *Reconciler, opts Options) (reconcile.Reconciler, func(controller.Controller, cache.Cache) error, error) {
 	if v.GVK() != scaleHandleGVK {
-		return r, func(controller.Controller) error { return nil }, nil
+		return r, func(controller.Controller, cache.Cache) error { return nil }, nil
 	}
 	hr, err := newHandleReconciler(mgr, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	attach := func(c controller.Controller) error {
+	// ca is the activation's cache, so that the watch goes with it.
+	attach := func(c controller.Controller, ca cache.Cache) error {
 		hr.ctrl = c
-		src := source.Kind(mgr.GetCache(), client.Object(&v1alpha1.ScaleHandle{}), handler.EnqueueRequestsFromMapFunc(hr.mapSiblings))
+		src := source.Kind(ca, client.Object(&v1alpha1.ScaleHandle{}), handler.EnqueueRequestsFromMapFunc(hr.mapSiblings))
 		if err := c.Watch(src); err != nil {
 			return fmt.Errorf("watch the ScaleHandles of one target: %w", err)
 		}

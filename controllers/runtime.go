@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -19,13 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/scaleplane/scaleplane/internal/objects"
+	"github.com/scaleplane/scaleplane/internal/watches"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
 // KindRuntime is the controller of one profiled kind that is started and
 // stopped while the manager runs, for kinds activated at run time
-// (ScaleProfiles), where SetupKind registers a kind for
-// the manager's whole life. It is built unmanaged: the caller (a runnable
+// (ScaleProfiles), where SetupKind registers the same controller for the
+// manager's whole life. It is built unmanaged: the caller (a runnable
 // on the elected leader) starts it once the manager's cache runs and stops
 // it when the kind's profile goes away or changes. A controller starts
 // once: activating the kind again takes a new KindRuntime.
@@ -34,36 +34,72 @@ type KindRuntime struct {
 	ctrl  controller.Controller
 	cache cache.Cache
 	proto client.Object
+	// watches are the handlers this activation added to the manager's
+	// shared informers; Stop removes them.
+	watches *watches.Set
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan error
 }
 
-// NewKindRuntime builds the controller of v's kind on mgr, with the same
-// policies and watches as SetupKind (the workload, HPAs it owns, HPAs
-// mapped to it). KEDA ScaledObjects are watched when KEDA is served now;
-// a kind activated before KEDA is installed sees them when it is activated
-// again. The kind's HPA index is registered once per manager and reused.
+// NewKindRuntime builds the controller of v's kind on mgr, for a kind
+// activated while the manager runs. It is the one construction of a
+// kind's controller: SetupKind registers the same with the manager. The
+// controller has every policy and watch: the workload, HPAs it owns, HPAs
+// mapped to it, and KEDA ScaledObjects when KEDA is served now (a kind
+// activated before KEDA is installed sees them when it is activated
+// again). The kind's HPA index is registered once per manager and reused.
 // Controller names are <owner>-<kind> and not validated for uniqueness
 // (the kind may be activated again under the same name).
 func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*KindRuntime, error) {
 	opts.defaults()
+	k, _, err := buildKind(mgr, v, opts, true)
+	return k, err
+}
+
+// indexes are the HPA indexes registered per field indexer (one per
+// manager): IndexField refuses a second registration of a name, and a
+// kind activated again reuses its index.
+var indexes sync.Map // indexKey -> struct{}
+
+type indexKey struct {
+	indexer client.FieldIndexer
+	name    string
+}
+
+// buildKind builds the controller of v's kind and its watches. live is a
+// kind activated while the manager runs: its name is not validated (it
+// may be activated again) and its HPA index may exist already; a kind set
+// up before the manager starts (SetupKind) may be set up once.
+func buildKind(mgr manager.Manager, v *profile.Compiled, opts Options, live bool) (*KindRuntime, *kedaWatch, error) {
 	gvk := v.GVK()
 	index := HPATargetIndex(gvk.GroupKind())
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, index, IndexHPATarget); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
-		return nil, fmt.Errorf("index HPAs by scale target for %s: %w", gvk.GroupKind(), err)
+	key := indexKey{mgr.GetFieldIndexer(), index}
+	if _, had := indexes.LoadOrStore(key, struct{}{}); had && !live {
+		return nil, nil, fmt.Errorf("set up controller for %s: this manager already has one for the kind; set up each kind once", gvk.GroupKind())
+	} else if !had {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, index, IndexHPATarget); err != nil {
+			indexes.Delete(key)
+			return nil, nil, fmt.Errorf("index HPAs by scale target for %s: %w", gvk.GroupKind(), err)
+		}
 	}
-	keda := newKEDAWatch(mgr.GetRESTMapper(), -1)
+	interval := opts.KEDADiscoveryInterval
+	if live {
+		interval = -1
+	}
+	keda := newKEDAWatch(mgr.GetRESTMapper(), interval)
 	r := newReconciler(mgr, v, keda, opts)
 	r.hpaIndex = index
+	// A ScaleHandle's groups live in its target: the handle reconciler
+	// carries R there and readiness back, in the kind's controller.
 	rec, attach, err := reconcilerFor(mgr, v, r, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	global := mgr.GetControllerOptions()
-	skip := true
+	skip := live || opts.SkipNameValidation || (global.SkipNameValidation != nil && *global.SkipNameValidation)
 	copts := controller.Options{
 		Reconciler:              rec,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
@@ -84,29 +120,49 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 	}
 	c, err := controller.NewUnmanaged(name, copts)
 	if err != nil {
-		return nil, fmt.Errorf("build controller for %s: %w", gvk.Kind, err)
-	}
-	if err := attach(c); err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
 	}
 	proto := objects.Prototype(mgr.GetScheme(), gvk)
-	ca := mgr.GetCache()
-	watches := []source.Source{
+	set := watches.New(mgr.GetCache())
+	ca := set.Cache()
+	srcs := []source.Source{
 		source.Kind[client.Object](ca, proto, &handler.EnqueueRequestForObject{}),
 		source.Kind[client.Object](ca, &autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), proto, handler.OnlyControllerOwner()), hpaChanged),
 		source.Kind[client.Object](ca, &autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.mapHPA), hpaChanged),
 	}
-	for _, w := range watches {
+	for _, w := range srcs {
 		if err := c.Watch(w); err != nil {
-			return nil, fmt.Errorf("watch for %s: %w", gvk.Kind, err)
+			return nil, nil, fmt.Errorf("watch for %s: %w", gvk.Kind, err)
 		}
 	}
-	keda.add(c, ca, r.mapScaledObject)
-	if _, err := keda.try(); err != nil {
-		return nil, err
+	if err := attach(c, ca); err != nil {
+		return nil, nil, fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
 	}
-	return &KindRuntime{gk: gvk.GroupKind().String(), ctrl: c, cache: ca, proto: proto}, nil
+	keda.add(c, ca, r.mapScaledObject)
+	if live {
+		if _, err := keda.try(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &KindRuntime{gk: gvk.GroupKind().String(), ctrl: c, cache: mgr.GetCache(), proto: proto, watches: set}, keda, nil
 }
+
+// managedKind runs a kind set up before the manager starts (SetupKind)
+// for the manager's life, on the elected leader, as a controller built
+// with the manager's builder would run.
+type managedKind struct{ k *KindRuntime }
+
+func (m managedKind) Start(ctx context.Context) error {
+	err := m.k.ctrl.Start(ctx)
+	if rerr := m.k.watches.Release(); rerr != nil && err == nil {
+		err = fmt.Errorf("remove the event handlers of %s: %w", m.k.gk, rerr)
+	}
+	return err
+}
+
+// NeedLeaderElection is true: the controllers write, so only the leader
+// runs them.
+func (managedKind) NeedLeaderElection() bool { return true }
 
 // Start runs the controller until ctx ends or Stop; it returns at once.
 func (k *KindRuntime) Start(ctx context.Context) error {
@@ -122,7 +178,9 @@ func (k *KindRuntime) Start(ctx context.Context) error {
 }
 
 // Stop stops the controller, waits until its workers have returned (or
-// ctx ends), and removes the kind's informer from the cache when the
+// ctx ends), removes the event handlers its watches added to the
+// manager's shared informers (each holds goroutines for the informer's
+// life), and removes the kind's informer from the cache when the
 // manager's scheme does not know the kind: nothing else of the manager
 // watches an unstructured kind scaleplane was given at run time, while a
 // typed kind's informer may serve the operator's own controllers.
@@ -141,6 +199,9 @@ func (k *KindRuntime) Stop(ctx context.Context) error {
 		}
 	case <-ctx.Done():
 		return fmt.Errorf("stop controller for %s: %w", k.gk, ctx.Err())
+	}
+	if err := k.watches.Release(); err != nil {
+		return fmt.Errorf("remove the event handlers of %s: %w", k.gk, err)
 	}
 	if _, unstructuredKind := k.proto.(*unstructured.Unstructured); unstructuredKind {
 		if err := k.cache.RemoveInformer(ctx, k.proto); err != nil {

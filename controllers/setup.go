@@ -1,24 +1,16 @@
 package controllers
 
 import (
-	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -93,33 +85,19 @@ func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 // has the kind (the embedding operator's own type, one informer shared with
 // its controllers), unstructured otherwise. No manager-wide
 // Cache.Unstructured is needed.
+//
+// The controller is the one NewKindRuntime builds for a kind activated
+// while the manager runs (one watch list, one set of policies), run by
+// the manager on the elected leader for its whole life.
 func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
 	opts.defaults()
-	gvk := v.GVK()
-	index := HPATargetIndex(gvk.GroupKind())
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, index, IndexHPATarget); err != nil {
-		if strings.Contains(err.Error(), "indexer conflict") {
-			return fmt.Errorf("set up controller for %s: this manager already has one for the kind; set up each kind once", gvk.GroupKind())
-		}
-		return fmt.Errorf("index HPAs by scale target for %s: %w", gvk.GroupKind(), err)
-	}
-	keda := newKEDAWatch(mgr.GetRESTMapper(), opts.KEDADiscoveryInterval)
-	r := newReconciler(mgr, v, keda, opts)
-	r.hpaIndex = index
-	// A ScaleHandle's groups live in its target: the handle reconciler
-	// carries R there and readiness back, in the kind's controller.
-	rec, attach, err := reconcilerFor(mgr, v, r, opts)
+	k, keda, err := buildKind(mgr, v, opts, false)
 	if err != nil {
 		return err
 	}
-	c, err := r.build(mgr, opts, rec)
-	if err != nil {
-		return fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
+	if err := mgr.Add(managedKind{k}); err != nil {
+		return fmt.Errorf("set up controller for %s: %w", v.GVK().Kind, err)
 	}
-	if err := attach(c); err != nil {
-		return fmt.Errorf("set up controller for %s: %w", gvk.Kind, err)
-	}
-	keda.add(c, mgr.GetCache(), r.mapScaledObject)
 	return keda.setup(mgr)
 }
 
@@ -128,26 +106,6 @@ func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
 // kinds one by one never registers an index twice.
 func HPATargetIndex(gk schema.GroupKind) string {
 	return hpaTargetIndex + "/" + gk.String()
-}
-
-// build registers the reconciler's controller and its watches: the
-// workload, HPAs we own (a deleted or hand-edited one is restored), and
-// every HPA mapped to the workload it targets (a user's HPA appearing or
-// going away changes C5's answer).
-func (r *Reconciler) build(mgr manager.Manager, opts Options, rec reconcile.Reconciler) (controller.Controller, error) {
-	var copts controller.Options
-	copts.MaxConcurrentReconciles = opts.MaxConcurrentReconciles
-	if opts.SkipNameValidation {
-		skip := true
-		copts.SkipNameValidation = &skip
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName(opts.Owner+"-", r.view.GVK().GroupKind())).
-		For(objects.Prototype(mgr.GetScheme(), r.view.GVK())).
-		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, builder.WithPredicates(hpaChanged)).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.mapHPA), builder.WithPredicates(hpaChanged)).
-		WithOptions(copts).
-		Build(rec)
 }
 
 // hpaChanged lets through HPA updates that can change a decision: spec,

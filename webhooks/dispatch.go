@@ -51,10 +51,22 @@ type Dispatcher struct {
 	kinds atomic.Pointer[map[schema.GroupVersionResource]*kindHandlers]
 }
 
-// kindHandlers are one active kind's handlers.
+// kindHandlers are one kind's handlers.
 type kindHandlers struct {
 	view                    *profile.Compiled
 	mutate, validate, scale admission.Handler
+}
+
+// newKindHandlers is the one construction of a kind's three handlers,
+// served by the dispatcher (Activate) and at the kind's own paths
+// (SetupKind): /scale reads parents from cached, then live.
+func newKindHandlers(view *profile.Compiled, cached, live client.Reader, opts Options) *kindHandlers {
+	return &kindHandlers{
+		view:     view,
+		mutate:   hooked(roleMutate, NewMutator(view), opts.OnReview),
+		validate: hooked(roleValidate, NewValidator(view, opts.Sources), opts.OnReview),
+		scale:    hooked(roleScale, NewScaleValidator(view, cached, live), opts.OnReview),
+	}
 }
 
 // NewDispatcher registers the dispatcher on mgr's webhook server. The
@@ -86,12 +98,7 @@ func newDispatcher(cached, live client.Reader, opts Options) *Dispatcher {
 // Activate serves view's kind from now on, replacing the handlers of a
 // profile active for the same resource before (a changed profile).
 func (d *Dispatcher) Activate(view *profile.Compiled) {
-	h := &kindHandlers{
-		view:     view,
-		mutate:   hooked(roleMutate, NewMutator(view), d.opts.OnReview),
-		validate: hooked(roleValidate, NewValidator(view, d.opts.Sources), d.opts.OnReview),
-		scale:    hooked(roleScale, NewScaleValidator(view, d.cached, d.live), d.opts.OnReview),
-	}
+	h := newKindHandlers(view, d.cached, d.live, d.opts)
 	d.update(func(m map[schema.GroupVersionResource]*kindHandlers) { m[view.GVR()] = h })
 }
 

@@ -51,7 +51,11 @@ func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 
 // SetupKind registers the mutating, validating and /scale handlers of one
 // view on mgr's webhook server, at the paths MutatePath, ValidatePath and
-// ValidateScalePath give; call it once per kind. A kind already registered
+// ValidateScalePath give; call it once per kind. The handlers are built
+// as the Dispatcher's (one construction); the scaleplane binary serves
+// these per-kind paths only for entries an older release wrote
+// (docs/upgrade.md), the library builder for the configurations it
+// renders. A kind already registered
 // on the server is an error that says so.
 //
 // The /scale handler reads parents from mgr's cache, as mgr's scheme knows
@@ -72,10 +76,10 @@ func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
 	// A request that is not an API server's AdmissionReview gets an HTTP
 	// error, not an answer (server.go).
 	srv := strictReviews(server)
-	cached := objects.Reader(mgr.GetCache(), mgr.GetScheme())
-	srv.Register(MutatePath(gvr), &webhook.Admission{Handler: hooked(roleMutate, NewMutator(v), opts.OnReview)})
-	srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: hooked(roleValidate, NewValidator(v, opts.Sources), opts.OnReview)})
-	srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: hooked(roleScale, NewScaleValidator(v, cached, mgr.GetAPIReader()), opts.OnReview)})
+	h := newKindHandlers(v, objects.Reader(mgr.GetCache(), mgr.GetScheme()), mgr.GetAPIReader(), opts)
+	srv.Register(MutatePath(gvr), &webhook.Admission{Handler: h.mutate})
+	srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: h.validate})
+	srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: h.scale})
 
 	// Before the manager starts this only records the informer, it does
 	// not wait. A kind whose CRD is not installed yet is not an error:

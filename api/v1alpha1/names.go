@@ -24,10 +24,14 @@ const (
 	// LabelWorkloadGroup is the API group of the workload's kind, on
 	// Scalings. A value longer than a label holds is cut and ends in a hash.
 	LabelWorkloadGroup = "scaleplane.io/workload-group"
-	// LabelOwner marks the webhook configurations one scaleplane binary or
-	// embedding operator owns; its value is that owner's name. Each entry
-	// it owns ends in "."+owner+OwnerEntrySuffix.
+	// LabelOwner marks the webhook configurations and the ScaleProfiles
+	// one scaleplane binary or embedding operator owns; its value is that
+	// owner's name. Each entry it owns ends in "."+owner+OwnerEntrySuffix.
+	// A ScaleProfile without it is DefaultOwner's.
 	LabelOwner = "scaleplane.io/owner"
+	// DefaultOwner is the scaleplane binary's owner unless its
+	// configuration names another.
+	DefaultOwner = "scaleplane"
 	// OwnerEntrySuffix ends every webhook entry name, after the owner.
 	OwnerEntrySuffix = ".scaleplane.io"
 	// LabelAdmission set to AdmissionDisabled on a namespace takes it out

@@ -1,12 +1,14 @@
 package autoscaler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/go-logr/logr"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/controllers"
 	internalobjects "github.com/scaleplane/scaleplane/internal/objects"
+	"github.com/scaleplane/scaleplane/internal/watches"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -25,9 +28,14 @@ type RunningKind struct {
 	a      *Autoscaler
 	k      *kindLoop
 	cancel context.CancelFunc
-	// done receives what the kind's controller returned.
-	done chan error
-	once sync.Once
+	// done receives what the kind's controller returned; exited is closed
+	// after.
+	done   chan error
+	exited chan struct{}
+	once   sync.Once
+	// watches are the handlers the kind's controller added to the
+	// manager's shared informers; finish removes them.
+	watches *watches.Set
 	// stopped is closed once the kind is out of the lists and its scalers
 	// are closed; err is set before.
 	stopped chan struct{}
@@ -35,7 +43,7 @@ type RunningKind struct {
 }
 
 func newRunningKind(a *Autoscaler, k *kindLoop, cancel context.CancelFunc) *RunningKind {
-	return &RunningKind{a: a, k: k, cancel: cancel, done: make(chan error, 1), stopped: make(chan struct{})}
+	return &RunningKind{a: a, k: k, cancel: cancel, done: make(chan error, 1), exited: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // StartKind adds the loop of v's kind while the manager runs and starts its
@@ -52,23 +60,42 @@ func newRunningKind(a *Autoscaler, k *kindLoop, cancel context.CancelFunc) *Runn
 // that does not lead records the activity in the workload's Scaling for
 // the leader. The kind's controller starts only once this replica leads.
 func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*RunningKind, error) {
-	mgr := a.mgr
-	if mgr == nil {
+	if a.mgr == nil {
 		return nil, errors.New("start the autoscaler of a kind: set the autoscaler up with a manager first (SetupWithManager)")
 	}
 	k, err := a.addKind(v)
 	if err != nil {
 		return nil, fmt.Errorf("start the autoscaler of %s: %w", v.GVK().Kind, err)
 	}
+	b, err := a.buildKind(k, true)
+	if err != nil {
+		a.removeKind(k)
+		return nil, err
+	}
+	return a.runKind(ctx, k, b), nil
+}
+
+// builtKind is a kind's controller, not started, and the watches it adds.
+type builtKind struct {
+	ctrl    controller.Controller
+	watches *watches.Set
+}
+
+// buildKind is the one construction of a kind's trigger loop controller,
+// for kinds set up before the manager starts (SetupKind, SetupWithManager)
+// and kinds started while it runs (StartKind). live is the latter: its
+// name is not validated, as the kind may be activated again under it.
+func (a *Autoscaler) buildKind(k *kindLoop, live bool) (builtKind, error) {
+	mgr := a.mgr
 	name := controllers.ControllerName(ControllerPrefix, k.view.GVK().GroupKind())
-	skip := true
+	global := mgr.GetControllerOptions()
+	skip := live || a.opts.SkipNameValidation || (global.SkipNameValidation != nil && *global.SkipNameValidation)
 	c, err := controller.NewUnmanaged(name, controller.Options{
 		Reconciler:              k,
-		MaxConcurrentReconciles: a.opts.MaxConcurrentReconciles,
-		// The kind may be activated again under the same name.
-		SkipNameValidation: &skip,
-		RecoverPanic:       mgr.GetControllerOptions().RecoverPanic,
-		CacheSyncTimeout:   mgr.GetControllerOptions().CacheSyncTimeout,
+		MaxConcurrentReconciles: cmp.Or(a.opts.MaxConcurrentReconciles, global.MaxConcurrentReconciles),
+		SkipNameValidation:      &skip,
+		RecoverPanic:            global.RecoverPanic,
+		CacheSyncTimeout:        global.CacheSyncTimeout,
 		LogConstructor: func(req *reconcile.Request) logr.Logger {
 			log := mgr.GetLogger().WithValues("controller", name, "kind", k.kind)
 			if req != nil {
@@ -78,37 +105,71 @@ func (a *Autoscaler) StartKind(ctx context.Context, v *profile.Compiled) (*Runni
 		},
 	})
 	if err != nil {
-		a.removeKind(k)
-		return nil, fmt.Errorf("build the autoscaler of %s: %w", k.kind, err)
+		return builtKind{}, fmt.Errorf("set up autoscaler for %s: %w", k.kind, err)
 	}
-	// The same watches as setupKind: spec and annotation changes, and the
-	// wake channel (activity, dependencies, Scalings).
-	proto := internalobjects.Prototype(mgr.GetScheme(), v.GVK())
+	// Status updates (the fan-out's readiness, our neighbours') change
+	// nothing a tick reads; spec and annotations do. The wake channel
+	// brings activity, dependencies and Scalings.
+	proto := internalobjects.Prototype(mgr.GetScheme(), k.view.GVK())
+	set := watches.New(mgr.GetCache())
 	changed := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})
 	for _, src := range []source.Source{
-		source.Kind[client.Object](mgr.GetCache(), proto, &handler.EnqueueRequestForObject{}, changed),
+		source.Kind[client.Object](set.Cache(), proto, &handler.EnqueueRequestForObject{}, changed),
 		source.Channel(k.wake, &handler.EnqueueRequestForObject{}),
+		// HPAs from the manager's cache (indexed in setupManager): a
+		// foreign one changes who sets the count (C5).
+		source.Kind[client.Object](set.Cache(), &autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(k.mapHPA)),
 	} {
 		if err := c.Watch(src); err != nil {
-			a.removeKind(k)
-			return nil, fmt.Errorf("watch for the autoscaler of %s: %w", k.kind, err)
+			return builtKind{}, fmt.Errorf("watch for the autoscaler of %s: %w", k.kind, err)
 		}
 	}
+	return builtKind{ctrl: c, watches: set}, nil
+}
+
+// runKind runs b under ctx once this replica leads, and returns at once.
+func (a *Autoscaler) runKind(ctx context.Context, k *kindLoop, b builtKind) *RunningKind {
 	ctx, cancel := context.WithCancel(ctx)
 	r := newRunningKind(a, k, cancel)
+	r.watches = b.watches
 	go func() {
+		defer close(r.exited)
 		select {
-		case <-mgr.Elected():
-			r.done <- c.Start(ctx)
+		case <-a.mgr.Elected():
+			r.done <- b.ctrl.Start(ctx)
 		case <-ctx.Done():
 			r.done <- nil
 		}
 	}()
-	return r, nil
+	return r
 }
 
+// managedKind runs a kind set up before the manager starts for the
+// manager's life, on every replica (its controller waits for the
+// election), exactly as StartKind runs a kind activated later.
+type managedKind struct {
+	a *Autoscaler
+	k *kindLoop
+	b builtKind
+}
+
+// Start runs the kind until ctx ends, or its controller fails.
+func (m managedKind) Start(ctx context.Context) error {
+	r := m.a.runKind(ctx, m.k, m.b)
+	select {
+	case <-ctx.Done():
+	case <-r.exited:
+	}
+	return r.Stop(context.WithoutCancel(ctx))
+}
+
+// NeedLeaderElection is false: every replica answers the kind's activity
+// and explain endpoints; the controller itself waits for the election.
+func (managedKind) NeedLeaderElection() bool { return false }
+
 // Stop stops the kind's controller, waits until its ticks have returned (or
-// ctx ends), takes the kind out of the endpoints and the scraper, and
+// ctx ends), removes the event handler its watch added to the manager's
+// shared informer, takes the kind out of the endpoints and the scraper, and
 // releases its workloads' scalers. Scalings stay: they belong to their
 // workloads (owner references), and a profile applied again restores its
 // History from them, as a new leader does. Stop is idempotent. When ctx
@@ -134,6 +195,11 @@ func (r *RunningKind) finish() {
 	defer close(r.stopped)
 	if err := <-r.done; err != nil && !errors.Is(err, context.Canceled) {
 		r.err = fmt.Errorf("autoscaler of %s: %w", r.k.kind, err)
+	}
+	if r.watches != nil {
+		if err := r.watches.Release(); err != nil {
+			r.err = errors.Join(r.err, fmt.Errorf("remove the event handlers of the autoscaler of %s: %w", r.k.kind, err))
+		}
 	}
 	r.a.removeKind(r.k)
 	r.k.mu.Lock()

@@ -8,13 +8,7 @@ import (
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
@@ -103,24 +97,14 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 	return nil
 }
 
+// setupKind registers k's loop with mgr for the manager's life, built as
+// StartKind builds a kind activated later.
 func (a *Autoscaler) setupKind(mgr manager.Manager, k *kindLoop) error {
-	copts := controller.Options{MaxConcurrentReconciles: a.opts.MaxConcurrentReconciles}
-	if a.opts.SkipNameValidation {
-		skip := true
-		copts.SkipNameValidation = &skip
-	}
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named(controllers.ControllerName(ControllerPrefix, k.view.GVK().GroupKind())).
-		// Status updates (the fan-out's readiness, our neighbours')
-		// change nothing a tick reads; spec and annotations do.
-		For(internalobjects.Prototype(mgr.GetScheme(), k.view.GVK()), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		WatchesRawSource(source.Channel(k.wake, &handler.EnqueueRequestForObject{})).
-		// HPAs from the manager's cache (indexed in setupManager): a
-		// foreign one changes who sets the count (C5).
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(k.mapHPA)).
-		WithOptions(copts).
-		Complete(k)
+	b, err := a.buildKind(k, false)
 	if err != nil {
+		return err
+	}
+	if err := mgr.Add(managedKind{a: a, k: k, b: b}); err != nil {
 		return fmt.Errorf("set up autoscaler for %s: %w", k.kind, err)
 	}
 	return nil

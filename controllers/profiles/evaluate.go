@@ -95,6 +95,31 @@ func EvaluateWith(p *v1alpha1.ScaleProfile, others []v1alpha1.ScaleProfile, mapp
 	return s
 }
 
+// Owns reports whether owner acts on p: p's scaleplane.io/owner label
+// names owner, or p has none and owner is v1alpha1.DefaultOwner. Each
+// binary or embedding operator activates, resyncs entries for and writes
+// the status of its own ScaleProfiles only, so that two owners in one
+// cluster never run (and add fail-closed webhook entries for) the same
+// profile.
+func Owns(owner string, p *v1alpha1.ScaleProfile) bool {
+	got, ok := p.Labels[v1alpha1.LabelOwner]
+	if !ok {
+		got = v1alpha1.DefaultOwner
+	}
+	return got == owner
+}
+
+// Owned are the profiles of all that owner owns (Owns).
+func Owned(owner string, all []v1alpha1.ScaleProfile) []v1alpha1.ScaleProfile {
+	out := make([]v1alpha1.ScaleProfile, 0, len(all))
+	for i := range all {
+		if Owns(owner, &all[i]) {
+			out = append(out, all[i])
+		}
+	}
+	return out
+}
+
 // oldest is the profile of gk created first (then by name), or nil.
 func oldest(gk schema.GroupKind, all []v1alpha1.ScaleProfile) *v1alpha1.ScaleProfile {
 	var best *v1alpha1.ScaleProfile

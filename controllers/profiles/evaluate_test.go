@@ -85,3 +85,33 @@ func TestEvaluate(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnsProfilesByLabel: a ScaleProfile is the owner's its
+// scaleplane.io/owner label names; an unlabelled one is the default
+// owner's and no other's.
+func TestOwnsProfilesByLabel(t *testing.T) {
+	labelled := func(owner string) *v1alpha1.ScaleProfile {
+		return &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelOwner: owner}}}
+	}
+	cases := []struct {
+		name  string
+		owner string
+		p     *v1alpha1.ScaleProfile
+		want  bool
+	}{
+		{"unlabelled, default owner", v1alpha1.DefaultOwner, &v1alpha1.ScaleProfile{}, true},
+		{"unlabelled, another owner", "cache-operator", &v1alpha1.ScaleProfile{}, false},
+		{"labelled for the owner", "cache-operator", labelled("cache-operator"), true},
+		{"labelled for another", v1alpha1.DefaultOwner, labelled("cache-operator"), false},
+		{"labelled empty", v1alpha1.DefaultOwner, labelled(""), false},
+	}
+	for _, tc := range cases {
+		if got := Owns(tc.owner, tc.p); got != tc.want {
+			t.Errorf("%s: Owns(%q) = %v, want %v", tc.name, tc.owner, got, tc.want)
+		}
+	}
+	all := []v1alpha1.ScaleProfile{*labelled("a"), {}, *labelled(v1alpha1.DefaultOwner)}
+	if got := len(Owned(v1alpha1.DefaultOwner, all)); got != 2 {
+		t.Errorf("Owned(default) kept %d profiles, want 2", got)
+	}
+}

@@ -18,11 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -40,7 +42,12 @@ type Dispatcher interface {
 
 // Options wires the reconciler.
 type Options struct {
-	// Owner names the controllers (<owner>-scaleprofiles, <owner>-<kind>).
+	// Owner names the controllers (<owner>-scaleprofiles, <owner>-<kind>)
+	// and says which ScaleProfiles are this process's: those labelled
+	// scaleplane.io/owner=<Owner>, and the unlabelled ones when Owner is
+	// the default owner (Owns). Another owner's profiles are left alone:
+	// not activated, not in the webhook entries, their status not written.
+	// Default v1alpha1.DefaultOwner.
 	Owner string
 	// Dispatcher is told on every replica which kinds are active.
 	Dispatcher Dispatcher
@@ -159,7 +166,7 @@ func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		return nil, errors.New("set up ScaleProfiles: Options.Dispatcher is required (webhooks.NewDispatcher)")
 	}
 	if opts.Owner == "" {
-		opts.Owner = "scaleplane"
+		opts.Owner = v1alpha1.DefaultOwner
 	}
 	opts.Controllers.Owner = opts.Owner
 	if opts.NotServedRetry <= 0 {
@@ -183,8 +190,12 @@ func SetupWithManager(mgr manager.Manager, opts Options) (*Reconciler, error) {
 		copts.SkipNameValidation = &skip
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named(opts.Owner + "-scaleprofiles").
-		For(&v1alpha1.ScaleProfile{}).
+		Named(opts.Owner+"-scaleprofiles").
+		// Another owner's profiles change nothing here.
+		For(&v1alpha1.ScaleProfile{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			p, ok := o.(*v1alpha1.ScaleProfile)
+			return !ok || Owns(opts.Owner, p)
+		}))).
 		WatchesRawSource(source.Channel(r.elected, &handler.EnqueueRequestForObject{})).
 		WithOptions(copts)
 	// Any event makes Reconcile look at every profile, as for the
@@ -259,6 +270,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	if err := r.mgr.GetClient().List(ctx, &list); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list ScaleProfiles: %w", err)
 	}
+	list.Items = Owned(r.opts.Owner, list.Items)
 	leader := r.leader()
 	want := map[schema.GroupKind]*activeKind{}
 	states := make([]State, len(list.Items))

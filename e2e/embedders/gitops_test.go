@@ -89,7 +89,7 @@ func TestGitOpsProfilesAndWatchedCRDs(t *testing.T) {
 	crd := workerGroupCRDCopy(t, live, "gitops.example.org")
 	spec := profile.Samples()[2]
 	spec.Target.APIVersion = "gitops.example.org/v1alpha1"
-	p := &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: "workergroups.gitops.example.org"}, Spec: spec}
+	p := &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: "workergroups.gitops.example.org", Labels: ownedBy(owner)}, Spec: spec}
 	if err := live.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}

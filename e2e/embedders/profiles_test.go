@@ -24,6 +24,10 @@ import (
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
+// ownedBy labels a ScaleProfile as owner's: a manager runs only its own
+// owner's profiles (profiles.Owns).
+func ownedBy(owner string) map[string]string { return map[string]string{v1alpha1.LabelOwner: owner} }
+
 // TestLiveScaleProfiles: a ScaleProfile applied while
 // scaleplane runs makes its kind active (the webhooks judge it, its
 // controller runs, kubectl get shows Active); a second profile for the
@@ -60,7 +64,7 @@ func TestLiveScaleProfiles(t *testing.T) {
 
 	apply := func(name string, spec v1alpha1.ScaleProfileSpec) {
 		t.Helper()
-		p := &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+		p := &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ownedBy(owner)}, Spec: spec}
 		if err := live.Create(context.Background(), p); err != nil {
 			t.Fatalf("create ScaleProfile %s: %v", name, err)
 		}

@@ -110,7 +110,7 @@ func TestReviewLiveKindActivityOnReplicaNotLeading(t *testing.T) {
 	t.Cleanup(func() { _ = live.Delete(context.Background(), crd) })
 	spec := profile.Samples()[2]
 	spec.Target.APIVersion = group + "/v1alpha1"
-	p := &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: crd.Name}, Spec: spec}
+	p := &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: ownedBy(owner)}, Spec: spec}
 	if err := live.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestReviewCRDReadErrorKeepsKindRunning(t *testing.T) {
 		spec := profile.Samples()[2]
 		spec.Target.APIVersion, spec.Target.Kind = fmt.Sprintf("marker%d.example.org/v1", markers), "Marker"
 		name := fmt.Sprintf("review-crd-marker-%d", markers)
-		create(&v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})
+		create(&v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ownedBy(owner)}, Spec: spec})
 		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 			got := reason(ctx, name)
 			return got == v1alpha1.ProfileReasonCRDNotServed, name + ": " + got
@@ -138,7 +138,7 @@ func TestReviewCRDReadErrorKeepsKindRunning(t *testing.T) {
 	t.Cleanup(func() { _ = live.Delete(context.Background(), crd) })
 	spec := profile.Samples()[2]
 	spec.Target.APIVersion = group + "/v1alpha1"
-	wg := &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: crd.Name}, Spec: spec}
+	wg := &v1alpha1.ScaleProfile{ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: ownedBy(owner)}, Spec: spec}
 	create(wg)
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		got := reason(ctx, wg.Name)

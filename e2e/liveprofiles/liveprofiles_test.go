@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,15 +68,24 @@ func TestMain(m *testing.M) {
 // profiles nothing, until the test ends, and returns its webhook port.
 func startApp(t *testing.T, leaderElection bool) int {
 	t.Helper()
+	port, _ := startOwnerApp(t, "", leaderElection)
+	return port
+}
+
+// startOwnerApp is startApp for owner (empty: the default owner); stop
+// ends it before the test does (the test's end still waits for it).
+func startOwnerApp(t *testing.T, owner string, leaderElection bool) (port int, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	port := framework.FreePort(t)
+	port = framework.FreePort(t)
 	cfg := &configv1alpha2.Configuration{}
 	cfg.APIVersion, cfg.Kind = configv1alpha2.APIVersion, configv1alpha2.Kind
+	cfg.Webhook.Owner = owner
 	cfg.Default()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = port
 	cfg.Webhook.CertDir = filepath.Join(t.TempDir(), "certs")
-	a, err := app.New(app.Options{
+	opts := app.Options{
 		Config:      cfg,
 		RestConfig:  cluster.Config,
 		CertMode:    app.CertSelfSigned,
@@ -87,20 +97,28 @@ func startApp(t *testing.T, leaderElection bool) int {
 		// Several Apps run one after the other in this process.
 		SkipControllerNameValidation: true,
 		LeaderElection:               leaderElection,
-	})
+	}
+	if owner != "" {
+		opts.SecretName = owner + "-webhook-server-cert"
+	}
+	a, err := app.New(opts)
 	if err != nil {
 		cancel()
 		t.Fatalf("build app: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app stopped with: %v", err)
-		}
-	})
-	return port
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("app stopped with: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return port, stop
 }
 
 func buildBinary(t *testing.T) string {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	scaleplane "github.com/scaleplane/scaleplane"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/controllers"
@@ -37,8 +38,14 @@ import (
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
-// LeaderElectionID names the lease replicas compete for.
-const LeaderElectionID = "scaleplane.scaleplane.io"
+// LeaderElectionID names the lease the default owner's replicas compete
+// for (LeaderElectionIDFor(v1alpha1.DefaultOwner)).
+const LeaderElectionID = v1alpha1.DefaultOwner + v1alpha1.OwnerEntrySuffix
+
+// LeaderElectionIDFor names the lease of owner's replicas,
+// <owner>.scaleplane.io: binaries with different owners in one namespace
+// each elect their own leader, as each runs its own kinds.
+func LeaderElectionIDFor(owner string) string { return owner + v1alpha1.OwnerEntrySuffix }
 
 // App is an assembled, not yet running, scaleplane manager.
 type App struct {
@@ -96,7 +103,7 @@ func New(opts Options) (*App, error) {
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionID:              LeaderElectionIDFor(opts.Config.Webhook.Owner),
 		LeaderElectionNamespace:       opts.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
@@ -144,6 +151,7 @@ func New(opts Options) (*App, error) {
 	}
 	a.Sources = pipe.sources
 	var dispatcher profiles.Dispatcher = noDispatcher{}
+	kind := scaleplane.KindSetup{Controllers: controllers.Options{Owner: opts.Config.Webhook.Owner, MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation}}
 	if !opts.NoWebhookServer {
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, fmt.Errorf("add webhook readiness check: %w", err)
@@ -157,27 +165,28 @@ func New(opts Options) (*App, error) {
 			}
 		}
 		wopts := webhooks.Options{Sources: pipe.sources, OnReview: opts.OnAdmission}
-		// The per-kind paths stay served for entries an older release
-		// wrote; the entries this one writes call the dispatcher, which
-		// serves the configuration file's kinds and ScaleProfiles' alike.
-		if err := webhooks.Setup(mgr, views, wopts); err != nil {
-			return nil, fmt.Errorf("set up webhooks: %w", err)
-		}
 		d, err := webhooks.NewDispatcher(mgr, wopts)
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range views {
-			d.Activate(v)
-		}
-		dispatcher = d
+		kind.Webhooks, kind.Dispatcher, dispatcher = &wopts, d, d
 	}
-	if err := controllers.Setup(mgr, views, controllers.Options{Owner: opts.Config.Webhook.Owner, MaxConcurrentReconciles: 4, SkipNameValidation: opts.SkipControllerNameValidation}); err != nil {
-		return nil, fmt.Errorf("set up controllers: %w", err)
-	}
-	as, err := setupAutoscaler(mgr, opts, views, pipe)
+	// The autoscaler's manager-wide part; its kinds are wired below.
+	as, err := setupAutoscaler(mgr, opts, nil, pipe)
 	if err != nil {
 		return nil, fmt.Errorf("set up autoscaler: %w", err)
+	}
+	kind.Autoscaler = as
+	// The configuration file's kinds are wired as the library builder
+	// wires an embedder's (scaleplane.SetupKind): the dispatcher serves
+	// their webhooks as it serves ScaleProfiles' kinds, and their
+	// per-kind paths stay served only for entries an older release wrote
+	// (docs/upgrade.md); their controllers and trigger loops are built as
+	// a ScaleProfile's kind's are.
+	for _, v := range views {
+		if err := scaleplane.SetupKind(mgr, v, kind); err != nil {
+			return nil, fmt.Errorf("set up %s: %w", v.GVK().Kind, err)
+		}
 	}
 	popts := profiles.Options{
 		Owner:       opts.Config.Webhook.Owner,
@@ -431,6 +440,8 @@ func (a *App) withLiveProfiles(ctx context.Context) ([]*profile.Compiled, error)
 	for _, v := range a.Views {
 		static[v.GVK().GroupKind()] = true
 	}
+	// Only this owner's: another owner's kinds get no entry of ours.
+	list.Items = profiles.Owned(a.opts.Config.Webhook.Owner, list.Items)
 	for i := range list.Items {
 		p := &list.Items[i]
 		if p.DeletionTimestamp != nil {
