@@ -125,6 +125,12 @@ func TestServerDryRun(t *testing.T) {
 		{"chart every option", func() ([]*unstructured.Unstructured, error) {
 			return manifests.RenderChart(c, manifests.EveryOption(), manifests.Namespace)
 		}},
+		// A second release beside the first, in its own namespace (which
+		// helm install --create-namespace would make).
+		{"chart second release", func() ([]*unstructured.Unstructured, error) {
+			ensureNamespace(t, "scaleplane-canary")
+			return manifests.RenderChart(c, map[string]any{"fullnameOverride": "scaleplane-canary", "crds": map[string]any{"install": false}}, "scaleplane-canary")
+		}},
 	}
 	for _, src := range sources {
 		t.Run(src.name, func(t *testing.T) {

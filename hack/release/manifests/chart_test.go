@@ -452,3 +452,86 @@ func TestChartCRDsKeptAndOptional(t *testing.T) {
 		t.Errorf("crds.install false: the release still holds %s", crd.GetName())
 	}
 }
+
+// TestChartSecondReleaseSideBySide: a second release (fullnameOverride, its
+// own namespace, crds.install false, another kind) shares no cluster-wide
+// object with the first; it owns its own webhook configurations and
+// entries, its configuration names that owner (and so its own lease and
+// ScaleProfiles), and its RBAC reaches its own configurations only.
+func TestChartSecondReleaseSideBySide(t *testing.T) {
+	c, err := LoadChart(filepath.Join(repoRoot(t), ChartDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := RenderChart(c, map[string]any{"profiles": EveryOption()["profiles"]}, Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles := EveryOption()["profiles"].([]any)
+	second, err := RenderChart(c, map[string]any{
+		"fullnameOverride": "scaleplane-canary",
+		"crds":             map[string]any{"install": false},
+		"profiles":         profiles[:1],
+	}, "scaleplane-canary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterWide := func(objs []*unstructured.Unstructured) map[string]bool {
+		out := map[string]bool{}
+		for _, o := range objs {
+			if o.GetNamespace() == "" {
+				out[o.GetKind()+"/"+o.GetName()] = true
+			}
+		}
+		return out
+	}
+	a, b := clusterWide(first), clusterWide(second)
+	for k := range b {
+		if a[k] {
+			t.Errorf("both releases render the cluster-wide %s", k)
+		}
+	}
+	if len(b) == 0 {
+		t.Fatal("the second release renders no cluster-wide object")
+	}
+	data, _, _ := unstructured.NestedString(Find(second, "ConfigMap", "scaleplane-config").Object, "data", "scaleplane-config.yaml")
+	cfg, _, err := configv1alpha2.Parse([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Webhook.Owner != "scaleplane-canary" || cfg.Webhook.ValidatingConfigurationName != "scaleplane-canary-validating-webhook-configuration" {
+		t.Errorf("second release's configuration: owner %q, validating configuration %q; want scaleplane-canary's", cfg.Webhook.Owner, cfg.Webhook.ValidatingConfigurationName)
+	}
+	v := Find(second, "ValidatingWebhookConfiguration", cfg.Webhook.ValidatingConfigurationName)
+	if v == nil {
+		t.Fatalf("no ValidatingWebhookConfiguration %s in the second release", cfg.Webhook.ValidatingConfigurationName)
+	}
+	if got := v.GetLabels()["scaleplane.io/owner"]; got != "scaleplane-canary" {
+		t.Errorf("second release's configuration owner label %q", got)
+	}
+	entries, _, _ := unstructured.NestedSlice(v.Object, "webhooks")
+	for _, e := range entries {
+		if name := e.(map[string]any)["name"].(string); !strings.HasSuffix(name, ".scaleplane-canary.scaleplane.io") {
+			t.Errorf("second release's entry %s is not named for its owner", name)
+		}
+	}
+	rules, _, _ := unstructured.NestedSlice(Find(second, "ClusterRole", "scaleplane-canary-components-role").Object, "rules")
+	found := false
+	for _, r := range rules {
+		names, _ := r.(map[string]any)["resourceNames"].([]any)
+		for _, n := range names {
+			found = true
+			if !strings.HasPrefix(n.(string), "scaleplane-canary-") {
+				t.Errorf("second release's role reaches %s, not its own configuration", n)
+			}
+		}
+	}
+	if !found {
+		t.Error("second release's components role names no configuration")
+	}
+	for _, o := range second {
+		if o.GetKind() == "CustomResourceDefinition" {
+			t.Errorf("second release with crds.install false renders %s", o.GetName())
+		}
+	}
+}

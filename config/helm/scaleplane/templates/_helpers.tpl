@@ -15,6 +15,18 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 
 {{- /* The ServiceAccount the pods run as: serviceAccount.name, or the
 chart's own when empty. */ -}}
+{{- /* The release's name for its cluster-wide objects (ClusterRoles and
+their bindings, webhook configurations) and its owner (webhook.owner, the
+lease, webhook entry names): fullnameOverride, default scaleplane. A second
+release beside the first sets its own, in its own namespace, with
+crds.install false (docs/production.md). */ -}}
+{{- define "scaleplane.fullname" -}}
+{{- $n := default "scaleplane" .Values.fullnameOverride -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" $n) }}{{ fail (printf "fullnameOverride %q: use a DNS label (lower case letters, digits, '-'), at most 40 characters" $n) }}{{ end -}}
+{{- if gt (len $n) 40 }}{{ fail (printf "fullnameOverride %q: at most 40 characters (it prefixes the webhook configuration names)" $n) }}{{ end -}}
+{{- $n -}}
+{{- end }}
+
 {{- define "scaleplane.serviceAccountName" -}}
 {{- default "scaleplane-controller-manager" .Values.serviceAccount.name -}}
 {{- end }}
@@ -112,7 +124,7 @@ resource, entry name and dispatcher path, as package webhooks names them. */}}
 group: {{ $group | quote }}
 version: {{ $version }}
 resource: {{ $resource }}
-name: {{ printf "%s.%s.%s.scaleplane.scaleplane.io" $resource $version $g }}
+name: {{ printf "%s.%s.%s.%s.scaleplane.io" $resource $version $g (include "scaleplane.fullname" .root) }}
 path: {{ printf "%s/%s/%s" $g $version $resource }}
 {{- end }}
 
