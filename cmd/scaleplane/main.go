@@ -7,6 +7,7 @@
 //	scaleplane config check -f FILE --crd FILE         check profiles against CRD files offline
 //	scaleplane render webhooks|certificates            print what GitOps mode (--gitops) leaves to the repository
 //	scaleplane explain NAMESPACE/RESOURCE/NAME         show what scaleplane does with a workload and why
+//	scaleplane convert -f FILE                         print the scaleplane config of KEDA ScaledObjects
 //	scaleplane completion bash|zsh                     print a shell completion script
 //	scaleplane version                                 print version, commit and Go version
 //
@@ -102,6 +103,8 @@ func run(args []string) int {
 			return configMain(args[1:])
 		case "render":
 			return renderMain(args[1:])
+		case "convert":
+			return convertMain(args[1:])
 		case "completion":
 			return completionMain(args[1:])
 		case "version":
@@ -125,6 +128,7 @@ Usage:
   scaleplane config check -f FILE [--crd FILE]... check configurations and profiles against CRD files
   scaleplane render webhooks|certificates  print what --gitops leaves to your repository
   scaleplane explain NS/RESOURCE/NAME     what sets a workload's count, and the last decisions (its Scaling)
+  scaleplane convert -f FILE | -n NS | -A  print the scaleplane config of KEDA ScaledObjects
   scaleplane completion bash|zsh          print a shell completion script
   scaleplane version [-o json]            print the version, commit and Go version
 
