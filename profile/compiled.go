@@ -537,6 +537,19 @@ func (p *Compiled) writeGroups(obj map[string]interface{}, groups []scaling.Grou
 // StatusReplicasPath and SelectorPath are the status fields written by C2
 // and C3, as path segments; nil when the profile names none.
 func (p *Compiled) StatusReplicasPath() []string { return slices.Clone(p.statusReplicas) }
+
+// ConfigPathSegments are the segments of the scale config's spec path, nil
+// when the config is in an annotation (ConfigAnnotation).
+func (p *Compiled) ConfigPathSegments() []string { return slices.Clone(p.config) }
+
+// ConfigAnnotation is the annotation holding the scale config as JSON, ""
+// when the config is at a spec path.
+func (p *Compiled) ConfigAnnotation() string {
+	if p.config != nil {
+		return ""
+	}
+	return p.annotation
+}
 func (p *Compiled) SelectorPath() []string       { return slices.Clone(p.selector) }
 
 // PodSelector is the /scale selector for u (C3): the workload's pod labels

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
@@ -164,7 +165,7 @@ func newConverter(configPath, source string) (*converter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &converter{opts: convert.Options{QuerySource: source, PrometheusURL: cfg.Autoscaler.PrometheusURL}, profiles: views, sources: sources}, nil
+	return &converter{opts: convert.Options{QuerySource: source, PrometheusURL: cfg.Autoscaler.PrometheusURL, Configured: configPath != ""}, profiles: views, sources: sources}, nil
 }
 
 // view is the profile of the target's group and kind, nil for none.
@@ -241,26 +242,37 @@ func (cv *converter) render(res convert.Result) (*unstructured.Unstructured, fie
 	if len(res.Annotations) > 0 {
 		u.SetAnnotations(res.Annotations)
 	}
-	w := scaling.Workload{Name: res.Name, Config: res.Config}
-	if v := cv.view(res.APIVersion, res.Kind); v != nil {
-		if err := v.WriteSpec(u, w); err != nil {
+	text, err := sortedJSON(res.Config)
+	if err != nil {
+		return u, field.ErrorList{field.InternalError(nil, err)}
+	}
+	v := cv.view(res.APIVersion, res.Kind)
+	if v != nil && v.ConfigAnnotation() == "" {
+		var m map[string]interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(text), &m); err != nil {
 			return u, field.ErrorList{field.InternalError(v.Layout().ConfigPath, err)}
 		}
+		if err := unstructured.SetNestedMap(u.Object, m, v.ConfigPathSegments()...); err != nil {
+			return u, field.ErrorList{field.InternalError(v.Layout().ConfigPath, err)}
+		}
+	} else {
+		key := v1alpha1.AnnotationScaleConfig
+		if v != nil {
+			key = v.ConfigAnnotation()
+		}
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[key] = text
+		u.SetAnnotations(ann)
+	}
+	if v != nil {
 		read, errs := v.Read(u)
 		read.Name = res.Name
 		verrs, _ := scaling.Validate(read, v.Layout(), cv.sources)
 		return u, append(errs, verrs...)
 	}
-	text, err := sortedJSON(res.Config)
-	if err != nil {
-		return u, field.ErrorList{field.InternalError(nil, err)}
-	}
-	ann := u.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[v1alpha1.AnnotationScaleConfig] = text
-	u.SetAnnotations(ann)
 	l := scaling.Layout{ConfigPath: field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationScaleConfig), ConfigInAnnotation: true, TargetSelf: true}
 	c, errs := profile.DecodeConfigJSON([]byte(text), l.ConfigPath)
 	verrs, _ := scaling.Validate(scaling.Workload{Name: res.Name, Config: c}, l, cv.sources)

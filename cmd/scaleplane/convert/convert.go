@@ -92,6 +92,9 @@ type Options struct {
 	// when known: a prometheus trigger naming another server is not
 	// converted, since scaleplane queries one server.
 	PrometheusURL string
+	// Configured says PrometheusURL comes from a component configuration,
+	// so an empty one means the installation has no remote server.
+	Configured bool
 }
 
 // Problem is one field of the ScaledObject that was not converted.
@@ -398,6 +401,9 @@ func convertPrometheus(r *Result, t Trigger, name string, p *field.Path, opts Op
 			ok = false
 		case want != "" && addr != want:
 			r.drop(p.Child("metadata", "serverAddress"), "%q is not the server of autoscaler.prometheusURL (%q): scaleplane queries one server for every trigger", addr, want)
+			ok = false
+		case want == "" && opts.Configured:
+			r.drop(p.Child("metadata", "serverAddress"), "the component configuration sets no autoscaler.prometheusURL: set it to %q, or convert with --source promql to read the embedded store", addr)
 			ok = false
 		case want == "":
 			r.note("%s: set autoscaler.prometheusURL to %q in scaleplane's component configuration", p.Child("metadata", "serverAddress"), addr)
