@@ -550,7 +550,7 @@ func (p *Compiled) ConfigAnnotation() string {
 	}
 	return p.annotation
 }
-func (p *Compiled) SelectorPath() []string       { return slices.Clone(p.selector) }
+func (p *Compiled) SelectorPath() []string { return slices.Clone(p.selector) }
 
 // PodSelector is the /scale selector for u (C3): the workload's pod labels
 // plus, for grouped kinds, the group label with the first group's name, so it

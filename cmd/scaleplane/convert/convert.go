@@ -68,7 +68,7 @@ type Advanced struct {
 
 // HPAConfig is spec.advanced.horizontalPodAutoscalerConfig.
 type HPAConfig struct {
-	Name     string                                       `json:"name,omitempty"`
+	Name     string                                         `json:"name,omitempty"`
 	Behavior *autoscalingv2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
 }
 
