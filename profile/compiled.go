@@ -537,6 +537,7 @@ func (p *Compiled) writeGroups(obj map[string]interface{}, groups []scaling.Grou
 // StatusReplicasPath and SelectorPath are the status fields written by C2
 // and C3, as path segments; nil when the profile names none.
 func (p *Compiled) StatusReplicasPath() []string { return slices.Clone(p.statusReplicas) }
+func (p *Compiled) SelectorPath() []string       { return slices.Clone(p.selector) }
 
 // ConfigPathSegments are the segments of the scale config's spec path, nil
 // when the config is in an annotation (ConfigAnnotation).
@@ -550,7 +551,6 @@ func (p *Compiled) ConfigAnnotation() string {
 	}
 	return p.annotation
 }
-func (p *Compiled) SelectorPath() []string { return slices.Clone(p.selector) }
 
 // PodSelector is the /scale selector for u (C3): the workload's pod labels
 // plus, for grouped kinds, the group label with the first group's name, so it
