@@ -381,6 +381,10 @@ func readClusterScaledObjects(ctx context.Context, kubeconfig, namespace string)
 	if err != nil {
 		return nil, err
 	}
+	return listScaledObjects(ctx, dc, namespace)
+}
+
+func listScaledObjects(ctx context.Context, dc dynamic.Interface, namespace string) ([]sourcedObject, error) {
 	list, err := dc.Resource(scaledObjectGVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list ScaledObjects: %w", err)
@@ -394,9 +398,6 @@ func readClusterScaledObjects(ctx context.Context, kubeconfig, namespace string)
 	})
 	var out []sourcedObject
 	for _, it := range items {
-		// Fields the server adds that KEDA's spec type has not are not
-		// the user's typos.
-		unstructured.RemoveNestedField(it.Object, "metadata", "managedFields")
 		b, err := json.Marshal(it.Object)
 		if err != nil {
 			return nil, err
