@@ -3,17 +3,26 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
 
+	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/convert"
+	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/webhooks"
 )
 
 // TestConvertGolden converts ScaledObjects modelled on KEDA's
@@ -45,6 +54,7 @@ func TestConvertGolden(t *testing.T) {
 		{"fallback", []string{"-f", in("fallback")}, convertIncomplete},
 		{"modifiers", []string{"-f", in("modifiers")}, convertIncomplete},
 		{"multiple", []string{"-f", in("multiple")}, convertIncomplete},
+		{"rackedcluster-profile", []string{"--config", sampleConfig, "--source", "promql", "-f", in("rackedcluster")}, convertComplete},
 		{"refused", []string{"-f", in("refused")}, convertIncomplete},
 		{"several-files", []string{"-f", in("prometheus"), "-f", in("cpu")}, convertComplete},
 		{"bad-kind", []string{"-f", in("bad-kind")}, convertBadInput},
@@ -62,6 +72,69 @@ func TestConvertGolden(t *testing.T) {
 			got := fmt.Sprintf("exit code: %d\n--- stdout\n%s--- stderr\n%s", code, stdout.String(), stderr.String())
 			checkGolden(t, filepath.Join(dir, tc.name+".golden"), got, "convert "+tc.name)
 		})
+	}
+}
+
+// TestConvertedObjectsAdmittedByTheWebhook sends every object convert
+// prints for a profiled kind to that kind's validating webhook handler,
+// with the sources of the configuration's autoscaler: each is admitted as
+// printed.
+func TestConvertedObjectsAdmittedByTheWebhook(t *testing.T) {
+	const sampleConfig = "../../config/samples/deploy/scaleplane-config.yaml"
+	cfg, _, err := app.LoadConfiguration(sampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	views, err := profile.CompileAll(cfg.Profiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources, err := app.ValidationSources(cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"--config", sampleConfig, "--source", "promql", "-f", filepath.Join("testdata", "convert", "rackedcluster.yaml"), "-f", filepath.Join("testdata", "convert", "external.yaml")}
+	convertCmd(context.Background(), args, &stdout, &stderr)
+	admitted := 0
+	for _, doc := range strings.Split(stdout.String(), "\n---\n") {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("output is not YAML: %v\n%s", err, doc)
+		}
+		if u.Object == nil {
+			continue // comments only
+		}
+		var view *profile.Compiled
+		for _, v := range views {
+			if v.GVK() == u.GroupVersionKind() {
+				view = v
+			}
+		}
+		if view == nil {
+			continue
+		}
+		raw, err := json.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gvk, gvr := view.GVK(), view.GVR()
+		resp := webhooks.NewValidator(view, sources).Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID:       "convert",
+			Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+			Resource:  metav1.GroupVersionResource{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource},
+			Name:      u.GetName(),
+			Namespace: u.GetNamespace(),
+			Operation: admissionv1.Create,
+			Object:    runtime.RawExtension{Raw: raw},
+		}})
+		if !resp.Allowed {
+			t.Errorf("%s %s refused: %v\n%s", u.GetKind(), u.GetName(), resp.Result, doc)
+		}
+		admitted++
+	}
+	if admitted != 2 {
+		t.Errorf("%d objects of profiled kinds admitted, want 2:\n%s", admitted, stdout.String())
 	}
 }
 
