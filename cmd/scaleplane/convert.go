@@ -14,16 +14,12 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
-	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
-	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/convert"
 	"github.com/scaleplane/scaleplane/profile"
@@ -190,7 +186,7 @@ func (cv *converter) print(stdout, stderr io.Writer, o sourcedObject) bool {
 		id = so.Namespace + "/" + so.Name
 	}
 	res := convert.Convert(so, cv.opts)
-	obj, verrs := cv.render(res)
+	obj, verrs := convert.Render(res, cv.view(res.APIVersion, res.Kind), cv.sources)
 	for _, e := range verrs {
 		res.NotConverted = append(res.NotConverted, convert.Problem{Field: e.Field, Reason: "the converted config is refused by scaleplane's admission: " + e.ErrorBody()})
 	}
@@ -225,73 +221,6 @@ func (cv *converter) print(stdout, stderr io.Writer, o sourcedObject) bool {
 	}
 	stdout.Write(out)
 	return len(res.NotConverted) == 0
-}
-
-// render writes res onto a partial object of the target, in the place its
-// kind's profile keeps the config (the annotation scaleplane.io/scale-config
-// without one), reads it back as the webhook does and validates it with the
-// admission rules.
-func (cv *converter) render(res convert.Result) (*unstructured.Unstructured, field.ErrorList) {
-	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
-	u.SetAPIVersion(res.APIVersion)
-	u.SetKind(res.Kind)
-	u.SetName(res.Name)
-	if res.Namespace != "" {
-		u.SetNamespace(res.Namespace)
-	}
-	if len(res.Annotations) > 0 {
-		u.SetAnnotations(res.Annotations)
-	}
-	text, err := sortedJSON(res.Config)
-	if err != nil {
-		return u, field.ErrorList{field.InternalError(nil, err)}
-	}
-	v := cv.view(res.APIVersion, res.Kind)
-	if v != nil && v.ConfigAnnotation() == "" {
-		var m map[string]interface{}
-		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(text), &m); err != nil {
-			return u, field.ErrorList{field.InternalError(v.Layout().ConfigPath, err)}
-		}
-		if err := unstructured.SetNestedMap(u.Object, m, v.ConfigPathSegments()...); err != nil {
-			return u, field.ErrorList{field.InternalError(v.Layout().ConfigPath, err)}
-		}
-	} else {
-		key := v1alpha1.AnnotationScaleConfig
-		if v != nil {
-			key = v.ConfigAnnotation()
-		}
-		ann := u.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[key] = text
-		u.SetAnnotations(ann)
-	}
-	if v != nil {
-		read, errs := v.Read(u)
-		read.Name = res.Name
-		verrs, _ := scaling.Validate(read, v.Layout(), cv.sources)
-		return u, append(errs, verrs...)
-	}
-	l := scaling.Layout{ConfigPath: field.NewPath("metadata", "annotations").Key(v1alpha1.AnnotationScaleConfig), ConfigInAnnotation: true, TargetSelf: true}
-	c, errs := profile.DecodeConfigJSON([]byte(text), l.ConfigPath)
-	verrs, _ := scaling.Validate(scaling.Workload{Name: res.Name, Config: c}, l, cv.sources)
-	return u, append(errs, verrs...)
-}
-
-// sortedJSON is c as compact JSON with sorted keys, as profiles write an
-// annotation.
-func sortedJSON(c *scaling.Config) (string, error) {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return "", err
-	}
-	var m map[string]interface{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "", err
-	}
-	b, err = json.Marshal(m)
-	return string(b), err
 }
 
 // readScaledObjectFile reads every ScaledObject of a YAML or JSON stream;

@@ -1,20 +1,22 @@
 package prometheus
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/convert"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // A KEDA ScaledObject on the Prometheus server of autoscaler.prometheusURL,
-// converted by scaleplane convert's mapping, is admitted by the real
-// webhook as converted and scales as KEDA's HPA would: 35 messages at an
+// converted as scaleplane convert prints it, is admitted by the real
+// webhook and scales as KEDA's HPA would: 35 messages at an
 // AverageValue target of 10 per replica is ceil(35 / 10) = 4 replicas.
 func TestConvertedScaledObjectScalesAsKEDA(t *testing.T) {
 	e := start(t)
@@ -52,13 +54,31 @@ spec:
 	if len(res.NotConverted) > 0 {
 		t.Fatalf("not converted: %+v", res.NotConverted)
 	}
-	raw, err := json.Marshal(res.Config)
+	// The object scaleplane convert prints, checked against the RackedCluster
+	// profile and the sources of an autoscaler with this server.
+	cfg := profile.SampleConfiguration()
+	cfg.Autoscaler.PrometheusURL = e.prom.URL
+	views, err := profile.CompileAll(cfg.Profiles)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sc map[string]any
-	if err := json.Unmarshal(raw, &sc); err != nil {
+	sources, err := app.ValidationSources(cfg, false)
+	if err != nil {
 		t.Fatal(err)
+	}
+	var view *profile.Compiled
+	for _, v := range views {
+		if v.GVK().Kind == "RackedCluster" {
+			view = v
+		}
+	}
+	obj, errs := convert.Render(res, view, sources)
+	if len(errs) > 0 {
+		t.Fatalf("rendered config refused: %v", errs)
+	}
+	sc, found, err := unstructured.NestedMap(obj.Object, "spec", "scaleConfig")
+	if !found || err != nil {
+		t.Fatalf("no spec.scaleConfig in %v (%v)", obj.Object, err)
 	}
 	rackedCluster(t, ns, "orders", 1, sc)
 	framework.WaitScale(t, cluster, ns, "orders", "4", func(r int64) bool { return r == 4 })
