@@ -257,7 +257,11 @@ func convertPause(r *Result, ann map[string]string) {
 			r.drop(ap.Key(KEDAPaused), "%q is not true or false", v)
 		}
 	}
-	for key, up := range map[string]bool{KEDAPausedScaleIn: false, KEDAPausedScaleOut: true} {
+	for _, d := range []struct {
+		key string
+		up  bool
+	}{{KEDAPausedScaleIn, false}, {KEDAPausedScaleOut, true}} {
+		key, up := d.key, d.up
 		v, ok := ann[key]
 		if !ok {
 			continue
