@@ -15,11 +15,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/convert"
 	"github.com/scaleplane/scaleplane/profile"
@@ -186,7 +188,19 @@ func (cv *converter) print(stdout, stderr io.Writer, o sourcedObject) bool {
 		id = so.Namespace + "/" + so.Name
 	}
 	res := convert.Convert(so, cv.opts)
-	obj, verrs := convert.Render(res, cv.view(res.APIVersion, res.Kind), cv.sources)
+	view := cv.view(res.APIVersion, res.Kind)
+	if view == nil && !res.KeepScaledObject {
+		ref := field.NewPath("spec", "scaleTargetRef")
+		if cv.opts.Configured {
+			res.NotConverted = append(res.NotConverted, convert.Problem{Field: ref.String(), Reason: fmt.Sprintf(
+				"the configuration has no profile for %s %s, so scaleplane would not read its scale config: add one (scaleplane profile init) and convert again", res.APIVersion, res.Kind)})
+			res.KeepScaledObject = true
+		} else {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: scaleplane reads the annotation %s of a %s only if its profile names that annotation; convert with --config to check against your profiles",
+				ref, v1alpha1.AnnotationScaleConfig, res.Kind))
+		}
+	}
+	obj, verrs := convert.Render(res, view, cv.sources)
 	for _, e := range verrs {
 		res.NotConverted = append(res.NotConverted, convert.Problem{Field: e.Field, Reason: "the converted config is refused by scaleplane's admission: " + e.ErrorBody()})
 	}
