@@ -193,7 +193,7 @@ func (cv *converter) print(stdout, stderr io.Writer, o sourcedObject) bool {
 		ref := field.NewPath("spec", "scaleTargetRef")
 		if cv.opts.Configured {
 			res.NotConverted = append(res.NotConverted, convert.Problem{Field: ref.String(), Reason: fmt.Sprintf(
-				"the configuration has no profile for %s %s, so scaleplane would not read its scale config: add one (scaleplane profile init) and convert again", res.APIVersion, res.Kind)})
+				"the configuration has no profile for %s %s, so scaleplane would not read its scale config: add a profile for the kind to the configuration and convert again", res.APIVersion, res.Kind)})
 			res.KeepScaledObject = true
 		} else {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s: scaleplane reads the annotation %s of a %s only if its profile names that annotation; convert with --config to check against your profiles",
