@@ -188,6 +188,11 @@ func Convert(so *ScaledObject, opts Options) Result {
 		}
 		c.Metrics = nil
 	}
+	if len(c.Triggers) == 0 && len(c.Metrics) > 0 && *c.MinReplicas == 0 {
+		// KEDA's admission refuses it too: an HPA cannot scale to zero.
+		r.drop(spec.Child("minReplicaCount"), "0 with only cpu or memory triggers: neither an HPA nor KEDA scales to zero on resource metrics; set minReplicaCount to 1 or more")
+		r.KeepScaledObject = true
+	}
 	if len(c.Triggers) == 0 && len(c.Metrics) == 0 {
 		r.KeepScaledObject = true
 	}

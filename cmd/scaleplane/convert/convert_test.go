@@ -99,3 +99,13 @@ func TestPauseAnnotationsFromKEDA(t *testing.T) {
 		})
 	}
 }
+
+// TestResourceTriggersAloneDoNotScaleToZero refuses what KEDA refuses: cpu
+// and memory triggers alone with minReplicaCount 0 (KEDA's default).
+func TestResourceTriggersAloneDoNotScaleToZero(t *testing.T) {
+	so := &ScaledObject{Spec: Spec{ScaleTargetRef: TargetRef{Name: "w"}, Triggers: []Trigger{{Type: "cpu", Metadata: map[string]string{"value": "50"}}}}}
+	r := Convert(so, Options{})
+	if !r.KeepScaledObject || len(r.NotConverted) != 1 || r.NotConverted[0].Field != "spec.minReplicaCount" {
+		t.Errorf("got keep=%v, not converted %+v; want the ScaledObject kept for spec.minReplicaCount", r.KeepScaledObject, r.NotConverted)
+	}
+}
