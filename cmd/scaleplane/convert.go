@@ -61,8 +61,9 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	kubeconfig := fs.String("kubeconfig", "", "read ScaledObjects from the cluster of this kubeconfig (empty with -n or -A: in-cluster or $KUBECONFIG)")
 	namespace := fs.String("n", "", "read the ScaledObjects of this namespace from the cluster")
 	all := fs.Bool("A", false, "read the ScaledObjects of every namespace from the cluster")
+	fs.BoolVar(all, "all-namespaces", false, "the same as -A")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: scaleplane convert (-f FILE... | -n NAMESPACE | -A) [--config FILE] [--source prometheus|promql]
+		fmt.Fprint(stderr, `Usage: scaleplane convert (-f FILE... | -n NAMESPACE | -A) [--kubeconfig FILE] [--config FILE] [--source prometheus|promql]
 
 Reads KEDA ScaledObjects and prints, for each, its target workload with the
 equivalent scaleplane scale config (the annotation scaleplane.io/scale-config,
