@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -201,7 +202,13 @@ func (cv *converter) print(stdout, stderr io.Writer, o sourcedObject) bool {
 				ref, v1alpha1.AnnotationScaleConfig, res.Kind))
 		}
 	}
-	obj, verrs := convert.Render(res, view, cv.sources)
+	// Nothing to apply is not checked: its errors would be about a config
+	// nobody applies.
+	var obj *unstructured.Unstructured
+	var verrs field.ErrorList
+	if !res.KeepScaledObject {
+		obj, verrs = convert.Render(res, view, cv.sources)
+	}
 	for _, e := range verrs {
 		res.NotConverted = append(res.NotConverted, convert.Problem{Field: e.Field, Reason: "the converted config is refused by scaleplane's admission: " + e.ErrorBody()})
 	}
