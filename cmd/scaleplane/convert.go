@@ -146,12 +146,11 @@ type converter struct {
 func newConverter(configPath, source string) (*converter, error) {
 	cfg := &configv1alpha2.Configuration{}
 	if configPath != "" {
-		var warnings []string
+		// The configuration's own warnings are config check's business.
 		var err error
-		if cfg, warnings, err = app.LoadConfiguration(configPath); err != nil {
+		if cfg, _, err = app.LoadConfiguration(configPath); err != nil {
 			return nil, err
 		}
-		_ = warnings // the configuration's own warnings are config check's business
 	} else {
 		cfg.Default()
 	}
