@@ -561,6 +561,19 @@ func (p *Compiled) writeGroups(obj map[string]interface{}, groups []scaling.Grou
 func (p *Compiled) StatusReplicasPath() []string { return slices.Clone(p.statusReplicas) }
 func (p *Compiled) SelectorPath() []string       { return slices.Clone(p.selector) }
 
+// ConfigPathSegments are the segments of the scale config's spec path, nil
+// when the config is in an annotation (ConfigAnnotation).
+func (p *Compiled) ConfigPathSegments() []string { return slices.Clone(p.config) }
+
+// ConfigAnnotation is the annotation holding the scale config as JSON, ""
+// when the config is at a spec path.
+func (p *Compiled) ConfigAnnotation() string {
+	if p.config != nil {
+		return ""
+	}
+	return p.annotation
+}
+
 // PodSelector is the /scale selector for u (C3): the workload's pod labels
 // plus, for grouped kinds, the group label with the first group's name, so it
 // matches one pod per unit of status.replicas. It is deterministic (keys

@@ -46,7 +46,7 @@ _scaleplane() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     local cmd="${COMP_WORDS[1]}"
     if [[ ${COMP_CWORD} -eq 1 ]]; then
-        COMPREPLY=($(compgen -W "dev explain profile config render completion version help" -- "${cur}"))
+        COMPREPLY=($(compgen -W "dev explain profile config render convert cleanup completion version help" -- "${cur}"))
         return
     fi
     case "${cmd}" in
@@ -70,7 +70,7 @@ const zshCompletion = `#compdef scaleplane kubectl-scaleplane
 # zsh completion for scaleplane and kubectl-scaleplane
 _scaleplane() {
     local -a commands
-    commands=(dev explain profile config render completion version help)
+    commands=(dev explain profile config render convert cleanup completion version help)
     if (( CURRENT == 2 )); then
         _describe 'command' commands
         return

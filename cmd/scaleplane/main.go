@@ -7,6 +7,7 @@
 //	scaleplane config check -f FILE --crd FILE         check profiles against CRD files offline
 //	scaleplane render webhooks|certificates            print what GitOps mode (--gitops) leaves to the repository
 //	scaleplane explain NAMESPACE/RESOURCE/NAME         show what scaleplane does with a workload and why
+//	scaleplane convert -f FILE                         print the scaleplane config of KEDA ScaledObjects
 //	scaleplane completion bash|zsh                     print a shell completion script
 //	scaleplane version                                 print version, commit and Go version
 //
@@ -105,6 +106,8 @@ func run(args []string) int {
 			return renderMain(args[1:])
 		case "cleanup":
 			return cleanupMain(args[1:])
+		case "convert":
+			return convertMain(args[1:])
 		case "completion":
 			return completionMain(args[1:])
 		case "version":
@@ -129,6 +132,7 @@ Usage:
   scaleplane render webhooks|certificates  print what --gitops leaves to your repository
   scaleplane cleanup [--delete]           list (or delete) what an uninstall leaves: HPAs, certificates, webhook configurations
   scaleplane explain NS/RESOURCE/NAME     what sets a workload's count, and the last decisions (its Scaling)
+  scaleplane convert -f FILE | -n NS | -A  print the scaleplane config of KEDA ScaledObjects
   scaleplane completion bash|zsh          print a shell completion script
   scaleplane version [-o json]            print the version, commit and Go version
 
