@@ -147,19 +147,23 @@ func For(p *profile.Compiled) Set {
 // as the webhook does: an object stored before a rule applied can still
 // have its other fields changed.
 func (l layout) ratchet() admissionregistrationv1.MatchCondition {
-	paths := [][]string{l.replicas}
+	// Each field as an optional of object and of oldObject; an annotation
+	// is a map key, which no field name can spell.
+	type field struct{ cur, old string }
+	at := func(segs []string) field { return field{optional("object", segs), optional("oldObject", segs)} }
+	fields := []field{at(l.replicas)}
 	if l.config != nil {
-		paths = append(paths, l.config)
+		fields = append(fields, at(l.config))
 	} else {
-		paths = append(paths, []string{"metadata", "annotations", v1alpha1.AnnotationScaleConfig})
+		key := "[?" + celString(v1alpha1.AnnotationScaleConfig) + "]"
+		fields = append(fields, field{"object.?metadata.?annotations" + key, "oldObject.?metadata.?annotations" + key})
 	}
 	if l.groups != nil {
-		paths = append(paths, l.groups)
+		fields = append(fields, at(l.groups))
 	}
 	conds := []string{"request.operation != 'UPDATE'"}
-	for _, segs := range paths {
-		cur, old := optional("object", segs), optional("oldObject", segs)
-		conds = append(conds, fmt.Sprintf("%s.hasValue() != %s.hasValue() || (%s.hasValue() && %s.value() != %s.value())", cur, old, cur, cur, old))
+	for _, f := range fields {
+		conds = append(conds, fmt.Sprintf("%s.hasValue() != %s.hasValue() || (%s.hasValue() && %s.value() != %s.value())", f.cur, f.old, f.cur, f.cur, f.old))
 	}
 	return admissionregistrationv1.MatchCondition{Name: "scaling-fields-changed", Expression: strings.Join(conds, " || ")}
 }

@@ -16,38 +16,50 @@ import (
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/policies"
 	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/profile/profiletest"
 )
 
 var (
 	cluster *framework.Cluster
-	// racked is the sample RackedCluster's compiled profile.
-	racked *profile.Compiled
+	// racked is the sample RackedCluster's compiled profile (a config at
+	// a spec path), zoned e2e/admission's ZonedDatabase (a config in an
+	// annotation, groups with other field names, a bound of 50).
+	racked, zoned *profile.Compiled
 )
 
 func TestMain(m *testing.M) {
 	var err error
-	if racked, err = profile.Compile(profile.Samples()[0]); err != nil {
+	if racked, err = profile.Compile(profile.Samples()[0]); err == nil {
+		zoned, err = profile.Compile(profiletest.ZonedDatabase())
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)
 	}
 	// No webhook configuration and no scaleplane process: the policies
-	// are all the admission the kind gets.
-	opts := framework.Options{CRDPaths: []string{filepath.Join(framework.RepoRoot(), "config", "samples", "crd")}}
+	// are all the admission the kinds get.
+	opts := framework.Options{CRDPaths: []string{
+		filepath.Join(framework.RepoRoot(), "config", "samples", "crd"),
+		filepath.Join(framework.RepoRoot(), "e2e", "admission", "testdata", "crd"),
+	}}
 	os.Exit(framework.Run(m, opts, &cluster))
 }
 
 var installOnce sync.Once
 
-// install applies the RackedCluster policies once and waits until the API
-// server enforces both: a probe object is defaulted and an invalid one is
-// refused. Policies take effect when the API server's informers see them.
+// install applies the RackedCluster and ZonedDatabase policies once and
+// waits until the API server enforces them: a probe object is defaulted
+// and an invalid one is refused. Policies take effect when the API
+// server's informers see them; both kinds' are created before the probe.
 func install(t *testing.T) {
 	t.Helper()
 	installOnce.Do(func() {
 		ctx := context.Background()
-		for _, obj := range policies.For(racked).Objects() {
-			if err := cluster.Client.Create(ctx, obj); err != nil {
-				t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+		for _, view := range []*profile.Compiled{racked, zoned} {
+			for _, obj := range policies.For(view).Objects() {
+				if err := cluster.Client.Create(ctx, obj); err != nil {
+					t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+				}
 			}
 		}
 	})
