@@ -208,7 +208,7 @@ func (l layout) variables() []admissionregistrationv1.Variable {
 	return vars
 }
 
-// causes are V1, V2 (at a spec path) and V8, as one CEL list of the
+// causes are V1, V2 and V4 (at a spec path) and V8, as one CEL list of the
 // refusal's sentences, each starting with its exact field path as the
 // webhook's causes read. The API server stops at a policy's first failing
 // validation and a Validation has no field path of its own, so the
@@ -243,6 +243,12 @@ func (l layout) causes() (string, []string) {
 		add("!variables.config.hasValue() || !(variables.lo == 0 && variables.hi > 0) || size(variables.triggers) > 0 || variables.idle",
 			quote(dotted(minP)+": Invalid value: 0: may be 0 below maxReplicas (")+" + string(variables.hi) + ') only with triggers or idle settings, because an HPA cannot scale to zero; set minReplicas to 1 or more, add triggers or idle, or set maxReplicas to 0 to stay at zero'")
 	}
+	if l.config != nil {
+		rules = append(rules, "V4")
+		for _, dir := range []string{"scaleUp", "scaleDown"} {
+			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), add, func(list string) { parts = append(parts, list) })
+		}
+	}
 	if l.groups != nil {
 		rules = append(rules, "V8")
 		g := dotted(l.groups)
@@ -263,6 +269,42 @@ func (l layout) causes() (string, []string) {
 		each("negativeMembers", fmt.Sprintf("%s + ': Invalid value: ' + string(variables.groups[i].%s) + ': must be greater than or equal to 0'", at(l.members), celField(l.members)))
 	}
 	return strings.Join(parts, " + "), rules
+}
+
+// The HPA's limits V4 checks, as scaling's validateScalingRules states
+// them.
+const (
+	maxStabilizationWindowSeconds = 3600
+	maxPolicyPeriodSeconds        = 1800
+)
+
+// behaviorCauses are V4 for one direction of C's behavior at segs, in the
+// webhook's sentences. A tolerance is a quantity, which CEL reads as text
+// or a number; its check stays with the webhook.
+func (l layout) behaviorCauses(segs []string, add func(expr, msg string), list func(string)) {
+	p := dotted(segs)
+	at := func(f string) string { return optional("object", append(slices.Clone(segs), f)) }
+	w := at("stabilizationWindowSeconds")
+	add(fmt.Sprintf("!%[1]s.hasValue() || (%[1]s.value() >= 0 && %[1]s.value() <= %[2]d)", w, maxStabilizationWindowSeconds),
+		quote(p+".stabilizationWindowSeconds: Invalid value: ")+fmt.Sprintf(" + string(%s.orValue(0)) + ': must be between 0 and %d seconds'", w, maxStabilizationWindowSeconds))
+	sp := at("selectPolicy")
+	add(fmt.Sprintf("!%[1]s.hasValue() || %[1]s.value() in ['Disabled', 'Max', 'Min']", sp),
+		quote(p+".selectPolicy: Unsupported value: \"")+fmt.Sprintf(" + string(%s.orValue('')) + '\": supported values: \"Disabled\", \"Max\", \"Min\"'", sp))
+	pl := at("policies")
+	add(fmt.Sprintf("!%[1]s.hasValue() || size(%[1]s.value()) > 0", pl),
+		quote(p+".policies: Required value: must list at least one policy; remove policies to get the default ones"))
+	item := func(f string) string { return quote(p+".policies[") + " + string(i) + " + quote("]."+f) }
+	// One sentence per policy that breaks a limit; an absent field is the
+	// Go decoder's zero, as the webhook reads it.
+	each := func(filter, msg string) {
+		list(fmt.Sprintf("%s.orValue([]).transformList(i, q, %s, %s)", pl, filter, msg))
+	}
+	typ, val, period := "(has(q.type) ? string(q.type) : '')", "(has(q.value) ? q.value : 0)", "(has(q.periodSeconds) ? q.periodSeconds : 0)"
+	each("!("+typ+" in ['Pods', 'Percent'])",
+		item("type")+" + ': Unsupported value: \"' + "+typ+" + '\": supported values: \"Percent\", \"Pods\"'")
+	each(val+" <= 0", item("value")+" + ': Invalid value: ' + string("+val+") + ': must be greater than 0'")
+	each(fmt.Sprintf("%[1]s < 1 || %[1]s > %[2]d", period, maxPolicyPeriodSeconds),
+		item("periodSeconds")+" + ': Invalid value: ' + string("+period+fmt.Sprintf(") + ': must be between 1 and %d seconds'", maxPolicyPeriodSeconds))
 }
 
 // mutations are M1–M5 as JSON patches, in the contract's order: each

@@ -17,9 +17,9 @@ const renderPoliciesUsage = `Usage:
 Prints, for each profile of the configuration file, the API server's own
 admission policies (admissionregistration.k8s.io/v1): a
 MutatingAdmissionPolicy doing M1–M5 and a ValidatingAdmissionPolicy
-enforcing V1, V2 and V8, each with its binding. They keep defaulting and
+enforcing V1, V2, V4 and V8, each with its binding. They keep defaulting and
 validating the kind while scaleplane is down; what CEL cannot decide
-(metrics, behavior, triggers, a config in an annotation) stays with the
+(metrics, triggers, a config in an annotation) stays with the
 webhook (docs/design.md, "Admission policies").
 `
 
