@@ -332,14 +332,19 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string) {
 			c, cmin, quote(cp+"/minReplicas"), cmax))
 		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue() ? [JSONPatch{op: 'add', path: %s, value: %s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1)}] : []",
 			c, cmax, quote(cp+"/maxReplicas"), r, r, cmin, r, cmin))
-		// M3 compares the stored bounds as written: an object stored with
-		// both bounds went through M2 already.
+		// M3, as scaling's pinsFollow: the old config, with M2's bounds,
+		// pinned to the old R, and the request's config (after M2) the
+		// same in its bounds and every other field.
 		oldR, oldC := optional("oldObject", l.replicas), optional("oldObject", l.config)
 		oldMin, oldMax := optional("oldObject", append(slices.Clone(l.config), "minReplicas")), optional("oldObject", append(slices.Clone(l.config), "maxReplicas"))
-		add("M3", fmt.Sprintf("request.operation == 'UPDATE' && %[1]s.hasValue() && %[2]s.hasValue() && %[1]s.value() != %[2]s.value() && "+
-			"%[3]s.orValue(-1) == %[1]s.value() && %[4]s.orValue(-1) == %[1]s.value() && %[5]s.hasValue() && %[5]s.value() == %[6]s.value() ? "+
-			"[JSONPatch{op: 'replace', path: %[7]s, value: %[2]s.value()}, JSONPatch{op: 'replace', path: %[8]s, value: %[2]s.value()}] : []",
-			oldR, r, oldMin, oldMax, c, oldC, quote(cp+"/minReplicas"), quote(cp+"/maxReplicas")))
+		oldLo := fmt.Sprintf("%s.orValue(%s.orValue(1) == 0 ? 0 : 1)", oldMin, oldMax)
+		oldHi := fmt.Sprintf("%s.orValue(%s.value() > %s ? %s.value() : %s)", oldMax, oldR, oldLo, oldR, oldLo)
+		bounds := "['minReplicas', 'maxReplicas']"
+		add("M3", fmt.Sprintf("request.operation == 'UPDATE' && %[1]s.hasValue() && %[2]s.hasValue() && %[1]s.value() != %[2]s.value() && %[3]s.hasValue() && %[4]s.hasValue() && "+
+			"%[5]s == %[1]s.value() && %[6]s == %[1]s.value() && %[7]s.orValue(-1) == %[5]s && %[8]s.orValue(-1) == %[6]s && "+
+			"%[3]s.value().all(k, k in %[9]s || (k in %[4]s.value() && %[3]s.value()[k] == %[4]s.value()[k])) && %[4]s.value().all(k, k in %[9]s || k in %[3]s.value()) ? "+
+			"[JSONPatch{op: 'replace', path: %[10]s, value: %[2]s.value()}, JSONPatch{op: 'replace', path: %[11]s, value: %[2]s.value()}] : []",
+			oldR, r, c, oldC, oldLo, oldHi, cmin, cmax, bounds, quote(cp+"/minReplicas"), quote(cp+"/maxReplicas")))
 		if l.targetSelf {
 			add("M4", fmt.Sprintf("!%s.hasValue() && %s.orValue(1) < %s.orValue(0) ? %s[JSONPatch{op: 'add', path: %s, value: %s.value()}] : []",
 				r, cmin, cmax, l.parents(l.replicas, l.config), quote(pointer(l.replicas)), cmin))
