@@ -80,8 +80,8 @@ func webhookDecision(view *profile.Compiled, old, u *unstructured.Unstructured) 
 // installed and compared with webhookDecision.
 type policyCase struct {
 	name string
-	// zoned sends a ZonedDatabase; the default is a RackedCluster.
-	zoned bool
+	// kind is the kind sent; the default is RackedCluster.
+	kind string
 	// config is the ZonedDatabase's scale config annotation.
 	config string
 	// stored, when set, is created first and spec is sent as an UPDATE.
@@ -130,20 +130,26 @@ var policyCases = []policyCase{
 		spec: obj{"replicas": int64(5), "scaleConfig": obj{"minReplicas": int64(2), "maxReplicas": int64(6)}}},
 	{name: "M5: racks edited by hand come back to replicas", stored: obj{"replicas": int64(3), "racks": list{rack("a"), rack("b")}},
 		spec: obj{"replicas": int64(3), "scaleConfig": obj{"minReplicas": int64(3), "maxReplicas": int64(3)}, "racks": list{rack("a", 1), rack("b", 7)}}},
-	{name: "ZonedDatabase M5: zones follow replicasPerZone", zoned: true, spec: obj{"topology": obj{"replicasPerZone": int64(3), "zones": list{zone("a", 1), zone("b")}}}},
-	{name: "ZonedDatabase V1: over the profile's bound of 50", zoned: true, spec: obj{"topology": obj{"replicasPerZone": int64(60)}}},
-	{name: "ZonedDatabase V8: duplicate and unnamed zones", zoned: true, spec: obj{"topology": obj{"zones": list{zone("a", 1), zone("a", 2), zone("", 1)}}}},
-	{name: "ZonedDatabase: a valid annotation", zoned: true, config: `{"minReplicas":2,"maxReplicas":2}`, spec: obj{"topology": obj{"replicasPerZone": int64(2)}}},
-	{name: "ZonedDatabase V2 in an annotation", zoned: true, config: `{"minReplicas":5,"maxReplicas":3}`, spec: obj{"topology": obj{"replicasPerZone": int64(4)}},
+	{name: "ZonedDatabase M5: zones follow replicasPerZone", kind: "ZonedDatabase", spec: obj{"topology": obj{"replicasPerZone": int64(3), "zones": list{zone("a", 1), zone("b")}}}},
+	{name: "ZonedDatabase V1: over the profile's bound of 50", kind: "ZonedDatabase", spec: obj{"topology": obj{"replicasPerZone": int64(60)}}},
+	{name: "ZonedDatabase V8: duplicate and unnamed zones", kind: "ZonedDatabase", spec: obj{"topology": obj{"zones": list{zone("a", 1), zone("a", 2), zone("", 1)}}}},
+	{name: "ZonedDatabase: a valid annotation", kind: "ZonedDatabase", config: `{"minReplicas":2,"maxReplicas":2}`, spec: obj{"topology": obj{"replicasPerZone": int64(2)}}},
+	{name: "ZonedDatabase V2 in an annotation", kind: "ZonedDatabase", config: `{"minReplicas":5,"maxReplicas":3}`, spec: obj{"topology": obj{"replicasPerZone": int64(4)}},
 		difference: "a config in an annotation is JSON the policies do not read (V2, V9): the webhook refuses it, the policies admit it"},
-	{name: "ZonedDatabase M2 in an annotation", zoned: true, config: `{"minReplicas":2}`, spec: obj{"topology": obj{"replicasPerZone": int64(4)}},
+	{name: "ZonedDatabase M2 in an annotation", kind: "ZonedDatabase", config: `{"minReplicas":2}`, spec: obj{"topology": obj{"replicasPerZone": int64(4)}},
 		difference: "M2 rewrites an annotation's JSON, which the policies do not write: the webhook stores maxReplicas 4, the policies leave the annotation as sent"},
+	{name: "WorkerGroup M4 at its own config path", kind: "WorkerGroup", spec: obj{"size": int64(4), "scalePolicy": obj{"minReplicas": int64(2), "maxReplicas": int64(6)}}},
+	{name: "WorkerGroup M1 and V2 at spec.scalePolicy", kind: "WorkerGroup", spec: obj{"replicas": int64(3)}},
+	{name: "WorkerGroup V2 at spec.scalePolicy", kind: "WorkerGroup", spec: obj{"scalePolicy": obj{"minReplicas": int64(4), "maxReplicas": int64(2)}}},
+	{name: "Function: no M4 with the HPA on a child", kind: "Function", spec: obj{"scaleConfig": obj{"minReplicas": int64(2), "maxReplicas": int64(6)}}},
+	{name: "Function M3", kind: "Function", stored: obj{"replicas": int64(2)}, spec: obj{"replicas": int64(4), "scaleConfig": obj{"minReplicas": int64(2), "maxReplicas": int64(2)}}},
 	{name: "V8 on update", stored: obj{"replicas": int64(2), "racks": list{rack("a")}},
 		spec: obj{"replicas": int64(2), "scaleConfig": obj{"minReplicas": int64(2), "maxReplicas": int64(2)}, "racks": list{rack("a", 2), rack("a", 2)}}},
 }
 
 // TestPoliciesDecideAsTheWebhook sends every case to an API server with
-// the RackedCluster and ZonedDatabase policies and no scaleplane at all, and compares what
+// the policies of the three sample kinds and ZonedDatabase and no
+// scaleplane at all, and compares what
 // it admits, stores and refuses (with the field paths of the causes) with
 // the webhook's decision of the same object.
 func TestPoliciesDecideAsTheWebhook(t *testing.T) {
@@ -155,8 +161,8 @@ func TestPoliciesDecideAsTheWebhook(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("case-%d", i)
 			view := racked
-			if tc.zoned {
-				view = zoned
+			if tc.kind != "" {
+				view = views[tc.kind]
 			}
 			build := func(spec obj) *unstructured.Unstructured { return object(view, ns, name, spec, tc.config) }
 			var old *unstructured.Unstructured

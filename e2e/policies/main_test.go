@@ -25,17 +25,21 @@ var (
 	// a spec path), zoned e2e/admission's ZonedDatabase (a config in an
 	// annotation, groups with other field names, a bound of 50).
 	racked, zoned *profile.Compiled
+	// views are every kind's profile under test, by kind: the samples'
+	// and ZonedDatabase's.
+	views = map[string]*profile.Compiled{}
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if racked, err = profile.Compile(profile.Samples()[0]); err == nil {
-		zoned, err = profile.Compile(profiletest.ZonedDatabase())
+	for _, spec := range append(profile.Samples(), profiletest.ZonedDatabase()) {
+		v, err := profile.Compile(spec)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+			os.Exit(1)
+		}
+		views[v.GVK().Kind] = v
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
-		os.Exit(1)
-	}
+	racked, zoned = views["RackedCluster"], views["ZonedDatabase"]
 	// No webhook configuration and no scaleplane process: the policies
 	// are all the admission the kinds get.
 	opts := framework.Options{CRDPaths: []string{
@@ -47,7 +51,7 @@ func TestMain(m *testing.M) {
 
 var installOnce sync.Once
 
-// install applies the RackedCluster and ZonedDatabase policies once and
+// install applies every view's policies once and
 // waits until the API server enforces them: a probe object is defaulted
 // and an invalid one is refused. Policies take effect when the API
 // server's informers see them; both kinds' are created before the probe.
@@ -55,7 +59,7 @@ func install(t *testing.T) {
 	t.Helper()
 	installOnce.Do(func() {
 		ctx := context.Background()
-		for _, view := range []*profile.Compiled{racked, zoned} {
+		for _, view := range views {
 			for _, obj := range policies.For(view).Objects() {
 				if err := cluster.Client.Create(ctx, obj); err != nil {
 					t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
