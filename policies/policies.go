@@ -191,17 +191,17 @@ func (l layout) variables() []admissionregistrationv1.Variable {
 		n, m := celField(l.name), celField(l.members)
 		vars = append(vars,
 			admissionregistrationv1.Variable{Name: "groups", Expression: optional("object", l.groups) + ".orValue([])"},
-			admissionregistrationv1.Variable{Name: "unnamed", Expression: fmt.Sprintf("variables.groups.transformList(i, g, !has(g.%s) || g.%s == '', i)", n, n)},
+			admissionregistrationv1.Variable{Name: "unnamed", Expression: fmt.Sprintf("variables.groups.transformList(i, g, type(g) == map && (!has(g.%s) || g.%s == ''), i)", n, n)},
 			admissionregistrationv1.Variable{Name: "duplicates", Expression: fmt.Sprintf(
-				"variables.groups.transformList(i, g, has(g.%s) && g.%s != '' && variables.groups.exists(j, h, j < i && has(h.%s) && h.%s == g.%s), i)", n, n, n, n, n)},
-			admissionregistrationv1.Variable{Name: "negativeMembers", Expression: fmt.Sprintf("variables.groups.transformList(i, g, has(g.%s) && g.%s < 0, i)", m, m)},
+				"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && g.%s != '' && variables.groups.exists(j, h, j < i && type(h) == map && has(h.%s) && h.%s == g.%s), i)", n, n, n, n, n)},
+			admissionregistrationv1.Variable{Name: "negativeMembers", Expression: fmt.Sprintf("variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == int && g.%s < 0, i)", m, m, m)},
 		)
 		if l.namesInSelector {
 			vars = append(vars,
 				admissionregistrationv1.Variable{Name: "unlabelledNames", Expression: fmt.Sprintf(
-					"variables.groups.transformList(i, g, has(g.%s) && g.%s != '' && !g.%s.matches(%s), i)", n, n, n, celString("^"+labelValueRegexp+"$"))},
+					"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == string && g.%s != '' && !g.%s.matches(%s), i)", n, n, n, n, celString("^"+labelValueRegexp+"$"))},
 				admissionregistrationv1.Variable{Name: "longNames", Expression: fmt.Sprintf(
-					"variables.groups.transformList(i, g, has(g.%s) && size(g.%s) > %d, i)", n, n, validation.LabelValueMaxLength)},
+					"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == string && size(g.%s) > %d, i)", n, n, n, validation.LabelValueMaxLength)},
 			)
 		}
 	}
@@ -351,9 +351,12 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string) {
 		}
 	}
 	if l.groups != nil {
+		// A group that is not an object, or a count that is not a number,
+		// is left for the schema (or the webhook) to refuse at its path:
+		// the webhook's M5 writes nothing over a value it could not read.
 		m := celField(l.members)
-		add("M5", fmt.Sprintf("%s.hasValue() ? %s.orValue([]).transformList(i, g, !has(g.%s) || g.%s != %s.value(), JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s.value()}) : []",
-			r, optional("object", l.groups), m, m, r, quote(pointer(l.groups)+"/"), quote("/"+l.members), r))
+		add("M5", fmt.Sprintf("%s.hasValue() ? %s.orValue([]).transformList(i, g, type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s.value())), JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s.value()}) : []",
+			r, optional("object", l.groups), m, m, m, r, quote(pointer(l.groups)+"/"), quote("/"+l.members), r))
 	}
 	// M2 is two mutations, one rule.
 	return out, slices.Compact(rules)
