@@ -58,6 +58,9 @@ func TestExpressionsCompile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			for _, mc := range s.Mutating.Spec.MatchConditions {
+				check("matchCondition "+mc.Name, m.CompileCELExpression(expression{mc.Name, mc.Expression, cel.BoolType}, opts, environment.NewExpressions))
+			}
 			patchOpts := opts
 			patchOpts.HasPatchTypes = true
 			for i, mut := range s.Mutating.Spec.Mutations {

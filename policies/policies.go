@@ -102,6 +102,7 @@ func For(p *profile.Compiled) Set {
 			ObjectMeta: meta(),
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				MatchConstraints: match.DeepCopy(),
+				MatchConditions:  []admissionregistrationv1.MatchCondition{l.wellTyped()},
 				Mutations:        mutations,
 				FailurePolicy:    &fail,
 				// Every patch is written only where the value differs, so
@@ -166,6 +167,21 @@ func (l layout) ratchet() admissionregistrationv1.MatchCondition {
 		conds = append(conds, fmt.Sprintf("%s.hasValue() != %s.hasValue() || (%s.hasValue() && %s.value() != %s.value())", f.cur, f.old, f.cur, f.cur, f.old))
 	}
 	return admissionregistrationv1.MatchCondition{Name: "scaling-fields-changed", Expression: strings.Join(conds, " || ")}
+}
+
+// wellTyped holds when R is a number and C an object with numbers for
+// bounds. The mutations read them as such; an object where they are not is
+// left unmutated for the schema to refuse at the field's path, as the
+// webhook's mutation writes nothing over a value it could not read.
+func (l layout) wellTyped() admissionregistrationv1.MatchCondition {
+	r := optional("object", l.replicas)
+	conds := []string{fmt.Sprintf("(!%[1]s.hasValue() || type(%[1]s.value()) == int)", r)}
+	if l.config != nil {
+		c := optional("object", l.config)
+		cmin, cmax := optional("object", append(slices.Clone(l.config), "minReplicas")), optional("object", append(slices.Clone(l.config), "maxReplicas"))
+		conds = append(conds, fmt.Sprintf("(!%[1]s.hasValue() || (type(%[1]s.value()) == map && (!%[2]s.hasValue() || type(%[2]s.value()) == int) && (!%[3]s.hasValue() || type(%[3]s.value()) == int)))", c, cmin, cmax))
+	}
+	return admissionregistrationv1.MatchCondition{Name: "scaling-fields-well-typed", Expression: strings.Join(conds, " && ")}
 }
 
 // variables are what the validations read, each computed once.

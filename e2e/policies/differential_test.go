@@ -141,6 +141,8 @@ var policyCases = []policyCase{
 	{name: "a group count of the wrong type", spec: obj{"replicas": int64(3), "racks": list{obj{"name": "a", "members": "two"}}}},
 	{name: "a group that is not an object", spec: obj{"replicas": int64(3), "racks": list{"a"}}},
 	{name: "a replicas count of the wrong type", spec: obj{"replicas": "3", "racks": list{rack("a", 1)}}},
+	{name: "a bound of the wrong type", spec: obj{"replicas": int64(3), "scaleConfig": obj{"minReplicas": "2"}}},
+	{name: "a config that is not an object", spec: obj{"replicas": int64(3), "scaleConfig": "2..4"}},
 	{name: "WorkerGroup M4 at its own config path", kind: "WorkerGroup", spec: obj{"size": int64(4), "scalePolicy": obj{"minReplicas": int64(2), "maxReplicas": int64(6)}}},
 	{name: "WorkerGroup M1 and V2 at spec.scalePolicy", kind: "WorkerGroup", spec: obj{"replicas": int64(3)}},
 	{name: "WorkerGroup V2 at spec.scalePolicy", kind: "WorkerGroup", spec: obj{"scalePolicy": obj{"minReplicas": int64(4), "maxReplicas": int64(2)}}},
