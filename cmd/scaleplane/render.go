@@ -26,6 +26,7 @@ func renderMain(args []string) int {
 const renderUsage = `Usage:
   scaleplane render webhooks --config FILE [-f SCALEPROFILES]... [flags]
   scaleplane render certificates [--config FILE] [flags]
+  scaleplane render policies --config FILE
 
 Prints, for a GitOps repository, what scaleplane writes itself outside
 GitOps mode (--gitops): the two webhook configurations, with an entry per
@@ -41,6 +42,9 @@ injector fills it (in files mode, add your own).
 // Exit 0 on success, 1 when the profiles are invalid, 2 for bad usage or
 // unreadable files.
 func render(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "policies" {
+		return renderPolicies(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || (args[0] != "webhooks" && args[0] != "certificates") {
 		fmt.Fprint(stderr, renderUsage)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {

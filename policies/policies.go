@@ -1,0 +1,401 @@
+package policies
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
+)
+
+// Set is one profile's policies and their bindings.
+type Set struct {
+	Validating        *admissionregistrationv1.ValidatingAdmissionPolicy
+	ValidatingBinding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	Mutating          *admissionregistrationv1.MutatingAdmissionPolicy
+	MutatingBinding   *admissionregistrationv1.MutatingAdmissionPolicyBinding
+	// Rules are the contract's rule ids the policies enforce, in order.
+	Rules []string
+}
+
+// Objects are the set's objects in the order to apply them: each policy
+// before its binding.
+func (s Set) Objects() []client.Object {
+	return []client.Object{s.Mutating, s.MutatingBinding, s.Validating, s.ValidatingBinding}
+}
+
+// Name is the name of the profile's policies and bindings:
+// scaleplane-<resource>.<group>, unique per kind as the webhook entries
+// are.
+func Name(p *profile.Compiled) string {
+	gvr := p.GVR()
+	if gvr.Group == "" {
+		return "scaleplane-" + gvr.Resource
+	}
+	return "scaleplane-" + gvr.Resource + "." + gvr.Group
+}
+
+// layout is what the expressions are built from: the profile's paths as
+// segments.
+type layout struct {
+	replicas, config, groups []string
+	name, members            string
+	maxReplicas              int32
+	targetSelf               bool
+	namesInSelector          bool
+}
+
+func newLayout(p *profile.Compiled) layout {
+	spec, l := p.Spec(), p.Layout()
+	out := layout{
+		replicas:        segments(spec.ReplicasPath),
+		config:          segments(spec.ScaleConfig.Path),
+		maxReplicas:     l.MaxReplicas,
+		targetSelf:      l.TargetSelf,
+		namesInSelector: l.GroupNamesInSelector,
+	}
+	if g := spec.MemberGroups; g != nil {
+		out.groups = segments(g.Path)
+		out.name, out.members = g.NameField, g.MembersField
+	}
+	return out
+}
+
+// For compiles p's policies. A config held in an annotation gets V1, V8
+// and M5 only: its text is JSON, which the webhook reads (V9) and
+// rewrites (M2).
+func For(p *profile.Compiled) Set {
+	l := newLayout(p)
+	name := Name(p)
+	gvr := p.GVR()
+	fail := admissionregistrationv1.Fail
+	match := &admissionregistrationv1.MatchResources{
+		ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups:   []string{gvr.Group},
+					APIVersions: []string{gvr.Version},
+					Resources:   []string{gvr.Resource},
+				},
+			},
+		}},
+	}
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}}
+	}
+	typeMeta := func(kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
+	}
+	causes, vrules := l.causes()
+	variables := append(l.variables(), admissionregistrationv1.Variable{Name: "causes", Expression: causes})
+	mutations, mrules := l.mutations()
+	return Set{
+		Mutating: &admissionregistrationv1.MutatingAdmissionPolicy{
+			TypeMeta:   typeMeta("MutatingAdmissionPolicy"),
+			ObjectMeta: meta(),
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+				MatchConstraints: match.DeepCopy(),
+				MatchConditions:  []admissionregistrationv1.MatchCondition{l.wellTyped()},
+				Mutations:        mutations,
+				FailurePolicy:    &fail,
+				// Every patch is written only where the value differs, so
+				// running again after a later mutation changes nothing (M6).
+				ReinvocationPolicy: admissionregistrationv1.IfNeededReinvocationPolicy,
+			},
+		},
+		MutatingBinding: &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+			TypeMeta:   typeMeta("MutatingAdmissionPolicyBinding"),
+			ObjectMeta: meta(),
+			Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name},
+		},
+		Validating: &admissionregistrationv1.ValidatingAdmissionPolicy{
+			TypeMeta:   typeMeta("ValidatingAdmissionPolicy"),
+			ObjectMeta: meta(),
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: match,
+				FailurePolicy:    &fail,
+				MatchConditions:  []admissionregistrationv1.MatchCondition{l.ratchet()},
+				Variables:        variables,
+				Validations: []admissionregistrationv1.Validation{{
+					Expression:        "size(variables.causes) == 0",
+					MessageExpression: "variables.causes.join('; ')",
+					// The API server's fallback, should the message fail.
+					Message: "the scaling fields break the scale contract (docs/contract.md)",
+					Reason:  ptr(metav1.StatusReasonInvalid),
+				}},
+			},
+		},
+		ValidatingBinding: &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   typeMeta("ValidatingAdmissionPolicyBinding"),
+			ObjectMeta: meta(),
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			},
+		},
+		Rules: append(mrules, vrules...),
+	}
+}
+
+// ratchet skips validation of an UPDATE that leaves R, C and G as stored,
+// as the webhook does: an object stored before a rule applied can still
+// have its other fields changed.
+func (l layout) ratchet() admissionregistrationv1.MatchCondition {
+	// Each field as an optional of object and of oldObject; an annotation
+	// is a map key, which no field name can spell.
+	type field struct{ cur, old string }
+	at := func(segs []string) field { return field{optional("object", segs), optional("oldObject", segs)} }
+	fields := []field{at(l.replicas)}
+	if l.config != nil {
+		fields = append(fields, at(l.config))
+	} else {
+		key := "[?" + celString(v1alpha1.AnnotationScaleConfig) + "]"
+		fields = append(fields, field{"object.?metadata.?annotations" + key, "oldObject.?metadata.?annotations" + key})
+	}
+	if l.groups != nil {
+		fields = append(fields, at(l.groups))
+	}
+	conds := []string{"request.operation != 'UPDATE'"}
+	for _, f := range fields {
+		conds = append(conds, fmt.Sprintf("%s.hasValue() != %s.hasValue() || (%s.hasValue() && %s.value() != %s.value())", f.cur, f.old, f.cur, f.cur, f.old))
+	}
+	return admissionregistrationv1.MatchCondition{Name: "scaling-fields-changed", Expression: strings.Join(conds, " || ")}
+}
+
+// wellTyped holds when R is a number and C an object with numbers for
+// bounds. The mutations read them as such; an object where they are not is
+// left unmutated for the schema to refuse at the field's path, as the
+// webhook's mutation writes nothing over a value it could not read.
+func (l layout) wellTyped() admissionregistrationv1.MatchCondition {
+	r := optional("object", l.replicas)
+	conds := []string{fmt.Sprintf("(!%[1]s.hasValue() || type(%[1]s.value()) == int)", r)}
+	if l.config != nil {
+		c := optional("object", l.config)
+		cmin, cmax := optional("object", append(slices.Clone(l.config), "minReplicas")), optional("object", append(slices.Clone(l.config), "maxReplicas"))
+		conds = append(conds, fmt.Sprintf("(!%[1]s.hasValue() || (type(%[1]s.value()) == map && (!%[2]s.hasValue() || type(%[2]s.value()) == int) && (!%[3]s.hasValue() || type(%[3]s.value()) == int)))", c, cmin, cmax))
+	}
+	return admissionregistrationv1.MatchCondition{Name: "scaling-fields-well-typed", Expression: strings.Join(conds, " && ")}
+}
+
+// variables are what the validations read, each computed once.
+func (l layout) variables() []admissionregistrationv1.Variable {
+	vars := []admissionregistrationv1.Variable{{Name: "replicas", Expression: optional("object", l.replicas)}}
+	if l.config != nil {
+		vars = append(vars,
+			admissionregistrationv1.Variable{Name: "config", Expression: optional("object", l.config)},
+			// Optionals are selected from object, never from a variable:
+			// the API server types variables as dyn, and a ".?" on a dyn
+			// holding an optional admitted every value in the e2e test.
+			admissionregistrationv1.Variable{Name: "min", Expression: optional("object", append(slices.Clone(l.config), "minReplicas"))},
+			admissionregistrationv1.Variable{Name: "max", Expression: optional("object", append(slices.Clone(l.config), "maxReplicas"))},
+			admissionregistrationv1.Variable{Name: "triggers", Expression: optional("object", append(slices.Clone(l.config), "triggers")) + ".orValue([])"},
+			admissionregistrationv1.Variable{Name: "idle", Expression: optional("object", append(slices.Clone(l.config), "idle")) + ".hasValue()"},
+			// lo and hi are C's bounds with M2 applied, as scaling's
+			// validateBounds reads them.
+			admissionregistrationv1.Variable{Name: "lo", Expression: "variables.min.orValue(variables.max.orValue(1) == 0 ? 0 : 1)"},
+			admissionregistrationv1.Variable{Name: "hi", Expression: "variables.max.orValue(variables.replicas.hasValue() && variables.replicas.value() > variables.lo ? variables.replicas.value() : variables.lo)"},
+		)
+	}
+	if l.groups != nil {
+		n, m := celField(l.name), celField(l.members)
+		vars = append(vars,
+			admissionregistrationv1.Variable{Name: "groups", Expression: optional("object", l.groups) + ".orValue([])"},
+			admissionregistrationv1.Variable{Name: "unnamed", Expression: fmt.Sprintf("variables.groups.transformList(i, g, type(g) == map && (!has(g.%s) || g.%s == ''), i)", n, n)},
+			admissionregistrationv1.Variable{Name: "duplicates", Expression: fmt.Sprintf(
+				"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && g.%s != '' && variables.groups.exists(j, h, j < i && type(h) == map && has(h.%s) && h.%s == g.%s), i)", n, n, n, n, n)},
+			admissionregistrationv1.Variable{Name: "negativeMembers", Expression: fmt.Sprintf("variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == int && g.%s < 0, i)", m, m, m)},
+		)
+		if l.namesInSelector {
+			vars = append(vars,
+				admissionregistrationv1.Variable{Name: "unlabelledNames", Expression: fmt.Sprintf(
+					"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == string && g.%s != '' && !g.%s.matches(%s), i)", n, n, n, n, celString("^"+labelValueRegexp+"$"))},
+				admissionregistrationv1.Variable{Name: "longNames", Expression: fmt.Sprintf(
+					"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == string && size(g.%s) > %d, i)", n, n, n, validation.LabelValueMaxLength)},
+			)
+		}
+	}
+	return vars
+}
+
+// causes are V1, V2 and V4 (at a spec path) and V8, as one CEL list of the
+// refusal's sentences, each starting with its exact field path as the
+// webhook's causes read. The API server stops at a policy's first failing
+// validation and a Validation has no field path of its own, so the
+// policy has one validation over this list: one refusal names every
+// cause, as the webhook's one 422 does.
+func (l layout) causes() (string, []string) {
+	var parts []string
+	add := func(expr, msg string) { parts = append(parts, fmt.Sprintf("(%s ? [] : [%s])", expr, msg)) }
+	each := func(list, msg string) { parts = append(parts, fmt.Sprintf("variables.%s.map(i, %s)", list, msg)) }
+	r := dotted(l.replicas)
+	rules := []string{"V1"}
+	add("!variables.replicas.hasValue() || variables.replicas.value() >= 0",
+		quote(r+": Invalid value: ")+" + string(variables.replicas.orValue(0)) + ': must be greater than or equal to 0'")
+	if l.maxReplicas > 0 {
+		add(fmt.Sprintf("!variables.replicas.hasValue() || variables.replicas.value() <= %d", l.maxReplicas),
+			quote(r+": Invalid value: ")+fmt.Sprintf(" + string(variables.replicas.orValue(0)) + ': must be less than or equal to %d, the upper bound this kind\\'s profile allows; lower it or raise the profile\\'s maxReplicas'", l.maxReplicas))
+	}
+	if l.config != nil {
+		rules = append(rules, "V2")
+		minP, maxP := append(slices.Clone(l.config), "minReplicas"), append(slices.Clone(l.config), "maxReplicas")
+		for _, b := range [][]string{minP, maxP} {
+			f := b[len(b)-1]
+			v := "variables." + strings.TrimSuffix(f, "Replicas")
+			add(v+".orValue(0) >= 0", quote(dotted(b)+": Invalid value: ")+" + string("+v+".orValue(0)) + ': must be greater than or equal to 0'")
+		}
+		if l.maxReplicas > 0 {
+			add(fmt.Sprintf("variables.max.orValue(0) <= %d", l.maxReplicas),
+				quote(dotted(maxP)+": Invalid value: ")+fmt.Sprintf(" + string(variables.max.orValue(0)) + ': must be less than or equal to %d, the upper bound this kind\\'s profile allows; lower maxReplicas'", l.maxReplicas))
+		}
+		add("!variables.config.hasValue() || variables.lo < 0 || variables.hi < 0 || variables.lo <= variables.hi",
+			quote(dotted(minP)+": Invalid value: ")+" + string(variables.lo) + ': must be less than or equal to maxReplicas (' + string(variables.hi) + '); raise maxReplicas or lower minReplicas'")
+		add("!variables.config.hasValue() || !(variables.lo == 0 && variables.hi > 0) || size(variables.triggers) > 0 || variables.idle",
+			quote(dotted(minP)+": Invalid value: 0: may be 0 below maxReplicas (")+" + string(variables.hi) + ') only with triggers or idle settings, because an HPA cannot scale to zero; set minReplicas to 1 or more, add triggers or idle, or set maxReplicas to 0 to stay at zero'")
+	}
+	if l.config != nil {
+		rules = append(rules, "V4")
+		for _, dir := range []string{"scaleUp", "scaleDown"} {
+			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), add, func(list string) { parts = append(parts, list) })
+		}
+	}
+	if l.groups != nil {
+		rules = append(rules, "V8")
+		g := dotted(l.groups)
+		at := func(field string) string {
+			return quote(g+"[") + " + string(i) + " + quote("]."+field)
+		}
+		each("unnamed", at(l.name)+" + ': Required value: every group needs a name; name it, e.g. rack-a'")
+		each("duplicates", fmt.Sprintf("%s + ': Duplicate value: \"' + variables.groups[i].%s + '\"'", at(l.name), celField(l.name)))
+		if l.namesInSelector {
+			// The sentences are the webhook's own: validation.IsValidLabelValue's
+			// of a value failing each check, and validateGroups' advice.
+			advice := "; group names are label values of the pods' selector (the profile's pods.memberGroupLabel), so rename the group"
+			for _, c := range []struct{ variable, bad string }{{"unlabelledNames", "-"}, {"longNames", strings.Repeat("a", validation.LabelValueMaxLength+1)}} {
+				msg := validation.IsValidLabelValue(c.bad)[0] + advice
+				each(c.variable, fmt.Sprintf("%s + ': Invalid value: \"' + variables.groups[i].%s + '\": ' + %s", at(l.name), celField(l.name), celString(msg)))
+			}
+		}
+		each("negativeMembers", fmt.Sprintf("%s + ': Invalid value: ' + string(variables.groups[i].%s) + ': must be greater than or equal to 0'", at(l.members), celField(l.members)))
+	}
+	return strings.Join(parts, " + "), rules
+}
+
+// The HPA's limits V4 checks, as scaling's validateScalingRules states
+// them.
+const (
+	maxStabilizationWindowSeconds = 3600
+	maxPolicyPeriodSeconds        = 1800
+)
+
+// behaviorCauses are V4 for one direction of C's behavior at segs, in the
+// webhook's sentences. A tolerance is a quantity, which CEL reads as text
+// or a number; its check stays with the webhook.
+func (l layout) behaviorCauses(segs []string, add func(expr, msg string), list func(string)) {
+	p := dotted(segs)
+	at := func(f string) string { return optional("object", append(slices.Clone(segs), f)) }
+	w := at("stabilizationWindowSeconds")
+	add(fmt.Sprintf("!%[1]s.hasValue() || (%[1]s.value() >= 0 && %[1]s.value() <= %[2]d)", w, maxStabilizationWindowSeconds),
+		quote(p+".stabilizationWindowSeconds: Invalid value: ")+fmt.Sprintf(" + string(%s.orValue(0)) + ': must be between 0 and %d seconds'", w, maxStabilizationWindowSeconds))
+	sp := at("selectPolicy")
+	add(fmt.Sprintf("!%[1]s.hasValue() || %[1]s.value() in ['Disabled', 'Max', 'Min']", sp),
+		quote(p+".selectPolicy: Unsupported value: \"")+fmt.Sprintf(" + string(%s.orValue('')) + '\": supported values: \"Disabled\", \"Max\", \"Min\"'", sp))
+	pl := at("policies")
+	add(fmt.Sprintf("!%[1]s.hasValue() || size(%[1]s.value()) > 0", pl),
+		quote(p+".policies: Required value: must list at least one policy; remove policies to get the default ones"))
+	item := func(f string) string { return quote(p+".policies[") + " + string(i) + " + quote("]."+f) }
+	// One sentence per policy that breaks a limit; an absent field is the
+	// Go decoder's zero, as the webhook reads it.
+	each := func(filter, msg string) {
+		list(fmt.Sprintf("%s.orValue([]).transformList(i, q, %s, %s)", pl, filter, msg))
+	}
+	typ, val, period := "(has(q.type) ? string(q.type) : '')", "(has(q.value) ? q.value : 0)", "(has(q.periodSeconds) ? q.periodSeconds : 0)"
+	each("!("+typ+" in ['Pods', 'Percent'])",
+		item("type")+" + ': Unsupported value: \"' + "+typ+" + '\": supported values: \"Percent\", \"Pods\"'")
+	each(val+" <= 0", item("value")+" + ': Invalid value: ' + string("+val+") + ': must be greater than 0'")
+	each(fmt.Sprintf("%[1]s < 1 || %[1]s > %[2]d", period, maxPolicyPeriodSeconds),
+		item("periodSeconds")+" + ': Invalid value: ' + string("+period+fmt.Sprintf(") + ': must be between 1 and %d seconds'", maxPolicyPeriodSeconds))
+}
+
+// mutations are M1–M5 as JSON patches, in the contract's order: each
+// mutation sees the object as the ones before it left it. Every patch is
+// written only where the value differs, so an object that needs nothing
+// gets no patch (M6).
+func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string) {
+	var out []admissionregistrationv1.Mutation
+	var rules []string
+	add := func(rule, expr string) {
+		rules = append(rules, rule)
+		out = append(out, admissionregistrationv1.Mutation{
+			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: expr},
+		})
+	}
+	r := optional("object", l.replicas)
+	if l.config != nil {
+		c := optional("object", l.config)
+		cmin, cmax := optional("object", append(slices.Clone(l.config), "minReplicas")), optional("object", append(slices.Clone(l.config), "maxReplicas"))
+		cp := pointer(l.config)
+		add("M1", fmt.Sprintf("%s.hasValue() && !%s.hasValue() ? %s[JSONPatch{op: 'add', path: %s, value: {'minReplicas': %s.value(), 'maxReplicas': %s.value()}}] : []",
+			r, c, l.parents(l.config, l.replicas), quote(cp), r, r))
+		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue() ? [JSONPatch{op: 'add', path: %s, value: %s.orValue(1) == 0 ? 0 : 1}] : []",
+			c, cmin, quote(cp+"/minReplicas"), cmax))
+		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue() ? [JSONPatch{op: 'add', path: %s, value: %s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1)}] : []",
+			c, cmax, quote(cp+"/maxReplicas"), r, r, cmin, r, cmin))
+		// M3, as scaling's pinsFollow: the old config, with M2's bounds,
+		// pinned to the old R, and the request's config (after M2) the
+		// same in its bounds and every other field.
+		oldR, oldC := optional("oldObject", l.replicas), optional("oldObject", l.config)
+		oldMin, oldMax := optional("oldObject", append(slices.Clone(l.config), "minReplicas")), optional("oldObject", append(slices.Clone(l.config), "maxReplicas"))
+		oldLo := fmt.Sprintf("%s.orValue(%s.orValue(1) == 0 ? 0 : 1)", oldMin, oldMax)
+		oldHi := fmt.Sprintf("%s.orValue(%s.value() > %s ? %s.value() : %s)", oldMax, oldR, oldLo, oldR, oldLo)
+		bounds := "['minReplicas', 'maxReplicas']"
+		add("M3", fmt.Sprintf("request.operation == 'UPDATE' && %[1]s.hasValue() && %[2]s.hasValue() && %[1]s.value() != %[2]s.value() && %[3]s.hasValue() && %[4]s.hasValue() && "+
+			"%[5]s == %[1]s.value() && %[6]s == %[1]s.value() && %[7]s.orValue(-1) == %[5]s && %[8]s.orValue(-1) == %[6]s && "+
+			"%[3]s.value().all(k, k in %[9]s || (k in %[4]s.value() && %[3]s.value()[k] == %[4]s.value()[k])) && %[4]s.value().all(k, k in %[9]s || k in %[3]s.value()) ? "+
+			"[JSONPatch{op: 'replace', path: %[10]s, value: %[2]s.value()}, JSONPatch{op: 'replace', path: %[11]s, value: %[2]s.value()}] : []",
+			oldR, r, c, oldC, oldLo, oldHi, cmin, cmax, bounds, quote(cp+"/minReplicas"), quote(cp+"/maxReplicas")))
+		if l.targetSelf {
+			add("M4", fmt.Sprintf("!%s.hasValue() && %s.orValue(1) < %s.orValue(0) ? %s[JSONPatch{op: 'add', path: %s, value: %s.value()}] : []",
+				r, cmin, cmax, l.parents(l.replicas, l.config), quote(pointer(l.replicas)), cmin))
+		}
+	}
+	if l.groups != nil {
+		// A group that is not an object, or a count that is not a number,
+		// is left for the schema (or the webhook) to refuse at its path:
+		// the webhook's M5 writes nothing over a value it could not read.
+		m := celField(l.members)
+		add("M5", fmt.Sprintf("%s.hasValue() ? %s.orValue([]).transformList(i, g, type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s.value())), JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s.value()}) : []",
+			r, optional("object", l.groups), m, m, m, r, quote(pointer(l.groups)+"/"), quote("/"+l.members), r))
+	}
+	// M2 is two mutations, one rule.
+	return out, slices.Compact(rules)
+}
+
+// parents is the CEL list of patches that create the missing objects
+// above segs, followed by "+ " so a last patch can be appended; the
+// parents of known, which the condition requires to be present, are never
+// missing.
+func (l layout) parents(segs, known []string) string {
+	var b strings.Builder
+	for k := 1; k < len(segs); k++ {
+		prefix := segs[:k]
+		if len(known) > k && slices.Equal(known[:k], prefix) {
+			continue
+		}
+		fmt.Fprintf(&b, "(%s.hasValue() ? [] : [JSONPatch{op: 'add', path: %s, value: {}}]) + ", optional("object", prefix), quote(pointer(prefix)))
+	}
+	return b.String()
+}
+
+// labelValueRegexp is a label value, as apimachinery's validation checks
+// it.
+const labelValueRegexp = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
+
+func ptr[T any](v T) *T { return &v }
