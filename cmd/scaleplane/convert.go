@@ -240,7 +240,10 @@ func (cv *converter) print(stdout, stderr io.Writer, o sourcedObject) bool {
 		fmt.Fprintf(stderr, "scaleplane convert: ScaledObject %s: %v\n", id, err)
 		return false
 	}
-	stdout.Write(out)
+	if _, err := stdout.Write(out); err != nil {
+		fmt.Fprintf(stderr, "scaleplane convert: ScaledObject %s: write: %v\n", id, err)
+		return false
+	}
 	return len(res.NotConverted) == 0
 }
 

@@ -181,7 +181,7 @@ func (w *activityWriter) write(ctx context.Context, k *kindLoop, u *unstructured
 			var have metav1.MicroTime
 			// A stored time in the future (activityTime) is overwritten.
 			if have.UnmarshalQueryParameter(s) == nil && !have.Time.Before(want.Truncate(time.Microsecond)) &&
-				!have.Time.After(w.now().Add(MaxActivitySkew)) {
+				!have.After(w.now().Add(MaxActivitySkew)) {
 				return nil
 			}
 		}

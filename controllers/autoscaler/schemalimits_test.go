@@ -58,7 +58,7 @@ func TestTickNeverWritesWhatTheSchemaRefuses(t *testing.T) {
 	if len(writes) != 1 || writes[0] != 8 {
 		t.Errorf("writes %v, want one of 8, the schema's maximum", writes)
 	}
-	if d := st.explain(k).Decisions; len(d) == 0 || d[len(d)-1].Decision.Desired != 8 {
+	if d := st.explain(k).Decisions; len(d) == 0 || d[len(d)-1].Desired != 8 {
 		t.Errorf("decisions %+v, want one for 8", d)
 	}
 }
