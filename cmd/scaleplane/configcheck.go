@@ -234,6 +234,17 @@ func readProfiles(name string, stderr io.Writer, flags []configv1alpha2.Listener
 				continue
 			}
 			out = append(out, profileSource{file: name, fp: field.NewPath("spec"), what: "ScaleProfile " + sp.Name, spec: sp.Spec})
+		case kind == v1alpha1.ScaleHandleKind && apiVersion == v1alpha1.GroupVersion.String():
+			// profile init prints a handle beside the ScaleHandle kind's
+			// profile for a CRD without /scale: read as strictly, not a
+			// profile itself.
+			strict, err := kjson.UnmarshalStrict(js, &v1alpha1.ScaleHandle{})
+			if err == nil && len(strict) > 0 {
+				err = errors.Join(strict...)
+			}
+			if err != nil {
+				problems = append(problems, fmt.Errorf("document %d (ScaleHandle): %w", i, err))
+			}
 		case kind == "":
 			problems = append(problems, fmt.Errorf("document %d has no kind (field names are case-sensitive: kind, apiVersion); give kind: ScaleProfile or kind: Configuration", i))
 		case strings.EqualFold(kind, "ScaleProfile") || strings.EqualFold(kind, configv1alpha2.Kind) ||
