@@ -116,6 +116,13 @@ func startBinary(t *testing.T, ns string) *binary {
 	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// scaleplane runs in a namespace of its own: its webhooks never reach
+	// the namespace it runs in (webhook.excludedNamespaces), and the
+	// suite's workloads live in ns.
+	sys := ns + "-scaleplane"
+	if err := cluster.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sys}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	metricsPort, probePort := freePorts(t)
 	b := &binary{
 		path:        bin,
@@ -132,7 +139,7 @@ func startBinary(t *testing.T, ns string) *binary {
 	b.cmd = exec.Command("/bin/sh", "-c", `echo $$ > "$0" && exec "$@"`, cg.procsFile(), bin,
 		"--config", cfgPath,
 		"--kubeconfig", cluster.Kubeconfig,
-		"--namespace", ns,
+		"--namespace", sys,
 		"--cert-mode", string(app.CertFiles),
 		"--metrics-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)),
 		"--health-probe-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)))

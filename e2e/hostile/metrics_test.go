@@ -94,8 +94,10 @@ func (s *suite) metricsReport(t *testing.T) {
 		{"scrapes failed: connection", down["refused"], failed(promql.FailureConnection)},
 		{"scrapes failed: sample limit", down["sample limit"], failed(promql.FailureSampleLimit)},
 		{"scrapes failed: label limit", down["label limit"], failed(promql.FailureLabelLimit)},
-		// The churning targets of the store's byte budget.
-		{"store: series refused at its byte budget", 1, sum(promql.MetricStoreRefused, map[string]string{"reason": promql.RefusedMaxBytes})},
+		// The churning targets of the store's byte budget: refused at the
+		// whole store's or, first, at their namespace's share of it.
+		{"store: series refused at its byte budget", 1, sum(promql.MetricStoreRefused, map[string]string{"reason": promql.RefusedMaxBytes}) +
+			sum(promql.MetricStoreRefused, map[string]string{"reason": promql.RefusedMaxBytesPerNamespace})},
 	}
 	var short []check
 	for _, c := range checks {
