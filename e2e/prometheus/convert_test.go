@@ -82,5 +82,5 @@ spec:
 	}
 	rackedCluster(t, ns, "orders", 1, sc)
 	framework.WaitScale(t, cluster, ns, "orders", "4", func(r int64) bool { return r == 4 })
-	findEvent(t, ns, "orders", v1alpha1.ReasonScaled, "Scaled up from 1 to 4: prometheus=35 > 10 per replica")
+	findEvent(t, ns, "orders", v1alpha1.ReasonScaled, "Scaled up from 1 to 4: prometheus=35 over 1 replica is 35 per replica, above the target 10: asks for ceil(35 / 10) = 4")
 }
