@@ -60,7 +60,7 @@ func TestRulesCompiledPerProfile(t *testing.T) {
 		mutations int
 	}{
 		{sample(t, "RackedCluster"), "scaleplane-rackedclusters.samples.scaleplane.io", []string{"M1", "M2", "M3", "M4", "M5", "V1", "V2", "V4", "V8"}, 6},
-		{sample(t, "Function"), "scaleplane-functions.samples.scaleplane.io", []string{"M1", "M2", "M3", "V1", "V2", "V4"}, 4},
+		{sample(t, "Function"), "scaleplane-samplefunctions.samples.scaleplane.io", []string{"M1", "M2", "M3", "V1", "V2", "V4"}, 4},
 		{sample(t, "WorkerGroup"), "scaleplane-workergroups.samples.scaleplane.io", []string{"M1", "M2", "M3", "M4", "V1", "V2", "V4"}, 5},
 		{profiletest.ZonedDatabase(), "scaleplane-zoneddatabases.data.example.org", []string{"M5", "V1", "V8"}, 1},
 	}
