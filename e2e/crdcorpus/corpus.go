@@ -55,6 +55,13 @@ type CRD struct {
 	Name, Group, Version, Resource, Kind string
 	// Clustered is a cluster-scoped kind.
 	Clustered bool
+	// Handle is a kind without /scale for which profile init prints a
+	// ScaleHandle (with --name demo): the path applies that output as
+	// printed, creates the object (Body) and runs Scale as kubectl scale
+	// on the handle, every member group following; Replicas is then a
+	// jsonpath listing every group's count. Delete deletes the handle,
+	// then the object.
+	Handle bool
 	// ShortName is the CRD's first short name ("" for none).
 	ShortName string
 	// Repo is the upstream repository (owner/name), Commit the commit the
@@ -74,7 +81,7 @@ type CRD struct {
 	// `scaleplane profile init --crd` (then config check, kubectl apply
 	// --server-side and the ScaleProfile Active); the rest run only when
 	// Init works. Scale is kubectl scale 2 -> 3; Zero is kubectl scale to
-	// 0 (Broken: refused with advice that, followed, is refused again); HPA is kubectl autoscale --min=4 (the real HPA controller raises
+	// 0; HPA is kubectl autoscale --min=4 (the real HPA controller raises
 	// the count through /scale); Trigger is a scale config with a PromQL
 	// trigger that scaleplane's autoscaler follows to 5; Sleep is a scale
 	// config with minReplicas 0 and an idle timeout, with which that
@@ -111,18 +118,15 @@ func (c CRD) Source() string {
 
 const (
 	noScale     = "has no served version with a /scale subresource"
-	noScaleWhy  = "no /scale subresource: scaleplane scales kinds through /scale, so this kind needs a scale handle (not available yet)"
+	noScaleWhy  = "no /scale subresource, and no list of member groups a ScaleHandle could size (the count is the single field `spec.trainer.numNodes`): profile init says to add /scale to the CRD"
+	handleWhy   = "no /scale: profile init prints a ScaleHandle (scaleplane's own kind with /scale) for the object; the corpus runs kubectl scale and delete on it, e2e/scalehandle the HPA, KEDA, triggers and explain"
+	zeroMinWhy  = "the replicas field has `minimum: 1`; scaleplane refuses the write, saying the kind cannot reach 0 and which counts it can"
 	apache      = "Apache-2.0"
 	minimumText = "should be greater than or equal to 1"
-
-	hpaPinnedWhy = "scaleplane bug: the HPA scales the object, but its Scaling says `Pinned: no scale config: the count is set by hand`, not that a foreign autoscaler holds the count"
 )
 
-const explainShortWhy = "scaleplane bug: `scaleplane explain NAMESPACE/SHORTNAME/NAME` does not resolve the kind's short name as kubectl does (the resource, `resource.group` and the kind in lower case work)"
-
-// hpaSaysPinned is the HPA step of an object without a scale config
-// today.
-var hpaSaysPinned = broken("Pinned: no scale config: the count is set by hand", hpaPinnedWhy)
+// handleNotRun is every step but Scale and Delete of a ScaleHandle row.
+var handleNotRun = notRun(handleWhy)
 
 // Corpus is the matrix, one entry per vendored CRD.
 var Corpus = []CRD{{
@@ -133,15 +137,14 @@ var Corpus = []CRD{{
 	Body:     `{runtime: python312, source: {inline: {source: "def main(event, context): return 'ok'"}}, replicas: 2}`,
 	Replicas: ".spec.replicas",
 	Init:     works(), Scale: works(),
-	Zero: broken("the CRD's schema requires a value of at least 1 (minimum); scale to a count the schema accepts, or give the scale config a range",
-		"scaleplane bug: the refusal is right (`spec.scaleConfig.minReplicas` has `minimum: 1`, so a Function cannot reach 0) but advises giving the scale config a range; with a range [1, 4] the second refusal advises lowering `spec.scaleConfig.minReplicas` to 0, which the schema forbids"),
-	HPA: broken("External: scale config has neither triggers nor idle settings",
-		"scaleplane bug: the HPA scales the Function, but its Scaling (with the range [1, 4] left by the zero step) says `External: scale config has neither triggers nor idle settings`, not that a foreign autoscaler holds the count"),
+	Zero: refused("the CRD's schema requires a value of at least 1 (minimum); scale to a count from 1 to 1000",
+		"`spec.scaleConfig.minReplicas` and `maxReplicas` have `minimum: 1`: a Function's scale config cannot hold 0, and scaleplane refuses the write saying so and which counts it can take"),
+	HPA:     works(),
 	Range:   works(),
 	Trigger: notRun("`spec.scaleConfig` has room only for minReplicas and maxReplicas (the API server prunes triggers); triggers need the profile's scaleConfig switched to the annotation"),
 	Sleep:   notRun("as for triggers: `spec.scaleConfig` has no room for `idle`"),
 	Unset:   works(), UnsetReads: "1",
-	Explain: broken(`no matches for /, Resource=fn`, explainShortWhy), Delete: works(),
+	Explain: works(), Delete: works(),
 }, {
 	File: "functions.serverless.kyma-project.io.yaml", Name: "functions.serverless.kyma-project.io",
 	Group: "serverless.kyma-project.io", Version: "v1alpha2", Resource: "functions", Kind: "Function", ShortName: "fn",
@@ -151,8 +154,8 @@ var Corpus = []CRD{{
 	Replicas: ".spec.replicas",
 	Edit: &Edit{Old: "path: .spec.scaleConfig", New: "annotation: scaleplane.io/scale-config",
 		Why: "`spec.scaleConfig` can hold only the bounds; the annotation holds triggers and idle settings"},
-	Init: works(), Unset: works(), UnsetReads: "1", Scale: works(), Zero: works(), HPA: hpaSaysPinned,
-	Range: works(), Trigger: works(), Sleep: works(), Explain: broken(`no matches for /, Resource=fn`, explainShortWhy), Delete: works(),
+	Init: works(), Unset: works(), UnsetReads: "1", Scale: works(), Zero: works(), HPA: works(),
+	Range: works(), Trigger: works(), Sleep: works(), Explain: works(), Delete: works(),
 }, {
 	File: "kafkanodepools.kafka.strimzi.io.yaml", Name: "kafkanodepools.kafka.strimzi.io",
 	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkanodepools", Kind: "KafkaNodePool", ShortName: "knp",
@@ -160,8 +163,8 @@ var Corpus = []CRD{{
 	Shape:    "small hand-written schema (not controller-gen); `spec.replicas` required, `minimum: 0`",
 	Body:     `{replicas: 2, roles: [broker], storage: {type: ephemeral}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: refused("Required value", "`spec.replicas` is required by the schema"), UnsetReads: "",
-	Explain: broken(`no matches for /, Resource=knp`, explainShortWhy), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Unset: refused("Required value", "`spec.replicas` is required by the schema"), UnsetReads: "",
+	Explain: works(), Delete: works(),
 }, {
 	File: "kafkaconnectors.kafka.strimzi.io.yaml", Name: "kafkaconnectors.kafka.strimzi.io",
 	Group: "kafka.strimzi.io", Version: "v1", Resource: "kafkaconnectors", Kind: "KafkaConnector", ShortName: "kctr",
@@ -171,12 +174,12 @@ var Corpus = []CRD{{
 	Replicas: ".spec.tasksMax",
 	Init:     works(), Scale: works(),
 	Zero:    refused(minimumText, "`spec.tasksMax` has `minimum: 1`; the API server refuses the write"),
-	HPA:     hpaSaysPinned,
-	Range:   broken("spec.replicas: Invalid value: 6: outside the autoscaling range", "scaleplane bug: the S1 refusal names `spec.replicas`, a field the kind does not have, instead of `spec.tasksMax`"),
+	HPA:     works(),
+	Range:   works(),
 	Trigger: works(),
-	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.tasksMax` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
+	Sleep:   refused("the CRD's schema requires a value of at least 1 (minimum)", "`spec.tasksMax` has `minimum: 1`: scaleplane refuses a scale config with `minReplicas: 0` in the annotation, saying the kind cannot reach 0"),
 	Unset:   works(), UnsetReads: "",
-	Explain: broken(`no matches for /, Resource=kctr`, explainShortWhy), Delete: works(),
+	Explain: works(), Delete: works(),
 }, {
 	File: "nodepools.karpenter.sh.yaml", Name: "nodepools.karpenter.sh",
 	Group: "karpenter.sh", Version: "v1", Resource: "nodepools", Kind: "NodePool", Clustered: true,
@@ -196,8 +199,8 @@ var Corpus = []CRD{{
 	Shape:    "two served versions (v1beta1, v1beta2), /scale on both",
 	Body:     `{clusterName: demo, replicas: 2, selector: {matchLabels: {md: demo}}, template: {metadata: {labels: {md: demo}}, spec: {clusterName: demo, bootstrap: {dataSecretName: demo}, infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: DockerMachineTemplate, name: demo}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
-	Explain: broken(`no matches for /, Resource=md`, explainShortWhy), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
+	Explain: works(), Delete: works(),
 }, {
 	File: "clusters.postgresql.cnpg.io.yaml", Name: "clusters.postgresql.cnpg.io",
 	Group: "postgresql.cnpg.io", Version: "v1", Resource: "clusters", Kind: "Cluster",
@@ -207,10 +210,10 @@ var Corpus = []CRD{{
 	Replicas: ".spec.instances",
 	Init:     works(), Scale: works(),
 	Zero:    refused(minimumText, "`spec.instances` has `minimum: 1`; the API server refuses the write"),
-	HPA:     hpaSaysPinned,
-	Range:   broken("spec.replicas: Invalid value: 6: outside the autoscaling range", "scaleplane bug: the S1 refusal names `spec.replicas`, a field the kind does not have, instead of `spec.instances`"),
+	HPA:     works(),
+	Range:   works(),
 	Trigger: works(),
-	Sleep:   broken("ScaledToZero", "scaleplane bug: a scale config with `minReplicas: 0` in the annotation is admitted although `spec.instances` has `minimum: 1`; every write of 0 is then refused by the API server while the Scaling says ScaledToZero"),
+	Sleep:   refused("the CRD's schema requires a value of at least 1 (minimum)", "`spec.instances` has `minimum: 1`: scaleplane refuses a scale config with `minReplicas: 0` in the annotation, saying the kind cannot reach 0"),
 	Unset:   works(), UnsetReads: "1",
 	Explain: notRun("the CRD has no short name"), Delete: works(),
 }, {
@@ -220,8 +223,8 @@ var Corpus = []CRD{{
 	Shape:    "very large (1.3 MB: only server-side apply installs it); `spec.replicas` defaulted to 1, maximum 1000000",
 	Body:     `{replicas: 2, leaderWorkerTemplate: {workerTemplate: {spec: {containers: [{name: worker, image: example.invalid/worker}]}}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "1",
-	Explain: broken(`no matches for /, Resource=lws`, explainShortWhy), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "1",
+	Explain: works(), Delete: works(),
 }, {
 	File: "rollouts.argoproj.io.yaml", Name: "rollouts.argoproj.io",
 	Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts", Kind: "Rollout", ShortName: "ro",
@@ -229,8 +232,8 @@ var Corpus = []CRD{{
 	Shape:    "large (560 KiB); /scale reads status replicas from `.status.HPAReplicas`",
 	Body:     `{replicas: 2, selector: {matchLabels: {app: demo}}, template: {metadata: {labels: {app: demo}}, spec: {containers: [{name: app, image: example.invalid/app}]}}}`,
 	Replicas: ".spec.replicas",
-	Init:     works(), Scale: works(), Zero: works(), HPA: hpaSaysPinned, Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
-	Explain: broken(`no matches for /, Resource=ro`, explainShortWhy), Delete: works(),
+	Init:     works(), Scale: works(), Zero: works(), HPA: works(), Range: works(), Trigger: works(), Sleep: works(), Unset: works(), UnsetReads: "",
+	Explain: works(), Delete: works(),
 }, {
 	File: "pytorchjobs.kubeflow.org.yaml", Name: "pytorchjobs.kubeflow.org",
 	Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs", Kind: "PyTorchJob",
@@ -242,14 +245,22 @@ var Corpus = []CRD{{
 	File: "scyllaclusters.scylla.scylladb.com.yaml", Name: "scyllaclusters.scylla.scylladb.com",
 	Group: "scylla.scylladb.com", Version: "v1", Resource: "scyllaclusters", Kind: "ScyllaCluster",
 	Repo: "scylladb/scylla-operator", Commit: "adefed4ef914e8b856a52bc638e2e61e9d3e15d6", Path: "pkg/api/scylla/v1/scylla.scylladb.com_scyllaclusters.yaml", License: apache,
-	Shape: "no /scale; racks as a list (`.spec.datacenter.racks[].members`), their status as a map (`.status.racks.<name>`)",
-	Init:  refused(noScale, noScaleWhy),
+	Shape:    "no /scale; racks as a list (`.spec.datacenter.racks[].members`), their status as a map (`.status.racks.<name>`)",
+	Handle:   true,
+	Body:     `{version: 6.2.0, agentVersion: 3.4.0, datacenter: {name: dc1, racks: [{name: a, members: 2, storage: {capacity: 1Gi}}, {name: b, members: 1, storage: {capacity: 1Gi}}]}}`,
+	Replicas: ".spec.datacenter.racks[*].members",
+	Init:     works(), Scale: works(), Delete: works(),
+	Unset: handleNotRun, Zero: handleNotRun, HPA: handleNotRun, Range: handleNotRun, Trigger: handleNotRun, Explain: handleNotRun, Sleep: handleNotRun,
 }, {
 	File: "rayclusters.ray.io.yaml", Name: "rayclusters.ray.io",
 	Group: "ray.io", Version: "v1", Resource: "rayclusters", Kind: "RayCluster",
 	Repo: "ray-project/kuberay", Commit: "feeaf72facab4881ba2b179248bb67315634e229", Path: "ray-operator/config/crd/bases/ray.io_rayclusters.yaml", License: apache,
-	Shape: "no /scale; very large (910 KiB, two versions); worker groups as a list with their own replicas, minReplicas and maxReplicas",
-	Init:  refused(noScale, noScaleWhy),
+	Shape:    "no /scale; very large (910 KiB, two versions); worker groups as a list with their own replicas, minReplicas and maxReplicas",
+	Handle:   true,
+	Body:     `{headGroupSpec: {template: {spec: {containers: [{name: head, image: example.invalid/ray}]}}}, workerGroupSpecs: [{groupName: a, replicas: 2, minReplicas: 0, maxReplicas: 10, template: {spec: {containers: [{name: worker, image: example.invalid/ray}]}}}, {groupName: b, replicas: 1, minReplicas: 0, maxReplicas: 10, template: {spec: {containers: [{name: worker, image: example.invalid/ray}]}}}]}`,
+	Replicas: ".spec.workerGroupSpecs[*].replicas",
+	Init:     works(), Scale: works(), Delete: works(),
+	Unset: handleNotRun, Zero: handleNotRun, HPA: handleNotRun, Range: handleNotRun, Trigger: handleNotRun, Explain: handleNotRun, Sleep: handleNotRun,
 }, {
 	File: "trainjobs.trainer.kubeflow.org.yaml", Name: "trainjobs.trainer.kubeflow.org",
 	Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs", Kind: "TrainJob",
@@ -274,7 +285,9 @@ the scaleplane binary). The columns, in the order the test runs them:
 - **profile init**: ` + "`scaleplane profile init --crd NAME`" + ` against the served CRD, its output checked by
   ` + "`scaleplane config check`" + `, applied with ` + "`kubectl apply --server-side`" + `, the ScaleProfile ` + "`Active`" + ` in
   ` + "`kubectl get sprof`" + `; then an object is created with its replicas field at 2 (a scale config in the
-  spec is pinned at 2, M1);
+  spec is pinned at 2, M1); for a kind without ` + "`/scale`" + `, *ScaleHandle*: ` + "`profile init --name demo`" + `
+  prints a ScaleHandle for the object, applied as printed, and **scale** is ` + "`kubectl scale scalehandle/demo --replicas=3`" + `,
+  every member group of the object following, **delete** deletes the handle and the object;
 - **no replicas**: an object created without its replicas field, which then reads the value shown
   (the schema's default) or stays absent (–);
 - **scale**: ` + "`kubectl scale --replicas=3`" + `;
@@ -324,6 +337,9 @@ says why. When an outcome changes, the test fails: update the table in ` + "`e2e
 			fmt.Sprintf("%s (%s@%s)", c.Version, c.Repo, c.Commit[:7]),
 			c.Shape,
 			mark(c.Init),
+		}
+		if c.Handle {
+			cells[3] += " ScaleHandle"
 		}
 		if c.Init.Outcome == Works {
 			reads := c.UnsetReads
