@@ -128,6 +128,11 @@ const (
 // handleNotRun is every step but Scale and Delete of a ScaleHandle row.
 var handleNotRun = notRun(handleWhy)
 
+// handleUnchecked is profile init of a kind without /scale today: it
+// prints a ScaleHandle, which `scaleplane config check` then refuses.
+var handleUnchecked = broken(`kind "ScaleHandle" of scaleplane.io/v1alpha1 is not a kind scaleplane reads`,
+	"scaleplane bug: profile init prints a ScaleHandle (with the handle kind's ScaleProfile and a ClusterRole), but `scaleplane config check -f` of that output refuses its third document: `kind \"ScaleHandle\" of scaleplane.io/v1alpha1 is not a kind scaleplane reads`; the corpus stops there (e2e/scalehandle applies the handle and scales it)")
+
 // Corpus is the matrix, one entry per vendored CRD.
 var Corpus = []CRD{{
 	File: "functions.serverless.kyma-project.io.yaml", Name: "functions.serverless.kyma-project.io",
@@ -249,8 +254,7 @@ var Corpus = []CRD{{
 	Handle:   true,
 	Body:     `{version: 6.2.0, agentVersion: 3.4.0, datacenter: {name: dc1, racks: [{name: a, members: 2, storage: {capacity: 1Gi}}, {name: b, members: 1, storage: {capacity: 1Gi}}]}}`,
 	Replicas: ".spec.datacenter.racks[*].members",
-	Init:     works(), Scale: works(), Delete: works(),
-	Unset: handleNotRun, Zero: handleNotRun, HPA: handleNotRun, Range: handleNotRun, Trigger: handleNotRun, Explain: handleNotRun, Sleep: handleNotRun,
+	Init:     handleUnchecked,
 }, {
 	File: "rayclusters.ray.io.yaml", Name: "rayclusters.ray.io",
 	Group: "ray.io", Version: "v1", Resource: "rayclusters", Kind: "RayCluster",
@@ -259,8 +263,7 @@ var Corpus = []CRD{{
 	Handle:   true,
 	Body:     `{headGroupSpec: {template: {spec: {containers: [{name: head, image: example.invalid/ray}]}}}, workerGroupSpecs: [{groupName: a, replicas: 2, minReplicas: 0, maxReplicas: 10, template: {spec: {containers: [{name: worker, image: example.invalid/ray}]}}}, {groupName: b, replicas: 1, minReplicas: 0, maxReplicas: 10, template: {spec: {containers: [{name: worker, image: example.invalid/ray}]}}}]}`,
 	Replicas: ".spec.workerGroupSpecs[*].replicas",
-	Init:     works(), Scale: works(), Delete: works(),
-	Unset: handleNotRun, Zero: handleNotRun, HPA: handleNotRun, Range: handleNotRun, Trigger: handleNotRun, Explain: handleNotRun, Sleep: handleNotRun,
+	Init:     handleUnchecked,
 }, {
 	File: "trainjobs.trainer.kubeflow.org.yaml", Name: "trainjobs.trainer.kubeflow.org",
 	Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs", Kind: "TrainJob",
@@ -339,7 +342,7 @@ says why. When an outcome changes, the test fails: update the table in ` + "`e2e
 			mark(c.Init),
 		}
 		if c.Handle {
-			cells[3] += " ScaleHandle"
+			cells[3] += " (ScaleHandle)"
 		}
 		if c.Init.Outcome == Works {
 			reads := c.UnsetReads
