@@ -128,11 +128,6 @@ const (
 // handleNotRun is every step but Scale and Delete of a ScaleHandle row.
 var handleNotRun = notRun(handleWhy)
 
-// handleUnchecked is profile init of a kind without /scale today: it
-// prints a ScaleHandle, which `scaleplane config check` then refuses.
-var handleUnchecked = broken(`kind "ScaleHandle" of scaleplane.io/v1alpha1 is not a kind scaleplane reads`,
-	"scaleplane bug: profile init prints a ScaleHandle (with the handle kind's ScaleProfile and a ClusterRole), but `scaleplane config check -f` of that output refuses its third document: `kind \"ScaleHandle\" of scaleplane.io/v1alpha1 is not a kind scaleplane reads`; the corpus stops there (e2e/scalehandle applies the handle and scales it)")
-
 // Corpus is the matrix, one entry per vendored CRD.
 var Corpus = []CRD{{
 	File: "functions.serverless.kyma-project.io.yaml", Name: "functions.serverless.kyma-project.io",
@@ -254,7 +249,8 @@ var Corpus = []CRD{{
 	Handle:   true,
 	Body:     `{version: 6.2.0, agentVersion: 3.4.0, datacenter: {name: dc1, racks: [{name: a, members: 2, storage: {capacity: 1Gi}}, {name: b, members: 1, storage: {capacity: 1Gi}}]}}`,
 	Replicas: ".spec.datacenter.racks[*].members",
-	Init:     handleUnchecked,
+	Init:     works(), Scale: works(), Delete: works(),
+	Zero: handleNotRun, HPA: handleNotRun, Range: handleNotRun, Trigger: handleNotRun, Sleep: handleNotRun, Explain: handleNotRun, Unset: handleNotRun,
 }, {
 	File: "rayclusters.ray.io.yaml", Name: "rayclusters.ray.io",
 	Group: "ray.io", Version: "v1", Resource: "rayclusters", Kind: "RayCluster",
@@ -263,7 +259,8 @@ var Corpus = []CRD{{
 	Handle:   true,
 	Body:     `{headGroupSpec: {template: {spec: {containers: [{name: head, image: example.invalid/ray}]}}}, workerGroupSpecs: [{groupName: a, replicas: 2, minReplicas: 0, maxReplicas: 10, template: {spec: {containers: [{name: worker, image: example.invalid/ray}]}}}, {groupName: b, replicas: 1, minReplicas: 0, maxReplicas: 10, template: {spec: {containers: [{name: worker, image: example.invalid/ray}]}}}]}`,
 	Replicas: ".spec.workerGroupSpecs[*].replicas",
-	Init:     handleUnchecked,
+	Init:     works(), Scale: works(), Delete: works(),
+	Zero: handleNotRun, HPA: handleNotRun, Range: handleNotRun, Trigger: handleNotRun, Sleep: handleNotRun, Explain: handleNotRun, Unset: handleNotRun,
 }, {
 	File: "trainjobs.trainer.kubeflow.org.yaml", Name: "trainjobs.trainer.kubeflow.org",
 	Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs", Kind: "TrainJob",

@@ -28,6 +28,7 @@ import (
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/crdcorpus"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/webhooks"
@@ -467,7 +468,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 	scalingSays := func(want string) {
 		t.Helper()
 		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-			out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", `jsonpath={.status.conditions[?(@.type=="Active")].reason}: {.status.conditions[?(@.type=="Active")].message}`)
+			out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, autoscaler.ScalingName(name, schema.GroupKind{Group: c.Group, Kind: c.Kind}), "-o", `jsonpath={.status.conditions[?(@.type=="Active")].reason}: {.status.conditions[?(@.type=="Active")].message}`)
 			return err == nil && strings.Contains(out, want), fmt.Sprintf("kubectl get scaling, its Active condition: %q %v; want %q", out, err, want)
 		})
 	}
@@ -529,7 +530,7 @@ func path(t *testing.T, bin string, c crdcorpus.CRD) {
 		if step("write a scale config with a trigger", c.Trigger, out, err) {
 			at(5)
 			framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-				out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, name+"-"+strings.ToLower(c.Kind), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
+				out, err := cluster.Kubectl(ctx, "get", "scalings", "-n", scalingNS, autoscaler.ScalingName(name, schema.GroupKind{Group: c.Group, Kind: c.Kind}), "-o", "jsonpath={.status.mode} {.status.desiredReplicas}")
 				return err == nil && out == "triggers 5", fmt.Sprintf("kubectl get scaling: %q %v", out, err)
 			})
 			// explain, by the kind's resource and group, says so too.
