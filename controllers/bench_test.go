@@ -39,7 +39,7 @@ func BenchmarkHPAUpToDate(b *testing.B) {
 	u := rc("demo").replicas(1).rack("a", 1).config(bounds(2, 6, cpu(50))).obj()
 	w, _ := v.Read(u)
 	d := scaling.DecideHPA(w, v.Layout(), nil, nil)
-	desired, err := desiredHPA(v, u, d)
+	desired, err := desiredHPA(v, "scaleplane", u, d)
 	if err != nil {
 		b.Fatal(err)
 	}

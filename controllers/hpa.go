@@ -99,7 +99,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 	}
 	r.unwarn(nn, ReasonHPANameTaken)
 
-	desired, err := desiredHPA(r.view, u, d)
+	desired, err := desiredHPA(r.view, r.owner, u, d)
 	if err != nil {
 		return err
 	}
@@ -158,8 +158,9 @@ func HPAName(workload, kind string) string {
 	return strings.TrimRight(workload[:keep], "-.") + "-" + hash + suffix
 }
 
-// desiredHPA builds the built-in HPA for u from decision d (d.Want).
-func desiredHPA(v *profile.Compiled, u *unstructured.Unstructured, d scaling.HPADecision) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+// desiredHPA builds the built-in HPA for u from decision d (d.Want),
+// labelled with the owner whose controller makes it.
+func desiredHPA(v *profile.Compiled, owner string, u *unstructured.Unstructured, d scaling.HPADecision) (*autoscalingv2.HorizontalPodAutoscaler, error) {
 	if u.GetUID() == "" {
 		return nil, fmt.Errorf("%s %s/%s has no uid yet", u.GetKind(), u.GetNamespace(), u.GetName())
 	}
@@ -172,6 +173,9 @@ func desiredHPA(v *profile.Compiled, u *unstructured.Unstructured, d scaling.HPA
 	// workload in every case.
 	if len(validation.IsValidLabelValue(u.GetName())) == 0 {
 		labels[v1alpha1.LabelWorkloadName] = u.GetName()
+	}
+	if owner != "" && len(validation.IsValidLabelValue(owner)) == 0 {
+		labels[v1alpha1.LabelOwner] = owner
 	}
 	yes := true
 	minReplicas := d.Min

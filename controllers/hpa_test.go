@@ -89,6 +89,7 @@ func TestDesiredHPA(t *testing.T) {
 					"app.kubernetes.io/managed-by": "scaleplane",
 					"scaleplane.io/workload-kind":  "RackedCluster",
 					"scaleplane.io/workload-name":  "demo",
+					"scaleplane.io/owner":          "scaleplane",
 				},
 				OwnerReferences: owner("RackedCluster", "demo"),
 			},
@@ -110,6 +111,7 @@ func TestDesiredHPA(t *testing.T) {
 					"app.kubernetes.io/managed-by": "scaleplane",
 					"scaleplane.io/workload-kind":  "Function",
 					"scaleplane.io/workload-name":  "hello",
+					"scaleplane.io/owner":          "scaleplane",
 				},
 				OwnerReferences: owner("Function", "hello"),
 			},
@@ -126,7 +128,7 @@ func TestDesiredHPA(t *testing.T) {
 			if !d.Want {
 				t.Fatalf("DecideHPA wants no HPA: %s", d.Reason)
 			}
-			got, err := desiredHPA(sampleView(t, tt.kind), tt.in, d)
+			got, err := desiredHPA(sampleView(t, tt.kind), "scaleplane", tt.in, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +151,7 @@ func TestDesiredHPA(t *testing.T) {
 
 func TestHPAUpToDate(t *testing.T) {
 	u := rc("demo").replicas(1).rack("a", 1).config(bounds(2, 6, cpu(50))).obj()
-	desired, err := desiredHPA(sampleView(t, "RackedCluster"), u, decide(t, "RackedCluster", u))
+	desired, err := desiredHPA(sampleView(t, "RackedCluster"), "scaleplane", u, decide(t, "RackedCluster", u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +173,9 @@ func TestHPAUpToDate(t *testing.T) {
 		{"target changed", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef.Name = "other" }, false},
 		{"our label removed", func(h *autoscalingv2.HorizontalPodAutoscaler) { delete(h.Labels, "app.kubernetes.io/managed-by") }, false},
 		{"owner reference gone", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.OwnerReferences = nil }, false},
+		// An HPA an older release made has no owner label: the next
+		// reconcile labels it, so cleanup finds it by owner.
+		{"owner label missing", func(h *autoscalingv2.HorizontalPodAutoscaler) { delete(h.Labels, "scaleplane.io/owner") }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

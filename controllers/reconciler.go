@@ -43,6 +43,9 @@ type Reconciler struct {
 	keda   *kedaWatch
 	// hpaIndex is the kind's field index of HPAs by scale target.
 	hpaIndex string
+	// owner labels the HPAs this reconciler makes (LabelOwner), so that
+	// `scaleplane cleanup` of one owner leaves another owner's alone.
+	owner string
 
 	conflictRetries int
 
@@ -66,6 +69,7 @@ func newReconciler(mgr manager.Manager, v *profile.Compiled, keda *kedaWatch, op
 		events:          EventRecorder(mgr),
 		keda:            keda,
 		conflictRetries: opts.ConflictRetries,
+		owner:           opts.Owner,
 	}
 }
 

@@ -37,7 +37,7 @@ func fakeReconciler(t *testing.T, kind string, funcs interceptor.Funcs, objs ...
 	v := sampleView(t, kind)
 	return &Reconciler{
 		view: v, kind: kind, cache: c, api: c, writer: c, events: events,
-		keda: newKEDAWatch(nil, -1), conflictRetries: 5, hpaIndex: hpaTargetIndex,
+		keda: newKEDAWatch(nil, -1), conflictRetries: 5, hpaIndex: hpaTargetIndex, owner: "scaleplane",
 	}, c, events
 }
 
@@ -116,7 +116,7 @@ func TestReconcileHPAYieldsToForeignHPA(t *testing.T) {
 	}
 	v := sampleView(t, "RackedCluster")
 	w, _ := v.Read(obj)
-	ours, err := desiredHPA(v, obj, decideWith(t, v, w))
+	ours, err := desiredHPA(v, "scaleplane", obj, decideWith(t, v, w))
 	if err != nil {
 		t.Fatal(err)
 	}

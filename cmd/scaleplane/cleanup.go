@@ -29,16 +29,17 @@ const cleanupUsage = `Usage:
 
 Lists what a scaleplane binary created at run time and an uninstall (helm
 uninstall, kubectl delete -k) leaves behind, since no manifest holds it:
-  - the built-in HPAs it made (label app.kubernetes.io/managed-by=scaleplane),
-    which go on scaling their workloads;
+  - the built-in HPAs it made (label app.kubernetes.io/managed-by=scaleplane
+    and scaleplane.io/owner=OWNER), which go on scaling their workloads;
+    one without an owner label (made by an older release) is deleted only
+    when --kind names its kind;
   - webhook configurations of OWNER that no Helm release manages, whose
     fail-closed entries refuse every write of the profiled kinds while
     nothing serves them;
   - in NS, the self-signed Secret and the cert-manager Issuers and
     Certificates it created.
 With --delete it deletes them. It never touches your workloads, ScaleProfiles
-or Scalings, nor anything it did not create. HPAs are found by their label:
-if operators embedding scaleplane share the cluster, limit them with --kind.
+or Scalings, nor anything it did not create, nor another owner's objects.
 docs/production.md has the whole uninstall.
 `
 
@@ -100,6 +101,9 @@ type uninstallLeftover struct {
 	obj  client.Object
 	kind string
 	why  string
+	// keep, when set, says why --delete leaves the object: cleanup cannot
+	// tell that it is this owner's.
+	keep string
 }
 
 // cleanup lists (and with o.Delete deletes) what scaleplane created at run
@@ -113,7 +117,10 @@ func cleanup(ctx context.Context, c client.Client, o cleanupOptions, w io.Writer
 	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tWHY\tACTION")
 	for _, l := range found {
 		action := "listed (--delete removes it)"
-		if o.Delete {
+		switch {
+		case l.keep != "":
+			action = l.keep
+		case o.Delete:
 			err := c.Delete(ctx, l.obj)
 			switch {
 			case err == nil, apierrors.IsNotFound(err):
@@ -140,10 +147,24 @@ func uninstallLeftovers(ctx context.Context, c client.Client, o cleanupOptions) 
 	}
 	for i := range hpas.Items {
 		h := &hpas.Items[i]
-		if len(o.Kinds) > 0 && !slices.Contains(o.Kinds, h.Labels[v1alpha1.LabelWorkloadKind]) {
+		kind := h.Labels[v1alpha1.LabelWorkloadKind]
+		if len(o.Kinds) > 0 && !slices.Contains(o.Kinds, kind) {
 			continue
 		}
-		out = append(out, uninstallLeftover{h, "HorizontalPodAutoscaler", fmt.Sprintf("built-in HPA of %s %s", h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name)})
+		l := uninstallLeftover{obj: h, kind: "HorizontalPodAutoscaler", why: fmt.Sprintf("built-in HPA of %s %s", h.Spec.ScaleTargetRef.Kind, h.Spec.ScaleTargetRef.Name)}
+		switch owner, labelled := h.Labels[v1alpha1.LabelOwner]; {
+		case labelled && owner != o.Owner:
+			continue // another owner's (an operator embedding scaleplane)
+		case !labelled:
+			// Made by a release that did not label HPAs with their owner;
+			// its controller labels it when it next runs. Only the user can
+			// say it is this owner's, by naming its kind.
+			l.why += ", no owner label"
+			if !slices.Contains(o.Kinds, kind) {
+				l.keep = fmt.Sprintf("kept: its owner is unknown; delete it with --kind %s if it is %s's", kind, o.Owner)
+			}
+		}
+		out = append(out, l)
 	}
 
 	owned := client.MatchingLabels{v1alpha1.LabelOwner: o.Owner}
@@ -154,7 +175,7 @@ func uninstallLeftovers(ctx context.Context, c client.Client, o cleanupOptions) 
 	}
 	for i := range ms.Items {
 		if !helmManaged(&ms.Items[i]) {
-			out = append(out, uninstallLeftover{&ms.Items[i], "MutatingWebhookConfiguration", fmt.Sprintf("owner %s, %d entries, no Helm release", o.Owner, len(ms.Items[i].Webhooks))})
+			out = append(out, uninstallLeftover{obj: &ms.Items[i], kind: "MutatingWebhookConfiguration", why: fmt.Sprintf("owner %s, %d entries, no Helm release", o.Owner, len(ms.Items[i].Webhooks))})
 		}
 	}
 	var vs admissionregistrationv1.ValidatingWebhookConfigurationList
@@ -163,7 +184,7 @@ func uninstallLeftovers(ctx context.Context, c client.Client, o cleanupOptions) 
 	}
 	for i := range vs.Items {
 		if !helmManaged(&vs.Items[i]) {
-			out = append(out, uninstallLeftover{&vs.Items[i], "ValidatingWebhookConfiguration", fmt.Sprintf("owner %s, %d entries, no Helm release", o.Owner, len(vs.Items[i].Webhooks))})
+			out = append(out, uninstallLeftover{obj: &vs.Items[i], kind: "ValidatingWebhookConfiguration", why: fmt.Sprintf("owner %s, %d entries, no Helm release", o.Owner, len(vs.Items[i].Webhooks))})
 		}
 	}
 
@@ -172,7 +193,7 @@ func uninstallLeftovers(ctx context.Context, c client.Client, o cleanupOptions) 
 		return nil, fmt.Errorf("list Secrets in %s: %w", o.Namespace, err)
 	}
 	for i := range secrets.Items {
-		out = append(out, uninstallLeftover{&secrets.Items[i], "Secret", "the self-signed serving key pair"})
+		out = append(out, uninstallLeftover{obj: &secrets.Items[i], kind: "Secret", why: "the self-signed serving key pair"})
 	}
 
 	var issuers cmapi.IssuerList
@@ -183,14 +204,14 @@ func uninstallLeftovers(ctx context.Context, c client.Client, o cleanupOptions) 
 		return nil, fmt.Errorf("list Issuers in %s: %w", o.Namespace, err)
 	}
 	for i := range issuers.Items {
-		out = append(out, uninstallLeftover{&issuers.Items[i], "Issuer", "created by scaleplane in cert-manager mode"})
+		out = append(out, uninstallLeftover{obj: &issuers.Items[i], kind: "Issuer", why: "created by scaleplane in cert-manager mode"})
 	}
 	var crts cmapi.CertificateList
 	if err := c.List(ctx, &crts, client.InNamespace(o.Namespace), managed); err != nil {
 		return nil, fmt.Errorf("list Certificates in %s: %w", o.Namespace, err)
 	}
 	for i := range crts.Items {
-		out = append(out, uninstallLeftover{&crts.Items[i], "Certificate", "created by scaleplane in cert-manager mode"})
+		out = append(out, uninstallLeftover{obj: &crts.Items[i], kind: "Certificate", why: "created by scaleplane in cert-manager mode"})
 	}
 	return out, nil
 }

@@ -34,7 +34,7 @@ func TestCleanupTouchesOnlyWhatScaleplaneCreated(t *testing.T) {
 	hpa := func(ns, name, kind string, ours bool) *autoscalingv2.HorizontalPodAutoscaler {
 		var labels map[string]string
 		if ours {
-			labels = map[string]string{"app.kubernetes.io/managed-by": "scaleplane", "scaleplane.io/workload-kind": kind}
+			labels = map[string]string{"app.kubernetes.io/managed-by": "scaleplane", "scaleplane.io/workload-kind": kind, "scaleplane.io/owner": "scaleplane"}
 		}
 		return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: meta(ns, name, labels),
 			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: kind, Name: name}, MaxReplicas: 3}}
@@ -116,4 +116,49 @@ func remaining(t *testing.T, c client.Client) []string {
 		}
 	}
 	return out
+}
+
+// TestCleanupDeletesOnlyThisOwnersHPAs: operators embedding scaleplane
+// label their HPAs with their own owner, and cleanup --delete of one owner
+// leaves the others' HPAs scaling their workloads. An HPA an older release
+// made carries no owner label: it is listed, and deleted only when --kind
+// names its kind.
+func TestCleanupDeletesOnlyThisOwnersHPAs(t *testing.T) {
+	hpa := func(name, kind, owner string) *autoscalingv2.HorizontalPodAutoscaler {
+		labels := map[string]string{"app.kubernetes.io/managed-by": "scaleplane", "scaleplane.io/workload-kind": kind}
+		if owner != "" {
+			labels["scaleplane.io/owner"] = owner
+		}
+		return &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, Labels: labels},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: kind, Name: name}, MaxReplicas: 3}}
+	}
+	c := fake.NewClientBuilder().WithScheme(certs.NewScheme()).WithObjects(
+		hpa("db", "RackedCluster", "scaleplane"),
+		hpa("cache", "CacheCluster", "cache-operator"),
+		hpa("cache-racked", "RackedCluster", "cache-operator"),
+		hpa("old-db", "RackedCluster", ""),
+		hpa("old-fn", "Function", ""),
+	).Build()
+	ctx := context.Background()
+
+	var out bytes.Buffer
+	if err := cleanup(ctx, c, cleanupOptions{Namespace: "scaleplane-system", Owner: "scaleplane", Delete: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"HorizontalPodAutoscaler team-a/cache", "HorizontalPodAutoscaler team-a/cache-racked", "HorizontalPodAutoscaler team-a/old-db", "HorizontalPodAutoscaler team-a/old-fn"}
+	if diff := cmp.Diff(want, remaining(t, c)); diff != "" {
+		t.Errorf("left after cleanup --delete (-want +got):\n%s\n%s", diff, out.String())
+	}
+	if !strings.Contains(out.String(), "--kind RackedCluster") || strings.Contains(out.String(), "cache") {
+		t.Errorf("cleanup's list should offer --kind for the unlabelled HPAs and not name another owner's:\n%s", out.String())
+	}
+
+	out.Reset()
+	if err := cleanup(ctx, c, cleanupOptions{Namespace: "scaleplane-system", Owner: "scaleplane", Kinds: []string{"RackedCluster"}, Delete: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"HorizontalPodAutoscaler team-a/cache", "HorizontalPodAutoscaler team-a/cache-racked", "HorizontalPodAutoscaler team-a/old-fn"}
+	if diff := cmp.Diff(want, remaining(t, c)); diff != "" {
+		t.Errorf("left after cleanup --delete --kind RackedCluster (-want +got):\n%s\n%s", diff, out.String())
+	}
 }
