@@ -230,6 +230,7 @@ type ScalingStatus struct {
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.status.maxReplicas`
 // +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.conditions[?(@.type=="Active")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Active")].reason`
+// +kubebuilder:printcolumn:name="Fallback",type=string,JSONPath=`.status.conditions[?(@.type=="Fallback")].status`
 // +kubebuilder:printcolumn:name="Last Scale",type=date,JSONPath=`.status.lastScaleTime`
 type Scaling struct {
 	metav1.TypeMeta   `json:",inline"`
