@@ -1,11 +1,11 @@
 package autoscaler
 
 import (
-	"maps"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
