@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -37,6 +38,10 @@ type History struct {
 	AwakeSince time.Time `json:"awakeSince,omitempty"`
 	// LastScaleTime is when RecordScale last recorded a change.
 	LastScaleTime time.Time `json:"lastScaleTime,omitempty"`
+	// Failures counts, per trigger name, the ticks in a row on which the
+	// trigger failed (V12's fallback); a trigger that succeeded last is
+	// absent. Only the config's triggers are kept.
+	Failures map[string]int32 `json:"failures,omitempty"`
 }
 
 // Clone returns a deep copy, for callers that snapshot a History before a
@@ -46,6 +51,7 @@ func (h *History) Clone() *History {
 	c.Recommendations = append([]Recommendation(nil), h.Recommendations...)
 	c.ScaleUpEvents = append([]ScaleEvent(nil), h.ScaleUpEvents...)
 	c.ScaleDownEvents = append([]ScaleEvent(nil), h.ScaleDownEvents...)
+	c.Failures = maps.Clone(h.Failures)
 	return &c
 }
 
@@ -76,6 +82,11 @@ type TriggerResult struct {
 	Sample
 	// Err is a failure to sample (query error, unreachable server).
 	Err error
+	// NotEvaluated: scaleplane did not ask the source this tick (its
+	// namespace was over its share, or the tick ran out of time first).
+	// The trigger has no value, as with Err, but the source did not fail:
+	// its failures in a row neither grow nor reset.
+	NotEvaluated bool
 }
 
 // DecideInput is everything one decision depends on.
@@ -164,6 +175,19 @@ type Decision struct {
 	// Problems lists config entries the decision had to ignore (bad time
 	// zone, bad HH:mm); admission validation normally prevents them.
 	Problems []string `json:"problems,omitempty"`
+	// Fallback is set while a trigger stands for the config's fallback
+	// count; nil otherwise.
+	Fallback *FallbackState `json:"fallback,omitempty"`
+}
+
+// FallbackState explains a decision some triggers of which are in
+// fallback: they failed more than FailureThreshold times in a row and each
+// asks for Replicas.
+type FallbackState struct {
+	Triggers         []string         `json:"triggers"`
+	FailureThreshold int32            `json:"failureThreshold"`
+	Behavior         FallbackBehavior `json:"behavior"`
+	Replicas         int32            `json:"replicas"`
 }
 
 // TriggerDecision is one trigger's part of a decision.
@@ -186,6 +210,12 @@ type TriggerDecision struct {
 	Active bool `json:"active,omitempty"`
 	// Problem says why the trigger is invalid.
 	Problem string `json:"problem,omitempty"`
+	// Failures is how many ticks in a row the trigger has failed,
+	// this one included; 0 when it succeeded.
+	Failures int32 `json:"failures,omitempty"`
+	// Fallback: the trigger failed more than the fallback's threshold
+	// allows, and Desired is the fallback count (Valid stays false).
+	Fallback bool `json:"fallback,omitempty"`
 }
 
 // IdleState explains the scale-to-zero part of a decision.
@@ -254,10 +284,23 @@ func Decide(in DecideInput, h *History) Decision {
 	if len(cfg.Triggers) > 0 {
 		d.Triggers = make([]TriggerDecision, len(cfg.Triggers))
 	}
+	failures := countFailures(cfg, in.Triggers, h)
 	for i := range cfg.Triggers {
 		td := &d.Triggers[i]
 		evalTrigger(td, &cfg.Triggers[i], findResult(in.Triggers, cfg.Triggers[i].Name), cur, d.Tolerances)
+		td.Failures = failures[cfg.Triggers[i].Name]
 		if !td.Valid {
+			if fb := cfg.Fallback; fb != nil && td.Failures > fb.FailureThreshold {
+				// V12: the trigger stands for the fallback count, as
+				// KEDA's metrics adapter makes the HPA see it, and goes
+				// through the same stabilization and limits.
+				td.Fallback, td.Desired = true, fb.FallbackReplicas(cur)
+				d.Fallback = fallbackState(d.Fallback, fb, td.Name, td.Desired)
+				if best < 0 || td.Desired > recommended {
+					best, recommended = i, td.Desired
+				}
+				continue
+			}
 			invalid++
 			continue
 		}
@@ -304,7 +347,9 @@ func Decide(in DecideInput, h *History) Decision {
 
 	switch {
 	case cur == 0 && toZero:
-		decideAtZero(&d, cfg, in, active)
+		// A trigger in fallback asking for capacity wakes the workload, as
+		// KEDA scales a ScaledObject at zero to its fallback count.
+		decideAtZero(&d, cfg, in, active || (d.Fallback != nil && d.Fallback.Replicas > 0))
 		if d.Desired > 0 {
 			// The idle timer of a woken workload starts now, not at the
 			// first tick that sees it awake.
@@ -576,9 +621,10 @@ func holdReason(d *Decision, invalid int) string {
 	return b.String()
 }
 
-// wantsZero: every trigger is valid and asks for 0.
+// wantsZero: every trigger is valid and asks for 0. A workload in
+// fallback never goes to zero.
 func wantsZero(d *Decision, invalid int) bool {
-	if invalid > 0 {
+	if invalid > 0 || d.Fallback != nil {
 		return false
 	}
 	for _, t := range d.Triggers {
@@ -590,6 +636,9 @@ func wantsZero(d *Decision, invalid int) bool {
 }
 
 func vetoReason(d *Decision) string {
+	if f := d.Fallback; f != nil {
+		return fmt.Sprintf("trigger %s is in fallback", strings.Join(f.Triggers, ", "))
+	}
 	for _, t := range d.Triggers {
 		if !t.Valid {
 			return fmt.Sprintf("trigger %s has no usable data (%s)", t.Name, t.Problem)
@@ -599,4 +648,46 @@ func vetoReason(d *Decision) string {
 		}
 	}
 	return "triggers still ask for capacity"
+}
+
+// countFailures updates h's failures in a row from this tick's results and
+// returns them: a trigger whose source failed or gave no usable value
+// counts one more, one with a value goes back to 0, one not evaluated
+// keeps its count. Names no longer in the config are forgotten.
+func countFailures(cfg *Config, results []TriggerResult, h *History) map[string]int32 {
+	if len(cfg.Triggers) == 0 {
+		h.Failures = nil
+		return nil
+	}
+	next := make(map[string]int32, len(cfg.Triggers))
+	for i := range cfg.Triggers {
+		name := cfg.Triggers[i].Name
+		r := findResult(results, name)
+		switch {
+		case r != nil && r.NotEvaluated:
+			if n := h.Failures[name]; n > 0 {
+				next[name] = n
+			}
+		case r == nil || r.Err != nil || sampleProblem(r.Sample) != "":
+			next[name] = h.Failures[name] + 1
+		}
+	}
+	if len(next) == 0 {
+		next = nil
+	}
+	h.Failures = next
+	return next
+}
+
+// fallbackState adds trigger name, asking for replicas, to s.
+func fallbackState(s *FallbackState, fb *Fallback, name string, replicas int32) *FallbackState {
+	if s == nil {
+		behavior := fb.Behavior
+		if behavior == "" {
+			behavior = FallbackStatic
+		}
+		s = &FallbackState{FailureThreshold: fb.FailureThreshold, Behavior: behavior, Replicas: replicas}
+	}
+	s.Triggers = append(s.Triggers, name)
+	return s
 }

@@ -33,6 +33,56 @@ type Config struct {
 	// PollingIntervalSeconds overrides the autoscaler's evaluation interval
 	// (default 15 s) for this workload.
 	PollingIntervalSeconds *int32 `json:"pollingIntervalSeconds,omitempty"`
+	// Fallback is the count a trigger stands for once it has failed more
+	// than FailureThreshold times in a row (KEDA's fallback). Without it a
+	// failing trigger keeps the current count.
+	Fallback *Fallback `json:"fallback,omitempty"`
+}
+
+// FallbackBehavior says which count a failing trigger stands for, with
+// KEDA's names and meanings.
+type FallbackBehavior string
+
+const (
+	// FallbackStatic: Fallback.Replicas (the default).
+	FallbackStatic FallbackBehavior = "static"
+	// FallbackCurrentReplicas: the current count.
+	FallbackCurrentReplicas FallbackBehavior = "currentReplicas"
+	// FallbackCurrentReplicasIfHigher: the current count when it is above
+	// Fallback.Replicas, Fallback.Replicas otherwise.
+	FallbackCurrentReplicasIfHigher FallbackBehavior = "currentReplicasIfHigher"
+	// FallbackCurrentReplicasIfLower: the current count when it is below
+	// Fallback.Replicas, Fallback.Replicas otherwise.
+	FallbackCurrentReplicasIfLower FallbackBehavior = "currentReplicasIfLower"
+)
+
+// Fallback is what a trigger that keeps failing stands for (V12).
+type Fallback struct {
+	// FailureThreshold is how many failures in a row a trigger may have
+	// before the fallback applies: it applies from failure
+	// FailureThreshold+1 on, and the next success ends it.
+	FailureThreshold int32 `json:"failureThreshold"`
+	// Replicas is the fallback count of the static behavior, and the bound
+	// of the currentReplicasIf* behaviors.
+	Replicas int32 `json:"replicas"`
+	// Behavior is static (default), currentReplicas,
+	// currentReplicasIfHigher or currentReplicasIfLower.
+	Behavior FallbackBehavior `json:"behavior,omitempty"`
+}
+
+// FallbackReplicas is the count a trigger in fallback stands for when the
+// workload runs cur replicas.
+func (f *Fallback) FallbackReplicas(cur int32) int32 {
+	switch f.Behavior {
+	case FallbackCurrentReplicas:
+		return cur
+	case FallbackCurrentReplicasIfHigher:
+		return max(cur, f.Replicas)
+	case FallbackCurrentReplicasIfLower:
+		return min(cur, f.Replicas)
+	default:
+		return f.Replicas
+	}
 }
 
 // TargetType says how a trigger's value compares with its threshold, with the

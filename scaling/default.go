@@ -205,6 +205,10 @@ func (c *Config) DeepCopy() *Config {
 			TimeoutSeconds:  clonePtr(c.Idle.TimeoutSeconds),
 		}
 	}
+	if c.Fallback != nil {
+		f := *c.Fallback
+		out.Fallback = &f
+	}
 	if c.Schedule != nil {
 		out.Schedule = &Schedule{
 			TimeZone:         c.Schedule.TimeZone,

@@ -65,7 +65,7 @@ func HPAReason(d Decision) string {
 func recommendingTrigger(d Decision) int {
 	best := -1
 	for i, t := range d.Triggers {
-		if t.Valid && (best < 0 || t.Desired > d.Triggers[best].Desired) {
+		if (t.Valid || t.Fallback) && (best < 0 || t.Desired > d.Triggers[best].Desired) {
 			best = i
 		}
 	}
@@ -75,7 +75,7 @@ func recommendingTrigger(d Decision) int {
 func countValid(ts []TriggerDecision) int {
 	n := 0
 	for _, t := range ts {
-		if t.Valid {
+		if t.Valid || t.Fallback {
 			n++
 		}
 	}
@@ -88,6 +88,9 @@ func countValid(ts []TriggerDecision) int {
 //	AverageValue: rps=103 over 2 replicas is 51.5 per replica, above the target 20: asks for ceil(103 / 20) = 6
 //	Value:        latency=0.8 is 1.6 times the target 0.5: asks for ceil(1.6 × 3) = 5
 func TriggerReason(t TriggerDecision, current int32, tol Tolerances) string {
+	if t.Fallback {
+		return fmt.Sprintf("trigger %s failed %d %s in a row (%s), so it stands for its fallback count %d", t.Name, t.Failures, plural(t.Failures, "time"), t.Problem, t.Desired)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s=%s", t.Name, fmtNum(t.Value))
 	switch t.Type {
@@ -270,4 +273,21 @@ func fmtShort(f float64) string {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return strconv.FormatFloat(f, 'g', 3, 64)
+}
+
+// FallbackReason says which triggers stand for the fallback count, why,
+// and what count the decision came to; "" without a fallback.
+func FallbackReason(d Decision) string {
+	f := d.Fallback
+	if f == nil {
+		return ""
+	}
+	var problems []string
+	for _, t := range d.Triggers {
+		if t.Fallback {
+			problems = append(problems, fmt.Sprintf("%s failed %d %s in a row (%s)", t.Name, t.Failures, plural(t.Failures, "time"), t.Problem))
+		}
+	}
+	return fmt.Sprintf("%s, more than the failureThreshold %d: it stands for the fallback count %d (behavior %s); decided %d",
+		strings.Join(problems, "; "), f.FailureThreshold, f.Replicas, f.Behavior, d.Desired)
 }

@@ -111,6 +111,42 @@ func validateIdle(idle *Idle, maxReplicas int32, p lazyPath) field.ErrorList {
 	return errs
 }
 
+// validateFallback is V12: a threshold and a count KEDA would take,
+// a known behavior, and a count inside the range (a fallback outside
+// [min, max] would be clamped to it, so the number written would not be
+// the one applied).
+func validateFallback(f *Fallback, eff *Config, triggers int, p lazyPath) field.ErrorList {
+	if f == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if f.FailureThreshold < 0 {
+		errs = append(errs, field.Invalid(p().Child("failureThreshold"), f.FailureThreshold,
+			"must be greater than or equal to 0: the failures in a row a trigger may have before the fallback applies"))
+	}
+	switch f.Behavior {
+	case "", FallbackStatic, FallbackCurrentReplicas, FallbackCurrentReplicasIfHigher, FallbackCurrentReplicasIfLower:
+	default:
+		errs = append(errs, field.NotSupported(p().Child("behavior"), f.Behavior,
+			[]string{string(FallbackStatic), string(FallbackCurrentReplicas), string(FallbackCurrentReplicasIfHigher), string(FallbackCurrentReplicasIfLower)}))
+	}
+	minR, maxR := int32(0), int32(0)
+	if eff.MinReplicas != nil {
+		minR = *eff.MinReplicas
+	}
+	if eff.MaxReplicas != nil {
+		maxR = *eff.MaxReplicas
+	}
+	if f.Behavior != FallbackCurrentReplicas && (f.Replicas < max(minR, 1) || f.Replicas > maxR) {
+		errs = append(errs, field.Invalid(p().Child("replicas"), f.Replicas, fmt.Sprintf(
+			"must be between %d and maxReplicas (%d): the count a failing trigger stands for, at least 1 (a workload in fallback is never scaled to zero) and inside the range it would be clamped to", max(minR, 1), maxR)))
+	}
+	if triggers == 0 {
+		errs = append(errs, field.Invalid(p(), "fallback", "applies to failing triggers, and this scale config has none: add triggers or remove fallback"))
+	}
+	return errs
+}
+
 // validateSchedule is V7 for time-of-day rules.
 func validateSchedule(s *Schedule, p lazyPath) field.ErrorList {
 	if s == nil {

@@ -68,6 +68,32 @@ type TriggerAutoscaling struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	PollingIntervalSeconds *int32 `json:"pollingIntervalSeconds,omitempty"`
+	// Fallback is the count a trigger stands for once it has failed more
+	// than failureThreshold times in a row (KEDA's fallback, V12). Without
+	// it a failing trigger keeps the current count.
+	// +optional
+	Fallback *Fallback `json:"fallback,omitempty"`
+}
+
+// Fallback is what a trigger that keeps failing (its source errors, or
+// gives no series, NaN or Inf) stands for.
+type Fallback struct {
+	// FailureThreshold is how many failures in a row a trigger may have;
+	// from the next one on it stands for the fallback count, until it
+	// succeeds again.
+	// +kubebuilder:validation:Minimum=0
+	FailureThreshold int32 `json:"failureThreshold"`
+	// Replicas is the fallback count (behavior static), or the bound the
+	// currentReplicasIf* behaviors compare the current count with.
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+	// Behavior is static (default: replicas), currentReplicas (keep the
+	// current count), currentReplicasIfHigher (the current count if above
+	// replicas) or currentReplicasIfLower (the current count if below
+	// replicas).
+	// +kubebuilder:validation:Enum=static;currentReplicas;currentReplicasIfHigher;currentReplicasIfLower
+	// +optional
+	Behavior string `json:"behavior,omitempty"`
 }
 
 // Trigger is one signal of the trigger autoscaler.

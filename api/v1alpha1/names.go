@@ -62,7 +62,14 @@ const (
 	// ReasonTriggerThrottled: a trigger was not evaluated because its
 	// namespace is over its fair share of the evaluation slots or spent its
 	// budget of samples or evaluation time (autoscaler.fairness).
-	ReasonTriggerThrottled        = "TriggerThrottled"
+	ReasonTriggerThrottled = "TriggerThrottled"
+	// ReasonFallbackActive: a trigger failed more than its fallback's
+	// failureThreshold allows and stands for the fallback count (the
+	// Fallback condition's reason, and the Warning on entering it).
+	ReasonFallbackActive = "FallbackActive"
+	// ReasonFallbackEnded: every trigger in fallback succeeded again (the
+	// Normal event on leaving it).
+	ReasonFallbackEnded           = "FallbackEnded"
 	ReasonWriteFailed             = "WriteFailed"
 	ReasonCertificateRotated      = "CertificateRotated"
 	ReasonWebhookConfigurationSet = "WebhookConfigurationUpdated"

@@ -39,6 +39,10 @@ const (
 	// ScalingFallback: some triggers have no usable value, so the count is
 	// kept instead of following them.
 	ScalingFallback = "Fallback"
+	// TriggerHealthy and TriggerFailing are a trigger's health
+	// (TriggerStatus.Health), with KEDA's words.
+	TriggerHealthy = "Happy"
+	TriggerFailing = "Failing"
 )
 
 // ScalingTargetRef names the workload a Scaling describes.
@@ -78,6 +82,18 @@ type TriggerStatus struct {
 	// Problem says why the trigger had no usable value.
 	// +optional
 	Problem string `json:"problem,omitempty"`
+	// Health is Happy when the trigger's last evaluation gave a usable
+	// value, Failing otherwise (KEDA's health status).
+	// +optional
+	Health string `json:"health,omitempty"`
+	// Failures is how many evaluations in a row have failed; 0 when the
+	// last one succeeded.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
+	// Fallback: the trigger failed more than the fallback's threshold
+	// allows and stands for the fallback count.
+	// +optional
+	Fallback bool `json:"fallback,omitempty"`
 }
 
 // ScalingDecision is one decision of the autoscaler that changed (or tried
@@ -138,6 +154,11 @@ type ScalingHistory struct {
 	// LastScaleTime is when the autoscaler last changed the count.
 	// +optional
 	LastScaleTime *metav1.MicroTime `json:"lastScaleTime,omitempty"`
+	// Failures counts, per trigger name, its failed evaluations in a row,
+	// so that a new leader keeps a fallback (or the way to one).
+	// +kubebuilder:validation:MaxProperties=100
+	// +optional
+	Failures map[string]int32 `json:"failures,omitempty"`
 }
 
 // ScalingStatus is what scaleplane does with one workload and why.
@@ -209,6 +230,7 @@ type ScalingStatus struct {
 // +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.status.maxReplicas`
 // +kubebuilder:printcolumn:name="Active",type=string,JSONPath=`.status.conditions[?(@.type=="Active")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Active")].reason`
+// +kubebuilder:printcolumn:name="Fallback",type=string,JSONPath=`.status.conditions[?(@.type=="Fallback")].status`
 // +kubebuilder:printcolumn:name="Last Scale",type=date,JSONPath=`.status.lastScaleTime`
 type Scaling struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -52,7 +52,7 @@ func TestConvertGolden(t *testing.T) {
 		{"paused", []string{"-f", in("paused")}, convertComplete},
 		{"idle", []string{"-f", in("idle")}, convertIncomplete},
 		{"behavior", []string{"-f", in("behavior")}, convertComplete},
-		{"fallback", []string{"-f", in("fallback")}, convertIncomplete},
+		{"fallback", []string{"-f", in("fallback")}, convertComplete},
 		{"modifiers", []string{"-f", in("modifiers")}, convertIncomplete},
 		{"multiple", []string{"-f", in("multiple")}, convertIncomplete},
 		{"rackedcluster-profile", []string{"--config", sampleConfig, "--source", "promql", "-f", in("rackedcluster")}, convertComplete},

@@ -211,9 +211,16 @@ func renderScaling(w io.Writer, s *v1alpha1.Scaling, now time.Time) {
 	if len(st.Triggers) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TRIGGER\tTYPE\tVALUE\tTHRESHOLD\tACTIVE\tPROBLEM")
+		fmt.Fprintln(tw, "TRIGGER\tTYPE\tVALUE\tTHRESHOLD\tACTIVE\tHEALTH\tPROBLEM")
 		for _, t := range st.Triggers {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", t.Name, dash(t.Type), dash(t.Value), dash(t.Threshold), t.Active, dash(t.Problem))
+			health := dash(t.Health)
+			if t.Failures > 0 {
+				health = fmt.Sprintf("%s (%d in a row)", health, t.Failures)
+			}
+			if t.Fallback {
+				health += ", fallback"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\n", t.Name, dash(t.Type), dash(t.Value), dash(t.Threshold), t.Active, health, dash(t.Problem))
 		}
 		_ = tw.Flush()
 	}

@@ -60,7 +60,8 @@ func TestExplainRendersTheScaling(t *testing.T) {
 				{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"},
 				{Type: "Active", Status: metav1.ConditionTrue, Reason: "Autoscaling", Message: "the trigger autoscaler scales this workload"},
 			},
-			Triggers: []v1alpha1.TriggerStatus{{Name: "rps", Type: "AverageValue", Value: "35", Threshold: "10", Active: true}},
+			Triggers: []v1alpha1.TriggerStatus{{Name: "rps", Type: "AverageValue", Value: "35", Threshold: "10", Active: true, Health: "Happy"},
+				{Name: "queue", Type: "AverageValue", Threshold: "5", Health: "Failing", Failures: 4, Fallback: true, Problem: "connection refused"}},
 			Decisions: []v1alpha1.ScalingDecision{
 				{Time: metav1.MicroTime{Time: t0.Add(-3 * time.Minute)}, Current: 0, Desired: 1, Action: "WakeUp", Reason: "Wake up from 0 to 1: activity"},
 				{Time: metav1.MicroTime{Time: t0.Add(-time.Minute)}, Current: 1, Desired: 4, Action: "ScaleUp", Reason: "Scale up from 1 to 4", Error: "conflict"},
@@ -76,8 +77,9 @@ CONDITION  STATUS  REASON       MESSAGE
 Ready      True    Ready        -
 Active     True    Autoscaling  the trigger autoscaler scales this workload
 
-TRIGGER  TYPE          VALUE  THRESHOLD  ACTIVE  PROBLEM
-rps      AverageValue  35     10         true    -
+TRIGGER  TYPE          VALUE  THRESHOLD  ACTIVE  HEALTH                          PROBLEM
+rps      AverageValue  35     10         true    Happy                           -
+queue    AverageValue  -      5          false   Failing (4 in a row), fallback  connection refused
 
 TIME      REPLICAS               ACTION   REASON
 11:57:00  0 -> 1                 WakeUp   Wake up from 0 to 1: activity

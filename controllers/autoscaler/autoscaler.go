@@ -384,6 +384,9 @@ type workload struct {
 	// throttled says which triggers of the last tick were not evaluated
 	// for their namespace's fair share or budget; "" when none.
 	throttled string
+	// fallbackNote describes the triggers in fallback at the last tick,
+	// "" when none was (noteFallback).
+	fallbackNote string
 	// gauges are the trigger names with a trigger_value series.
 	gauges []string
 	// restored is set once the workload's Scaling was read for what a

@@ -96,10 +96,14 @@ func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []sc
 			out[i].Err = b.err
 			continue
 		case tick.Err() != nil && ctx.Err() == nil:
+			out[i].NotEvaluated = true
 			out[i].Err = fmt.Errorf("not read: the tick's %v for all triggers was spent on the triggers before it; make them faster or raise autoscaler.queries.tickTimeoutSeconds", k.a.opts.TickTimeout)
 			continue
 		}
 		out[i].Sample, out[i].Err = k.sampleBounded(tick, b.scaler, now)
+		// Throttled by the fair scheduler: the source was not asked, so
+		// it did not fail either (V12 counts only the source's failures).
+		out[i].NotEvaluated = errors.Is(out[i].Err, promql.ErrThrottled)
 		if out[i].Err != nil && tick.Err() != nil && ctx.Err() == nil {
 			out[i].Err = fmt.Errorf("no answer before the tick's %v for all triggers ran out (autoscaler.queries.tickTimeoutSeconds): %w", k.a.opts.TickTimeout, out[i].Err)
 		}

@@ -63,6 +63,11 @@ func TestScalingModeAndConditions(t *testing.T) {
 		{"triggers, failing", scaling.Workload{Replicas: r(3), Config: cfg(1, 5).trigger("rps", 1).obj()}, StateAutoscaling, "",
 			&scaling.Decision{Current: 3, Desired: 3, Min: 1, Max: 5, Triggers: []scaling.TriggerDecision{{Name: "rps", Problem: "no data"}}},
 			row{v1alpha1.ScalingModeTriggers, "True/Ready", "True/Autoscaling", "False/NotPaused", "True/TriggersFailing"}},
+		{"triggers, one in fallback", scaling.Workload{Replicas: r(3), Config: cfg(1, 5).trigger("rps", 1).obj()}, StateAutoscaling, "",
+			&scaling.Decision{Current: 3, Desired: 4, Min: 1, Max: 5,
+				Triggers: []scaling.TriggerDecision{{Name: "rps", Problem: "connection refused", Failures: 3, Fallback: true, Desired: 4}},
+				Fallback: &scaling.FallbackState{Triggers: []string{"rps"}, FailureThreshold: 2, Behavior: scaling.FallbackStatic, Replicas: 4}},
+			row{v1alpha1.ScalingModeTriggers, "True/Ready", "True/Autoscaling", "False/NotPaused", "True/FallbackActive"}},
 		{"triggers, asleep", scaling.Workload{Replicas: r(0), Config: cfg(0, 5).trigger("rps", 1).idle(1, 60).obj()}, StateAutoscaling, "",
 			&scaling.Decision{Current: 0, Desired: 0, Min: 0, Max: 5},
 			row{v1alpha1.ScalingModeTriggers, "True/Ready", "False/ScaledToZero", "False/NotPaused", "False/TriggersHealthy"}},
@@ -87,6 +92,11 @@ func TestScalingModeAndConditions(t *testing.T) {
 			}
 			if st.Target != "RackedCluster/db" {
 				t.Errorf("target %q", st.Target)
+			}
+			for _, ts := range st.Triggers {
+				if want := map[bool]string{true: "Happy", false: "Failing"}[ts.Problem == ""]; ts.Health != want {
+					t.Errorf("trigger %s with problem %q has health %q, want %s", ts.Name, ts.Problem, ts.Health, want)
+				}
 			}
 		})
 	}
@@ -117,6 +127,20 @@ func TestScalingFingerprints(t *testing.T) {
 	}
 	if sb == sc {
 		t.Errorf("a new recommended count did not change the significant fingerprint")
+	}
+	// A failing trigger's count of failures grows on every tick without
+	// changing what happens: soft, until it enters fallback.
+	failing := func(n int32, fallback bool) string {
+		st := a.DeepCopy()
+		st.Triggers[0].Value, st.Triggers[0].Health, st.Triggers[0].Failures, st.Triggers[0].Fallback = "", "Failing", n, fallback
+		sig, _ := scalingFingerprints(*st)
+		return sig
+	}
+	if failing(1, false) != failing(2, false) {
+		t.Errorf("one more failure changed the significant fingerprint")
+	}
+	if failing(2, false) == failing(3, true) {
+		t.Errorf("entering fallback did not change the significant fingerprint")
 	}
 	if !a.Conditions[0].LastTransitionTime.Equal(&b.Conditions[0].LastTransitionTime) {
 		t.Errorf("Ready's transition time moved without a transition")
@@ -158,6 +182,8 @@ func TestHistoryRoundTrip(t *testing.T) {
 		LastActive:      at(20),
 		AwakeSince:      at(1).Add(1500 * time.Nanosecond),
 		LastScaleTime:   at(50),
+		// A trigger in fallback stays in it through a leader change.
+		Failures: map[string]int32{"rps": 4},
 	}
 	got := roundTrip(t, h, at(75))
 	want := &scaling.History{
@@ -167,6 +193,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 		LastActive:      at(20),
 		AwakeSince:      at(1).Add(time.Microsecond),
 		LastScaleTime:   at(50),
+		Failures:        map[string]int32{"rps": 4},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("restored History (-want +got):\n%s", diff)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -164,9 +165,12 @@ func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
 		st.DesiredReplicas = ptr(d.Desired)
 		st.MinReplicas, st.MaxReplicas = ptr(d.Min), ptr(d.Max)
 		for _, t := range d.Triggers {
-			ts := v1alpha1.TriggerStatus{Name: t.Name, Type: string(t.Type), Threshold: formatFloat(t.Threshold), Active: t.Active, Problem: t.Problem}
+			ts := v1alpha1.TriggerStatus{Name: t.Name, Type: string(t.Type), Threshold: formatFloat(t.Threshold), Active: t.Active, Problem: t.Problem,
+				Health: v1alpha1.TriggerHealthy, Failures: t.Failures, Fallback: t.Fallback}
 			if t.Valid {
 				ts.Value = formatFloat(t.Value)
+			} else {
+				ts.Health = v1alpha1.TriggerFailing
 			}
 			st.Triggers = append(st.Triggers, ts)
 		}
@@ -223,6 +227,9 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 		if d := in.Decision; d != nil {
 			if p := triggerProblems(*d); p != "" {
 				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, "TriggersFailing", p)
+			}
+			if f := d.Fallback; f != nil {
+				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, v1alpha1.ReasonFallbackActive, scaling.FallbackReason(*d))
 			}
 			if in.Throttled != "" {
 				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, v1alpha1.ReasonTriggerThrottled, in.Throttled)
@@ -300,6 +307,7 @@ func historyToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
 		LastActive:    microOrNil(h.LastActive),
 		AwakeSince:    microOrNil(h.AwakeSince),
 		LastScaleTime: microOrNil(h.LastScaleTime),
+		Failures:      maps.Clone(h.Failures),
 	}
 	recs := append([]scaling.Recommendation(nil), h.Recommendations...)
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
@@ -349,6 +357,14 @@ func historyFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time
 	}
 	h.AwakeSince = microTime(s.AwakeSince)
 	h.LastScaleTime = microTime(s.LastScaleTime)
+	for name, n := range s.Failures {
+		if n > 0 {
+			if h.Failures == nil {
+				h.Failures = make(map[string]int32, len(s.Failures))
+			}
+			h.Failures[name] = n
+		}
+	}
 	if n := len(h.Recommendations); n > 0 {
 		last := h.Recommendations[n-1]
 		if triggersActive && !h.LastActive.IsZero() && !h.LastActive.Before(last.Time) && now.After(h.LastActive) {
@@ -370,10 +386,13 @@ func scalingFingerprints(s v1alpha1.ScalingStatus) (significant, full string) {
 	full = fingerprint(s)
 	soft := s.DeepCopy()
 	for i := range soft.Triggers {
-		soft.Triggers[i].Value = ""
+		// A failing trigger's count grows on every tick; its health and
+		// fallback, which change what happens, stay significant.
+		soft.Triggers[i].Value, soft.Triggers[i].Failures = "", 0
 	}
 	if h := soft.History; h != nil {
 		h.LastActive = nil
+		h.Failures = nil
 		if n := len(h.Recommendations); n > 0 {
 			h.Recommendations[n-1].Time = metav1.MicroTime{}
 		}

@@ -166,6 +166,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 	k.signalDependencies(u.GetNamespace(), d)
 	k.warn(e, u, st, v1alpha1.ReasonInvalidTrigger, triggerProblems(d))
 	k.warn(e, u, st, v1alpha1.ReasonTriggerThrottled, st.throttled)
+	k.noteFallback(e, u, st, d)
 	rec := Record{Decision: d, LastActivity: activity}
 	res := reconcile.Result{RequeueAfter: interval}
 	if d.Desired != d.Current {
@@ -328,4 +329,24 @@ func (k *kindLoop) warn(e *env, u *unstructured.Unstructured, st *workload, reas
 	if st.warned.next(reason, note) && e != nil && e.events != nil {
 		e.events.Eventf(u, corev1.EventTypeWarning, reason, "%s", note)
 	}
+}
+
+// noteFallback emits a Warning when a trigger of the workload enters
+// fallback (V12) and a Normal event when none is in fallback any more.
+func (k *kindLoop) noteFallback(e *env, u *unstructured.Unstructured, st *workload, d scaling.Decision) {
+	note := ""
+	if f := d.Fallback; f != nil {
+		note = fmt.Sprintf("trigger %s failed more than %d times in a row: it stands for the fallback count %d (behavior %s) until it succeeds",
+			strings.Join(f.Triggers, ", "), f.FailureThreshold, f.Replicas, f.Behavior)
+	}
+	was := st.fallbackNote
+	st.fallbackNote = note
+	if note == was || e == nil || e.events == nil {
+		return
+	}
+	if note != "" {
+		e.events.Eventf(u, corev1.EventTypeWarning, v1alpha1.ReasonFallbackActive, "%s", note)
+		return
+	}
+	e.events.Eventf(u, corev1.EventTypeNormal, v1alpha1.ReasonFallbackEnded, "every trigger succeeded again: fallback ended (%s)", eventNote(d))
 }

@@ -25,6 +25,8 @@ type Prometheus struct {
 	URL     string
 	Process *controlplane.Program
 	targets string
+	// opts start the same server again (Restart).
+	opts controlplane.ProgramOptions
 }
 
 // PrometheusTarget is one scrape target: an address and the labels every
@@ -66,7 +68,7 @@ scrape_configs:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
-	p.Process, err = controlplane.StartProgram(PrometheusBinary, controlplane.ProgramOptions{
+	p.opts = controlplane.ProgramOptions{
 		Path: Binary(PrometheusBinary),
 		Args: []string{
 			"--config.file=" + cfgPath,
@@ -76,9 +78,19 @@ scrape_configs:
 		},
 		LogPath: filepath.Join(dir, "prometheus.log"),
 		Out:     verboseOut(),
-	})
-	if err != nil {
+	}
+	if err := p.run(ctx); err != nil {
 		return nil, err
+	}
+	return p, nil
+}
+
+// run starts the server with p.opts and waits until it is ready.
+func (p *Prometheus) run(ctx context.Context) error {
+	var err error
+	p.Process, err = controlplane.StartProgram(PrometheusBinary, p.opts)
+	if err != nil {
+		return err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if exited, state := p.Process.Exited(); exited {
@@ -94,9 +106,16 @@ scrape_configs:
 	})
 	if err != nil {
 		p.Stop()
-		return nil, fmt.Errorf("wait for prometheus: %w", err)
+		return fmt.Errorf("wait for prometheus: %w", err)
 	}
-	return p, nil
+	return nil
+}
+
+// Restart starts a stopped server again, at the same address with the
+// same data, and waits until it is ready.
+func (p *Prometheus) Restart(ctx context.Context) error {
+	p.Stop()
+	return p.run(ctx)
 }
 
 // SetTargets replaces what Prometheus scrapes (file_sd: written to a

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -158,7 +159,7 @@ func Convert(so *ScaledObject, opts Options) Result {
 		r.drop(spec.Child("initialCooldownPeriod"), "scaleplane has no delay before the first scale to zero; its idle timeout already counts from each wake-up")
 	}
 	if len(s.Fallback) > 0 && string(s.Fallback) != "null" {
-		r.drop(spec.Child("fallback"), "scaleplane has no fallback yet: a trigger that fails keeps the current count (it is never read as zero)")
+		convertFallback(&r, s.Fallback, spec.Child("fallback"))
 	}
 	if a := s.Advanced; a != nil {
 		ap := spec.Child("advanced")
@@ -525,3 +526,26 @@ func sortedKeys(m map[string]string) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// convertFallback maps KEDA's fallback to the config's, which has the same
+// fields and meanings (V12). KEDA counts a failure on each metrics request
+// of the HPA (every 15 s by default); scaleplane on each of its ticks.
+func convertFallback(r *Result, raw json.RawMessage, p *field.Path) {
+	var f struct {
+		FailureThreshold *int32 `json:"failureThreshold"`
+		Replicas         *int32 `json:"replicas"`
+		Behavior         string `json:"behavior"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		r.drop(p, "cannot read it: %v", err)
+		return
+	}
+	if f.FailureThreshold == nil || f.Replicas == nil {
+		r.drop(p, "KEDA requires failureThreshold and replicas; set both")
+		return
+	}
+	r.Config.Fallback = &scaling.Fallback{FailureThreshold: *f.FailureThreshold, Replicas: *f.Replicas, Behavior: scaling.FallbackBehavior(f.Behavior)}
+	r.note("fallback: a trigger's failures in a row are counted at each of scaleplane's decisions (the polling interval), where KEDA counts them at each of its HPA's metric reads")
+}
