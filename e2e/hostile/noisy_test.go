@@ -160,21 +160,43 @@ func TestNoisyNeighbourLeavesOtherTenantItsPace(t *testing.T) {
 	kept, err := q.keptSeries(ctx)
 	if err != nil {
 		t.Errorf("count B's series: %v", err)
-	} else if want := quietWorkloads * quietKeptPerPod; kept != want {
+	} else if want := (quietWorkloads + 1) * quietKeptPerPod; kept != want {
 		t.Errorf("the store keeps %d of B's b_kept series, want all %d", kept, want)
+	}
+
+	// What each namespace's evaluations cost and were refused. B's cheap
+	// queries never spend a budget nor fill a queue.
+	fams, err := s.scrapeMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var costs strings.Builder
+	for _, tenant := range []struct{ name, ns string }{{"A", nsA}, {"B", nsB}} {
+		th := func(reason string) int {
+			return int(sumOf(fams, promql.MetricEvaluationsThrottled, map[string]string{"namespace": tenant.ns, "reason": reason}))
+		}
+		fmt.Fprintf(&costs, "  %s's evaluations: %.0f samples, %.1f s; throttled: %d samples_per_minute, %d eval_time_per_minute, %d queue_full, %d wait_ended\n",
+			tenant.name, sumOf(fams, promql.MetricEvaluationSamples, map[string]string{"namespace": tenant.ns}),
+			sumOf(fams, promql.MetricEvaluationSeconds, map[string]string{"namespace": tenant.ns}),
+			th(promql.ThrottledSamples), th(promql.ThrottledTime), th(promql.ThrottledQueue), th(promql.ThrottledWait))
+		if tenant.ns == nsB {
+			if n := th(promql.ThrottledSamples) + th(promql.ThrottledTime) + th(promql.ThrottledQueue); n > 0 {
+				t.Errorf("B's evaluations were refused %d times for a budget or a full queue: A's cost was charged to B", n)
+			}
+		}
 	}
 
 	st, _ := s.storeSummary(ctx)
 	t.Logf("noisy neighbour against the scaleplane binary (pid %d) under a %s memory limit, GOMEMLIMIT unset, in %s:\n"+
 		"  attack: %d workloads ticking %s every 1 s over %d series; %d GetMetrics at once on A's ScaledObject (%d calls, %d answered, %d refused or failed); "+
 		"%d series of %d labels of %d bytes, new every scrape; %d trigger-name edits\n"+
-		"  store: %d series, %d of %d bytes, %d series refused for the namespace's bytes, %d for the store's\n%s%s"+
+		"  store: %d series, %d of %d bytes, %d series refused for the namespace's bytes, %d for the store's\n%s%s%s"+
 		"  memory: cgroup max usage %s, VmHWM %s; limit hit %d times, OOM kills %d",
 		s.bin.pid, mib(memoryLimit), time.Since(began).Round(time.Second),
 		heavyWorkloads, heavyQuery, heavyPods*heavySeriesPerPod, externalFlood, a.calls.Load(), a.answered.Load(), a.calls.Load()-a.answered.Load(),
 		hogSeries, hogLabels, hogValueBytes, a.edits.Load(),
 		st.SeriesCount, st.UsedBytes, storeBudget, st.RefusedSeriesForNamespaceBytes, st.RefusedSeriesForBytes,
-		without.report(), with.report(), mib(mem.Peak), mib(hwm), mem.Failcnt, mem.OOMKills)
+		costs.String(), without.report(), with.report(), mib(mem.Peak), mib(hwm), mem.Failcnt, mem.OOMKills)
 
 	// The goals are timings: logged, and failures only when asked for.
 	goals := os.Getenv("SCALEPLANE_E2E_NOISY_GOALS") != ""
