@@ -534,18 +534,7 @@ func startAttack(t *testing.T, s *suite, ns, extAddr string) *attack {
 			"triggers": list{trigger("heavy", heavyQuery)}})
 	}
 	// The store hog: new series of the longest labels every scrape.
-	var hogScrapes atomic.Int64
-	hog := exporterServer(t, func(w *bufio.Writer) {
-		n := hogScrapes.Add(1)
-		for i := range hogSeries {
-			w.WriteString("noisy_hog{")
-			for l := range hogLabels {
-				v := fmt.Sprintf("%d-%d-%d-", n, i, l)
-				fmt.Fprintf(w, "l%d=\"%s%s\",", l, v, strings.Repeat("h", hogValueBytes-len(v)))
-			}
-			w.WriteString("} 1\n")
-		}
-	})
+	hog := exporterServer(t, func(w *bufio.Writer) { writeHog(w, "noisy_hog", hogScrapes.Add(1)) })
 	tenantPod(t, ns, "hog-a-0", "hog", hog)
 	createWorkload(t, ns, "hog", 1, obj{"minReplicas": 1, "maxReplicas": 3, "triggers": list{trigger("hog", `sum(noisy_hog{namespace="${namespace}"})`)}})
 
@@ -622,6 +611,31 @@ func startAttack(t *testing.T, s *suite, ns, extAddr string) *attack {
 		return a.calls.Load() > externalFlood, fmt.Sprintf("%d flood calls", a.calls.Load())
 	})
 	return a
+}
+
+var hogScrapes atomic.Int64
+
+// writeHog writes hogSeries series of name, each with hogLabels labels of
+// hogValueBytes, all new for scrape n.
+func writeHog(w *bufio.Writer, name string, n int64) {
+	for i := range hogSeries {
+		w.WriteString(name + "{")
+		for l := range hogLabels {
+			v := fmt.Sprintf("%d-%d-%d-", n, i, l)
+			fmt.Fprintf(w, "l%d=\"%s%s\",", l, v, strings.Repeat("h", hogValueBytes-len(v)))
+		}
+		w.WriteString("} 1\n")
+	}
+}
+
+// hogHandler serves writeHog's series of name, new ones every call.
+func hogHandler(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		bw := bufio.NewWriter(w)
+		writeHog(bw, name, hogScrapes.Add(1))
+		_ = bw.Flush()
+	}
 }
 
 // exporterServer serves write's exposition on 127.0.0.1 until the test
