@@ -346,12 +346,12 @@ type measurement struct {
 	// wakeTick is, of each wake-up, the part from the activity POST to
 	// the start of the tick that woke the sleeper (its decision's time):
 	// the wait for the work queue and a worker of B's share.
-	wakeTick []time.Duration
-	keda         []time.Duration
-	kedaCalls    int
-	kedaErrors   []string
-	cgroupPeak   int64
-	hwm          int64
+	wakeTick   []time.Duration
+	keda       []time.Duration
+	kedaCalls  int
+	kedaErrors []string
+	cgroupPeak int64
+	hwm        int64
 }
 
 // measure runs B's sleepers' wake-ups and KEDA calls for d, and reads its
