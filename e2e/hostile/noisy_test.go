@@ -346,7 +346,9 @@ type measurement struct {
 	// wakeTick is, of each wake-up, the part from the activity POST to
 	// the start of the tick that woke the sleeper (its decision's time):
 	// the wait for the work queue and a worker of B's share.
-	wakeTick   []time.Duration
+	wakeTick []time.Duration
+	// wakeAck is how long the activity POST took to be answered 202.
+	wakeAck    []time.Duration
 	keda       []time.Duration
 	kedaCalls  int
 	kedaErrors []string
@@ -399,13 +401,14 @@ func (q *quiet) measure(t *testing.T, name string, d time.Duration) *measurement
 			defer wg.Done()
 			name := fmt.Sprintf("sleep-%d", i)
 			for time.Now().Before(until) {
-				lat, tick, err := q.wakeOnce(name, until)
+				lat, tick, ack, err := q.wakeOnce(name, until)
 				mu.Lock()
 				switch {
 				case err != nil:
 					m.wakeFailures = append(m.wakeFailures, err.Error())
 				case lat > 0:
 					m.wake = append(m.wake, lat)
+					m.wakeAck = append(m.wakeAck, ack)
 					if tick > 0 {
 						m.wakeTick = append(m.wakeTick, tick)
 					}
@@ -459,34 +462,34 @@ func (q *quiet) measure(t *testing.T, name string, d time.Duration) *measurement
 // returns how long until its replicas were above zero, and until the tick
 // that woke it began. It returns 0 and no error when the phase ended
 // before the sleeper was asleep.
-func (q *quiet) wakeOnce(name string, until time.Time) (time.Duration, time.Duration, error) {
+func (q *quiet) wakeOnce(name string, until time.Time) (woke, tick, ack time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Until(until)+30*time.Second)
 	defer cancel()
 	for {
-		sc, err := framework.GetScale(ctx, cluster, q.ns, name)
-		if err == nil && sc.Replicas == 0 {
+		sc, gerr := framework.GetScale(ctx, cluster, q.ns, name)
+		if gerr == nil && sc.Replicas == 0 {
 			break
 		}
 		if time.Now().After(until) {
-			return 0, 0, nil
+			return 0, 0, 0, nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	posted := time.Now()
 	res, data, err := q.s.call(ctx, http.MethodPost, autoscaler.ActivityPath+q.ns+"/rackedclusters/"+name, q.s.token, nil)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: POST activity: %w", name, err)
+		return 0, 0, 0, fmt.Errorf("%s: POST activity: %w", name, err)
 	}
+	ack = time.Since(posted)
 	if res.Status != http.StatusAccepted {
-		return 0, 0, fmt.Errorf("%s: POST activity: %d %.200s", name, res.Status, data)
+		return 0, 0, 0, fmt.Errorf("%s: POST activity: %d %.200s", name, res.Status, data)
 	}
 	deadline := posted.Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		sc, err := framework.GetScale(ctx, cluster, q.ns, name)
-		if err == nil && sc.Replicas > 0 {
-			woke := time.Since(posted)
-			var tick time.Duration
-			if ex, err := q.explain(ctx, name); err == nil {
+		sc, gerr := framework.GetScale(ctx, cluster, q.ns, name)
+		if gerr == nil && sc.Replicas > 0 {
+			woke = time.Since(posted)
+			if ex, xerr := q.explain(ctx, name); xerr == nil {
 				for _, r := range ex.Decisions {
 					if r.Current == 0 && r.Desired > 0 && !r.Time.Before(posted) {
 						tick = r.Time.Sub(posted)
@@ -494,11 +497,11 @@ func (q *quiet) wakeOnce(name string, until time.Time) (time.Duration, time.Dura
 					}
 				}
 			}
-			return woke, tick, nil
+			return woke, tick, ack, nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return 0, 0, fmt.Errorf("%s: not woken 30 s after activity was accepted", name)
+	return 0, 0, 0, fmt.Errorf("%s: not woken 30 s after activity was accepted", name)
 }
 
 func (m *measurement) report() string {
@@ -507,11 +510,11 @@ func (m *measurement) report() string {
 		n += c
 	}
 	return fmt.Sprintf("  B %s: %d decisions of %d workloads at a %d s polling interval, interval p50 %s p99 %s max %s; "+
-		"%d wake-ups from zero, p50 %s p99 %s max %s (of which to the waking tick's start p50 %s p99 %s), %d missed; %d KEDA calls, %d failed, latency p50 %s p99 %s max %s; "+
+		"%d wake-ups from zero, p50 %s p99 %s max %s (the 202 p50 %s p99 %s, the waking tick's start p50 %s p99 %s), %d missed; %d KEDA calls, %d failed, latency p50 %s p99 %s max %s; "+
 		"cgroup max usage so far %s, VmHWM %s\n",
 		m.name, n, len(m.decisions), quietPolling, percentile(m.intervals, 50), percentile(m.intervals, 99), percentile(m.intervals, 100),
 		len(m.wake), percentile(m.wake, 50), percentile(m.wake, 99), percentile(m.wake, 100),
-		percentile(m.wakeTick, 50), percentile(m.wakeTick, 99), len(m.wakeFailures),
+		percentile(m.wakeAck, 50), percentile(m.wakeAck, 99), percentile(m.wakeTick, 50), percentile(m.wakeTick, 99), len(m.wakeFailures),
 		m.kedaCalls, len(m.kedaErrors), percentile(m.keda, 50), percentile(m.keda, 99), percentile(m.keda, 100),
 		mib(m.cgroupPeak), mib(m.hwm))
 }
