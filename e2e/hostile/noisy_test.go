@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/controllers"
@@ -232,10 +233,12 @@ func TestNoisyNeighbourLeavesOtherTenantItsPace(t *testing.T) {
 
 // quiet is tenant B.
 type quiet struct {
-	s        *suite
-	ns       string
-	scaler   pb.ExternalScalerClient
-	metadata map[string]string
+	s *suite
+	// rackedClusters reads and watches B's RackedClusters.
+	rackedClusters dynamic.ResourceInterface
+	ns             string
+	scaler         pb.ExternalScalerClient
+	metadata       map[string]string
 }
 
 // quietQuery is B's trigger: requests per second of the workload's pods.
@@ -252,7 +255,12 @@ func newQuiet(t *testing.T, s *suite, ns, extAddr string, scaler pb.ExternalScal
 			fmt.Fprintf(w, "b_kept{i=\"%d\"} 1\n", i)
 		}
 	})
-	q := &quiet{s: s, ns: ns, scaler: scaler}
+	dc, err := dynamic.NewForConfig(cluster.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &quiet{s: s, ns: ns, scaler: scaler,
+		rackedClusters: dc.Resource(framework.RackedClusterGVK.GroupVersion().WithResource("rackedclusters")).Namespace(ns)}
 	for i := range quietWorkloads {
 		name := fmt.Sprintf("web-%d", i)
 		tenantPod(t, ns, name+"-a-0", name, exp)
@@ -459,22 +467,24 @@ func (q *quiet) measure(t *testing.T, name string, d time.Duration) *measurement
 }
 
 // wakeOnce waits for the sleeper to be at zero, posts activity and
-// returns how long until its replicas were above zero, and until the tick
-// that woke it began. It returns 0 and no error when the phase ended
-// before the sleeper was asleep.
+// returns how long until its replicas were above zero (seen through a
+// watch, so that measuring adds no load of its own), until the tick that
+// woke it began, and until the POST was answered. It returns 0 and no
+// error when the phase ended before the sleeper was asleep.
 func (q *quiet) wakeOnce(name string, until time.Time) (woke, tick, ack time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Until(until)+30*time.Second)
 	defer cancel()
-	for {
-		sc, gerr := framework.GetScale(ctx, cluster, q.ns, name)
-		if gerr == nil && sc.Replicas == 0 {
-			break
-		}
-		if time.Now().After(until) {
-			return 0, 0, 0, nil
-		}
-		time.Sleep(50 * time.Millisecond)
+	rcs := q.rackedClusters
+	// Asleep: replicas 0, from the watch's point of view.
+	rv, asleep, err := replicasUntil(ctx, rcs, name, until, func(r int64) bool { return r == 0 })
+	if err != nil || !asleep {
+		return 0, 0, 0, err
 	}
+	w, err := rcs.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: rv})
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("%s: watch: %w", name, err)
+	}
+	defer w.Stop()
 	posted := time.Now()
 	res, data, err := q.s.call(ctx, http.MethodPost, autoscaler.ActivityPath+q.ns+"/rackedclusters/"+name, q.s.token, nil)
 	if err != nil {
@@ -484,24 +494,65 @@ func (q *quiet) wakeOnce(name string, until time.Time) (woke, tick, ack time.Dur
 	if res.Status != http.StatusAccepted {
 		return 0, 0, 0, fmt.Errorf("%s: POST activity: %d %.200s", name, res.Status, data)
 	}
-	deadline := posted.Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		sc, gerr := framework.GetScale(ctx, cluster, q.ns, name)
-		if gerr == nil && sc.Replicas > 0 {
-			woke = time.Since(posted)
-			if ex, xerr := q.explain(ctx, name); xerr == nil {
-				for _, r := range ex.Decisions {
-					if r.Current == 0 && r.Desired > 0 && !r.Time.Before(posted) {
-						tick = r.Time.Sub(posted)
-						break
-					}
+	deadline := time.After(30 * time.Second)
+	for woke == 0 {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return 0, 0, 0, fmt.Errorf("%s: the watch ended before the wake-up", name)
+			}
+			if u, isU := ev.Object.(*unstructured.Unstructured); isU {
+				if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); r > 0 {
+					woke = time.Since(posted)
 				}
 			}
-			return woke, tick, ack, nil
+		case <-deadline:
+			return 0, 0, 0, fmt.Errorf("%s: not woken 30 s after activity was accepted", name)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	return 0, 0, 0, fmt.Errorf("%s: not woken 30 s after activity was accepted", name)
+	if ex, xerr := q.explain(ctx, name); xerr == nil {
+		for _, r := range ex.Decisions {
+			if r.Current == 0 && r.Desired > 0 && !r.Time.Before(posted) {
+				tick = r.Time.Sub(posted)
+				break
+			}
+		}
+	}
+	return woke, tick, ack, nil
+}
+
+// replicasUntil watches the RackedCluster name until its spec.replicas
+// satisfy ok, and returns the resource version it saw them at; false when
+// until passed first.
+func replicasUntil(ctx context.Context, rcs dynamic.ResourceInterface, name string, until time.Time, ok func(int64) bool) (string, bool, error) {
+	u, err := rcs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", false, fmt.Errorf("get %s: %w", name, err)
+	}
+	if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); ok(r) {
+		return u.GetResourceVersion(), true, nil
+	}
+	w, err := rcs.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: u.GetResourceVersion()})
+	if err != nil {
+		return "", false, fmt.Errorf("watch %s: %w", name, err)
+	}
+	defer w.Stop()
+	end := time.After(time.Until(until))
+	for {
+		select {
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return "", false, fmt.Errorf("the watch of %s ended", name)
+			}
+			if u, isU := ev.Object.(*unstructured.Unstructured); isU {
+				if r, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); ok(r) {
+					return u.GetResourceVersion(), true, nil
+				}
+			}
+		case <-end:
+			return "", false, nil
+		}
+	}
 }
 
 func (m *measurement) report() string {
