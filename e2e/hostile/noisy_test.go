@@ -68,8 +68,13 @@ const (
 const (
 	quietPolling   = 2 // seconds, B's pollingIntervalSeconds
 	quietWorkloads = 3
-	quietSleepers  = 2
-	quietIdle      = 2 // seconds, B's idle.timeoutSeconds
+	quietSleepers  = 3
+	// quietIdle is B's idle.timeoutSeconds: activity wakes a sleeper
+	// only while it is within the timeout (docs/autoscaling.md), so the
+	// timeout is what a tick may lag on a loaded machine before a
+	// wake-up is lost; a few seconds, so that each phase has a few dozen
+	// wake-ups.
+	quietIdle = 5
 	// quietKeptPerPod series of b_kept per pod, all of which the store
 	// must keep.
 	quietKeptPerPod = 20
