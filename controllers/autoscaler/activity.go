@@ -69,22 +69,27 @@ func (a *Autoscaler) serveActivity(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.opts.Now()
-	// Durably first, in the Scaling, whatever replica this is: the leader
-	// learns of it through its watch, a new leader finds it.
-	var durable error
-	if e.activity != nil {
-		durable = e.activity.record(r.Context(), k, u, now)
-	}
 	resp := ActivityResponse{Kind: k.kind, Namespace: nn.Namespace, Name: nn.Name, Recorded: now.UTC()}
-	if e.leader() {
-		// The leader also acts at once. Only the leader keeps memory of a
-		// workload: a replica that is not would keep it forever (nothing
-		// reconciles there to forget it).
+	leader := e.leader()
+	if leader {
+		// The leader acts at once, before the durable write below: the
+		// wake-up then waits for no API round trip (two, under every
+		// other namespace's load on the API server). Only the leader keeps
+		// memory of a workload: a replica that is not would keep it
+		// forever (nothing reconciles there to forget it).
 		st := k.get(nn)
 		st.recordActivity(now)
 		k.enqueue(st)
 		resp.State = st.currentState()
-	} else {
+	}
+	// Durably, in the Scaling, whatever replica this is, before the
+	// answer: the leader learns of it through its watch, a new leader
+	// finds it.
+	var durable error
+	if e.activity != nil {
+		durable = e.activity.record(r.Context(), k, u, now)
+	}
+	if !leader {
 		if durable != nil {
 			writeProblem(w, http.StatusServiceUnavailable, "record the activity in the Scaling: "+durable.Error()+"; retry")
 			return

@@ -94,6 +94,54 @@ func TestActivityOnANonLeader(t *testing.T) {
 	}
 }
 
+// On the leader, activity queues the workload's tick before the durable
+// write to its Scaling, which the API server may be slow to take (every
+// namespace's writes share it): a wake-up waits for no API round trip.
+// The answer still waits for the write.
+func TestActivityTicksBeforeItsDurableWrite(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a := newTestAutoscaler(t, now)
+	base := serveBehindMetricsServer(t, a)
+	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster.samples.scaleplane.io"}
+	c, _ := scalingStore(t, key, nil)
+	release := make(chan struct{})
+	slow := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			<-release
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	aw := newActivityWriter(c, slow, "scaleplane-system")
+	aw.after = func(time.Duration, func()) {}
+	elected := make(chan struct{})
+	close(elected)
+	a.env.Store(&env{cache: objects{{Namespace: "shop", Name: "cart"}: true}, activity: aw, elected: elected})
+	k := a.byResource["rackedclusters"]
+
+	answered := make(chan int, 1)
+	go func() { answered <- do(t, http.MethodPost, base+"/activity/shop/rackedclusters/cart", "ok").Status }()
+	select {
+	case ev := <-k.wake:
+		if got := ev.Object.GetNamespace() + "/" + ev.Object.GetName(); got != "shop/cart" {
+			t.Errorf("tick queued for %s, want shop/cart", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tick queued while the durable write waits for the API server")
+	}
+	select {
+	case got := <-answered:
+		t.Fatalf("answered %d before the durable write", got)
+	default:
+	}
+	close(release)
+	if got := <-answered; got != http.StatusAccepted {
+		t.Errorf("POST: %d, want 202", got)
+	}
+	if got := storedActivity(t, c, key); !got.Equal(now) {
+		t.Errorf("Scaling lastActivity %v, want %v", got, now)
+	}
+}
+
 // Activity is coalesced to one write per workload per window, the newest
 // time written when the window ends, and never moves back.
 func TestActivityCoalescedNeverBack(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -126,6 +127,48 @@ func TestWorkerShareDefersNamespaceAtItsShare(t *testing.T) {
 	}
 	if !k.shares.enter("b", a.workerShare()) {
 		t.Error("b refused a worker while a holds its share")
+	}
+}
+
+// TestWorkerShareWakesDeferredTickWhenNamespaceWorkerFrees: a reconcile
+// put back for its namespace's share is woken as soon as one of that
+// namespace's reconciles ends, not after workerShareRetry: under a
+// neighbour's load a namespace's own ticks overlap, and a wake-up from
+// zero would otherwise wait the retry out.
+func TestWorkerShareWakesDeferredTickWhenNamespaceWorkerFrees(t *testing.T) {
+	a, err := New(Options{Views: sampleViews(t), Sources: testSources(t, nil), MaxConcurrentReconciles: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := a.byResource["rackedclusters"]
+	for range a.workerShare() {
+		if !k.shares.enter("b", a.workerShare()) {
+			t.Fatal("b refused below its share")
+		}
+	}
+	for _, name := range []string{"sleeper", "sleeper", "web"} {
+		res, err := k.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "b", Name: name}})
+		if err != nil || res.RequeueAfter != workerShareRetry {
+			t.Fatalf("reconcile of %s at b's share: %+v, %v; want put back", name, res, err)
+		}
+	}
+	// Another namespace's end wakes nothing of b's.
+	if !k.shares.enter("a", a.workerShare()) {
+		t.Fatal("a refused")
+	}
+	k.leaveShare("a")
+	var woken []string
+	for range a.workerShare() {
+		k.leaveShare("b")
+		select {
+		case ev := <-k.wake:
+			woken = append(woken, ev.Object.GetNamespace()+"/"+ev.Object.GetName())
+		default:
+		}
+	}
+	// Oldest first, each once however often it was put back.
+	if diff := cmp.Diff([]string{"b/sleeper", "b/web"}, woken); diff != "" {
+		t.Errorf("woken when b's reconciles ended (-want +got):\n%s", diff)
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -102,13 +104,28 @@ func binaryConfig() *configv1alpha2.Configuration {
 	return cfg
 }
 
+// binarySettings are what a test may change of the binary's start: its
+// configuration, and GOMEMLIMIT ("" leaves it unset).
+type binarySettings struct {
+	cfg        *configv1alpha2.Configuration
+	goMemLimit string
+}
+
+// binaryOption changes binarySettings.
+type binaryOption func(*binarySettings)
+
 // startBinary builds and starts the binary inside a new memory cgroup and
-// waits until it is ready.
-func startBinary(t *testing.T, ns string) *binary {
+// waits until it is ready: with binaryConfig and GOMEMLIMIT=goMemLimit,
+// unless opts change them.
+func startBinary(t *testing.T, ns string, opts ...binaryOption) *binary {
 	t.Helper()
+	set := binarySettings{cfg: binaryConfig(), goMemLimit: goMemLimit}
+	for _, o := range opts {
+		o(&set)
+	}
 	bin := buildBinary(t)
 	cg := newMemoryCgroup(t, memoryLimit)
-	data, err := yaml.Marshal(binaryConfig())
+	data, err := yaml.Marshal(set.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +160,12 @@ func startBinary(t *testing.T, ns string) *binary {
 		"--cert-mode", string(app.CertFiles),
 		"--metrics-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)),
 		"--health-probe-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)))
-	b.cmd.Env = append(os.Environ(), "GOMEMLIMIT="+goMemLimit)
+	b.cmd.Env = os.Environ()
+	if set.goMemLimit != "" {
+		b.cmd.Env = append(b.cmd.Env, "GOMEMLIMIT="+set.goMemLimit)
+	} else {
+		b.cmd.Env = slices.DeleteFunc(b.cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "GOMEMLIMIT=") })
+	}
 	b.cmd.Stdout, b.cmd.Stderr = b.out, b.out
 	// It must not outlive the test binary, even one that is killed.
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -381,6 +381,11 @@ func (s *suite) kubectlQueryInputs(t *testing.T) {
 		rc("range selector over ten years", `sum(rate(up[10y]))`),
 		rc("regular expression bomb", `sum(up{pod=~"`+strings.Repeat(".{1000}", 500)+`"})`),
 		rc("subquery step 0", `max_over_time(up[1h:0s])`),
+		// Within every bound, and costly: the noisy neighbour's trigger
+		// (noisy_test.go), admitted; its namespace's share of the
+		// evaluation slots and its cost budget bound what it takes.
+		{name: "RackedCluster: a costly legal trigger every second", kind: "RackedCluster",
+			spec: rcSpec(obj{"minReplicas": 1, "maxReplicas": 3, "pollingIntervalSeconds": 1, "triggers": list{trigger("heavy", heavyQuery)}}), want: created},
 		{name: "WorkerGroup: second trigger a cost bomb", kind: "WorkerGroup", spec: obj{"replicas": 1, "scalePolicy": obj{"minReplicas": 1, "maxReplicas": 3,
 			"triggers": list{trigger("ok", "vector(1)"), trigger("bomb", `max_over_time(up[10y:1ms])`)}}}, want: refused(sp + ".triggers[1].query")},
 		{name: "ZonedDatabase: cost bomb in the annotation", kind: "ZonedDatabase",

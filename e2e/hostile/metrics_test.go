@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -21,38 +22,11 @@ import (
 // what the suite itself saw, so none is left uncounted.
 func (s *suite) metricsReport(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.bin.metricsBase+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := s.metrics.Do(req)
+	families, err := s.scrapeMetrics()
 	if err != nil {
-		t.Fatalf("GET /metrics: %v", err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	// sum adds the counters of name whose labels include want.
-	sum := func(name string, want map[string]string) int {
-		total := 0.0
-		for _, m := range families[name].GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			match := true
-			for k, v := range want {
-				match = match && have[k] == v
-			}
-			if match {
-				total += m.GetCounter().GetValue()
-			}
-		}
-		return int(total)
-	}
+	sum := func(name string, want map[string]string) int { return int(sumOf(families, name, want)) }
 	type check struct {
 		What         string
 		AtLeast, Got int
@@ -111,4 +85,42 @@ func (s *suite) metricsReport(t *testing.T) {
 	for _, c := range checks {
 		t.Logf("metrics: %-35s %s", c.What, fmt.Sprintf("%d (the suite saw at least %d)", c.Got, c.AtLeast))
 	}
+}
+
+// scrapeMetrics reads the binary's /metrics.
+func (s *suite) scrapeMetrics() (map[string]*dto.MetricFamily, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.bin.metricsBase+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := s.metrics.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parse /metrics: %w", err)
+	}
+	return families, nil
+}
+
+// sumOf adds the counters (or gauges) of name whose labels include want.
+func sumOf(families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	total := 0.0
+	for _, m := range families[name].GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			match = match && have[k] == v
+		}
+		if match {
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return total
 }

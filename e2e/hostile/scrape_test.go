@@ -413,6 +413,9 @@ func (s *suite) scrapeStoreInputs(t *testing.T) {
 	s.runTargets(t, []target{
 		{name: "label values of 4 KiB, new ones every scrape (1 of 2)", handler: churning, want: up()},
 		{name: "label values of 4 KiB, new ones every scrape (2 of 2)", handler: churning, want: up()},
+		// The noisy neighbour's store hog (noisy_test.go): few series,
+		// each of many long labels, new every scrape.
+		{name: "128 series of 8 labels of 4,000 bytes, new ones every scrape", handler: hogHandler(metricLabels), want: up()},
 	}, func(t *testing.T, st promql.StoreSummary) bool {
 		// Until the store, or the namespace's share of it, is full and
 		// refuses series.

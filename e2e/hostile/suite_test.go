@@ -122,7 +122,7 @@ type invariant struct {
 	HWM        int64
 }
 
-func newSuite(t *testing.T) *suite {
+func newSuite(t *testing.T, opts ...binaryOption) *suite {
 	t.Helper()
 	ns := cluster.Namespace(t)
 	s := &suite{
@@ -130,7 +130,7 @@ func newSuite(t *testing.T) *suite {
 		tooMany:    map[string]int{},
 		scrapeDown: map[string]int{},
 		ns:         ns,
-		bin:        startBinary(t, ns),
+		bin:        startBinary(t, ns, opts...),
 		token:      callerToken(t, ns),
 		// Redirects are outcomes, not followed: a traversal answered with a
 		// redirect to the clean path served nothing else.

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -73,18 +74,60 @@ func memoryTotal(lines []memoryLine) int64 {
 // cgroupMemoryLimit is the memory limit of the process's cgroup (v2's
 // memory.max, or v1's memory.limit_in_bytes), 0 when there is none.
 func cgroupMemoryLimit() int64 {
-	for _, p := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		b, err := os.ReadFile(p)
-		if err != nil {
+	self, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		self = nil
+	}
+	return cgroupMemoryLimitAt("/sys/fs/cgroup", self)
+}
+
+// cgroupMemoryLimitAt is the smallest memory limit on the way from the
+// process's own cgroup (as /proc/self/cgroup, self, names it) up to the
+// root of the hierarchy mounted at mount. The mount's top alone is not
+// enough: without a cgroup namespace (cgroup v1 on many hosts, a process
+// put in a child cgroup) it is the host's root, unlimited, while the
+// limit is set on the process's own cgroup or one above it. Inside a
+// container whose mount is its own cgroup, the named path is absent below
+// the mount and the mount's top is the container's limit.
+func cgroupMemoryLimitAt(mount string, self []byte) int64 {
+	v2, v1 := "/", "/"
+	for _, line := range strings.Split(string(self), "\n") {
+		// hierarchy-ID:controller-list:path
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
 			continue
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil || n <= 0 || n >= 1<<60 {
-			return 0
+		if parts[0] == "0" && parts[1] == "" {
+			v2 = parts[2]
 		}
-		return n
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "memory" {
+				v1 = parts[2]
+			}
+		}
 	}
-	return 0
+	if l := smallestLimit(mount, v2, "memory.max"); l > 0 {
+		return l
+	}
+	return smallestLimit(filepath.Join(mount, "memory"), v1, "memory.limit_in_bytes")
+}
+
+// smallestLimit reads file in dir's cgroup and every one above it up to
+// the mount's top, and returns the smallest limit among them, 0 when none
+// is set ("max", or v1's page-rounded largest value).
+func smallestLimit(mount, dir, file string) int64 {
+	var least int64
+	for d := filepath.Clean("/" + dir); ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(mount, d, file)); err == nil {
+			n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			if err == nil && n > 0 && n < 1<<60 && (least == 0 || n < least) {
+				least = n
+			}
+		}
+		if d == "/" {
+			return least
+		}
+	}
 }
 
 // ApplyMemoryBudget is applyMemoryBudget with the cgroup's limit: the

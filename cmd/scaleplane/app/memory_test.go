@@ -1,6 +1,8 @@
 package app
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,57 @@ func TestMemoryBudgetOverLimitReported(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no error for a budget over a 256 MiB limit; logged %q", errs)
+	}
+}
+
+// TestCgroupMemoryLimitOfTheProcessOwnCgroup: the limit that applies is
+// the smallest on the way from the process's own cgroup up to the mount's
+// top, not the top's alone (unlimited on a host without a cgroup
+// namespace, where a process runs in a child cgroup with a limit).
+func TestCgroupMemoryLimitOfTheProcessOwnCgroup(t *testing.T) {
+	const unlimitedV1 = "9223372036854771712\n"
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		self  string
+		want  int64
+	}{
+		{name: "v1: a limit on the own cgroup under an unlimited root",
+			files: map[string]string{"memory/memory.limit_in_bytes": unlimitedV1, "memory/pod/memory.limit_in_bytes": unlimitedV1,
+				"memory/pod/app/memory.limit_in_bytes": "268435456\n"},
+			self: "4:memory:/pod/app\n0::/\n", want: 256 << 20},
+		{name: "v1: a limit on the parent, the own cgroup unlimited",
+			files: map[string]string{"memory/memory.limit_in_bytes": unlimitedV1, "memory/pod/memory.limit_in_bytes": "536870912\n",
+				"memory/pod/app/memory.limit_in_bytes": unlimitedV1},
+			self: "4:cpu,memory:/pod/app\n", want: 512 << 20},
+		{name: "v1 in a container: the own path is the host's, the mount's top is the container's cgroup",
+			files: map[string]string{"memory/memory.limit_in_bytes": "536870912\n"},
+			self:  "4:memory:/kubepods/burstable/pod1/abc\n", want: 512 << 20},
+		{name: "v1: no limit anywhere",
+			files: map[string]string{"memory/memory.limit_in_bytes": unlimitedV1, "memory/app/memory.limit_in_bytes": unlimitedV1},
+			self:  "4:memory:/app\n", want: 0},
+		{name: "v2: a limit on the own cgroup",
+			files: map[string]string{"app/memory.max": "268435456\n", "memory.max": "max\n"},
+			self:  "0::/app\n", want: 256 << 20},
+		{name: "v2 in a container (cgroup namespace)",
+			files: map[string]string{"memory.max": "268435456\n"},
+			self:  "0::/\n", want: 256 << 20},
+		{name: "nothing to read", self: "", want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for name, data := range tc.files {
+				p := filepath.Join(root, name)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := cgroupMemoryLimitAt(root, []byte(tc.self)); got != tc.want {
+				t.Errorf("limit %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
