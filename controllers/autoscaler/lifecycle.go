@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -221,9 +222,13 @@ func runDetached(f func()) {
 	select {
 	case idleWorkers <- f:
 	default:
+		detachedStarted.Add(1)
 		go detachedWorker(f)
 	}
 }
+
+// detachedStarted counts the goroutines runDetached started.
+var detachedStarted atomic.Int64
 
 func detachedWorker(f func()) {
 	f()
