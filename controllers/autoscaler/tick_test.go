@@ -210,11 +210,16 @@ func benchmarkTick(b *testing.B, n int, fair bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	runtime.ReadMemStats(&before)
+	cpu := processCPU()
 	for range b.N {
 		tick()
 	}
+	cpu = processCPU() - cpu
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/workload")
+	// CPU time varies less than wall time on a machine shared with other
+	// work; it includes the garbage collector's.
+	b.ReportMetric(float64(cpu)/float64(b.N*n), "cpu-ns/workload")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N*n), "allocs/workload")
 }
 
