@@ -106,7 +106,7 @@ bench: tools ## benchmarks (ns/op, allocs/op, custom figures) compared with hack
 	SCALEPLANE_SCALE_TEST=1 $(GO) test -count=1 -timeout 20m -run 'Scale' -v ./e2e/controllers/ | grep -E '^(=== RUN|--- |\s+.*(scale|reconciled|peak|p50|p99))' || true
 
 # The benchmarks hack/bench/baseline.txt holds: `make bench` compares a
-# run with it (allocs/op past 10 % fail; time only past 3x, as it depends
+# run with it (allocs/op past 3 % fail; time only past 3x, as it depends
 # on the machine), and `make bench-baseline` refreshes it.
 BENCH_KEY = { $(GO) test -run '^$$' -bench 'BenchmarkTick(1000|10000|1000Fair)$$' -benchtime 3x -count 3 -cpu 1 -benchmem ./controllers/autoscaler/ && \
 	$(GO) test -run '^$$' -bench 'BenchmarkTick100000$$' -benchtime 1x -count 1 -cpu 1 -timeout 20m -benchmem ./controllers/autoscaler/ && \

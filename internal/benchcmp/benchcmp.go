@@ -101,15 +101,15 @@ func ParseFile(path string) (map[string]Result, error) {
 // Options are the margins past which a comparison fails.
 type Options struct {
 	// MaxAllocRatio is the most allocs/op may grow, as a ratio of the
-	// baseline (1.10: ten per cent).
+	// baseline (1.03: three per cent).
 	MaxAllocRatio float64
 	// MaxTimeRatio is the most ns/op may grow; 0 never fails on time.
 	MaxTimeRatio float64
 }
 
-// DefaultOptions: ten per cent more allocations fail; time fails past
+// DefaultOptions: three per cent more allocations fail; time fails past
 // three times the baseline only.
-var DefaultOptions = Options{MaxAllocRatio: 1.10, MaxTimeRatio: 3}
+var DefaultOptions = Options{MaxAllocRatio: 1.03, MaxTimeRatio: 3}
 
 // Row is one benchmark of the baseline compared.
 type Row struct {

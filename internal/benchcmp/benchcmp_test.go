@@ -40,7 +40,7 @@ BenchmarkDecide 1000 20000 ns/op 22 allocs/op
 	}
 	want := []string{
 		"BenchmarkDecide: ns/op 20000 is over 3.0 × the baseline 4924",
-		"BenchmarkTick1000: allocs/op 300100 is over 1.10 × the baseline 272748",
+		"BenchmarkTick1000: allocs/op 300100 is over 1.03 × the baseline 272748",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)
