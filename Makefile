@@ -34,7 +34,7 @@ DIST ?= $(CURDIR)/dist
 # Where `make push` and the manifests of `make release` point.
 IMAGE ?= ghcr.io/scaleplane/scaleplane
 
-.PHONY: all build demo test test-core test-prometheus test-keda test-examples test-release unit e2e lint bench generate verify tools clean help image push release release-verify
+.PHONY: all build demo test test-core test-prometheus test-keda test-examples test-release unit e2e lint bench bench-baseline generate verify tools clean help image push release release-verify
 
 all: build
 
@@ -99,10 +99,23 @@ lint: ## gofmt, go vet, and golangci-lint when it installs
 	fi
 	@if [ -x bin/tools/golangci-lint ]; then bin/tools/golangci-lint run ./...; fi
 
-bench: tools ## benchmarks (ns/op, allocs/op, custom figures), create latency against no-op webhooks, and the 1000-workload controller scale test
+bench: tools ## benchmarks (ns/op, allocs/op, custom figures) compared with hack/bench/baseline.txt, create latency against no-op webhooks, and the 1000-workload controller scale test
+	$(BENCH_KEY) | $(GO) run ./hack/benchcmp -baseline hack/bench/baseline.txt
 	$(GO) test -run '^$$' -bench . -benchmem ./scaling/... ./profile/... ./webhooks/... ./promql/... ./controllers/...
 	$(GO) test -count=1 -timeout 20m -run '^$$' -bench CreateLatency -benchtime 300x ./e2e/admission/
 	SCALEPLANE_SCALE_TEST=1 $(GO) test -count=1 -timeout 20m -run 'Scale' -v ./e2e/controllers/ | grep -E '^(=== RUN|--- |\s+.*(scale|reconciled|peak|p50|p99))' || true
+
+# The benchmarks hack/bench/baseline.txt holds: `make bench` compares a
+# run with it (allocs/op past 3 % fail; time only past 3x, as it depends
+# on the machine), and `make bench-baseline` refreshes it.
+BENCH_KEY = { $(GO) test -run '^$$' -bench 'BenchmarkTick(1000|10000|1000Fair)$$' -benchtime 3x -count 3 -cpu 1 -benchmem ./controllers/autoscaler/ && \
+	$(GO) test -run '^$$' -bench 'BenchmarkTick100000$$' -benchtime 1x -count 1 -cpu 1 -timeout 20m -benchmem ./controllers/autoscaler/ && \
+	$(GO) test -run '^$$' -bench 'Benchmark(Ingest|Query|BytesPerSample)$$' -count 3 -cpu 1 -benchmem ./promql/ && \
+	$(GO) test -run '^$$' -bench 'BenchmarkDecide$$' -count 3 -cpu 1 -benchmem ./scaling/; }
+
+bench-baseline: ## refresh hack/bench/baseline.txt from this machine (say why in the commit)
+	{ echo "# make bench-baseline on $$(uname -m), $$(nproc) cores, $$(date -u +%F); $$(git rev-parse --short HEAD)"; $(BENCH_KEY); } > hack/bench/baseline.txt.tmp
+	mv hack/bench/baseline.txt.tmp hack/bench/baseline.txt
 
 $(CONTROLLER_GEN):
 	@echo "==> installing controller-gen $(CONTROLLER_GEN_VERSION) into bin/tools"

@@ -3,7 +3,9 @@ package promql
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -361,5 +363,40 @@ func TestRegistryOwners(t *testing.T) {
 		if diff := cmp.Diff(st.want, r.Names()); diff != "" {
 			t.Errorf("%s: names (-want +got):\n%s", st.name, diff)
 		}
+	}
+}
+
+// TestRegistryOwnersOfKnownNamesKeepTheSet: an owner requesting only names
+// already requested leaves the scrape's set as it is (the set is rebuilt
+// when it changes, not on every owner, so setting n owners is not n²),
+// and the names stay while any owner or one-off request holds them.
+func TestRegistryOwnersOfKnownNamesKeepTheSet(t *testing.T) {
+	var r Registry
+	if err := r.SetOwner("ns/w0", `sum(rate(req_total[1m]))`, `max(queue)`); err != nil {
+		t.Fatal(err)
+	}
+	first := reflect.ValueOf(r.snapshot()).UnsafePointer()
+	for i := 1; i < 100; i++ {
+		if err := r.SetOwner(fmt.Sprintf("ns/w%d", i), `sum(rate(req_total[1m]))`, `max(queue)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := reflect.ValueOf(r.snapshot()).UnsafePointer(); got != first {
+		t.Errorf("the set was rebuilt for owners requesting known names")
+	}
+	for i := 0; i < 99; i++ {
+		if err := r.SetOwner(fmt.Sprintf("ns/w%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"queue", "req_total"}, r.Names()); diff != "" {
+		t.Errorf("names with one owner left (-want +got):\n%s", diff)
+	}
+	r.Add("queue")
+	if err := r.SetOwner("ns/w99"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"queue"}, r.Names()); diff != "" {
+		t.Errorf("names with the owners gone (-want +got):\n%s", diff)
 	}
 }

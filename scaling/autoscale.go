@@ -659,24 +659,30 @@ func countFailures(cfg *Config, results []TriggerResult, h *History) map[string]
 		h.Failures = nil
 		return nil
 	}
-	next := make(map[string]int32, len(cfg.Triggers))
+	// Most ticks of most workloads have no failure: no map for them.
+	var next map[string]int32
 	for i := range cfg.Triggers {
 		name := cfg.Triggers[i].Name
 		r := findResult(results, name)
 		switch {
 		case r != nil && r.NotEvaluated:
 			if n := h.Failures[name]; n > 0 {
-				next[name] = n
+				next = setFailures(next, len(cfg.Triggers), name, n)
 			}
 		case r == nil || r.Err != nil || sampleProblem(r.Sample) != "":
-			next[name] = h.Failures[name] + 1
+			next = setFailures(next, len(cfg.Triggers), name, h.Failures[name]+1)
 		}
-	}
-	if len(next) == 0 {
-		next = nil
 	}
 	h.Failures = next
 	return next
+}
+
+func setFailures(m map[string]int32, size int, name string, n int32) map[string]int32 {
+	if m == nil {
+		m = make(map[string]int32, size)
+	}
+	m[name] = n
+	return m
 }
 
 // fallbackState adds trigger name, asking for replicas, to s.

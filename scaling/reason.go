@@ -29,18 +29,25 @@ func HPAReason(d Decision) string {
 	var b strings.Builder
 	switch {
 	case d.Desired > d.Current:
-		fmt.Fprintf(&b, "Scale up from %d to %d", d.Current, d.Desired)
+		b.WriteString("Scale up from ")
+		b.WriteString(strconv.Itoa(int(d.Current)))
+		b.WriteString(" to ")
+		b.WriteString(strconv.Itoa(int(d.Desired)))
 	case d.Desired < d.Current:
-		fmt.Fprintf(&b, "Scale down from %d to %d", d.Current, d.Desired)
+		b.WriteString("Scale down from ")
+		b.WriteString(strconv.Itoa(int(d.Current)))
+		b.WriteString(" to ")
+		b.WriteString(strconv.Itoa(int(d.Desired)))
 	default:
-		fmt.Fprintf(&b, "Keep %d", d.Current)
+		b.WriteString("Keep ")
+		b.WriteString(strconv.Itoa(int(d.Current)))
 	}
 	var parts []string
 	if best := recommendingTrigger(d); best >= 0 {
 		t := d.Triggers[best]
 		clause := TriggerReason(t, d.Current, d.Tolerances)
 		if valid := countValid(d.Triggers); valid > 1 {
-			clause = fmt.Sprintf("%s (the highest of %d triggers)", clause, valid)
+			clause += " (the highest of " + strconv.Itoa(valid) + " triggers)"
 		}
 		parts = append(parts, clause)
 	}
@@ -91,51 +98,99 @@ func TriggerReason(t TriggerDecision, current int32, tol Tolerances) string {
 	if t.Fallback {
 		return fmt.Sprintf("trigger %s failed %d %s in a row (%s), so it stands for its fallback count %d", t.Name, t.Failures, plural(t.Failures, "time"), t.Problem, t.Desired)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s=%s", t.Name, fmtNum(t.Value))
+	// Appended rather than printed with fmt: every tick of every workload
+	// builds one, and fmt's boxing of each value was a tenth of a tick's
+	// allocations outside the queries.
+	b := make([]byte, 0, 192)
+	b = append(b, t.Name...)
+	b = append(b, '=')
+	b = appendNum(b, t.Value)
 	switch t.Type {
 	case TargetAverageValue:
 		if current > 0 {
 			per := t.Value / float64(current)
-			fmt.Fprintf(&b, " over %d %s is %s per replica, %s the target %s", current, plural(current, "replica"), fmtShort(per), compare(per, t.Threshold, t.WithinTolerance, t.Ratio, tol), fmtNum(t.Threshold))
+			b = append(b, " over "...)
+			b = strconv.AppendInt(b, int64(current), 10)
+			b = append(b, " replica"...)
+			if current != 1 {
+				b = append(b, 's')
+			}
+			b = append(b, " is "...)
+			b = appendShort(b, per)
+			b = append(b, " per replica, "...)
+			b = appendCompare(b, per, t.Threshold, t.WithinTolerance, t.Ratio, tol)
+			b = append(b, " the target "...)
+			b = appendNum(b, t.Threshold)
 		} else {
-			fmt.Fprintf(&b, " at a target of %s per replica", fmtNum(t.Threshold))
+			b = append(b, " at a target of "...)
+			b = appendNum(b, t.Threshold)
+			b = append(b, " per replica"...)
 		}
 		if t.WithinTolerance {
-			fmt.Fprintf(&b, ": keeps %d", current)
+			b = append(b, ": keeps "...)
+			b = strconv.AppendInt(b, int64(current), 10)
 		} else {
-			fmt.Fprintf(&b, ": asks for ceil(%s / %s) = %d", fmtNum(t.Value), fmtNum(t.Threshold), t.Desired)
+			b = append(b, ": asks for ceil("...)
+			b = appendNum(b, t.Value)
+			b = append(b, " / "...)
+			b = appendNum(b, t.Threshold)
+			b = append(b, ") = "...)
+			b = strconv.AppendInt(b, int64(t.Desired), 10)
 		}
 	default:
-		fmt.Fprintf(&b, " is %s times the target %s", fmtShort(t.Ratio), fmtNum(t.Threshold))
+		b = append(b, " is "...)
+		b = appendShort(b, t.Ratio)
+		b = append(b, " times the target "...)
+		b = appendNum(b, t.Threshold)
 		switch {
 		case t.WithinTolerance:
-			fmt.Fprintf(&b, ", within the tolerance (%s): keeps %d", toleranceBand(tol), current)
+			b = append(b, ", within the tolerance ("...)
+			b = appendBand(b, tol)
+			b = append(b, "): keeps "...)
+			b = strconv.AppendInt(b, int64(current), 10)
 		case current == 0:
-			fmt.Fprintf(&b, ": asks for ceil(%s) = %d", fmtShort(t.Ratio), t.Desired)
+			b = append(b, ": asks for ceil("...)
+			b = appendShort(b, t.Ratio)
+			b = append(b, ") = "...)
+			b = strconv.AppendInt(b, int64(t.Desired), 10)
 		default:
-			fmt.Fprintf(&b, ": asks for ceil(%s × %d) = %d", fmtShort(t.Ratio), current, t.Desired)
+			b = append(b, ": asks for ceil("...)
+			b = appendShort(b, t.Ratio)
+			b = append(b, " × "...)
+			b = strconv.AppendInt(b, int64(current), 10)
+			b = append(b, ") = "...)
+			b = strconv.AppendInt(b, int64(t.Desired), 10)
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
-// compare places a per-replica value against its target: within the
-// tolerance band (the ratio the decision computed), above or below.
-func compare(per, target float64, within bool, ratio float64, tol Tolerances) string {
+// appendCompare appends where a per-replica value stands against its
+// target: within the tolerance band (the ratio the decision computed),
+// above or below.
+func appendCompare(b []byte, per, target float64, within bool, ratio float64, tol Tolerances) []byte {
 	switch {
 	case within:
-		return fmt.Sprintf("within the tolerance (ratio %s, %s) of", fmtShort(ratio), toleranceBand(tol))
+		b = append(b, "within the tolerance (ratio "...)
+		b = appendShort(b, ratio)
+		b = append(b, ", "...)
+		b = appendBand(b, tol)
+		return append(b, ") of"...)
 	case per > target:
-		return "above"
+		return append(b, "above"...)
 	case per < target:
-		return "below"
+		return append(b, "below"...)
 	}
-	return "at"
+	return append(b, "at"...)
 }
 
-func toleranceBand(tol Tolerances) string {
-	return fmt.Sprintf("band %s..%s", fmtShort(1-tol.Down), fmtShort(1+tol.Up))
+func toleranceBand(tol Tolerances) string { return string(appendBand(nil, tol)) }
+
+func appendBand(b []byte, tol Tolerances) []byte {
+	b = append(b, "band "...)
+	b = appendShort(b, 1-tol.Down)
+	b = append(b, ".."...)
+	return appendShort(b, 1+tol.Up)
 }
 
 // HeldReason says how a stabilization window held the count away from the
@@ -268,11 +323,13 @@ func plural(n int32, word string) string {
 
 // fmtShort prints a value computed for a reason (a per-replica value, a
 // ratio) with three significant digits.
-func fmtShort(f float64) string {
+func fmtShort(f float64) string { return string(appendShort(nil, f)) }
+
+func appendShort(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return strconv.FormatFloat(f, 'g', -1, 64)
+		return strconv.AppendFloat(b, f, 'g', -1, 64)
 	}
-	return strconv.FormatFloat(f, 'g', 3, 64)
+	return strconv.AppendFloat(b, f, 'g', 3, 64)
 }
 
 // FallbackReason says which triggers stand for the fallback count, why,
@@ -291,3 +348,6 @@ func FallbackReason(d Decision) string {
 	return fmt.Sprintf("%s, more than the failureThreshold %d: it stands for the fallback count %d (behavior %s); decided %d",
 		strings.Join(problems, "; "), f.FailureThreshold, f.Replicas, f.Behavior, d.Desired)
 }
+
+// appendNum appends f as fmtNum prints it.
+func appendNum(b []byte, f float64) []byte { return strconv.AppendFloat(b, f, 'g', 6, 64) }

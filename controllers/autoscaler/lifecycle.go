@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -180,10 +181,10 @@ func bounded[T any](parent context.Context, timeout time.Duration, f func(contex
 		err error
 	}
 	done := make(chan result, 1)
-	go func() {
+	runDetached(func() {
 		v, err := f(ctx)
 		done <- result{v, err}
-	}()
+	})
 	select {
 	case r := <-done:
 		return r.v, r.err
@@ -200,6 +201,47 @@ func bounded[T any](parent context.Context, timeout time.Duration, f func(contex
 			return zero, fmt.Errorf("no answer within %s: %w", timeout, ctx.Err())
 		}
 		return zero, fmt.Errorf("stopped waiting: %w", ctx.Err())
+	}
+}
+
+// idleWorkers hands work to the goroutines runDetached keeps between
+// calls. It is unbuffered: a send succeeds only when a worker is waiting.
+var idleWorkers = make(chan func())
+
+// workerIdle is how long a runDetached goroutine waits for more work
+// before it ends.
+const workerIdle = 10 * time.Second
+
+// runDetached runs f on a goroutine of its own, as `go f()` does, but on
+// one left waiting by an earlier call when there is one. An evaluation in
+// the store's query engine grows a goroutine's stack to tens of
+// kilobytes: a new goroutine per sample paid for that growth on every
+// trigger of every tick, which was most of the tick's cost beside the
+// query itself. A worker whose f never returns is simply not reused.
+func runDetached(f func()) {
+	select {
+	case idleWorkers <- f:
+	default:
+		detachedStarted.Add(1)
+		go detachedWorker(f)
+	}
+}
+
+// detachedStarted counts the goroutines runDetached started.
+var detachedStarted atomic.Int64
+
+func detachedWorker(f func()) {
+	f()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case f = <-idleWorkers:
+			f()
+			idle.Reset(workerIdle)
+		case <-idle.C:
+			return
+		}
 	}
 }
 

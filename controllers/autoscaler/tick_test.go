@@ -3,6 +3,7 @@ package autoscaler
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/scaleplane/scaleplane/internal/benchcmp"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -40,7 +42,15 @@ func fillStore(t testing.TB, s *promql.Store, ns string, names []string, rps, qu
 // filled by the test, with the clock at now.
 func newStoreAutoscaler(t testing.TB, now time.Time) (*Autoscaler, *promql.Store) {
 	t.Helper()
-	store := promql.NewStore(promql.Options{Now: func() time.Time { return now }})
+	return newStoreAutoscalerWith(t, now, promql.Options{})
+}
+
+// newStoreAutoscalerWith is newStoreAutoscaler with the store's options
+// (its clock is set to now).
+func newStoreAutoscalerWith(t testing.TB, now time.Time, opts promql.Options) (*Autoscaler, *promql.Store) {
+	t.Helper()
+	opts.Now = func() time.Time { return now }
+	store := promql.NewStore(opts)
 	sources := testSources(t, promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }}))
 	a, err := New(Options{Views: sampleViews(t), Sources: sources, Now: func() time.Time { return now }, RequestQueries: store.Registry().SetOwner})
 	if err != nil {
@@ -189,41 +199,110 @@ func BenchmarkTick1000(b *testing.B) { benchmarkTick(b, 1_000, false) }
 // difference is the fair scheduler's cost per evaluation.
 func BenchmarkTick1000Fair(b *testing.B) { benchmarkTick(b, 1_000, true) }
 
+// BenchmarkTick100000 is BenchmarkTick10000 with ten times the workloads:
+// the size one replica is meant to tick within its polling interval.
+// `make bench` runs it with -cpu 1.
+func BenchmarkTick100000(b *testing.B) { benchmarkTick(b, 100_000, false) }
+
 func benchmarkTick(b *testing.B, n int, fair bool) {
+	tick := newTickBench(b, n, fair)
+	var before, after runtime.MemStats
+	b.ReportAllocs()
+	b.ResetTimer()
+	runtime.ReadMemStats(&before)
+	cpu := processCPU()
+	for range b.N {
+		tick()
+	}
+	cpu = processCPU() - cpu
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/workload")
+	// CPU time varies less than wall time on a machine shared with other
+	// work; it includes the garbage collector's.
+	b.ReportMetric(float64(cpu)/float64(b.N*n), "cpu-ns/workload")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N*n), "allocs/workload")
+}
+
+// newTickBench fills a store with two minutes of samples for n workloads
+// with the two triggers BenchmarkTick10000 describes, builds their
+// scalers and warms their History, and returns one tick over all of them.
+func newTickBench(tb testing.TB, n int, fair bool) func() {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	a, store := newStoreAutoscaler(b, now)
+	// The store's default limits hold 100,000 series; the benchmark
+	// keeps two per workload.
+	a, store := newStoreAutoscalerWith(tb, now, promql.Options{MaxSeries: -1, MaxBytes: -1})
 	if fair {
 		f, err := promql.NewFair(promql.FairOptions{SamplesPerMinute: -1, EvalTimePerMinute: -1})
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
-		a.opts.Sources = testSources(b, promql.FairSource(promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }}), f))
+		a.opts.Sources = testSources(tb, promql.FairSource(promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }}), f))
 	}
+	// 10,000 workloads per namespace: 20,000 series, under the store's
+	// default series limit per namespace.
+	const perNamespace = 10_000
 	names := make([]string, n)
 	for i := range names {
-		names[i] = fmt.Sprintf("w%05d", i)
+		names[i] = fmt.Sprintf("w%06d", i)
 	}
-	fillStore(b, store, "bench", names, 10, 3, now)
+	for from := 0; from < n; from += perNamespace {
+		fillStore(tb, store, fmt.Sprintf("bench%d", from/perNamespace), names[from:min(from+perNamespace, n)], 10, 3, now)
+	}
 	k := a.byResource["rackedclusters"]
 	c := cfg(1, 20).trigger("rps", 4).trigger("queue", 1).query(`max(queue_depth{namespace="${namespace}",job="${name}"})`).obj()
 	states := make([]*workload, n)
 	w := scaling.Workload{Replicas: ptr(int32(3)), Config: c}
 	ctx := context.Background()
 	for i, name := range names {
-		states[i] = k.get(types.NamespacedName{Namespace: "bench", Name: name})
+		states[i] = k.get(types.NamespacedName{Namespace: fmt.Sprintf("bench%d", i/perNamespace), Name: name})
 		k.decide(ctx, nil, states[i], w, now, time.Time{}) // builds scalers, warms the History
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
+	return func() {
 		for _, st := range states {
 			d := k.decide(ctx, nil, st, w, now, time.Time{})
 			if d.Triggers[0].Value != 10 || d.Triggers[1].Value != 3 {
-				b.Fatalf("unexpected samples: %+v", d.Triggers)
+				tb.Fatalf("unexpected samples: %+v", d.Triggers)
 			}
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/workload")
+}
+
+// TestTickAllocationsWithinBaseline holds a tick's allocations per
+// workload to the stored baseline of BenchmarkTick1000
+// (hack/bench/baseline.txt, refreshed by `make bench-baseline`), within
+// benchcmp.DefaultOptions' margin. Allocation counts do not depend on the
+// machine, so this runs in `make test`; time does, and only `make bench`
+// compares it.
+func TestTickAllocationsWithinBaseline(t *testing.T) {
+	base, err := benchcmp.ParseFile("../../hack/bench/baseline.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := base["BenchmarkTick1000"]
+	if !ok || b.Metrics["allocs/op"] == 0 {
+		t.Fatalf("hack/bench/baseline.txt holds no allocs/op for BenchmarkTick1000")
+	}
+	const n = 200
+	tick := newTickBench(t, n, false)
+	got := testing.AllocsPerRun(3, tick) / n
+	want := b.Metrics["allocs/op"] / 1000
+	t.Logf("allocations per workload: %.1f (baseline %.1f)", got, want)
+	if limit := want * benchcmp.DefaultOptions.MaxAllocRatio; got > limit {
+		t.Errorf("a tick allocates %.1f times per workload, over %.1f (%.2f × the baseline's %.1f): find the new allocations with -memprofile, or refresh the baseline with `make bench-baseline` and say why",
+			got, limit, benchcmp.DefaultOptions.MaxAllocRatio, want)
+	}
+}
+
+// TestSamplesRunOnReusedGoroutines: a trigger's sample runs on a goroutine
+// left by an earlier one (see runDetached), not on a new goroutine whose
+// stack the query engine must grow again.
+func TestSamplesRunOnReusedGoroutines(t *testing.T) {
+	tick := newTickBench(t, 50, false)
+	before := detachedStarted.Load()
+	tick()
+	if started := detachedStarted.Load() - before; started > 2 {
+		t.Errorf("100 samples taken one after the other started %d goroutines, want at most 2", started)
+	}
 }
 
 // blockingScaler reads nothing until its context ends, like a remote
