@@ -146,7 +146,13 @@ func validate(p *v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorList {
 			specPaths = append(specPaths, owned{segs, scPath.Child("path")})
 		}
 	default:
-		for _, msg := range validation.IsQualifiedName(sc.Annotation) {
+		key := sc.Annotation
+		if sc.Format == v1alpha1.ScaleConfigFormatSlimFaas {
+			// The API server checks annotation keys lower-cased, which
+			// admits SlimFaas's own, such as SlimFaas/Function.
+			key = strings.ToLower(key)
+		}
+		for _, msg := range validation.IsQualifiedName(key) {
 			errs = append(errs, field.Invalid(scPath.Child("annotation"), sc.Annotation, msg+`, e.g. "scaleplane.io/scale-config"`))
 		}
 	}
