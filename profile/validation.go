@@ -429,7 +429,9 @@ func BuiltIn(group string) bool {
 // in an annotation, which the trigger autoscaler reads and checks itself.
 func validateBuiltIn(p *v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorList {
 	gv, err := schema.ParseGroupVersion(p.Target.APIVersion)
-	if err != nil || !BuiltIn(gv.Group) {
+	if err != nil || p.Target.APIVersion == "" || gv.String() != p.Target.APIVersion || !BuiltIn(gv.Group) ||
+		(gv.Group != "" && len(validation.IsDNS1123Subdomain(gv.Group)) > 0) {
+		// An apiVersion validateTarget refuses says nothing of the kind.
 		return nil
 	}
 	why := fmt.Sprintf("%s is a built-in kind: scaleplane registers no admission webhook on it and owns no field of its schema", kindName(p))
