@@ -391,5 +391,3 @@ func jsonString(s string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-
