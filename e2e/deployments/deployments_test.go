@@ -44,6 +44,7 @@ func TestBuiltInKinds(t *testing.T) {
 			"SlimFaasScheduleWakesIt":               testSlimFaasScheduleWakesIt,
 			"SlimFaasBadJSONIsReported":             testSlimFaasBadJSONIsReported,
 			"StatefulSetAnnotationConfigScales":     testStatefulSetAnnotationConfigScales,
+			"StatefulSetInvalidConfigIsReported":    testStatefulSetInvalidConfigIsReported,
 			"ScaledObjectOnADeploymentStandsItDown": testScaledObjectOnADeploymentStandsItDown,
 		} {
 			t.Run(name, func(t *testing.T) {
@@ -155,7 +156,9 @@ func testSlimFaasScheduleWakesIt(t *testing.T, _ *env) {
 		"SlimFaas/Schedule":                          `{"TimeZoneID": "UTC", "Default": {"WakeUp": ["` + now + `"]}}`,
 	})
 	waitReplicas(t, ns, "morning", "2", func(r int32) bool { return r == 2 })
-	findEvent(t, ns, "morning", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Woke up from 0 to 2") })
+	findEvent(t, ns, "morning", v1alpha1.ReasonScaled, func(n string) bool {
+		return strings.HasPrefix(n, "Woke up from 0 to 2") && strings.Contains(n, "scheduled wake-up at")
+	})
 }
 
 // Bad JSON in SlimFaas/Scale is a clear reason on the Scaling and a
@@ -211,6 +214,43 @@ func testStatefulSetAnnotationConfigScales(t *testing.T, _ *env) {
 		return *got.Spec.Replicas >= 3, fmt.Sprintf("replicas %d, want >= 3", *got.Spec.Replicas)
 	})
 	findEvent(t, ns, "store", v1alpha1.ReasonScaled, func(n string) bool { return strings.HasPrefix(n, "Scaled up from 1 to ") })
+}
+
+// With no webhook to refuse it, a config that breaks a validating rule
+// (V2: minReplicas above maxReplicas) is not acted on: the Scaling and a
+// Warning InvalidScaleConfig name the field.
+func testStatefulSetInvalidConfigIsReported(t *testing.T, _ *env) {
+	ns := cluster.Namespace(t)
+	labels := map[string]string{"app": "bad"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad", Annotations: map[string]string{
+			"scaleplane.io/scale-config": `{"minReplicas": 4, "maxReplicas": 2, "idle": {"timeoutSeconds": 1}}`}},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr(int32(3)), ServiceName: "bad",
+			Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: podTemplate(labels)},
+	}
+	if err := cluster.Client.Create(context.Background(), sts); err != nil {
+		t.Fatal(err)
+	}
+	findEvent(t, ns, "bad", autoscaler.ReasonInvalidConfig, func(n string) bool { return strings.Contains(n, "minReplicas") })
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		s, err := getScaling(ctx, ns, autoscaler.ScalingName("bad", statefulSetGK))
+		if err != nil {
+			return false, err.Error()
+		}
+		var msgs []string
+		for _, c := range s.Status.Conditions {
+			msgs = append(msgs, c.Message)
+		}
+		all := strings.Join(msgs, "\n")
+		return strings.Contains(all, "scale config refused"), all
+	})
+	got := &appsv1.StatefulSet{}
+	if err := cluster.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "bad"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.Spec.Replicas != 3 {
+		t.Errorf("replicas %d, want the 3 it was created with", *got.Spec.Replicas)
+	}
 }
 
 // A KEDA ScaledObject whose scaleTargetRef names only the Deployment (KEDA
