@@ -45,6 +45,7 @@ func TestBuiltInKinds(t *testing.T) {
 			"SlimFaasBadJSONIsReported":             testSlimFaasBadJSONIsReported,
 			"StatefulSetAnnotationConfigScales":     testStatefulSetAnnotationConfigScales,
 			"StatefulSetInvalidConfigIsReported":    testStatefulSetInvalidConfigIsReported,
+			"ReplicaSetThroughALiveScaleProfile":    testReplicaSetThroughALiveScaleProfile,
 			"ScaledObjectOnADeploymentStandsItDown": testScaledObjectOnADeploymentStandsItDown,
 		} {
 			t.Run(name, func(t *testing.T) {
@@ -250,6 +251,72 @@ func testStatefulSetInvalidConfigIsReported(t *testing.T, _ *env) {
 	}
 	if *got.Spec.Replicas != 3 {
 		t.Errorf("replicas %d, want the 3 it was created with", *got.Spec.Replicas)
+	}
+}
+
+// Any built-in kind with /scale, here ReplicaSets, joins at run time
+// through a ScaleProfile: it becomes Active (its access review asks no
+// status verbs), gets no webhook entry, and its workloads go to zero.
+func testReplicaSetThroughALiveScaleProfile(t *testing.T, _ *env) {
+	ctx := context.Background()
+	sp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": "ScaleProfile",
+		"metadata": map[string]any{"name": "replicasets"},
+		"spec": map[string]any{
+			"target":      map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "resource": "replicasets"},
+			"scaleConfig": map[string]any{"annotation": "scaleplane.io/scale-config"},
+		},
+	}}
+	if err := cluster.Client.Create(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), sp) })
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("ScaleProfile"))
+		if err := cluster.Client.Get(ctx, client.ObjectKey{Name: "replicasets"}, got); err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			m := c.(map[string]any)
+			if m["type"] == v1alpha1.ConditionActive {
+				return m["status"] == "True", fmt.Sprintf("%v: %v", m["reason"], m["message"])
+			}
+		}
+		return false, "no Active condition yet"
+	})
+	ns := cluster.Namespace(t)
+	labels := map[string]string{"app": "worker"}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "worker", Annotations: map[string]string{
+			"scaleplane.io/scale-config": `{"minReplicas": 0, "maxReplicas": 2, "idle": {"timeoutSeconds": 1}}`}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: podTemplate(labels)},
+	}
+	if err := cluster.Client.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+		got := &appsv1.ReplicaSet{}
+		if err := cluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "worker"}, got); err != nil {
+			return false, err.Error()
+		}
+		return *got.Spec.Replicas == 0, fmt.Sprintf("replicas %d, want 0", *got.Spec.Replicas)
+	})
+	var v admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := cluster.Client.List(ctx, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range v.Items {
+		for _, w := range c.Webhooks {
+			for _, r := range w.Rules {
+				for _, g := range r.APIGroups {
+					if g == "apps" {
+						t.Errorf("webhook entry %s on apps %v", w.Name, r.Resources)
+					}
+				}
+			}
+		}
 	}
 }
 
