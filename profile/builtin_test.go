@@ -90,6 +90,11 @@ func TestBuiltInKindRefusesWhatNeedsAWebhook(t *testing.T) {
 	if !c.Admission() {
 		t.Errorf("a CRD's profile gets no admission webhooks")
 	}
+	crdSlimFaas := c.Spec()
+	crdSlimFaas.ScaleConfig = v1alpha1.ScaleConfigLocation{Annotation: scaling.SlimFaasFunction, Format: v1alpha1.ScaleConfigFormatSlimFaas}
+	if diff := cmp.Diff([]string{"FieldValueInvalid scaleConfig.format"}, errorStrings(Validate(&crdSlimFaas, nil))); diff != "" {
+		t.Errorf("SlimFaas format on a CRD (-want +got):\n%s", diff)
+	}
 }
 
 // TestReadSlimFaasNeverWritesBack: a SlimFaas profile reads C from the
@@ -101,6 +106,9 @@ func TestReadSlimFaasNeverWritesBack(t *testing.T) {
 	c, err := Compile(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := c.Layout().ConfigPath.String(); got != "metadata.annotations[SlimFaas/*]" {
+		t.Errorf("rules report the config at %q, want metadata.annotations[SlimFaas/*]", got)
 	}
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("apps/v1")

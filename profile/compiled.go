@@ -102,6 +102,10 @@ func compile(spec v1alpha1.ScaleProfileSpec) *Compiled {
 	p.builtIn = BuiltIn(p.gv().Group)
 	if p.config != nil {
 		p.layout.ConfigPath = fieldPath(p.config)
+	} else if p.slimFaas {
+		// The rules judge the config the SlimFaas/* annotations make
+		// together, not the one annotation that opts a workload in.
+		p.layout.ConfigPath = field.NewPath("metadata", "annotations").Key(scaling.SlimFaasPrefix + "*")
 	} else {
 		p.layout.ConfigPath = field.NewPath("metadata", "annotations").Key(p.annotation)
 	}

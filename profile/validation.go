@@ -429,9 +429,18 @@ func BuiltIn(group string) bool {
 // in an annotation, which the trigger autoscaler reads and checks itself.
 func validateBuiltIn(p *v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorList {
 	gv, err := schema.ParseGroupVersion(p.Target.APIVersion)
-	if err != nil || p.Target.APIVersion == "" || gv.String() != p.Target.APIVersion || !BuiltIn(gv.Group) ||
+	if err != nil || p.Target.APIVersion == "" || gv.String() != p.Target.APIVersion ||
 		(gv.Group != "" && len(validation.IsDNS1123Subdomain(gv.Group)) > 0) {
 		// An apiVersion validateTarget refuses says nothing of the kind.
+		return nil
+	}
+	if !BuiltIn(gv.Group) {
+		if p.ScaleConfig.Format == v1alpha1.ScaleConfigFormatSlimFaas {
+			// SlimFaas functions are Deployments and StatefulSets; a
+			// CRD's webhooks would have nothing to default in them.
+			return field.ErrorList{field.Invalid(fp.Child("scaleConfig", "format"), p.ScaleConfig.Format,
+				fmt.Sprintf("format SlimFaas is for built-in kinds such as apps/v1 Deployment, as SlimFaas runs functions; %s is a CRD: use format JSON", kindName(p)))}
+		}
 		return nil
 	}
 	why := fmt.Sprintf("%s is a built-in kind: scaleplane registers no admission webhook on it and owns no field of its schema", kindName(p))

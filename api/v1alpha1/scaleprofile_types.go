@@ -106,7 +106,8 @@ type ScaleConfigLocation struct {
 	Annotation string `json:"annotation,omitempty"`
 
 	// Format of the annotation: JSON (default), the scale config as JSON;
-	// or SlimFaas, where annotation must be SlimFaas/Function and C is
+	// or SlimFaas, for built-in kinds such as apps/v1 Deployment only,
+	// where annotation must be SlimFaas/Function and C is
 	// translated from the SlimFaas/* annotations as SlimFaas reads them
 	// (docs/slimfaas.md). A SlimFaas config is read only: scaleplane never
 	// writes it back.
