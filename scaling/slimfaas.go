@@ -173,9 +173,9 @@ func FromSlimFaas(ann map[string]string, root *field.Path) (*Config, field.Error
 		atStart = SlimFaasDefaultReplicasAtStart
 	}
 	c := &Config{
-		Idle: &Idle{ReplicasAtStart: ptr(atStart), TimeoutSeconds: ptr(timeout)},
+		Idle: &Idle{ReplicasAtStart: valuePtr(atStart), TimeoutSeconds: valuePtr(timeout)},
 	}
-	c.MinReplicas = ptr(minR)
+	c.MinReplicas = valuePtr(minR)
 	maxR := max(minR, atStart)
 
 	if raw, ok := ann[SlimFaasDependsOn]; ok {
@@ -232,7 +232,7 @@ func FromSlimFaas(ann map[string]string, root *field.Path) (*Config, field.Error
 			c.Behavior = slimFaasBehavior(s.Behavior)
 		}
 	}
-	c.MaxReplicas = ptr(maxR)
+	c.MaxReplicas = valuePtr(maxR)
 	return c, errs
 }
 
@@ -291,13 +291,13 @@ func slimFaasBehavior(b *slimFaasScaleBehavor) *autoscalingv2.HorizontalPodAutos
 
 func slimFaasRules(d *slimFaasDirection, window int32, def []autoscalingv2.HPAScalingPolicy, sel autoscalingv2.ScalingPolicySelect) *autoscalingv2.HPAScalingRules {
 	zero := resource.MustParse("0")
-	r := &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr(window), SelectPolicy: &sel, Tolerance: &zero, Policies: def}
+	r := &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: valuePtr(window), SelectPolicy: &sel, Tolerance: &zero, Policies: def}
 	if d == nil {
 		return r
 	}
 	// A direction given without its window has SlimFaas's 0, not the
 	// default of the direction left out altogether.
-	r.StabilizationWindowSeconds = ptr(int32(0))
+	r.StabilizationWindowSeconds = valuePtr(int32(0))
 	if d.StabilizationWindowSeconds != nil {
 		r.StabilizationWindowSeconds = d.StabilizationWindowSeconds
 	}
@@ -337,4 +337,4 @@ func strictJSON(raw string, v any) error {
 	return nil
 }
 
-func ptr[T any](v T) *T { return &v }
+func valuePtr[T any](v T) *T { return &v }

@@ -45,8 +45,8 @@ func TestFromSlimFaas(t *testing.T) {
 	}, {
 		name: "SlimFaas's defaults",
 		ann:  map[string]string{SlimFaasFunction: "true"},
-		want: &Config{MinReplicas: ptr(int32(0)), MaxReplicas: ptr(int32(1)),
-			Idle: &Idle{ReplicasAtStart: ptr(int32(1)), TimeoutSeconds: ptr(int32(300))}},
+		want: &Config{MinReplicas: valuePtr(int32(0)), MaxReplicas: valuePtr(int32(1)),
+			Idle: &Idle{ReplicasAtStart: valuePtr(int32(1)), TimeoutSeconds: valuePtr(int32(300))}},
 	}, {
 		name: "the documented function",
 		ann: map[string]string{
@@ -59,8 +59,8 @@ func TestFromSlimFaas(t *testing.T) {
 			SlimFaasScale: `{"ReplicaMax": 5, "Triggers": [{"MetricType": "AverageValue", "MetricName": "rps",
 				"Query": "sum(rate(http_server_requests_seconds_count{namespace=\"${namespace}\",job=\"${name}\"}[1m]))", "Threshold": 10}]}`,
 		},
-		want: &Config{MinReplicas: ptr(int32(0)), MaxReplicas: ptr(int32(5)),
-			Idle:      &Idle{ReplicasAtStart: ptr(int32(2)), TimeoutSeconds: ptr(int32(60))},
+		want: &Config{MinReplicas: valuePtr(int32(0)), MaxReplicas: valuePtr(int32(5)),
+			Idle:      &Idle{ReplicasAtStart: valuePtr(int32(2)), TimeoutSeconds: valuePtr(int32(60))},
 			DependsOn: []string{"mysql", "fibonacci2"},
 			Schedule: &Schedule{TimeZone: "Europe/Paris", WakeUp: []string{"07:00"},
 				ScaleDownTimeout: []ScaleDownTimeout{{Time: "07:00", Seconds: 20}, {Time: "21:00", Seconds: 10}}},
@@ -71,16 +71,16 @@ func TestFromSlimFaas(t *testing.T) {
 	}, {
 		name: "schedule defaults: time zone GB, time 00:00",
 		ann:  map[string]string{SlimFaasFunction: "true", SlimFaasSchedule: `{"Default":{"ScaleDownTimeout":[{"Value":30}]}}`},
-		want: &Config{MinReplicas: ptr(int32(0)), MaxReplicas: ptr(int32(1)),
-			Idle:     &Idle{ReplicasAtStart: ptr(int32(1)), TimeoutSeconds: ptr(int32(300))},
+		want: &Config{MinReplicas: valuePtr(int32(0)), MaxReplicas: valuePtr(int32(1)),
+			Idle:     &Idle{ReplicasAtStart: valuePtr(int32(1)), TimeoutSeconds: valuePtr(int32(300))},
 			Schedule: &Schedule{TimeZone: "GB", ScaleDownTimeout: []ScaleDownTimeout{{Time: "00:00", Seconds: 30}}}},
 	}, {
 		name: "behavior given, unnamed and duplicate metrics, Value type",
 		ann: map[string]string{SlimFaasFunction: "true", SlimFaasReplicasMin: "1", SlimFaasScale: `{"ReplicaMax": 10,
 			"Triggers": [{"Query": "a", "Threshold": 1}, {"MetricType": "Value", "MetricName": "x", "Query": "b", "Threshold": 0.5}, {"MetricName": "x", "Query": "c", "Threshold": 2}],
 			"Behavior": {"ScaleDown": {"Policies": [{"Type": "Pods", "Value": 1, "PeriodSeconds": 60}, {"Value": 50}]}}}`},
-		want: &Config{MinReplicas: ptr(int32(1)), MaxReplicas: ptr(int32(10)),
-			Idle: &Idle{ReplicasAtStart: ptr(int32(1)), TimeoutSeconds: ptr(int32(300))},
+		want: &Config{MinReplicas: valuePtr(int32(1)), MaxReplicas: valuePtr(int32(10)),
+			Idle: &Idle{ReplicasAtStart: valuePtr(int32(1)), TimeoutSeconds: valuePtr(int32(300))},
 			Triggers: []Trigger{{Name: "trigger-0", Type: TargetAverageValue, Query: "a", Threshold: 1},
 				{Name: "x", Type: TargetValue, Query: "b", Threshold: 0.5}, {Name: "trigger-2", Type: TargetAverageValue, Query: "c", Threshold: 2}},
 			Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
@@ -132,7 +132,7 @@ func TestFromSlimFaas(t *testing.T) {
 				t.Errorf("config (-want +got):\n%s", diff)
 			}
 			if got != nil {
-				w := Workload{Name: "fn", Replicas: ptr(int32(0)), Config: got}
+				w := Workload{Name: "fn", Replicas: valuePtr(int32(0)), Config: got}
 				if errs, _ := Validate(w, Layout{ConfigInAnnotation: true}, testSources(t, nil)); len(errs) > 0 {
 					t.Errorf("the translation breaks a rule: %v", errs)
 				}
@@ -177,7 +177,7 @@ func TestSlimFaasDecisions(t *testing.T) {
 	}
 	hpa := *cfg
 	hpa.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{
-		StabilizationWindowSeconds: ptr(int32(0)), Policies: cfg.Behavior.ScaleDown.Policies}}
+		StabilizationWindowSeconds: valuePtr(int32(0)), Policies: cfg.Behavior.ScaleDown.Policies}}
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	decide := func(c *Config, current int32, value float64) int32 {
 		return Decide(DecideInput{Now: t0, Current: current, Config: c, Triggers: []TriggerResult{val("rps", value)}}, &History{}).Desired
