@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -126,6 +127,11 @@ func fanOutObject(v *profile.Compiled, u *unstructured.Unstructured, w scaling.W
 	out := u.DeepCopy()
 	if err := v.WriteSpec(out, want); err != nil {
 		return nil, false, fmt.Errorf("write fan-out: %w", err)
+	}
+	if equality.Semantic.DeepEqual(out.Object, u.Object) {
+		// A config the profile never writes (SlimFaas annotations) stays
+		// pinned where its annotations say: nothing to write or report.
+		return u, false, nil
 	}
 	return out, true, nil
 }

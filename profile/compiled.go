@@ -36,6 +36,11 @@ type Compiled struct {
 	annotation string
 	// annotationSegs is metadata.annotations.<annotation> as path segments.
 	annotationSegs []string
+	// slimFaas: C is translated from the SlimFaas/* annotations
+	// (scaleConfig.format SlimFaas), read only.
+	slimFaas bool
+	// builtIn: a Kubernetes kind, which gets no admission webhook.
+	builtIn bool
 
 	// groups is nil for kinds without member groups.
 	groups                  []string
@@ -78,6 +83,7 @@ func compile(spec v1alpha1.ScaleProfileSpec) *Compiled {
 		config:         must(spec.ScaleConfig.Path),
 		annotation:     spec.ScaleConfig.Annotation,
 		annotationSegs: []string{"metadata", "annotations", spec.ScaleConfig.Annotation},
+		slimFaas:       spec.ScaleConfig.Format == v1alpha1.ScaleConfigFormatSlimFaas,
 		statusReplicas: must(spec.Status.ReplicasPath),
 		selector:       must(spec.Status.SelectorPath),
 	}
@@ -93,8 +99,13 @@ func compile(spec v1alpha1.ScaleProfileSpec) *Compiled {
 			return strings.Contains(v, v1alpha1.MemberGroupPlaceholder)
 		}),
 	}
+	p.builtIn = BuiltIn(p.gv().Group)
 	if p.config != nil {
 		p.layout.ConfigPath = fieldPath(p.config)
+	} else if p.slimFaas {
+		// The rules judge the config the SlimFaas/* annotations make
+		// together, not the one annotation that opts a workload in.
+		p.layout.ConfigPath = field.NewPath("metadata", "annotations").Key(scaling.SlimFaasPrefix + "*")
 	} else {
 		p.layout.ConfigPath = field.NewPath("metadata", "annotations").Key(p.annotation)
 	}
@@ -132,6 +143,15 @@ func (p *Compiled) gv() schema.GroupVersion {
 	return gv
 }
 
+// Admission reports whether the kind gets scaleplane's admission webhooks:
+// every kind but Kubernetes' own (BuiltIn), whose scale config lives in an
+// annotation the trigger autoscaler checks itself.
+func (p *Compiled) Admission() bool { return !p.builtIn }
+
+// SlimFaas reports whether C is translated from SlimFaas's annotations
+// (scaleConfig.format SlimFaas); such a C is never written back.
+func (p *Compiled) SlimFaas() bool { return p.slimFaas }
+
 // Layout tells package scaling where the values live. Its paths are shared
 // by every caller and must not be changed.
 func (p *Compiled) Layout() scaling.Layout { return p.layout }
@@ -164,9 +184,12 @@ func (p *Compiled) read(u *unstructured.Unstructured, partial bool) (scaling.Wor
 	r := reader{obj: u.Object, partial: partial}
 	w := scaling.Workload{Name: u.GetName(), Generation: u.GetGeneration()}
 	w.Replicas = r.int32At(p.replicas)
-	if p.config != nil {
+	switch {
+	case p.config != nil:
 		w.Config = p.readSpecConfig(&r)
-	} else {
+	case p.slimFaas:
+		w.Config = p.readSlimFaasConfig(&r)
+	default:
 		w.Config = p.readAnnotationConfig(&r)
 	}
 	if p.groups != nil {
@@ -245,6 +268,33 @@ func (p *Compiled) readSpecConfig(r *reader) *scaling.Config {
 	cfg, errs := decode(m, p.layout.ConfigPath, false, &r.ints)
 	for _, err := range errs {
 		r.add(err)
+	}
+	return cfg
+}
+
+// readSlimFaasConfig translates the SlimFaas/* annotations
+// (scaling.FromSlimFaas); errors are reported at the annotation's key.
+func (p *Compiled) readSlimFaasConfig(r *reader) *scaling.Config {
+	raw, ok := r.at([]string{"metadata", "annotations"})
+	if !ok {
+		return nil
+	}
+	m, ok := raw.(map[string]interface{})
+	if !ok {
+		return nil
+	}
+	ann := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok && strings.HasPrefix(k, scaling.SlimFaasPrefix) {
+			ann[k] = s
+		}
+	}
+	cfg, errs := scaling.FromSlimFaas(ann, field.NewPath("metadata", "annotations"))
+	for _, err := range errs {
+		r.add(err)
+	}
+	if len(errs) > 0 && !r.partial {
+		return nil
 	}
 	return cfg
 }
@@ -420,7 +470,7 @@ func (p *Compiled) WriteSpec(u *unstructured.Unstructured, w scaling.Workload) e
 			return fmt.Errorf("write replicas: %w", err)
 		}
 	}
-	if w.Config != nil {
+	if w.Config != nil && !p.slimFaas {
 		var err error
 		if p.config != nil {
 			err = p.writeSpecConfig(u.Object, w.Config)
@@ -655,6 +705,9 @@ func (p *Compiled) SameScalingFields(a, b *unstructured.Unstructured) bool {
 	if p.config != nil {
 		return true
 	}
+	if p.slimFaas {
+		return maps.Equal(slimFaasAnnotations(a), slimFaasAnnotations(b))
+	}
 	va, fa, _ := lookup(a.Object, p.annotationSegs)
 	vb, fb, _ := lookup(b.Object, p.annotationSegs)
 	if fa != fb {
@@ -680,4 +733,15 @@ func sameAt(a, b map[string]interface{}, segs []string) bool {
 	va, fa, ba := lookup(a, segs)
 	vb, fb, bb := lookup(b, segs)
 	return fa == fb && ba == bb && equality.Semantic.DeepEqual(va, vb)
+}
+
+// slimFaasAnnotations are u's SlimFaas/* annotations.
+func slimFaasAnnotations(u *unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for k, v := range u.GetAnnotations() {
+		if strings.HasPrefix(k, scaling.SlimFaasPrefix) {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -7,6 +7,11 @@
 // reader, the webhooks, the controllers and the autoscaler, goes through
 // Compiled.Read, and an annotation's text through DecodeConfigJSON.
 //
+// A built-in kind (apps/v1 Deployment, StatefulSet; [BuiltIn]) gets no
+// admission webhook ([Compiled.Admission]); its C lives in an annotation,
+// as JSON or, with scaleConfig.format SlimFaas, as SlimFaas's own
+// annotations, read through scaling.FromSlimFaas and never written back.
+//
 // The spec is the same wherever a profile comes from: a ScaleProfile
 // object, the component configuration's profiles (api/config/v1alpha2), or
 // Go code. Samples returns the sample kinds' profiles.

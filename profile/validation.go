@@ -146,10 +146,18 @@ func validate(p *v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorList {
 			specPaths = append(specPaths, owned{segs, scPath.Child("path")})
 		}
 	default:
-		for _, msg := range validation.IsQualifiedName(sc.Annotation) {
+		key := sc.Annotation
+		if sc.Format == v1alpha1.ScaleConfigFormatSlimFaas {
+			// The API server checks annotation keys lower-cased, which
+			// admits SlimFaas's own, such as SlimFaas/Function.
+			key = strings.ToLower(key)
+		}
+		for _, msg := range validation.IsQualifiedName(key) {
 			errs = append(errs, field.Invalid(scPath.Child("annotation"), sc.Annotation, msg+`, e.g. "scaleplane.io/scale-config"`))
 		}
 	}
+	errs = append(errs, validateFormat(sc, scPath)...)
+	errs = append(errs, validateBuiltIn(p, fp)...)
 
 	var statusPaths []owned
 	if g := p.MemberGroups; g != nil {
@@ -387,4 +395,70 @@ func substitute(s, name, group string) string {
 		return s
 	}
 	return strings.ReplaceAll(strings.ReplaceAll(s, v1alpha1.NamePlaceholder, name), v1alpha1.MemberGroupPlaceholder, group)
+}
+
+// validateFormat checks scaleConfig.format: SlimFaas reads the
+// SlimFaas/* annotations, opted in by SlimFaas/Function.
+func validateFormat(sc v1alpha1.ScaleConfigLocation, fp *field.Path) field.ErrorList {
+	switch sc.Format {
+	case "", v1alpha1.ScaleConfigFormatJSON:
+		return nil
+	case v1alpha1.ScaleConfigFormatSlimFaas:
+		if sc.Annotation != scaling.SlimFaasFunction {
+			return field.ErrorList{field.Invalid(fp.Child("annotation"), sc.Annotation,
+				fmt.Sprintf("format SlimFaas reads the SlimFaas annotations: set annotation to %q, the key that makes a workload a function", scaling.SlimFaasFunction))}
+		}
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(fp.Child("format"), sc.Format, []string{string(v1alpha1.ScaleConfigFormatJSON), string(v1alpha1.ScaleConfigFormatSlimFaas)})}
+}
+
+// BuiltIn reports whether group is one of Kubernetes' own API groups (the
+// core group, a group without a dot such as apps, or one under k8s.io): a
+// CRD's group always has a dot, and only Kubernetes serves the others.
+// scaleplane never registers admission webhooks on a built-in kind.
+func BuiltIn(group string) bool {
+	return !strings.Contains(group, ".") || group == "k8s.io" || strings.HasSuffix(group, ".k8s.io")
+}
+
+// validateBuiltIn refuses, for a built-in kind such as apps/v1 Deployment,
+// what only an admission webhook or a write into a schema scaleplane does
+// not own could give: scaleplane registers no webhook on built-in kinds
+// (docs/profiles.md), and their schemas have no room for C, member groups
+// or scaleplane's status fields. What is left is R at .spec.replicas and C
+// in an annotation, which the trigger autoscaler reads and checks itself.
+func validateBuiltIn(p *v1alpha1.ScaleProfileSpec, fp *field.Path) field.ErrorList {
+	gv, err := schema.ParseGroupVersion(p.Target.APIVersion)
+	if err != nil || p.Target.APIVersion == "" || gv.String() != p.Target.APIVersion ||
+		(gv.Group != "" && len(validation.IsDNS1123Subdomain(gv.Group)) > 0) {
+		// An apiVersion validateTarget refuses says nothing of the kind.
+		return nil
+	}
+	if !BuiltIn(gv.Group) {
+		if p.ScaleConfig.Format == v1alpha1.ScaleConfigFormatSlimFaas {
+			// SlimFaas functions are Deployments and StatefulSets; a
+			// CRD's webhooks would have nothing to default in them.
+			return field.ErrorList{field.Invalid(fp.Child("scaleConfig", "format"), p.ScaleConfig.Format,
+				fmt.Sprintf("format SlimFaas is for built-in kinds such as apps/v1 Deployment, as SlimFaas runs functions; %s is a CRD: use format JSON", kindName(p)))}
+		}
+		return nil
+	}
+	why := fmt.Sprintf("%s is a built-in kind: scaleplane registers no admission webhook on it and owns no field of its schema", kindName(p))
+	var errs field.ErrorList
+	if p.ScaleConfig.Path != "" {
+		errs = append(errs, field.Invalid(fp.Child("scaleConfig", "path"), p.ScaleConfig.Path, why+`; hold the scale config in an annotation instead (annotation: "scaleplane.io/scale-config")`))
+	}
+	if p.ReplicasPath != DefaultReplicasPath {
+		errs = append(errs, field.Invalid(fp.Child("replicasPath"), p.ReplicasPath, why+"; leave replicasPath out (.spec.replicas)"))
+	}
+	if p.MemberGroups != nil {
+		errs = append(errs, field.Forbidden(fp.Child("memberGroups"), why+"; remove memberGroups"))
+	}
+	if p.Status.ReplicasPath != "" || p.Status.SelectorPath != "" {
+		errs = append(errs, field.Forbidden(fp.Child("status"), why+"; its own controller writes its status: remove status"))
+	}
+	if !p.HPATarget.Self() {
+		errs = append(errs, field.Forbidden(fp.Child("hpaTarget"), why+"; the HPA scales it through its own /scale: remove hpaTarget"))
+	}
+	return errs
 }

@@ -4,7 +4,9 @@
 // decisions (fan-out C1, status C2, HPA existence C4), and the built-in
 // autoscaler's arithmetic (the HPA replica algorithm with behaviors,
 // scale-to-zero and schedules). It also defines trigger sources ([Source],
-// [Sources]) and the built-in [CronSource].
+// [Sources]) and the built-in [CronSource], and translates SlimFaas's
+// annotations into a config ([FromSlimFaas], slimfaas.go), with SlimFaas's
+// own decisions where they differ from an HPA's (docs/slimfaas.md).
 //
 // It must not talk to a cluster: no client, no clock it did not receive, no
 // goroutines. Webhooks and controllers translate objects into a [Workload],

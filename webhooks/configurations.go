@@ -12,7 +12,8 @@ import (
 )
 
 // Configurations returns the webhook configurations that route every view's
-// requests to the handlers Setup registers: for each kind a mutating and a
+// requests to the handlers Setup registers (views of built-in kinds, which
+// get no webhook, aside; profile.BuiltIn): for each kind a mutating and a
 // validating webhook on CREATE and UPDATE of the resource, and a validating
 // webhook on UPDATE of "<resource>/scale". clientConfig gives each webhook's
 // client configuration from its path (see ServiceClientConfig).
@@ -67,6 +68,12 @@ func configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 		timeout = configv1alpha2.DefaultWebhookTimeoutSeconds
 	}
 	for _, view := range views {
+		if !view.Admission() {
+			// Never a webhook on a built-in kind (apps/v1 Deployment...):
+			// a scaleplane that is down must not block a cluster's core
+			// writes; the autoscaler checks such a kind's config itself.
+			continue
+		}
 		gvr := view.GVR()
 		mainRules := rules(gvr.Group, gvr.Version, gvr.Resource, admissionregistrationv1.Create, admissionregistrationv1.Update)
 		scaleRules := rules(gvr.Group, gvr.Version, gvr.Resource+"/scale", admissionregistrationv1.Update)

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -25,6 +26,7 @@ import (
 // and has the kind's rules; its Service or URL, CA bundle and tuning are
 // the repository's to choose.
 func MissingDispatchEntries(ctx context.Context, c client.Reader, views []*profile.Compiled, wc configv1alpha2.Webhook) (map[schema.GroupVersionResource][]string, error) {
+	views = slices.DeleteFunc(slices.Clone(views), func(v *profile.Compiled) bool { return !v.Admission() })
 	wantM, wantV := configurations(views, wc, pathOnly, dispatchPaths)
 	haveM := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	haveV := &admissionregistrationv1.ValidatingWebhookConfiguration{}

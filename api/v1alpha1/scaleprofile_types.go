@@ -104,7 +104,27 @@ type ScaleConfigLocation struct {
 	// +kubebuilder:validation:MaxLength=317
 	// +optional
 	Annotation string `json:"annotation,omitempty"`
+
+	// Format of the annotation: JSON (default), the scale config as JSON;
+	// or SlimFaas, for built-in kinds such as apps/v1 Deployment only,
+	// where annotation must be SlimFaas/Function and C is
+	// translated from the SlimFaas/* annotations as SlimFaas reads them
+	// (docs/slimfaas.md). A SlimFaas config is read only: scaleplane never
+	// writes it back.
+	// +kubebuilder:validation:Enum=JSON;SlimFaas
+	// +optional
+	Format ScaleConfigFormat `json:"format,omitempty"`
 }
+
+// ScaleConfigFormat is how an annotation holds C.
+type ScaleConfigFormat string
+
+const (
+	// ScaleConfigFormatJSON is the scale config as JSON in one annotation.
+	ScaleConfigFormatJSON ScaleConfigFormat = "JSON"
+	// ScaleConfigFormatSlimFaas is SlimFaas's annotations, read as they are.
+	ScaleConfigFormatSlimFaas ScaleConfigFormat = "SlimFaas"
+)
 
 // MemberGroups describes a list of member groups (racks, zones) in the
 // spec and where they report readiness.

@@ -34,6 +34,9 @@ func TestConfigCheckGolden(t *testing.T) {
 		{"crd-folder", []string{"-f", filepath.Join("testdata", "configcheck", "broken.yaml"), "--crd", filepath.Join("..", "..", "profile", "testdata", "crd")}, 1},
 		{"profile-init-output", []string{"-f", filepath.Join("testdata", "profileinit", "function.golden"), "--crd", filepath.Join("testdata", "profileinit", "function.yaml")}, 0},
 		{"instances", []string{"-f", filepath.Join("testdata", "profileinit", "instances.golden"), "--crd", filepath.Join("testdata", "profileinit", "instances.yaml")}, 0},
+		// Built-in kinds need no CRD and get no webhook: what would need one is refused.
+		{"builtin", []string{"-f", filepath.Join("testdata", "configcheck", "builtin.yaml"), "--crd", scaledApp}, 0},
+		{"builtin-webhook", []string{"-f", filepath.Join("testdata", "configcheck", "builtin-webhook.yaml"), "--crd", scaledApp}, 1},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {

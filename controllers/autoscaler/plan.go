@@ -211,3 +211,38 @@ func (w warnings) next(reason, note string) bool {
 	w[reason] = note
 	return true
 }
+
+// Warning reasons of kinds no webhook admits (built-in kinds such as
+// apps/v1 Deployment, SlimFaas annotations).
+const (
+	// ReasonInvalidConfig: the scale config breaks a rule admission
+	// would have refused it for; the autoscaler does not act on it.
+	ReasonInvalidConfig = "InvalidScaleConfig"
+	// ReasonSlimFaasSettingIgnored: a SlimFaas setting scaleplane does not
+	// act on (docs/slimfaas.md).
+	ReasonSlimFaasSettingIgnored = "SlimFaasSettingIgnored"
+)
+
+// unadmittedProblems applies the validating rules (scaling.Validate) to a
+// workload of a kind without admission webhooks, "" when it passes or
+// when the kind has webhooks (they judged it already).
+func unadmittedProblems(admission bool, w scaling.Workload, l scaling.Layout, sources *scaling.Sources) string {
+	if admission || w.Config == nil {
+		return ""
+	}
+	errs, _ := scaling.Validate(w, l, sources)
+	if len(errs) == 0 {
+		return ""
+	}
+	return "scale config refused, as admission would refuse it: " + errs.ToAggregate().Error()
+}
+
+// slimFaasIgnoredNote names the SlimFaas settings of ann scaleplane does
+// not act on, "" when there are none.
+func slimFaasIgnoredNote(ann map[string]string) string {
+	ignored := scaling.SlimFaasIgnored(ann)
+	if len(ignored) == 0 {
+		return ""
+	}
+	return "SlimFaas settings scaleplane does not act on: " + strings.Join(ignored, "; ")
+}

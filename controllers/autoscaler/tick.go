@@ -100,6 +100,20 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 		st.publish(StateUnreadable, "fields unreadable as the profile says: "+errs.ToAggregate().Error(), 0, nil)
 		return reconcile.Result{}, nil
 	}
+	if k.view.SlimFaas() {
+		k.warn(e, u, st, ReasonSlimFaasSettingIgnored, slimFaasIgnoredNote(u.GetAnnotations()))
+	}
+	if problem := unadmittedProblems(k.view.Admission(), w, k.view.Layout(), k.a.opts.Sources); !k.view.Admission() {
+		// No webhook judges a built-in kind's config: the rules admission
+		// would apply are applied here, and a config that breaks them is
+		// not acted on.
+		k.warn(e, u, st, ReasonInvalidConfig, problem)
+		if problem != "" {
+			k.closeScalers(ctx, st)
+			st.publish(StateUnreadable, problem, 0, nil)
+			return reconcile.Result{}, nil
+		}
+	}
 	if ok, why := manages(w, k.view.Layout(), k.defaultMetrics); !ok {
 		k.closeScalers(ctx, st)
 		k.deleteMetrics(st)

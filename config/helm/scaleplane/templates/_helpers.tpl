@@ -126,6 +126,9 @@ version: {{ $version }}
 resource: {{ $resource }}
 name: {{ printf "%s.%s.%s.%s.scaleplane.io" $resource $version $g (include "scaleplane.fullname" .root) }}
 path: {{ printf "%s/%s/%s" $g $version $resource }}
+{{- /* A built-in kind (no dot in its group, or a k8s.io group, as
+profile.BuiltIn says) gets no webhook entry. */}}
+builtIn: {{ or (not (contains "." $group)) (eq $group "k8s.io") (hasSuffix ".k8s.io" $group) }}
 {{- end }}
 
 {{/* What every entry shares: the Service, the policies, the selectors. */}}
