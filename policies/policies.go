@@ -399,3 +399,22 @@ func (l layout) parents(segs, known []string) string {
 const labelValueRegexp = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
 
 func ptr[T any](v T) *T { return &v }
+
+// ForOwner is For with the objects named and labelled for owner, as the
+// webhook entries an owner syncs are (webhooks.SyncPolicies): named
+// <owner>-<resource>.<group> and labelled scaleplane.io/owner=<owner>, so
+// several binaries and embedding operators keep their policies apart. The
+// binary's owner, scaleplane, gets For's names.
+func ForOwner(p *profile.Compiled, owner string) Set {
+	s := For(p)
+	name := owner + strings.TrimPrefix(Name(p), "scaleplane")
+	for _, obj := range s.Objects() {
+		obj.SetName(name)
+		labels := obj.GetLabels()
+		labels[v1alpha1.LabelOwner] = owner
+		obj.SetLabels(labels)
+	}
+	s.MutatingBinding.Spec.PolicyName = name
+	s.ValidatingBinding.Spec.PolicyName = name
+	return s
+}
