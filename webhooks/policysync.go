@@ -60,7 +60,7 @@ func SyncPolicies(ctx context.Context, c client.Client, views []*profile.Compile
 	want := map[string][]client.Object{}
 	if wc.Admission == configv1alpha2.AdmissionPolicies {
 		for _, v := range views {
-			s := policies.ForOwner(v, owner)
+			s := PolicySet(v, wc)
 			want[s.Mutating.Name] = s.Objects()
 		}
 	}
@@ -109,6 +109,19 @@ func SyncPolicies(ctx context.Context, c client.Client, views []*profile.Compile
 		return fmt.Errorf("sync admission policies: %w", err)
 	}
 	return nil
+}
+
+// PolicySet is view's policies as wc's owner writes them
+// (policies.ForOwner), with bindings that reach the objects the owner's
+// webhook entries reach: wc's namespace and object selectors, the
+// excluded namespaces and the break-glass label (NamespaceSelector), so
+// turning admission off for a namespace turns off its policies too.
+func PolicySet(view *profile.Compiled, wc configv1alpha2.Webhook) policies.Set {
+	s := policies.ForOwner(view, ownerOf(wc))
+	match := &admissionregistrationv1.MatchResources{NamespaceSelector: NamespaceSelector(wc), ObjectSelector: selector(wc.ObjectSelector)}
+	s.MutatingBinding.Spec.MatchResources = match.DeepCopy()
+	s.ValidatingBinding.Spec.MatchResources = match
+	return s
 }
 
 // applyPolicyObject creates want, or updates the owner's object of its

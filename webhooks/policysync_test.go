@@ -95,6 +95,13 @@ func TestSyncPoliciesFollowTheProfilesAndTheMode(t *testing.T) {
 	if diff := cmp.Diff(want.Spec, got.Spec); diff != "" {
 		t.Errorf("the validating policy's spec (-want +got):\n%s", diff)
 	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if err := c.Get(ctx, client.ObjectKey{Name: ours[0]}, binding); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(NamespaceSelector(wc), binding.Spec.MatchResources.NamespaceSelector); diff != "" {
+		t.Errorf("the binding reaches other namespaces than the entries (-entries +binding):\n%s", diff)
+	}
 	if o := got.Labels[v1alpha1.LabelOwner]; o != configv1alpha2.DefaultOwner {
 		t.Errorf("owner label %q, want %q", o, configv1alpha2.DefaultOwner)
 	}

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -16,7 +15,6 @@ import (
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/certs"
-	"github.com/scaleplane/scaleplane/policies"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
@@ -42,7 +40,7 @@ func RenderWebhookConfigurations(opts Options, views []*profile.Compiled) []clie
 	if wc.Admission == configv1alpha2.AdmissionPolicies || wc.Admission == configv1alpha2.AdmissionAuto {
 		wc.Admission = configv1alpha2.AdmissionPolicies
 		for _, view := range views {
-			out = append(out, policies.ForOwner(view, cmp.Or(wc.Owner, configv1alpha2.DefaultOwner)).Objects()...)
+			out = append(out, webhooks.PolicySet(view, wc).Objects()...)
 		}
 	}
 	m, v := webhooks.DispatchConfigurations(views, wc, clientConfigFor(opts))
