@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
@@ -183,5 +185,36 @@ func TestPoliciesModeNarrowsTheWebhookEntries(t *testing.T) {
 				t.Errorf("the mutating entry's failurePolicy %s, want Fail", got)
 			}
 		})
+	}
+}
+
+// TestAutoAdmissionFollowsDiscovery: auto is policies where the API server
+// serves the v1 MutatingAdmissionPolicy, webhooks where it does not; an
+// empty mode is webhooks, an unknown one an error.
+func TestAutoAdmissionFollowsDiscovery(t *testing.T) {
+	gv := admissionregistrationv1.SchemeGroupVersion
+	with := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gv})
+	with.Add(gv.WithKind("MutatingAdmissionPolicy"), apimeta.RESTScopeRoot)
+	without := apimeta.NewDefaultRESTMapper([]schema.GroupVersion{gv})
+	without.Add(gv.WithKind("ValidatingAdmissionPolicy"), apimeta.RESTScopeRoot)
+	for _, tt := range []struct {
+		name, mode string
+		mapper     apimeta.RESTMapper
+		want       string
+	}{
+		{"auto on 1.36 and later", "auto", with, "policies"},
+		{"auto before 1.36", "auto", without, "webhooks"},
+		{"policies asked", "policies", without, "policies"},
+		{"left out", "", with, "webhooks"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResolveAdmission(tt.mapper, tt.mode)
+			if err != nil || got != tt.want {
+				t.Errorf("ResolveAdmission(%q) = %q, %v; want %q", tt.mode, got, err, tt.want)
+			}
+		})
+	}
+	if _, err := ResolveAdmission(with, "cel"); err == nil {
+		t.Error("an unknown mode was resolved")
 	}
 }

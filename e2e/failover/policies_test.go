@@ -53,20 +53,34 @@ func deployWithPolicies(t *testing.T) *deployment {
 // ValidatingAdmissionPolicy (server-side dry run).
 func waitPolicies(t *testing.T, ns string) {
 	t.Helper()
+	// The last answer before the deadline, not the deadline's own error.
+	why := ""
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := cluster.Client.Get(ctx, client.ObjectKey{Name: configv1alpha2.DefaultValidatingConfigurationName}, v); err != nil {
-			return false, err.Error()
+		ok, msg := policiesEnforced(ctx, ns)
+		if ctx.Err() == nil {
+			why = msg
 		}
-		if len(v.Webhooks) == 0 || len(v.Webhooks[0].MatchConditions) == 0 {
-			return false, "the validating entries have no match condition yet"
-		}
-		err := cluster.Client.Create(ctx, framework.RackedCluster(ns, "bad-probe", -1), client.DryRunAll)
-		if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
-			return false, fmt.Sprintf("the validating policy is not enforced yet: %v", err)
-		}
-		return true, ""
+		return ok, why
 	})
+}
+
+func policiesEnforced(ctx context.Context, ns string) (bool, string) {
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := cluster.Client.Get(ctx, client.ObjectKey{Name: configv1alpha2.DefaultValidatingConfigurationName}, v); err != nil {
+		return false, err.Error()
+	}
+	if len(v.Webhooks) == 0 || len(v.Webhooks[0].MatchConditions) == 0 {
+		return false, fmt.Sprintf("the validating entries have no match condition yet (%d entries)", len(v.Webhooks))
+	}
+	// min > max: the API server's own checks (the schema, the /scale
+	// replicas path) let it through to validating admission.
+	bad := framework.RackedCluster(ns, "bad-probe", 2)
+	_ = unstructured.SetNestedMap(bad.Object, map[string]interface{}{"minReplicas": int64(5), "maxReplicas": int64(3)}, "spec", "scaleConfig")
+	err := cluster.Client.Create(ctx, bad, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+		return false, fmt.Sprintf("the validating policy is not enforced yet: %v", err)
+	}
+	return true, ""
 }
 
 // TestLeaderKillUnderLoadWithPolicies is TestLeaderKillUnderLoad with
@@ -159,15 +173,17 @@ func TestEveryReplicaKilledWithPolicies(t *testing.T) {
 	}
 	// Invalid writes: refused by the policy with the webhook's sentence.
 	invalid := map[string]*unstructured.Unstructured{
-		"spec.replicas: Invalid value: -1": framework.RackedCluster(ns, "negative", -1),
+		`spec.racks[1].name: Duplicate value: "a"`: framework.RackedCluster(ns, "duplicate", 2),
 	}
+	_ = unstructured.SetNestedSlice(invalid[`spec.racks[1].name: Duplicate value: "a"`].Object,
+		[]interface{}{map[string]interface{}{"name": "a"}, map[string]interface{}{"name": "a"}}, "spec", "racks")
 	ranged := framework.RackedCluster(ns, "inverted", 2)
 	_ = unstructured.SetNestedMap(ranged.Object, map[string]interface{}{"minReplicas": int64(5), "maxReplicas": int64(3)}, "spec", "scaleConfig")
 	invalid["spec.scaleConfig.minReplicas: Invalid value: 5"] = ranged
 	for sentence, u := range invalid {
 		err := cluster.Client.Create(ctx, u)
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), sentence) {
-			t.Errorf("create %s with every replica down: %v, want a 422 saying %q", u.GetName(), err, sentence)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), sentence) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+			t.Errorf("create %s with every replica down: %v, want the policy's 422 saying %q", u.GetName(), err, sentence)
 			continue
 		}
 		counts.refused++
