@@ -20,7 +20,7 @@ import (
 )
 
 // runsEnv sets how many times TestLeaderKillUnderLoadWithPolicies kills a
-// leader (default 1, to keep make test short).
+// leader (default 3, about 35 s each; 10 for the full check).
 const runsEnv = "SCALEPLANE_FAILOVER_POLICY_RUNS"
 
 // deployWithPolicies is deploy with webhook.admission: policies. The
@@ -88,7 +88,7 @@ func policiesEnforced(ctx context.Context, ns string) (bool, string) {
 // replica updates without triggers never leave the API server, and the
 // /scale entry is Ignore. SCALEPLANE_FAILOVER_POLICY_RUNS repeats it.
 func TestLeaderKillUnderLoadWithPolicies(t *testing.T) {
-	runs := 1
+	runs := 3
 	if s := os.Getenv(runsEnv); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
