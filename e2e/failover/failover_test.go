@@ -41,16 +41,18 @@ const (
 //     out at most once, never an older one after a newer one, never
 //     half-applied).
 func TestLeaderKillUnderLoad(t *testing.T) {
-	leaderKillUnderLoad(t, deploy(t), false)
+	leaderKillUnderLoad(t, deploy(t), false, "scaleplane-controller-manager-a", "scaleplane-controller-manager-b")
 }
 
 // leaderKillUnderLoad is TestLeaderKillUnderLoad on deployment d. With
 // policies (d runs webhook.admission: policies) no admission may fail:
 // the writes carry no trigger, so the API server's policies admit them and
-// only /scale writes reach the webhook, whose entry is Ignore.
-func leaderKillUnderLoad(t *testing.T, d *deployment, policies bool) {
+// only /scale writes reach the webhook, whose entry is Ignore. a and b
+// name the pods; every run in one test process needs names of its own
+// (the Service stand-in keeps every endpoint it was given).
+func leaderKillUnderLoad(t *testing.T, d *deployment, policies bool, a, b string) {
 	ctx := context.Background()
-	pods := d.startReady(t, "scaleplane-controller-manager-a", "scaleplane-controller-manager-b")
+	pods := d.startReady(t, a, b)
 	noReadyBefore, unknownBefore := network.Refused()
 	var leader, survivor *replica
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {

@@ -98,7 +98,8 @@ func TestLeaderKillUnderLoadWithPolicies(t *testing.T) {
 	}
 	for i := range runs {
 		t.Run(fmt.Sprintf("run-%d", i+1), func(t *testing.T) {
-			leaderKillUnderLoad(t, deployWithPolicies(t), true)
+			pod := fmt.Sprintf("scaleplane-controller-manager-p%d-", i+1)
+			leaderKillUnderLoad(t, deployWithPolicies(t), true, pod+"a", pod+"b")
 		})
 	}
 }
@@ -115,7 +116,7 @@ func TestLeaderKillUnderLoadWithPolicies(t *testing.T) {
 func TestEveryReplicaKilledWithPolicies(t *testing.T) {
 	ctx := context.Background()
 	d := deployWithPolicies(t)
-	pods := d.startReady(t, "scaleplane-controller-manager-a", "scaleplane-controller-manager-b")
+	pods := d.startReady(t, "scaleplane-controller-manager-k-a", "scaleplane-controller-manager-k-b")
 	ns := cluster.Namespace(t)
 	waitPolicies(t, ns)
 	for _, r := range pods {
@@ -218,7 +219,7 @@ func TestEveryReplicaKilledWithPolicies(t *testing.T) {
 
 	// A replica back: the count of the scale reaches the racks (C1), and
 	// the trigger is judged by the webhook.
-	d.startReady(t, "scaleplane-controller-manager-c")
+	d.startReady(t, "scaleplane-controller-manager-k-c")
 	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(framework.RackedClusterGVK)
