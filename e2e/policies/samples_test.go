@@ -16,7 +16,9 @@ import (
 
 // sampleDifferences are the samples the policies decide otherwise than
 // the webhook, and why (docs/contract.md lists them).
-var sampleDifferences = map[string]string{}
+var sampleDifferences = map[string]string{
+	"rackedcluster-promql.yaml/0": "triggers (V5, V10, V11) are the webhook's: the policies alone admit the sample; with admission: policies its create matches the webhook entries' condition and the webhook judges it",
+}
 
 // TestSamplesDecideAsTheWebhook sends every object of config/samples (the
 // manifests users copy first, valid and invalid) to the API server with
@@ -40,12 +42,17 @@ func TestSamplesDecideAsTheWebhook(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, doc := range strings.Split(string(data), "\n---\n") {
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			js, err := yaml.YAMLToJSON([]byte(doc))
+			if err != nil {
 				t.Fatalf("%s document %d: %v", f, i, err)
 			}
-			if len(u.Object) == 0 {
+			if string(js) == "null" {
 				continue
+			}
+			// Through JSON, so numbers are int64 as the API server's are.
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(js); err != nil {
+				t.Fatalf("%s document %d: %v", f, i, err)
 			}
 			view := views[u.GetKind()]
 			if view == nil {
