@@ -343,17 +343,35 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admis
 			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: cond + " ? " + patches + " : []"},
 		})
 	}
+	// join makes the mutations added since from one mutation: their
+	// lists concatenated. Only for mutations none of which reads what an
+	// earlier one writes (or reads it as the earlier one writes it).
+	join := func(from int) {
+		var parts []string
+		for _, m := range out[from:] {
+			parts = append(parts, "("+m.JSONPatch.Expression+")")
+		}
+		out = append(out[:from], admissionregistrationv1.Mutation{
+			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: strings.Join(parts, " + ")},
+		})
+	}
 	r := optional("object", l.replicas)
 	if l.config != nil {
 		c := optional("object", l.config)
 		cmin, cmax := optional("object", append(slices.Clone(l.config), "minReplicas")), optional("object", append(slices.Clone(l.config), "maxReplicas"))
 		cp := pointer(l.config)
+		// M1 and M2 are one mutation: M1 writes only where C is absent,
+		// M2 only where it is present; M2's maximum reads the minimum
+		// with the default M2's minimum writes (1 when no maximum).
+		first := len(out)
 		add("M1", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", r, c),
 			fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: {'minReplicas': %s.value(), 'maxReplicas': %s.value()}}]", l.parents(l.config, l.replicas), quote(cp), r, r), "")
 		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", c, cmin),
 			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s.orValue(1) == 0 ? 0 : 1}]", quote(cp+"/minReplicas"), cmax), "")
 		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", c, cmax),
 			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1)}]", quote(cp+"/maxReplicas"), r, r, cmin, r, cmin), "")
+		join(first)
 		// M3, as scaling's pinsFollow: the old config, with M2's bounds,
 		// pinned to the old R, and the request's config (after M2) the
 		// same in its bounds and every other field.
