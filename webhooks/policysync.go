@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,8 +54,9 @@ func ResolveAdmission(mapper apimeta.RESTMapper, mode string) (string, error) {
 // or without the owner label, are never written nor deleted; one of
 // another owner under a wanted name is an error. wc.Admission must be
 // resolved (ResolveAdmission). In "webhooks" mode an API server without
-// the policy kinds, or a role without rights on them, is not an error:
-// there is nothing of the owner's to delete.
+// the policy kinds, a role without rights on them, or a client whose
+// scheme lacks them is not an error: there is nothing of the owner's to
+// delete.
 func SyncPolicies(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook) error {
 	owner := ownerOf(wc)
 	want := map[string][]client.Object{}
@@ -82,7 +84,7 @@ func SyncPolicies(ctx context.Context, c client.Client, views []*profile.Compile
 	for _, list := range lists {
 		err := c.List(ctx, list, client.MatchingLabels{v1alpha1.LabelOwner: owner})
 		if err != nil {
-			if len(want) == 0 && (apimeta.IsNoMatchError(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err)) {
+			if len(want) == 0 && (apimeta.IsNoMatchError(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || runtime.IsNotRegisteredError(err)) {
 				continue
 			}
 			errs = append(errs, fmt.Errorf("list %T: %w", list, err))
