@@ -53,6 +53,13 @@ type Options struct {
 	Controllers controllers.Options
 	// OnReview, when set, is told about every review the webhooks answer.
 	OnReview webhooks.ReviewHook
+	// Admission is who admits the kinds' writes, as the binary's
+	// webhook.admission: "webhooks" (or empty), "policies" or "auto". With
+	// policies the configuration sync (ClientConfig set) also writes each
+	// kind's admission policies, labelled and named for Owner, and deletes
+	// the owner's policies no kind wants (docs/design.md, "Admission
+	// policies").
+	Admission string
 }
 
 // Autoscaler is the trigger autoscaler WithAutoscaler takes; package
@@ -99,6 +106,12 @@ func New(mgr manager.Manager, opts Options) (*Scaleplane, error) {
 	if opts.TimeoutSeconds != 0 && (opts.TimeoutSeconds < 1 || opts.TimeoutSeconds > 30) {
 		errs = append(errs, fmt.Errorf("Options.TimeoutSeconds %d: must be between 1 and 30 (or 0 for the default, 10)", opts.TimeoutSeconds))
 	}
+	switch opts.Admission {
+	case "", configv1alpha2.AdmissionWebhooks, configv1alpha2.AdmissionPolicies, configv1alpha2.AdmissionAuto:
+	default:
+		errs = append(errs, fmt.Errorf("Options.Admission %q: must be %s, %s or %s (or empty for %s)", opts.Admission,
+			configv1alpha2.AdmissionWebhooks, configv1alpha2.AdmissionPolicies, configv1alpha2.AdmissionAuto, configv1alpha2.AdmissionWebhooks))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scaleplane: %w", err)
 	}
@@ -107,6 +120,7 @@ func New(mgr manager.Manager, opts Options) (*Scaleplane, error) {
 		TimeoutSeconds:    opts.TimeoutSeconds,
 		NamespaceSelector: opts.NamespaceSelector,
 		ObjectSelector:    opts.ObjectSelector,
+		Admission:         opts.Admission,
 	}}
 	s.opts.Controllers.Owner = opts.Owner
 	if opts.ClientConfig != nil {

@@ -8,7 +8,10 @@
 // What CEL cannot decide stays with the webhook: metrics, triggers and
 // their PromQL (V3, V5–V7, V10, V11), a behavior's tolerance, a config held in an
 // annotation (V9: its text is JSON the policies do not parse), and M7's
-// schema checks; docs/design.md lists each.
+// schema checks; docs/design.md lists each. WebhookCondition is the match
+// condition that sends exactly those writes to the webhook when the
+// policies are on; ForOwner names and labels a set for the owner that
+// syncs it (package webhooks writes and deletes them).
 //
 // It builds objects only: it must not talk to a cluster or make decisions
 // the webhook does not make (package scaling holds them).

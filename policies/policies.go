@@ -95,14 +95,14 @@ func For(p *profile.Compiled) Set {
 	}
 	causes, vrules := l.causes()
 	variables := append(l.variables(), admissionregistrationv1.Variable{Name: "causes", Expression: causes})
-	mutations, mrules := l.mutations()
+	mutations, mrules, needed := l.mutations()
 	return Set{
 		Mutating: &admissionregistrationv1.MutatingAdmissionPolicy{
 			TypeMeta:   typeMeta("MutatingAdmissionPolicy"),
 			ObjectMeta: meta(),
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				MatchConstraints: match.DeepCopy(),
-				MatchConditions:  []admissionregistrationv1.MatchCondition{l.wellTyped()},
+				MatchConditions:  []admissionregistrationv1.MatchCondition{l.wellTyped(), needed},
 				Mutations:        mutations,
 				FailurePolicy:    &fail,
 				// Every patch is written only where the value differs, so
@@ -327,14 +327,33 @@ func (l layout) behaviorCauses(segs []string, add func(expr, msg string), list f
 // mutation sees the object as the ones before it left it. Every patch is
 // written only where the value differs, so an object that needs nothing
 // gets no patch (M6).
-func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string) {
+func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admissionregistrationv1.MatchCondition) {
 	var out []admissionregistrationv1.Mutation
-	var rules []string
-	add := func(rule, expr string) {
+	var rules, needs []string
+	// add appends "cond ? patches : []"; need (cond when empty) holds
+	// when the mutation writes a patch to the object as sent.
+	add := func(rule, cond, patches, need string) {
 		rules = append(rules, rule)
+		if need == "" {
+			need = cond
+		}
+		needs = append(needs, "("+need+")")
 		out = append(out, admissionregistrationv1.Mutation{
 			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: expr},
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: cond + " ? " + patches + " : []"},
+		})
+	}
+	// join makes the mutations added since from one mutation: their
+	// lists concatenated. Only for mutations none of which reads what an
+	// earlier one writes (or reads it as the earlier one writes it).
+	join := func(from int) {
+		var parts []string
+		for _, m := range out[from:] {
+			parts = append(parts, "("+m.JSONPatch.Expression+")")
+		}
+		out = append(out[:from], admissionregistrationv1.Mutation{
+			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: strings.Join(parts, " + ")},
 		})
 	}
 	r := optional("object", l.replicas)
@@ -342,12 +361,17 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string) {
 		c := optional("object", l.config)
 		cmin, cmax := optional("object", append(slices.Clone(l.config), "minReplicas")), optional("object", append(slices.Clone(l.config), "maxReplicas"))
 		cp := pointer(l.config)
-		add("M1", fmt.Sprintf("%s.hasValue() && !%s.hasValue() ? %s[JSONPatch{op: 'add', path: %s, value: {'minReplicas': %s.value(), 'maxReplicas': %s.value()}}] : []",
-			r, c, l.parents(l.config, l.replicas), quote(cp), r, r))
-		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue() ? [JSONPatch{op: 'add', path: %s, value: %s.orValue(1) == 0 ? 0 : 1}] : []",
-			c, cmin, quote(cp+"/minReplicas"), cmax))
-		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue() ? [JSONPatch{op: 'add', path: %s, value: %s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1)}] : []",
-			c, cmax, quote(cp+"/maxReplicas"), r, r, cmin, r, cmin))
+		// M1 and M2 are one mutation: M1 writes only where C is absent,
+		// M2 only where it is present; M2's maximum reads the minimum
+		// with the default M2's minimum writes (1 when no maximum).
+		first := len(out)
+		add("M1", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", r, c),
+			fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: {'minReplicas': %s.value(), 'maxReplicas': %s.value()}}]", l.parents(l.config, l.replicas), quote(cp), r, r), "")
+		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", c, cmin),
+			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s.orValue(1) == 0 ? 0 : 1}]", quote(cp+"/minReplicas"), cmax), "")
+		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", c, cmax),
+			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1)}]", quote(cp+"/maxReplicas"), r, r, cmin, r, cmin), "")
+		join(first)
 		// M3, as scaling's pinsFollow: the old config, with M2's bounds,
 		// pinned to the old R, and the request's config (after M2) the
 		// same in its bounds and every other field.
@@ -358,12 +382,12 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string) {
 		bounds := "['minReplicas', 'maxReplicas']"
 		add("M3", fmt.Sprintf("request.operation == 'UPDATE' && %[1]s.hasValue() && %[2]s.hasValue() && %[1]s.value() != %[2]s.value() && %[3]s.hasValue() && %[4]s.hasValue() && "+
 			"%[5]s == %[1]s.value() && %[6]s == %[1]s.value() && %[7]s.orValue(-1) == %[5]s && %[8]s.orValue(-1) == %[6]s && "+
-			"%[3]s.value().all(k, k in %[9]s || (k in %[4]s.value() && %[3]s.value()[k] == %[4]s.value()[k])) && %[4]s.value().all(k, k in %[9]s || k in %[3]s.value()) ? "+
-			"[JSONPatch{op: 'replace', path: %[10]s, value: %[2]s.value()}, JSONPatch{op: 'replace', path: %[11]s, value: %[2]s.value()}] : []",
-			oldR, r, c, oldC, oldLo, oldHi, cmin, cmax, bounds, quote(cp+"/minReplicas"), quote(cp+"/maxReplicas")))
+			"%[3]s.value().all(k, k in %[9]s || (k in %[4]s.value() && %[3]s.value()[k] == %[4]s.value()[k])) && %[4]s.value().all(k, k in %[9]s || k in %[3]s.value())",
+			oldR, r, c, oldC, oldLo, oldHi, cmin, cmax, bounds),
+			fmt.Sprintf("[JSONPatch{op: 'replace', path: %[1]s, value: %[2]s.value()}, JSONPatch{op: 'replace', path: %[3]s, value: %[2]s.value()}]", quote(cp+"/minReplicas"), r, quote(cp+"/maxReplicas")), "")
 		if l.targetSelf {
-			add("M4", fmt.Sprintf("!%s.hasValue() && %s.orValue(1) < %s.orValue(0) ? %s[JSONPatch{op: 'add', path: %s, value: %s.value()}] : []",
-				r, cmin, cmax, l.parents(l.replicas, l.config), quote(pointer(l.replicas)), cmin))
+			add("M4", fmt.Sprintf("!%s.hasValue() && %s.orValue(1) < %s.orValue(0)", r, cmin, cmax),
+				fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: %s.value()}]", l.parents(l.replicas, l.config), quote(pointer(l.replicas)), cmin), "")
 		}
 	}
 	if l.groups != nil {
@@ -371,11 +395,22 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string) {
 		// is left for the schema (or the webhook) to refuse at its path:
 		// the webhook's M5 writes nothing over a value it could not read.
 		m := celField(l.members)
-		add("M5", fmt.Sprintf("%s.hasValue() ? %s.orValue([]).transformList(i, g, type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s.value())), JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s.value()}) : []",
-			r, optional("object", l.groups), m, m, m, r, quote(pointer(l.groups)+"/"), quote("/"+l.members), r))
+		filter := fmt.Sprintf("type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s.value()))", m, m, m, r)
+		add("M5", r+".hasValue()",
+			fmt.Sprintf("%s.orValue([]).transformList(i, g, %s, JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s.value()})", optional("object", l.groups), filter, quote(pointer(l.groups)+"/"), quote("/"+l.members), r),
+			fmt.Sprintf("%s.hasValue() && %s.orValue([]).exists(g, %s)", r, optional("object", l.groups), filter))
+	}
+	// The policy runs only when some mutation writes a patch: the first
+	// that does, does so to the object as sent (those before it left it
+	// as it was), so "any mutation needed on the object as sent" is exact.
+	// The API server encodes and decodes the whole object once per
+	// mutation, patch or not; an object that needs nothing is spared that.
+	need := admissionregistrationv1.MatchCondition{Name: "scaling-fields-need-defaulting", Expression: "false"}
+	if len(needs) > 0 {
+		need.Expression = strings.Join(needs, " || ")
 	}
 	// M2 is two mutations, one rule.
-	return out, slices.Compact(rules)
+	return out, slices.Compact(rules), need
 }
 
 // parents is the CEL list of patches that create the missing objects
@@ -399,3 +434,22 @@ func (l layout) parents(segs, known []string) string {
 const labelValueRegexp = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
 
 func ptr[T any](v T) *T { return &v }
+
+// ForOwner is For with the objects named and labelled for owner, as the
+// webhook entries an owner syncs are (webhooks.SyncPolicies): named
+// <owner>-<resource>.<group> and labelled scaleplane.io/owner=<owner>, so
+// several binaries and embedding operators keep their policies apart. The
+// binary's owner, scaleplane, gets For's names.
+func ForOwner(p *profile.Compiled, owner string) Set {
+	s := For(p)
+	name := owner + strings.TrimPrefix(Name(p), "scaleplane")
+	for _, obj := range s.Objects() {
+		obj.SetName(name)
+		labels := obj.GetLabels()
+		labels[v1alpha1.LabelOwner] = owner
+		obj.SetLabels(labels)
+	}
+	s.MutatingBinding.Spec.PolicyName = name
+	s.ValidatingBinding.Spec.PolicyName = name
+	return s
+}

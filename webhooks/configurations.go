@@ -1,6 +1,8 @@
 package webhooks
 
 import (
+	"slices"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -8,6 +10,7 @@ import (
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/policies"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -88,6 +91,16 @@ func configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 		mutatePolicy := failurePolicy(wc.FailurePolicy.Mutate)
 		scale := c
 		scale.failurePolicy = failurePolicy(wc.FailurePolicy.Scale)
+		var when []admissionregistrationv1.MatchCondition
+		if wc.Admission == configv1alpha2.AdmissionPolicies {
+			// The kind's policies decide every write but those the match
+			// condition names (policies.WebhookCondition), and /scale
+			// writes are admitted while scaleplane is down: S1 needs the
+			// main object, which no policy on /scale sees, and the
+			// controller fans the count out when it is back (C1).
+			when = []admissionregistrationv1.MatchCondition{policies.WebhookCondition(view)}
+			scale.failurePolicy = admissionregistrationv1.Ignore
+		}
 		// IfNeeded: if a later mutating webhook changes replicas, ours runs
 		// again so the groups follow (M5); Default is idempotent, so a second
 		// run that finds nothing to do adds nothing.
@@ -104,9 +117,11 @@ func configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, client
 			TimeoutSeconds:          &c.timeout,
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      &reinvoke,
+			MatchConditions:         slices.Clone(when),
 		})
-		v.Webhooks = append(v.Webhooks, c.validating(validateName(gvr, owner), clientConfig(paths.validate(gvr)), mainRules),
-			scale.validating(scaleName(gvr, owner), clientConfig(paths.scale(gvr)), scaleRules))
+		validate := c.validating(validateName(gvr, owner), clientConfig(paths.validate(gvr)), mainRules)
+		validate.MatchConditions = slices.Clone(when)
+		v.Webhooks = append(v.Webhooks, validate, scale.validating(scaleName(gvr, owner), clientConfig(paths.scale(gvr)), scaleRules))
 	}
 	return m, v
 }

@@ -78,6 +78,30 @@ func SyncDispatchConfigurations(ctx context.Context, c client.Client, views []*p
 }
 
 func syncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) error {
+	mode, err := ResolveAdmission(c.RESTMapper(), wc.Admission)
+	if err != nil {
+		return err
+	}
+	wc.Admission = mode
+	// The owner's admission policies go with its entries (SyncPolicies).
+	// Policies first when they take over, so no write passes between the
+	// entries narrowing and the policies existing; the entries first when
+	// the webhooks take back every write.
+	if mode == configv1alpha2.AdmissionPolicies {
+		if err := SyncPolicies(ctx, c, views, wc); err != nil {
+			return err
+		}
+	}
+	if err := syncEntries(ctx, c, views, wc, clientConfig, paths); err != nil {
+		return err
+	}
+	if mode != configv1alpha2.AdmissionPolicies {
+		return SyncPolicies(ctx, c, views, wc)
+	}
+	return nil
+}
+
+func syncEntries(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) error {
 	owner := ownerOf(wc)
 	wantM, wantV := configurations(views, wc, pathOnly, paths)
 	var createM, createV func() client.Object

@@ -22,12 +22,14 @@ func TestRenderGolden(t *testing.T) {
 	deploy := filepath.Join("..", "..", "config", "samples", "deploy", "scaleplane-config.yaml")
 	fnProfile := filepath.Join("testdata", "profileinit", "function.golden")
 	broken := filepath.Join("testdata", "render", "broken-profile.yaml")
+	withPolicies := filepath.Join("testdata", "render", "policies-config.yaml")
 	cases := []struct {
 		name string
 		args []string
 		code int
 	}{
 		{"webhooks", []string{"webhooks", "--config", deploy, "-f", fnProfile}, 0},
+		{"webhooks-policies", []string{"webhooks", "--config", withPolicies}, 0},
 		{"webhooks-files-by-url", []string{"webhooks", "--config", deploy, "--cert-mode", "files", "--webhook-url", "https://127.0.0.1:9443"}, 0},
 		{"webhooks-invalid-profile", []string{"webhooks", "--config", deploy, "-f", broken}, 1},
 		{"webhooks-twice", []string{"webhooks", "--config", deploy, "-f", fnProfile, "-f", fnProfile}, 1},
@@ -73,6 +75,14 @@ func checkManifests(t *testing.T, stream string) {
 			obj = &admissionregistrationv1.MutatingWebhookConfiguration{}
 		case "ValidatingWebhookConfiguration":
 			obj = &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		case "MutatingAdmissionPolicy":
+			obj = &admissionregistrationv1.MutatingAdmissionPolicy{}
+		case "MutatingAdmissionPolicyBinding":
+			obj = &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+		case "ValidatingAdmissionPolicy":
+			obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		case "ValidatingAdmissionPolicyBinding":
+			obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 		case "Issuer":
 			obj = &cmapi.Issuer{}
 		case "Certificate":

@@ -15,16 +15,19 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/policies"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
@@ -41,7 +44,12 @@ import (
 //   - "patch" allows every request with the patch scaleplane's mutating
 //     webhook gives the object being created, so the API server applies the
 //     same patch; it separates the cost of the patch from that of the
-//     handlers.
+//     handlers;
+//   - "policies" calls no webhook: the RackedCluster profile's own
+//     admission policies (package policies, webhook.admission: policies)
+//     default and validate in the API server;
+//   - "none" has no admission at all, the floor "policies" is measured
+//     against.
 //
 // Each side creates in a namespace only its webhooks select, and the sides
 // take turns create by create, in a rotating order, so that load from
@@ -144,6 +152,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 			if len(patch) > 0 {
 				sides = append(sides, &side{name: "patch", want: shape.want})
 			}
+			sides = append(sides, &side{name: "policies", want: shape.want}, &side{name: "none", want: "[" + members(shape.members) + "]"})
 			for _, s := range sides {
 				s.setUp(b)
 			}
@@ -184,7 +193,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 			calls = apiserverCalls(b)
 			for _, s := range sides {
 				s.check(b)
-				s.report(b, sides[1], calls)
+				s.report(b, sides[1], sides[len(sides)-1], calls)
 			}
 		})
 	}
@@ -205,6 +214,8 @@ type side struct {
 }
 
 func (s *side) setUp(b *testing.B) {
+	// The policies and none sides' label selects no control webhook; the
+	// policies side's selects the benchmark's policies.
 	labels := map[string]string{webhooksOffLabel: "true", noopLabel: s.name}
 	if s.name == "scaleplane" {
 		labels = nil
@@ -215,6 +226,46 @@ func (s *side) setUp(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), ns) })
 	s.namespace = ns.Name
+	if s.name == "policies" {
+		installBenchPolicies(b, s.namespace)
+	}
+}
+
+// webhookless reports whether the side's creates call no webhook.
+func (s *side) webhookless() bool { return s.name == "policies" || s.name == "none" }
+
+// installBenchPolicies creates the RackedCluster profile's admission
+// policies, bound to namespaces labelled noopLabel=policies only, and
+// waits until the API server defaults a dry-run create in ns with them.
+func installBenchPolicies(b *testing.B, ns string) {
+	var view *profile.Compiled
+	for _, v := range views {
+		if v.GVK() == gvks["RackedCluster"] {
+			view = v
+		}
+	}
+	set := policies.ForOwner(view, "e2e-bench")
+	only := &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{noopLabel: "policies"}}}
+	set.MutatingBinding.Spec.MatchResources = only.DeepCopy()
+	set.ValidatingBinding.Spec.MatchResources = only.DeepCopy()
+	for _, obj := range set.Objects() {
+		if err := cluster.Client.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			b.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+		}
+		b.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), obj) })
+	}
+	framework.Eventually(b, 0, func(ctx context.Context) (bool, string) {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON([]byte(manifest{kind: "RackedCluster", name: "probe", spec: obj{"replicas": 3, "racks": racks("a", 1)}}.json())); err != nil {
+			b.Fatal(err)
+		}
+		u.SetNamespace(ns)
+		if err := cluster.Client.Create(ctx, u, client.DryRunAll); err != nil {
+			return false, err.Error()
+		}
+		got := fmt.Sprint(groupSizes(u, "spec.racks", "members"))
+		return got == "[3]", "the benchmark's policies are not enforced yet: racks " + got
+	})
 }
 
 // paths are the webhook server paths of the side's two reviews of a
@@ -273,12 +324,15 @@ func (s *side) check(b *testing.B) {
 	if got := fmt.Sprint(groupSizes(u, "spec.racks", "members")); got != s.want {
 		b.Fatalf("%s side: racks %s, want %s", s.name, got, s.want)
 	}
+	if s.webhookless() {
+		return
+	}
 	if _, reviews := s.served(b); reviews <= s.reviews0 {
 		b.Fatalf("%s side: its webhooks served no review", s.name)
 	}
 }
 
-func (s *side) report(b *testing.B, noop *side, calls map[string]callTotals) {
+func (s *side) report(b *testing.B, noop, none *side, calls map[string]callTotals) {
 	p50, p90 := percentiles(s.latencies)
 	creates := float64(len(s.latencies))
 	b.ReportMetric(ms(p50), s.name+"-p50-ms")
@@ -296,10 +350,15 @@ func (s *side) report(b *testing.B, noop *side, calls map[string]callTotals) {
 			b.ReportMetric(float64(n)/creates, s.name+"-"+typ+"-calls/create")
 		}
 	}
-	if s != noop {
+	if s != noop && !s.webhookless() {
 		n50, n90 := percentiles(noop.latencies)
 		b.ReportMetric(float64(p50)/float64(n50), s.name+"/noop-p50")
 		b.ReportMetric(float64(p90)/float64(n90), s.name+"/noop-p90")
+	}
+	if s != none {
+		n50, n90 := percentiles(none.latencies)
+		b.ReportMetric(float64(p50)/float64(n50), s.name+"/none-p50")
+		b.ReportMetric(float64(p90)/float64(n90), s.name+"/none-p90")
 	}
 }
 

@@ -76,11 +76,19 @@ func startApp(t *testing.T, leaderElection bool) int {
 // ends it before the test does (the test's end still waits for it).
 func startOwnerApp(t *testing.T, owner string, leaderElection bool) (port int, stop func()) {
 	t.Helper()
+	return startAppWith(t, owner, "", leaderElection)
+}
+
+// startAppWith is startOwnerApp with webhook.admission set to admission
+// (empty: the default).
+func startAppWith(t *testing.T, owner, admission string, leaderElection bool) (port int, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	port = framework.FreePort(t)
 	cfg := &configv1alpha2.Configuration{}
 	cfg.APIVersion, cfg.Kind = configv1alpha2.APIVersion, configv1alpha2.Kind
 	cfg.Webhook.Owner = owner
+	cfg.Webhook.Admission = admission
 	cfg.Default()
 	cfg.Webhook.Host = "127.0.0.1"
 	cfg.Webhook.Port = port

@@ -36,8 +36,13 @@ const (
 	DefaultExcludedNamespace = "kube-system"
 	// FailurePolicyFail and FailurePolicyIgnore are the values of
 	// Webhook.FailurePolicy's fields.
-	FailurePolicyFail                  = "Fail"
-	FailurePolicyIgnore                = "Ignore"
+	FailurePolicyFail   = "Fail"
+	FailurePolicyIgnore = "Ignore"
+	// AdmissionWebhooks, AdmissionPolicies and AdmissionAuto are the
+	// values of Webhook.Admission.
+	AdmissionWebhooks                  = "webhooks"
+	AdmissionPolicies                  = "policies"
+	AdmissionAuto                      = "auto"
 	DefaultOwner                       = "scaleplane"
 	DefaultMutatingConfigurationName   = DefaultOwner + MutatingConfigurationSuffix
 	DefaultValidatingConfigurationName = DefaultOwner + ValidatingConfigurationSuffix
@@ -219,6 +224,9 @@ func (c *Configuration) Default() {
 		if *p == "" {
 			*p = FailurePolicyFail
 		}
+	}
+	if w.Admission == "" {
+		w.Admission = AdmissionWebhooks
 	}
 	if c.Autoscaler.PollingIntervalSeconds == 0 {
 		c.Autoscaler.PollingIntervalSeconds = DefaultPollingIntervalSeconds
@@ -465,6 +473,11 @@ func validateWebhook(w *Webhook, fp *field.Path) field.ErrorList {
 		if p.value != FailurePolicyFail && p.value != FailurePolicyIgnore {
 			errs = append(errs, field.NotSupported(fp.Child("failurePolicy", p.name), p.value, []string{FailurePolicyFail, FailurePolicyIgnore}))
 		}
+	}
+	switch w.Admission {
+	case AdmissionWebhooks, AdmissionPolicies, AdmissionAuto:
+	default:
+		errs = append(errs, field.NotSupported(fp.Child("admission"), w.Admission, []string{AdmissionWebhooks, AdmissionPolicies, AdmissionAuto}))
 	}
 	return errs
 }

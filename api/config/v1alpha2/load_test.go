@@ -28,6 +28,7 @@ func TestDefault(t *testing.T) {
 			ValidatingConfigurationName: "scaleplane-validating-webhook-configuration",
 			ExcludedNamespaces:          []string{"kube-system"},
 			FailurePolicy:               FailurePolicies{Mutate: "Fail", Validate: "Fail", Scale: "Fail"},
+			Admission:                   "webhooks",
 		},
 		Autoscaler: Autoscaler{PollingIntervalSeconds: 15, Queries: Queries{
 			MaxLength: 4096, MaxDepth: 100, MaxPointsPerSeries: 11000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 15,
@@ -97,6 +98,7 @@ func TestParseErrors(t *testing.T) {
     matchExpressions: [{key: a, operator: Maybe}]
   excludedNamespaces: [kube-system, Bad_NS]
   failurePolicy: {scale: Retry}
+  admission: cel
 autoscaler:
   pollingIntervalSeconds: -1
   prometheusURL: prometheus:9090
@@ -129,6 +131,7 @@ metrics:
 			"FieldValueInvalid webhook.objectSelector.matchExpressions[0].operator",
 			"FieldValueInvalid webhook.excludedNamespaces[1]",
 			"FieldValueNotSupported webhook.failurePolicy.scale",
+			"FieldValueNotSupported webhook.admission",
 			"FieldValueInvalid autoscaler.pollingIntervalSeconds",
 			"FieldValueInvalid autoscaler.prometheusURL",
 			"FieldValueInvalid autoscaler.queries.maxLength",

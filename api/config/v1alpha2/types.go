@@ -75,6 +75,15 @@ type Webhook struct {
 	// refused while admission cannot judge them (docs/production.md says
 	// when to choose Ignore, and the break-glass steps).
 	FailurePolicy FailurePolicies `json:"failurePolicy,omitempty"`
+	// Admission is who admits the profiled kinds' writes: "webhooks" (the
+	// default) calls scaleplane for every write; "policies" has the API
+	// server run each profile's own admission policies (package policies)
+	// and calls the webhooks only for what CEL cannot decide (their
+	// entries' matchConditions; docs/design.md lists what, per rule);
+	// "auto" is "policies" where the API server serves
+	// admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, found by
+	// discovery at start, and "webhooks" otherwise.
+	Admission string `json:"admission,omitempty"`
 }
 
 // FailurePolicies are the failure policies of the three entries each kind

@@ -13,6 +13,7 @@ import (
 
 	cmapi "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/certs"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
@@ -26,15 +27,29 @@ import (
 // the annotation that has cert-manager's CA injector fill caBundle. The
 // CA bundle itself is left out: cert-manager (or, in files mode, the user)
 // owns it. `scaleplane render webhooks` prints them.
+//
+// With webhook.admission policies or auto, the profiles' admission
+// policies and bindings (policies.ForOwner) come first, and the entries
+// carry the match conditions of policies mode: a repository targets a
+// cluster it knows, so auto renders as policies (use webhooks for an API
+// server before Kubernetes 1.36).
 func RenderWebhookConfigurations(opts Options, views []*profile.Compiled) []client.Object {
 	opts = opts.withDefaults()
-	m, v := webhooks.DispatchConfigurations(views, opts.Config.Webhook, clientConfigFor(opts))
+	var out []client.Object
+	wc := opts.Config.Webhook
+	if wc.Admission == configv1alpha2.AdmissionPolicies || wc.Admission == configv1alpha2.AdmissionAuto {
+		wc.Admission = configv1alpha2.AdmissionPolicies
+		for _, view := range views {
+			out = append(out, webhooks.PolicySet(view, wc).Objects()...)
+		}
+	}
+	m, v := webhooks.DispatchConfigurations(views, wc, clientConfigFor(opts))
 	if opts.CertMode == CertCertManager {
 		ann := map[string]string{certs.InjectCAFromAnnotation: certs.InjectCAFrom(certsOptionsFor(opts).Default())}
 		m.SetAnnotations(ann)
 		v.SetAnnotations(map[string]string{certs.InjectCAFromAnnotation: ann[certs.InjectCAFromAnnotation]})
 	}
-	return []client.Object{m, v}
+	return append(out, m, v)
 }
 
 // RenderCertificates returns, in the order to apply them, the cert-manager
