@@ -54,6 +54,7 @@ func TestParseComplete(t *testing.T) {
 		ObjectSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"scaleplane.io/managed": "true"}},
 		ExcludedNamespaces: []string{"kube-system", "ops"},
 		FailurePolicy:      configv1alpha2.FailurePolicies{Mutate: "Fail", Validate: "Fail", Scale: "Ignore"},
+		Admission:          "webhooks",
 	}
 	want.Autoscaler = configv1alpha2.Autoscaler{PollingIntervalSeconds: 30, PrometheusURL: "http://prometheus.monitoring:9090", Queries: configv1alpha2.Queries{
 		MaxLength: 2048, MaxDepth: 100, MaxPointsPerSeries: 20000, MaxRegexSize: 10000, MaxSamples: 1000000, TimeoutSeconds: 10, TickTimeoutSeconds: 20,
