@@ -318,11 +318,12 @@ func rssOf(t *testing.T, pids ...int) int64 {
 
 // sample is what the benchmark reads at the edges of a window.
 type sample struct {
-	at   time.Time
-	own  time.Duration // the arm's own processes
-	kcm  time.Duration
-	prom time.Duration
-	api  APICounts
+	at     time.Time
+	own    time.Duration // the arm's own processes
+	kcm    time.Duration
+	prom   time.Duration
+	api    APICounts
+	writes map[string]float64
 }
 
 type probes struct {
@@ -332,7 +333,8 @@ type probes struct {
 }
 
 func (p probes) read(t *testing.T) sample {
-	return sample{at: time.Now(), own: cpuOf(t, p.own...), kcm: cpuOf(t, p.kcm), prom: cpuOf(t, p.prom), api: apiMetrics(t, p.cs, "").Requests}
+	m := apiMetrics(t, p.cs, "")
+	return sample{at: time.Now(), own: cpuOf(t, p.own...), kcm: cpuOf(t, p.kcm), prom: cpuOf(t, p.prom), api: m.Requests, writes: m.WritesBy}
 }
 
 // rates is per minute of wall time between two samples.

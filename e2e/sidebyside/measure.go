@@ -197,6 +197,8 @@ func (h Histogram) Quantile(q float64) float64 {
 // /metrics: its request counters and the admission webhooks' latency.
 type APIServerMetrics struct {
 	Requests APICounts
+	// WritesBy counts the writes by "VERB resource[/subresource]".
+	WritesBy map[string]float64
 	// Admission is apiserver_admission_webhook_admission_duration_seconds
 	// summed over the webhooks whose name has the prefix asked for.
 	Admission Histogram
@@ -210,15 +212,28 @@ func ParseAPIServerMetrics(r io.Reader, webhookPrefix string) (APIServerMetrics,
 	if err != nil {
 		return APIServerMetrics{}, fmt.Errorf("parse the API server's metrics: %w", err)
 	}
-	var out APIServerMetrics
+	out := APIServerMetrics{WritesBy: map[string]float64{}}
 	if f := families["apiserver_request_total"]; f != nil {
 		for _, m := range f.GetMetric() {
 			v := m.GetCounter().GetValue()
 			out.Requests.All += v
+			var verb, resource, sub string
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "verb" && writeVerbs[strings.ToUpper(l.GetValue())] {
-					out.Requests.Writes += v
+				switch l.GetName() {
+				case "verb":
+					verb = strings.ToUpper(l.GetValue())
+				case "resource":
+					resource = l.GetValue()
+				case "subresource":
+					sub = l.GetValue()
 				}
+			}
+			if writeVerbs[verb] {
+				out.Requests.Writes += v
+				if sub != "" {
+					resource += "/" + sub
+				}
+				out.WritesBy[verb+" "+resource] += v
 			}
 		}
 	}
@@ -253,6 +268,35 @@ func ParseAPIServerMetrics(r io.Reader, webhookPrefix string) (APIServerMetrics,
 		}
 	}
 	return out, nil
+}
+
+// TopWrites lists the n largest differences after - before of WritesBy,
+// largest first, as "VERB resource: count".
+func TopWrites(before, after map[string]float64, n int) []string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var all []kv
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			all = append(all, kv{k, d})
+		}
+	}
+	slices.SortFunc(all, func(a, b kv) int {
+		if a.v != b.v {
+			if a.v > b.v {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.k, b.k)
+	})
+	var out []string
+	for _, e := range all[:min(n, len(all))] {
+		out = append(out, fmt.Sprintf("%s: %.0f", e.k, e.v))
+	}
+	return out
 }
 
 // Percentile is the q-quantile (0..1) of ds by the nearest-rank method; 0

@@ -3,6 +3,7 @@ package sidebyside
 import (
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,9 @@ func TestParseAPIServerMetricsCountsWritesAndOneWebhooksLatency(t *testing.T) {
 	}
 	if m.Requests != (APICounts{All: 19, Writes: 7}) {
 		t.Errorf("requests = %+v, want all 19, writes 7", m.Requests)
+	}
+	if got := TopWrites(map[string]float64{"POST pods": 1}, m.WritesBy, 5); !slices.Equal(got, []string{"PATCH rackedclusters/scale: 4", "POST pods: 2"}) {
+		t.Errorf("top writes = %q", got)
 	}
 	// 99th of 100: in the (0.025, 0.1] bucket, 9 of its 10.
 	if got := m.Admission.Quantile(0.99); math.Abs(got-0.0925) > 1e-9 {

@@ -259,6 +259,7 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 		t.Fatal(err)
 	}
 	a.stop()
+	pr.own = nil
 	idle = idleRates(t, pr)
 	b := startScaleplane(t, "arm-remote", settings)
 	pr.own = []int{b.pid()}
@@ -337,6 +338,7 @@ func measure(t *testing.T, arm string, pr probes, idle rates, rec *recorder, ex 
 	r.RequestsPerMinute, r.WritesPerMinute = api.All, api.Writes
 	t.Logf("%s: window %s, own CPU %.2f s/min, kcm %.2f (idle %.2f), prometheus %.2f (idle %.2f), API %.0f/min (idle %.0f), %d steps, %d missed",
 		arm, end.at.Sub(start.at).Round(time.Second), w.own, w.kcm, idle.kcm, w.prom, idle.prom, w.api.All, idle.api.All, len(reactions), missed)
+	t.Logf("%s: writes in the window: %q", arm, TopWrites(start.writes, end.writes, 8))
 	if missed > 0 {
 		t.Errorf("%s: %d of %d steps not followed within %s", arm, missed, missed+len(reactions), stepDeadline)
 	}
