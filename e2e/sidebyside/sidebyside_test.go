@@ -270,6 +270,24 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 	remote := measure(t, "B: scaleplane, remote Prometheus", pr, idle, rec, ex, ns, names, true)
 	remote.Processes = "scaleplane + Prometheus' query share"
 	remote.PeakRSS = rssOf(t, b.pid())
+	// The workloads go while scaleplane still serves, so that a later
+	// test in this package starts from an empty cluster.
+	rc := &unstructured.Unstructured{}
+	rc.SetGroupVersionKind(framework.RackedClusterGVK)
+	if err := c.DeleteAllOf(context.Background(), rc, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 10*time.Minute, func(ctx context.Context) (bool, string) {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(framework.RackedClusterGVK)
+		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		return len(l.Items) == 0, fmt.Sprintf("%d RackedClusters left", len(l.Items))
+	})
 	b.stop()
 	return embedded, remote
 }
