@@ -57,6 +57,11 @@ func serveChild(s childSettings) error {
 	if err != nil {
 		return err
 	}
+	// As the binary does with --kubeconfig (cmd/scaleplane's
+	// restConfig): no client-side rate limit.
+	if rc.QPS == 0 {
+		rc.QPS = -1
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
