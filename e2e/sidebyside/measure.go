@@ -324,9 +324,11 @@ type ArmResult struct {
 	// arm caused (its window's count less the idle rate).
 	RequestsPerMinute, WritesPerMinute float64
 	// Reactions is how many steps were timed; P50 and P99 their quantiles;
-	// Missed the steps not followed within the deadline.
+	// Missed the steps not followed within Deadline, counted as taking
+	// Deadline, so a quantile at Deadline is a lower bound.
 	Reactions, Missed int
 	P50, P99          time.Duration
+	Deadline          time.Duration
 }
 
 // FormatTable renders the results, then the ratio of the last row (the
@@ -338,7 +340,7 @@ func FormatTable(n int, interval time.Duration, rows []ArmResult) string {
 	fmt.Fprintln(w, "arm\tCPU s/min\tpeak RSS MiB\tAPI req/min\tAPI writes/min\treaction p50\treaction p99\tsteps\tmissed\tprocesses")
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s\t%.2f\t%.1f\t%.0f\t%.0f\t%s\t%s\t%d\t%d\t%s\n", r.Arm, r.CPUPerMinute, float64(r.PeakRSS)/(1<<20),
-			r.RequestsPerMinute, r.WritesPerMinute, r.P50.Round(time.Millisecond), r.P99.Round(time.Millisecond), r.Reactions, r.Missed, r.Processes)
+			r.RequestsPerMinute, r.WritesPerMinute, r.quantile(r.P50), r.quantile(r.P99), r.Reactions, r.Missed, r.Processes)
 	}
 	_ = w.Flush()
 	if len(rows) < 2 {
@@ -354,6 +356,15 @@ func FormatTable(n int, interval time.Duration, rows []ArmResult) string {
 	}
 	_ = w.Flush()
 	return b.String()
+}
+
+// quantile prints a reaction quantile; one that reached the deadline is
+// a lower bound, written ">=".
+func (r ArmResult) quantile(d time.Duration) string {
+	if r.Missed > 0 && d >= r.Deadline {
+		return ">=" + d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // ratio is a/b to one decimal, or "-" when b is not positive.

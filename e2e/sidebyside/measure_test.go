@@ -124,9 +124,9 @@ func TestPercentileIsTheNearestRank(t *testing.T) {
 func TestFormatTableGivesTheReferenceOverEachArm(t *testing.T) {
 	out := FormatTable(10, time.Second, []ArmResult{
 		{Arm: "A", CPUPerMinute: 1, PeakRSS: 10 << 20, RequestsPerMinute: 100, P50: time.Second, P99: 2 * time.Second},
-		{Arm: "C", CPUPerMinute: 12, PeakRSS: 200 << 20, RequestsPerMinute: 0, P50: 3 * time.Second, P99: 4 * time.Second},
+		{Arm: "C", CPUPerMinute: 12, PeakRSS: 200 << 20, RequestsPerMinute: 0, P50: 3 * time.Second, P99: 4 * time.Second, Missed: 1, Deadline: 4 * time.Second},
 	})
-	for _, want := range []string{"N=10", "12.0x", "20.0x", "3.0x", "2.0x"} {
+	for _, want := range []string{"N=10", "12.0x", "20.0x", "3.0x", "2.0x", " 3s ", ">=4s"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
