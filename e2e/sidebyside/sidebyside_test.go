@@ -3,6 +3,7 @@ package sidebyside
 import (
 	"context"
 	"fmt"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // Benchmark settings: the polling interval is the e2e control plane's HPA
@@ -38,10 +40,10 @@ const (
 var scaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
 
 // The same N workloads, metric, target and polling interval, autoscaled
-// three ways in turn on one control plane: KEDA ScaledObjects with the
-// Prometheus scaler and the real HPA controller (first, before scaleplane's
-// webhooks exist), scaleplane on its embedded store, scaleplane on the
-// real Prometheus. The table goes to the test log, stdout and a file.
+// three ways in turn on one control plane: scaleplane on its embedded
+// store, scaleplane on the real Prometheus, then KEDA ScaledObjects with
+// the Prometheus scaler and the real HPA controller on workloads of their
+// own, scaleplane and its webhook configurations gone. The table goes to the test log, stdout and a file.
 func TestScaleplaneAndKEDASideBySide(t *testing.T) {
 	needCluster(t)
 	n := envInt(t, nVar, 1000)
@@ -60,8 +62,18 @@ func TestScaleplaneAndKEDASideBySide(t *testing.T) {
 	}
 	names := workloadNames(n)
 
-	keda := kedaArm(t, c, pr, ex, prom, names)
 	embedded, remote := scaleplaneArms(t, c, pr, ex, prom, names)
+	// KEDA alone: scaleplane's webhook configurations go with it.
+	wc := profile.SampleConfiguration().Webhook
+	for _, obj := range []client.Object{
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.MutatingConfigurationName}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.ValidatingConfigurationName}},
+	} {
+		if err := c.Delete(ctx, obj); err != nil {
+			t.Fatalf("delete scaleplane's webhook configuration %s: %v", obj.GetName(), err)
+		}
+	}
+	keda := kedaArm(t, c, pr, ex, prom, names)
 	table := FormatTable(n, pollInterval, []ArmResult{embedded, remote, keda})
 	t.Log("\n" + table)
 	fmt.Println(table)
@@ -151,28 +163,10 @@ func kedaArm(t *testing.T, c client.Client, pr probes, ex *exporter, prom *frame
 	r.Processes = "keda-operator + keda-adapter + HPA controller's share + Prometheus' query share"
 	r.PeakRSS = rssOf(t, own...)
 
-	// KEDA removes its finalizers and the garbage collector the HPAs;
-	// then KEDA stops, and the workloads go before scaleplane starts.
-	so := &unstructured.Unstructured{}
-	so.SetGroupVersionKind(scaledObjectGVK)
-	if err := c.DeleteAllOf(ctx, so, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	framework.Eventually(t, 10*time.Minute, func(ctx context.Context) (bool, string) {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(so.GroupVersionKind())
-		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
-		}
-		return len(l.Items) == 0, fmt.Sprintf("%d ScaledObjects left", len(l.Items))
-	})
-	if err := c.DeleteAllOf(ctx, &autoscalingv2.HorizontalPodAutoscaler{}, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	// KEDA stops, and its HPAs go so that the HPA controller rests; the
+	// ScaledObjects stay (their finalizers are KEDA's).
 	k.Stop()
-	rc := &unstructured.Unstructured{}
-	rc.SetGroupVersionKind(framework.RackedClusterGVK)
-	if err := c.DeleteAllOf(ctx, rc, client.InNamespace(ns)); err != nil {
+	if err := c.DeleteAllOf(ctx, &autoscalingv2.HorizontalPodAutoscaler{}, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	rec.cancel()
