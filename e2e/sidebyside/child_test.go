@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/e2e/framework"
@@ -40,6 +43,8 @@ type childSettings struct {
 }
 
 func runChild() int {
+	// Errors only, to the log file the parent reads on failure.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	var s childSettings
 	if err := json.Unmarshal([]byte(os.Getenv(childVar)), &s); err != nil {
 		fmt.Fprintf(os.Stderr, "scaleplane child: %s: %v\n", childVar, err)
