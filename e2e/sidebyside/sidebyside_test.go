@@ -169,6 +169,15 @@ func kedaArm(t *testing.T, c client.Client, pr probes, ex *exporter, prom *frame
 	if err := c.DeleteAllOf(ctx, &autoscalingv2.HorizontalPodAutoscaler{}, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
+	// Nothing serves KEDA's external metrics any more: its APIService
+	// goes too, so discovery in a later test finds no unavailable group.
+	api := &unstructured.Unstructured{}
+	api.SetAPIVersion("apiregistration.k8s.io/v1")
+	api.SetKind("APIService")
+	api.SetName("v1beta1.external.metrics.k8s.io")
+	if err := c.Delete(ctx, api); err != nil {
+		t.Fatal(err)
+	}
 	rec.cancel()
 	return r
 }
