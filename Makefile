@@ -117,6 +117,17 @@ bench-baseline: ## refresh hack/bench/baseline.txt from this machine (say why in
 	{ echo "# make bench-baseline on $$(uname -m), $$(nproc) cores, $$(date -u +%F); $$(git rev-parse --short HEAD)"; $(BENCH_KEY); } > hack/bench/baseline.txt.tmp
 	mv hack/bench/baseline.txt.tmp hack/bench/baseline.txt
 
+# KEDA beside scaleplane on the same workloads, then many workloads created
+# at once (e2e/sidebyside): heavy, so never part of `make test`, whose run
+# of the package only unit-tests its measuring helpers.
+.PHONY: bench-keda
+SIDE_BY_SIDE_N ?= 1000
+SCALE_N ?= 10000
+bench-keda: $(CONTROLPLANE) $(PROMETHEUS) $(KEDA) ## scaleplane (embedded store, remote Prometheus) beside KEDA + HPA on SIDE_BY_SIDE_N workloads (1000), then SCALE_N (10000) workloads created at once; tables in bin/bench-*.txt
+	SCALEPLANE_SIDE_BY_SIDE=1 SCALEPLANE_SIDE_BY_SIDE_N=$(SIDE_BY_SIDE_N) SCALEPLANE_SCALE_N=$(SCALE_N) \
+	SCALEPLANE_SIDE_BY_SIDE_OUT=$(CURDIR)/bin/bench-keda-N$(SIDE_BY_SIDE_N).txt SCALEPLANE_SCALE_OUT=$(CURDIR)/bin/bench-scale-N$(SCALE_N).txt \
+	$(GO) test -count=1 -timeout 150m -v ./e2e/sidebyside/
+
 $(CONTROLLER_GEN):
 	@echo "==> installing controller-gen $(CONTROLLER_GEN_VERSION) into bin/tools"
 	@rm -rf $@.tmp && GOBIN=$(CURDIR)/$@.tmp $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

@@ -1,0 +1,66 @@
+package sidebyside
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/scaleplane/scaleplane/e2e/framework"
+)
+
+// Environment variables: enableVar=1 runs the heavy tests; nVar sets how
+// many workloads the side-by-side arms drive and scaleNVar how many the
+// scale test creates; outVar is the file the table is written to.
+const (
+	enableVar = "SCALEPLANE_SIDE_BY_SIDE"
+	nVar      = "SCALEPLANE_SIDE_BY_SIDE_N"
+	scaleNVar = "SCALEPLANE_SCALE_N"
+	outVar    = "SCALEPLANE_SIDE_BY_SIDE_OUT"
+)
+
+var cluster *framework.Cluster
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childVar) != "" {
+		os.Exit(runChild())
+	}
+	if !enabled() {
+		// The measuring helpers' unit tests only: no control plane.
+		os.Exit(m.Run())
+	}
+	log := logr.Discard()
+	if os.Getenv("SCALEPLANE_E2E_VERBOSE") != "" {
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
+	}
+	ctrl.SetLogger(log)
+	os.Exit(framework.Run(m, framework.Options{HPAController: true, Aggregator: true}, &cluster))
+}
+
+func enabled() bool { return os.Getenv(enableVar) == "1" }
+
+// needCluster skips a heavy test unless enableVar asks for it.
+func needCluster(t *testing.T) {
+	t.Helper()
+	if !enabled() {
+		t.Skipf("heavy benchmark: set %s=1 to run it (make bench-keda)", enableVar)
+	}
+}
+
+// envInt is a positive integer from the environment, or def when unset.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive whole number", name, s)
+	}
+	return n
+}

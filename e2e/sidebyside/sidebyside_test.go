@@ -1,0 +1,373 @@
+package sidebyside
+
+import (
+	"context"
+	"fmt"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/profile"
+)
+
+// Benchmark settings: the polling interval is the e2e control plane's HPA
+// sync period (1 s), and every arm polls at it; an idle window measures
+// what the control plane and Prometheus cost without the arm.
+const (
+	pollInterval = time.Second
+	idleWindow   = 20 * time.Second
+	minWindow    = 60 * time.Second
+	minSteps     = 100
+	warmUp       = 15 * time.Minute
+	stepDeadline = 2 * time.Minute
+)
+
+var scaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
+
+// The same N workloads, metric, target and polling interval, autoscaled
+// three ways in turn on one control plane: scaleplane on its embedded
+// store, scaleplane on the real Prometheus, then KEDA ScaledObjects with
+// the Prometheus scaler and the real HPA controller on workloads of their
+// own, scaleplane and its webhook configurations gone. The table goes to the test log, stdout and a file.
+func TestScaleplaneAndKEDASideBySide(t *testing.T) {
+	needCluster(t)
+	n := envInt(t, nVar, 1000)
+	ctx := context.Background()
+	c, cs := fastClient(t)
+	ex := newExporter(t)
+	prom, err := framework.StartPrometheus(ctx, filepath.Join(cluster.Dir, "prometheus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prom.Stop)
+	pr := probes{
+		kcm:  onePID(t, "kube-controller-manager", cluster.Kubeconfig),
+		prom: onePID(t, "prometheus", cluster.Dir),
+		cs:   cs,
+	}
+	names := workloadNames(n)
+
+	embedded, remote := scaleplaneArms(t, c, pr, ex, prom, names)
+	// KEDA alone: scaleplane's webhook configurations go with it.
+	wc := profile.SampleConfiguration().Webhook
+	for _, obj := range []client.Object{
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.MutatingConfigurationName}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.ValidatingConfigurationName}},
+	} {
+		if err := c.Delete(ctx, obj); err != nil {
+			t.Fatalf("delete scaleplane's webhook configuration %s: %v", obj.GetName(), err)
+		}
+	}
+	keda := kedaArm(t, c, pr, ex, prom, names)
+	table := FormatTable(n, pollInterval, []ArmResult{embedded, remote, keda})
+	t.Log("\n" + table)
+	fmt.Println(table)
+	out := os.Getenv(outVar)
+	if out == "" {
+		out = filepath.Join(os.TempDir(), "scaleplane-sidebyside-N"+strconv.Itoa(n)+".txt")
+	}
+	if err := os.WriteFile(out, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("table written to %s", out)
+}
+
+// trigger is the scaleConfig of a scaleplane arm's workload.
+func scaleConfig(source string) map[string]any {
+	return map[string]any{
+		"minReplicas": int64(1), "maxReplicas": int64(10),
+		"triggers": []any{map[string]any{"name": "queue", "type": "AverageValue", "source": source,
+			"query":     fmt.Sprintf(`sum(%s{namespace="${namespace}",job="${name}"})`, metricName),
+			"threshold": int64(threshold)}},
+		"behavior": behavior(),
+	}
+}
+
+// behavior is the same for both autoscalers: no stabilization, any step
+// at once, so each metric step is one decision.
+func behavior() map[string]any {
+	return map[string]any{
+		"scaleDown": map[string]any{"stabilizationWindowSeconds": int64(0)},
+		"scaleUp": map[string]any{"stabilizationWindowSeconds": int64(0), "policies": []any{
+			map[string]any{"type": "Percent", "value": int64(1000), "periodSeconds": int64(1)},
+		}},
+	}
+}
+
+func rackedCluster(ns, name string, sc map[string]any) *unstructured.Unstructured {
+	u := framework.RackedCluster(ns, name, 1, 1, 1)
+	if sc != nil {
+		u.Object["spec"].(map[string]any)["scaleConfig"] = sc
+	}
+	return u
+}
+
+func kedaArm(t *testing.T, c client.Client, pr probes, ex *exporter, prom *framework.Prometheus, names []string) ArmResult {
+	ctx := context.Background()
+	ns := "sbs-keda"
+	createNamespace(t, c, ns)
+	crds := framework.Binary(framework.KEDACRDFolder)
+	if _, err := cluster.Kubectl(ctx, "apply", "--server-side", "-f", crds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		ex.set(ns, n, lowValue)
+	}
+	if err := prom.SetTargets(ex.targets(ns, names)); err != nil {
+		t.Fatal(err)
+	}
+	rec := record(t, ns)
+	parallel(t, names, func(ctx context.Context, name string) error {
+		u := rackedCluster(ns, name, nil)
+		if err := c.Create(ctx, u); err != nil {
+			return err
+		}
+		// No scaleplane here: the test writes the selector the HPA
+		// controller needs from /scale.
+		if err := unstructured.SetNestedField(u.Object, map[string]any{"replicas": int64(1), "selector": "samples.scaleplane.io/cluster=" + name}, "status"); err != nil {
+			return err
+		}
+		if err := c.Status().Update(ctx, u); err != nil {
+			return err
+		}
+		return c.Create(ctx, scaledObject(ns, name, prom.URL))
+	})
+	idle := idleRates(t, pr)
+	k, err := framework.StartKEDA(ctx, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	own := []int{onePID(t, framework.KEDAOperatorBinary, cluster.Dir), onePID(t, framework.KEDAAdapterBinary, cluster.Dir)}
+	pr.own = own
+	waitAll(t, rec, ex, ns, names, warmUp, "KEDA warm-up")
+	r := measure(t, "C: KEDA + HPA on Prometheus", pr, idle, rec, ex, ns, names, true)
+	r.Processes = "keda-operator + keda-adapter + HPA controller's share + Prometheus' query share"
+	r.PeakRSS = rssOf(t, own...)
+
+	// KEDA stops, and its HPAs go so that the HPA controller rests; the
+	// ScaledObjects stay (their finalizers are KEDA's).
+	k.Stop()
+	if err := c.DeleteAllOf(ctx, &autoscalingv2.HorizontalPodAutoscaler{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing serves KEDA's external metrics any more: its APIService
+	// goes too, so discovery in a later test finds no unavailable group.
+	api := &unstructured.Unstructured{}
+	api.SetAPIVersion("apiregistration.k8s.io/v1")
+	api.SetKind("APIService")
+	api.SetName("v1beta1.external.metrics.k8s.io")
+	if err := c.Delete(ctx, api); err != nil {
+		t.Fatal(err)
+	}
+	rec.cancel()
+	return r
+}
+
+func scaledObject(ns, name, promURL string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"scaleTargetRef":  map[string]any{"apiVersion": "samples.scaleplane.io/v1alpha1", "kind": "RackedCluster", "name": name},
+			"pollingInterval": int64(pollInterval / time.Second),
+			"cooldownPeriod":  int64(1),
+			"minReplicaCount": int64(1),
+			"maxReplicaCount": int64(10),
+			"advanced":        map[string]any{"horizontalPodAutoscalerConfig": map[string]any{"behavior": behavior()}},
+			"triggers": []any{map[string]any{"type": "prometheus", "metadata": map[string]any{
+				"serverAddress": promURL,
+				"query":         fmt.Sprintf(`sum(%s{namespace="%s",job="%s"})`, metricName, ns, name),
+				"threshold":     strconv.Itoa(threshold),
+			}}},
+		},
+	}}
+	u.SetGroupVersionKind(scaledObjectGVK)
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
+func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom *framework.Prometheus, names []string) (ArmResult, ArmResult) {
+	ns := "sbs-scaleplane"
+	createNamespace(t, c, ns)
+	for _, n := range names {
+		ex.set(ns, n, lowValue)
+	}
+	if err := prom.SetTargets(nil); err != nil {
+		t.Fatal(err)
+	}
+	// One pod per workload for the embedded store's scraper, its metrics
+	// at the workload's path of the shared exporter.
+	_, portStr, _ := net.SplitHostPort(ex.addr())
+	parallel(t, names, func(ctx context.Context, name string) error {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-a-0",
+				Labels: map[string]string{"samples.scaleplane.io/cluster": name, "samples.scaleplane.io/rack": "a"},
+				Annotations: map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": portStr,
+					"prometheus.io/path": "/metrics/" + ns + "/" + name}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.invalid/app"}}},
+		}
+		if err := c.Create(ctx, pod); err != nil {
+			return err
+		}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		return c.Status().Update(ctx, pod)
+	})
+	rec := record(t, ns)
+
+	idle := idleRates(t, pr)
+	settings := childSettings{PrometheusURL: prom.URL, Workloads: len(names), PollSeconds: int32(pollInterval / time.Second)}
+	a := startScaleplane(t, "arm-embedded", settings)
+	pr.own = []int{a.pid()}
+	parallel(t, names, func(ctx context.Context, name string) error {
+		return withRetry(ctx, func(ctx context.Context) error {
+			if a.exited() {
+				return fmt.Errorf("scaleplane exited; its log ends:\n%s", a.logTail())
+			}
+			return c.Create(ctx, rackedCluster(ns, name, scaleConfig("promql")))
+		})
+	})
+	waitAll(t, rec, ex, ns, names, warmUp, "scaleplane (embedded store) warm-up")
+	embedded := measure(t, "A: scaleplane, embedded store", pr, idle, rec, ex, ns, names, false)
+	embedded.Processes = "scaleplane"
+	embedded.PeakRSS = rssOf(t, a.pid())
+
+	// The same workloads read Prometheus from now on; the patch goes
+	// through the running scaleplane's webhooks, then a fresh process
+	// takes over.
+	parallel(t, names, func(ctx context.Context, name string) error {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"scaleConfig":{"triggers":[`+
+			mustJSON(scaleConfig("prometheus")["triggers"].([]any)[0])+`]}}}`))
+		return c.Patch(ctx, rackedCluster(ns, name, nil), patch)
+	})
+	if err := prom.SetTargets(ex.targets(ns, names)); err != nil {
+		t.Fatal(err)
+	}
+	a.stop()
+	pr.own = nil
+	idle = idleRates(t, pr)
+	b := startScaleplane(t, "arm-remote", settings)
+	pr.own = []int{b.pid()}
+	for _, n := range names {
+		ex.set(ns, n, flip(ex.get(ns, n)))
+	}
+	waitAll(t, rec, ex, ns, names, warmUp, "scaleplane (remote Prometheus) warm-up")
+	remote := measure(t, "B: scaleplane, remote Prometheus", pr, idle, rec, ex, ns, names, true)
+	remote.Processes = "scaleplane + Prometheus' query share"
+	remote.PeakRSS = rssOf(t, b.pid())
+	// The workloads go while scaleplane still serves, so that a later
+	// test in this package starts from an empty cluster.
+	rc := &unstructured.Unstructured{}
+	rc.SetGroupVersionKind(framework.RackedClusterGVK)
+	if err := c.DeleteAllOf(context.Background(), rc, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, 10*time.Minute, func(ctx context.Context) (bool, string) {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(framework.RackedClusterGVK)
+		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		return len(l.Items) == 0, fmt.Sprintf("%d RackedClusters left", len(l.Items))
+	})
+	b.stop()
+	return embedded, remote
+}
+
+func flip(v float64) float64 {
+	if v == highValue {
+		return lowValue
+	}
+	return highValue
+}
+
+// idleRates measures the control plane and Prometheus without the arm.
+// The window is a measurement, not a wait for anything.
+func idleRates(t *testing.T, pr probes) rates {
+	t.Helper()
+	a := pr.read(t)
+	time.Sleep(idleWindow)
+	return between(a, pr.read(t))
+}
+
+// measure steps the metric of a rotating batch of workloads, round after
+// round, until at least minSteps steps and minWindow have passed, and
+// times each from the step to spec.replicas taking the new count. CPU and
+// API requests are those of the window less the idle rates; with
+// hpaAndQueries the HPA controller's and Prometheus' extra CPU count
+// toward the arm.
+func measure(t *testing.T, arm string, pr probes, idle rates, rec *recorder, ex *exporter, ns string, names []string, queries bool) ArmResult {
+	t.Helper()
+	batch := min(len(names), max(10, len(names)/10))
+	var reactions []time.Duration
+	missed, next := 0, 0
+	start := pr.read(t)
+	for len(reactions) < minSteps || time.Since(start.at) < minWindow {
+		stepAt := map[string]time.Time{}
+		want := map[string]int64{}
+		for range batch {
+			n := names[next%len(names)]
+			next++
+			v := flip(ex.get(ns, n))
+			want[n] = countFor(v)
+			stepAt[n] = time.Now()
+			ex.set(ns, n, v)
+		}
+		_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, stepDeadline, true, func(context.Context) (bool, error) {
+			for n, at := range stepAt {
+				if got, ok := rec.reached(n, want[n], at); ok {
+					reactions = append(reactions, got.Sub(at))
+					delete(stepAt, n)
+				}
+			}
+			return len(stepAt) == 0, nil
+		})
+		// A step not followed within the deadline counts as the deadline:
+		// the quantiles it reaches are lower bounds (the table marks them).
+		for range stepAt {
+			reactions = append(reactions, stepDeadline)
+		}
+		missed += len(stepAt)
+	}
+	end := pr.read(t)
+	w := between(start, end)
+	r := ArmResult{Arm: arm, Reactions: len(reactions), Missed: missed, Deadline: stepDeadline, P50: Percentile(reactions, 0.5), P99: Percentile(reactions, 0.99)}
+	r.CPUPerMinute = w.own
+	if queries {
+		r.CPUPerMinute += max(0, w.prom-idle.prom)
+	}
+	if strings.HasPrefix(arm, "C") {
+		r.CPUPerMinute += max(0, w.kcm-idle.kcm)
+	}
+	api := w.api.Sub(idle.api)
+	r.RequestsPerMinute, r.WritesPerMinute = api.All, api.Writes
+	t.Logf("%s: window %s, own CPU %.2f s/min, kcm %.2f (idle %.2f), prometheus %.2f (idle %.2f), API %.0f/min (idle %.0f), %d steps, %d missed",
+		arm, end.at.Sub(start.at).Round(time.Second), w.own, w.kcm, idle.kcm, w.prom, idle.prom, w.api.All, idle.api.All, len(reactions), missed)
+	t.Logf("%s: writes in the window: %q", arm, TopWrites(start.writes, end.writes, 8))
+	if missed > 0 {
+		// A finding of the benchmark, not a failure: the table shows it.
+		t.Logf("%s: %d of %d steps not followed within %s", arm, missed, len(reactions), stepDeadline)
+	}
+	return r
+}
