@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/profile"
@@ -73,7 +72,7 @@ type Autoscaler interface {
 type Scaleplane struct {
 	mgr     manager.Manager
 	opts    Options
-	webhook configv1alpha2.Webhook
+	webhook webhooks.ConfigurationOptions
 
 	mu    sync.Mutex
 	views []*profile.Compiled
@@ -102,7 +101,7 @@ func New(mgr manager.Manager, opts Options) (*Scaleplane, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scaleplane: %w", err)
 	}
-	s := &Scaleplane{mgr: mgr, opts: opts, webhook: configv1alpha2.Webhook{
+	s := &Scaleplane{mgr: mgr, opts: opts, webhook: webhooks.ConfigurationOptions{
 		Owner:             opts.Owner,
 		TimeoutSeconds:    opts.TimeoutSeconds,
 		NamespaceSelector: opts.NamespaceSelector,

@@ -28,7 +28,7 @@ import (
 // owns it. `scaleplane render webhooks` prints them.
 func RenderWebhookConfigurations(opts Options, views []*profile.Compiled) []client.Object {
 	opts = opts.withDefaults()
-	m, v := webhooks.DispatchConfigurations(views, opts.Config.Webhook, clientConfigFor(opts))
+	m, v := webhooks.DispatchConfigurations(views, webhooks.ConfigurationOptionsFromConfig(opts.Config.Webhook), clientConfigFor(opts))
 	if opts.CertMode == CertCertManager {
 		ann := map[string]string{certs.InjectCAFromAnnotation: certs.InjectCAFrom(certsOptionsFor(opts).Default())}
 		m.SetAnnotations(ann)
@@ -60,7 +60,7 @@ func (a *App) prepareGitOps(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	missing, err := webhooks.MissingDispatchEntries(ctx, a.direct, views, a.opts.Config.Webhook)
+	missing, err := webhooks.MissingDispatchEntries(ctx, a.direct, views, webhooks.ConfigurationOptionsFromConfig(a.opts.Config.Webhook))
 	if err != nil {
 		return err
 	}
