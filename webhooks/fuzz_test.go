@@ -8,6 +8,7 @@ import (
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -112,6 +113,7 @@ func FuzzMutate(f *testing.F) {
 		view, req := fuzzRequest(views, k, object, old)
 		checkOldSkipped(t, view, req)
 		checkDirectPatch(t, view, req)
+		checkReference(t, view, req)
 		h := NewMutator(view)
 		resp := h.Handle(context.Background(), req)
 		if !resp.Allowed {
@@ -144,6 +146,36 @@ func FuzzMutate(f *testing.F) {
 			t.Fatalf("a defaulted object was patched again: %s\nfirst patch %s\nsecond %+v", patched, patchJSON, again.Patches)
 		}
 	})
+}
+
+// checkReference: the mutating webhook with its fast paths answers as the
+// reference path does (mutator.reference): the same allowed or refused, the
+// same patch operations and the same warnings. An empty patch and no patch
+// are the same answer to the API server.
+func checkReference(t *testing.T, view *profile.Compiled, req admission.Request) {
+	t.Helper()
+	fast := NewMutator(view).(*mutator).handle(req)
+	ref := &mutator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout()), paths: newPatchPaths(view.Layout()), reference: true}
+	want := ref.handle(req)
+	type answer struct {
+		Allowed  bool
+		Code     int32
+		Patches  []jsonpatch.JsonPatchOperation
+		Warnings []string
+	}
+	norm := func(r admission.Response) answer {
+		a := answer{Allowed: r.Allowed, Patches: r.Patches, Warnings: r.Warnings}
+		if !r.Allowed && r.Result != nil {
+			a.Code = r.Result.Code
+		}
+		if len(a.Patches) == 0 {
+			a.Patches = nil
+		}
+		return a
+	}
+	if diff := cmp.Diff(norm(want), norm(fast)); diff != "" {
+		t.Fatalf("fast paths answer %s unlike the reference path (-reference +fast):\n%s", req.Object.Raw, diff)
+	}
 }
 
 // checkDirectPatch: where the mutating webhook computes a patch directly,
