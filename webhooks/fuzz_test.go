@@ -13,6 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
@@ -114,6 +117,7 @@ func FuzzMutate(f *testing.F) {
 		checkOldSkipped(t, view, req)
 		checkDirectPatch(t, view, req)
 		checkReference(t, view, req)
+		checkDecoder(t, view, object)
 		h := NewMutator(view)
 		resp := h.Handle(context.Background(), req)
 		if !resp.Allowed {
@@ -146,6 +150,36 @@ func FuzzMutate(f *testing.F) {
 			t.Fatalf("a defaulted object was patched again: %s\nfirst patch %s\nsecond %+v", patched, patchJSON, again.Patches)
 		}
 	})
+}
+
+// checkDecoder: the decoder made for the view (newDecoder, which skips what
+// the view does not read) gives the view the same values and the same field
+// errors as the reference decode of the whole object into unstructured form.
+func checkDecoder(t *testing.T, view *profile.Compiled, raw []byte) {
+	t.Helper()
+	var whole map[string]interface{}
+	if kjson.UnmarshalCaseSensitivePreserveInts(raw, &whole) != nil || whole == nil {
+		return
+	}
+	o, err := newDecoder(view.Layout()).decode(raw)
+	if err != nil {
+		t.Fatalf("the view's decoder refused %s, which decodes whole: %v", raw, err)
+	}
+	gotW, gotErrs := o.read(view)
+	wantW, wantErrs := view.Read(&unstructured.Unstructured{Object: whole})
+	if diff := cmp.Diff(wantW, gotW); diff != "" {
+		t.Fatalf("the view's decoder reads %s unlike the whole decode (-whole +view's):\n%s", raw, diff)
+	}
+	messages := func(errs field.ErrorList) []string {
+		var m []string
+		for _, e := range errs {
+			m = append(m, e.Error())
+		}
+		return m
+	}
+	if diff := cmp.Diff(messages(wantErrs), messages(gotErrs)); diff != "" {
+		t.Fatalf("the view's decoder reports %s unlike the whole decode (-whole +view's):\n%s", raw, diff)
+	}
 }
 
 // checkReference: the mutating webhook with its fast paths answers as the
