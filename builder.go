@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/profile"
@@ -80,7 +79,7 @@ type Autoscaler interface {
 type Scaleplane struct {
 	mgr     manager.Manager
 	opts    Options
-	webhook configv1alpha2.Webhook
+	webhook webhooks.ConfigurationOptions
 
 	mu    sync.Mutex
 	views []*profile.Compiled
@@ -107,15 +106,15 @@ func New(mgr manager.Manager, opts Options) (*Scaleplane, error) {
 		errs = append(errs, fmt.Errorf("Options.TimeoutSeconds %d: must be between 1 and 30 (or 0 for the default, 10)", opts.TimeoutSeconds))
 	}
 	switch opts.Admission {
-	case "", configv1alpha2.AdmissionWebhooks, configv1alpha2.AdmissionPolicies, configv1alpha2.AdmissionAuto:
+	case "", webhooks.AdmissionWebhooks, webhooks.AdmissionPolicies, webhooks.AdmissionAuto:
 	default:
 		errs = append(errs, fmt.Errorf("Options.Admission %q: must be %s, %s or %s (or empty for %s)", opts.Admission,
-			configv1alpha2.AdmissionWebhooks, configv1alpha2.AdmissionPolicies, configv1alpha2.AdmissionAuto, configv1alpha2.AdmissionWebhooks))
+			webhooks.AdmissionWebhooks, webhooks.AdmissionPolicies, webhooks.AdmissionAuto, webhooks.AdmissionWebhooks))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scaleplane: %w", err)
 	}
-	s := &Scaleplane{mgr: mgr, opts: opts, webhook: configv1alpha2.Webhook{
+	s := &Scaleplane{mgr: mgr, opts: opts, webhook: webhooks.ConfigurationOptions{
 		Owner:             opts.Owner,
 		TimeoutSeconds:    opts.TimeoutSeconds,
 		NamespaceSelector: opts.NamespaceSelector,

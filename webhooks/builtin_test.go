@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
 )
@@ -23,15 +22,15 @@ func TestNoWebhookOnBuiltInKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	views := append([]*profile.Compiled{deployments}, sampleViews(t)...)
-	m, v := Configurations(views, configv1alpha2.Webhook{}, urlConfig)
-	wantM, wantV := Configurations(sampleViews(t), configv1alpha2.Webhook{}, urlConfig)
+	m, v := Configurations(views, ConfigurationOptions{}, urlConfig)
+	wantM, wantV := Configurations(sampleViews(t), ConfigurationOptions{}, urlConfig)
 	if diff := cmp.Diff(summarize(wantM.Webhooks), summarize(m.Webhooks)); diff != "" {
 		t.Errorf("mutating entries (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(summarize(wantV.Webhooks), summarize(v.Webhooks)); diff != "" {
 		t.Errorf("validating entries (-want +got):\n%s", diff)
 	}
-	missing, err := MissingDispatchEntries(context.Background(), fakeClient(t), views, configv1alpha2.Webhook{})
+	missing, err := MissingDispatchEntries(context.Background(), fakeClient(t), views, ConfigurationOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

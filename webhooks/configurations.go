@@ -27,13 +27,13 @@ import (
 // ".<owner>.scaleplane.io" (see SyncConfigurations). The owner and names
 // come from wc, with the defaults of package api/config/v1alpha2 when
 // empty (owner scaleplane, the binary's).
-func Configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+func Configurations(views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	return configurations(views, wc, clientConfig, kindPaths)
 }
 
 // DispatchConfigurations is Configurations for a Dispatcher's kinds: each
 // entry calls the dispatcher's path of its role and kind (DispatchPath).
-func DispatchConfigurations(views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+func DispatchConfigurations(views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	return configurations(views, wc, clientConfig, dispatchPaths)
 }
 
@@ -52,7 +52,7 @@ var (
 	}
 )
 
-func configurations(views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+func configurations(views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	owner := ownerOf(wc)
 	mutatingName, validatingName := configurationNames(wc)
 	labels := func() map[string]string { return map[string]string{v1alpha1.LabelOwner: owner} }
@@ -139,7 +139,7 @@ func ServiceClientConfig(namespace, name string, port int32) func(path string) a
 	}
 }
 
-func configurationNames(wc configv1alpha2.Webhook) (mutating, validating string) {
+func configurationNames(wc ConfigurationOptions) (mutating, validating string) {
 	mutating, validating = wc.MutatingConfigurationName, wc.ValidatingConfigurationName
 	if mutating == "" {
 		mutating = ownerOf(wc) + configv1alpha2.MutatingConfigurationSuffix
@@ -151,7 +151,7 @@ func configurationNames(wc configv1alpha2.Webhook) (mutating, validating string)
 }
 
 // ownerOf is wc's owner, the binary's when left out.
-func ownerOf(wc configv1alpha2.Webhook) string {
+func ownerOf(wc ConfigurationOptions) string {
 	if wc.Owner == "" {
 		return configv1alpha2.DefaultOwner
 	}
@@ -162,7 +162,7 @@ func ownerOf(wc configv1alpha2.Webhook) string {
 // owner of wc (its name ends in ".<owner>.scaleplane.io"). Code that edits
 // entries of a configuration (re-pointing URLs, injecting a CA) must edit
 // only these: another embedder may keep its entries there.
-func OwnsEntry(wc configv1alpha2.Webhook, name string) bool {
+func OwnsEntry(wc ConfigurationOptions, name string) bool {
 	return ownsEntry(name, ownerOf(wc))
 }
 
@@ -222,7 +222,7 @@ func failurePolicy(p string) admissionregistrationv1.FailurePolicyType {
 // administrator can set on one namespace while scaleplane is down
 // (docs/production.md). The narrowing is a requirement added beside the
 // user's, so a selector the user gives keeps meaning what it meant.
-func NamespaceSelector(wc configv1alpha2.Webhook) *metav1.LabelSelector {
+func NamespaceSelector(wc ConfigurationOptions) *metav1.LabelSelector {
 	s := selector(wc.NamespaceSelector)
 	excluded := wc.ExcludedNamespaces
 	if excluded == nil {

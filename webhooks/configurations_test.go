@@ -65,7 +65,7 @@ func urlConfig(path string) admissionregistrationv1.WebhookClientConfig {
 
 func TestConfigurations(t *testing.T) {
 	views := testViews(t)
-	wc := configv1alpha2.Webhook{
+	wc := ConfigurationOptions{
 		Owner:                       "cache-operator",
 		MutatingConfigurationName:   "m",
 		ValidatingConfigurationName: "v",
@@ -129,7 +129,7 @@ func TestConfigurations(t *testing.T) {
 }
 
 func TestConfigurationsDefaults(t *testing.T) {
-	m, v := Configurations(sampleViews(t), configv1alpha2.Webhook{}, urlConfig)
+	m, v := Configurations(sampleViews(t), ConfigurationOptions{}, urlConfig)
 	if m.Name != configv1alpha2.DefaultMutatingConfigurationName || v.Name != configv1alpha2.DefaultValidatingConfigurationName {
 		t.Errorf("names %q, %q", m.Name, v.Name)
 	}
@@ -152,7 +152,7 @@ func fakeClient(t *testing.T, objs ...client.Object) client.WithWatch {
 
 func TestSyncConfigurations(t *testing.T) {
 	views := testViews(t)
-	wc := configv1alpha2.Webhook{}
+	wc := ConfigurationOptions{}
 	// The cluster's configurations as an older release left them: the
 	// RackedCluster entries with a failure policy set by hand (a
 	// break-glass) and an outdated rule, an entry of a profile since
@@ -208,14 +208,14 @@ func TestSyncConfigurations(t *testing.T) {
 
 func TestSyncConfigurationsURLClientConfig(t *testing.T) {
 	views := testViews(t)
-	haveM, haveV := Configurations([]*profile.Compiled{views[function]}, configv1alpha2.Webhook{}, urlConfig)
+	haveM, haveV := Configurations([]*profile.Compiled{views[function]}, ConfigurationOptions{}, urlConfig)
 	c := fakeClient(t, haveM, haveV)
-	if err := SyncConfigurations(context.Background(), c, []*profile.Compiled{views[function], views[workerGroup]}, configv1alpha2.Webhook{}); err != nil {
+	if err := SyncConfigurations(context.Background(), c, []*profile.Compiled{views[function], views[workerGroup]}, ConfigurationOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	_ = c.Get(context.Background(), client.ObjectKey{Name: haveV.Name}, got)
-	_, want := Configurations([]*profile.Compiled{views[function], views[workerGroup]}, configv1alpha2.Webhook{}, urlConfig)
+	_, want := Configurations([]*profile.Compiled{views[function], views[workerGroup]}, ConfigurationOptions{}, urlConfig)
 	if diff := cmp.Diff(want.Webhooks, got.Webhooks); diff != "" {
 		t.Errorf("validating entries (-want +got):\n%s", diff)
 	}
@@ -224,7 +224,7 @@ func TestSyncConfigurationsURLClientConfig(t *testing.T) {
 func TestSyncConfigurationsErrors(t *testing.T) {
 	views := testViews(t)
 	all := []*profile.Compiled{views[rackedCluster]}
-	emptyM, emptyV := Configurations(nil, configv1alpha2.Webhook{}, urlConfig)
+	emptyM, emptyV := Configurations(nil, ConfigurationOptions{}, urlConfig)
 	tests := []struct {
 		name string
 		objs []client.Object
@@ -239,7 +239,7 @@ func TestSyncConfigurationsErrors(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := SyncConfigurations(context.Background(), fakeClient(t, tc.objs...), all, configv1alpha2.Webhook{})
+			err := SyncConfigurations(context.Background(), fakeClient(t, tc.objs...), all, ConfigurationOptions{})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -258,7 +258,7 @@ func TestSyncConfigurationsErrors(t *testing.T) {
 // exactly as Configurations makes them, and a second sync changes nothing.
 func TestSyncFillsShippedEmptyConfigurations(t *testing.T) {
 	views := sampleViews(t)
-	wc := configv1alpha2.Webhook{TimeoutSeconds: 7}
+	wc := ConfigurationOptions{TimeoutSeconds: 7}
 	emptyM, emptyV := Configurations(nil, wc, urlConfig)
 	c := fakeClient(t, emptyM, emptyV)
 	service := ServiceClientConfig(serviceNamespace, serviceName, servicePort)
@@ -290,8 +290,8 @@ func TestSyncFillsShippedEmptyConfigurations(t *testing.T) {
 // adopted with its tuned settings.
 func TestOwnership(t *testing.T) {
 	views := testViews(t)
-	mine := configv1alpha2.Webhook{Owner: "cache-operator"}
-	theirs := configv1alpha2.Webhook{Owner: "scaleplane"}
+	mine := ConfigurationOptions{Owner: "cache-operator"}
+	theirs := ConfigurationOptions{Owner: "scaleplane"}
 	rc := []*profile.Compiled{views[rackedCluster]}
 	fn := []*profile.Compiled{views[function]}
 	// The binary's configurations, in line with its profiles.
@@ -450,7 +450,7 @@ func TestOwnership(t *testing.T) {
 func TestSyncSetsTheHandlerPath(t *testing.T) {
 	views := testViews(t)
 	fn := []*profile.Compiled{views[function]}
-	wc := configv1alpha2.Webhook{}
+	wc := ConfigurationOptions{}
 	m, v := Configurations(fn, wc, func(path string) admissionregistrationv1.WebhookClientConfig {
 		cc := ServiceClientConfig("ns", "svc", 443)(path)
 		cc.CABundle = []byte("CA")
@@ -490,15 +490,15 @@ func TestSyncAppliesChangedSettingsToExistingEntries(t *testing.T) {
 		cc.CABundle = []byte("CA-from-injector")
 		return cc
 	}
-	oldWC := configv1alpha2.Webhook{}
+	oldWC := ConfigurationOptions{}
 	one := []*profile.Compiled{views[rackedCluster]}
 	haveM, haveV := Configurations(one, oldWC, withCA)
 	c := fakeClient(t, haveM, haveV)
 
-	newWC := configv1alpha2.Webhook{
+	newWC := ConfigurationOptions{
 		TimeoutSeconds:     3,
 		ExcludedNamespaces: []string{"kube-system", "scaleplane-system"},
-		FailurePolicy:      configv1alpha2.FailurePolicies{Mutate: "Fail", Validate: "Fail", Scale: "Ignore"},
+		FailurePolicy:      FailurePolicies{Mutate: "Fail", Validate: "Fail", Scale: "Ignore"},
 		ObjectSelector:     &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
 	}
 	if err := SyncConfigurations(context.Background(), c, one, newWC); err != nil {
@@ -542,13 +542,13 @@ func TestNamespaceSelectorExclusions(t *testing.T) {
 	breakGlass := metav1.LabelSelectorRequirement{Key: "scaleplane.io/admission", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}}
 	for _, tc := range []struct {
 		name string
-		wc   configv1alpha2.Webhook
+		wc   ConfigurationOptions
 		want *metav1.LabelSelector
 	}{
-		{"default", configv1alpha2.Webhook{}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{"default", ConfigurationOptions{}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}}, breakGlass}}},
-		{"none excluded", configv1alpha2.Webhook{ExcludedNamespaces: []string{}}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{breakGlass}}},
-		{"user's expression kept first", configv1alpha2.Webhook{
+		{"none excluded", ConfigurationOptions{ExcludedNamespaces: []string{}}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{breakGlass}}},
+		{"user's expression kept first", ConfigurationOptions{
 			ExcludedNamespaces: []string{"ops"},
 			NamespaceSelector:  &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod"}}}},
 		}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{

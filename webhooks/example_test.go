@@ -7,7 +7,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
 )
@@ -38,7 +37,7 @@ func Example() {
 		fmt.Fprintln(os.Stderr, err)
 		return
 	}
-	sync, err := webhooks.NewConfigurationSync(mgr, views, cfg.Webhook)
+	sync, err := webhooks.NewConfigurationSync(mgr, views, webhooks.ConfigurationOptionsFromConfig(cfg.Webhook))
 	if err == nil {
 		err = mgr.Add(sync)
 	}
@@ -60,7 +59,7 @@ func ExampleConfigurations() {
 		}
 		views = append(views, v)
 	}
-	mutating, validating := webhooks.Configurations(views, configv1alpha2.Webhook{},
+	mutating, validating := webhooks.Configurations(views, webhooks.ConfigurationOptions{},
 		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	for _, w := range mutating.Webhooks {
 		fmt.Println(mutating.Name, w.Name, *w.ClientConfig.Service.Path, w.Rules[0].Resources, w.Rules[0].Operations)

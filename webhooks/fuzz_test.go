@@ -8,10 +8,14 @@ import (
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
@@ -112,6 +116,8 @@ func FuzzMutate(f *testing.F) {
 		view, req := fuzzRequest(views, k, object, old)
 		checkOldSkipped(t, view, req)
 		checkDirectPatch(t, view, req)
+		checkReference(t, view, req)
+		checkDecoder(t, view, object)
 		h := NewMutator(view)
 		resp := h.Handle(context.Background(), req)
 		if !resp.Allowed {
@@ -144,6 +150,66 @@ func FuzzMutate(f *testing.F) {
 			t.Fatalf("a defaulted object was patched again: %s\nfirst patch %s\nsecond %+v", patched, patchJSON, again.Patches)
 		}
 	})
+}
+
+// checkDecoder: the decoder made for the view (newDecoder, which skips what
+// the view does not read) gives the view the same values and the same field
+// errors as the reference decode of the whole object into unstructured form.
+func checkDecoder(t *testing.T, view *profile.Compiled, raw []byte) {
+	t.Helper()
+	var whole map[string]interface{}
+	if kjson.UnmarshalCaseSensitivePreserveInts(raw, &whole) != nil || whole == nil {
+		return
+	}
+	o, err := newDecoder(view.Layout()).decode(raw)
+	if err != nil {
+		t.Fatalf("the view's decoder refused %s, which decodes whole: %v", raw, err)
+	}
+	gotW, gotErrs := o.read(view)
+	wantW, wantErrs := view.Read(&unstructured.Unstructured{Object: whole})
+	if diff := cmp.Diff(wantW, gotW); diff != "" {
+		t.Fatalf("the view's decoder reads %s unlike the whole decode (-whole +view's):\n%s", raw, diff)
+	}
+	messages := func(errs field.ErrorList) []string {
+		var m []string
+		for _, e := range errs {
+			m = append(m, e.Error())
+		}
+		return m
+	}
+	if diff := cmp.Diff(messages(wantErrs), messages(gotErrs)); diff != "" {
+		t.Fatalf("the view's decoder reports %s unlike the whole decode (-whole +view's):\n%s", raw, diff)
+	}
+}
+
+// checkReference: the mutating webhook with its fast paths answers as the
+// reference path does (mutator.reference): the same allowed or refused, the
+// same patch operations and the same warnings. An empty patch and no patch
+// are the same answer to the API server.
+func checkReference(t *testing.T, view *profile.Compiled, req admission.Request) {
+	t.Helper()
+	fast := NewMutator(view).(*mutator).handle(req)
+	ref := &mutator{view: view, kind: kindLabel(view), dec: newDecoder(view.Layout()), paths: newPatchPaths(view.Layout()), reference: true}
+	want := ref.handle(req)
+	type answer struct {
+		Allowed  bool
+		Code     int32
+		Patches  []jsonpatch.JsonPatchOperation
+		Warnings []string
+	}
+	norm := func(r admission.Response) answer {
+		a := answer{Allowed: r.Allowed, Patches: r.Patches, Warnings: r.Warnings}
+		if !r.Allowed && r.Result != nil {
+			a.Code = r.Result.Code
+		}
+		if len(a.Patches) == 0 {
+			a.Patches = nil
+		}
+		return a
+	}
+	if diff := cmp.Diff(norm(want), norm(fast)); diff != "" {
+		t.Fatalf("fast paths answer %s unlike the reference path (-reference +fast):\n%s", req.Object.Raw, diff)
+	}
 }
 
 // checkDirectPatch: where the mutating webhook computes a patch directly,

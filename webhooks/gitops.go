@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -25,7 +24,7 @@ import (
 // DispatchConfigurations gives it, calls the dispatcher's path for the kind
 // and has the kind's rules; its Service or URL, CA bundle and tuning are
 // the repository's to choose.
-func MissingDispatchEntries(ctx context.Context, c client.Reader, views []*profile.Compiled, wc configv1alpha2.Webhook) (map[schema.GroupVersionResource][]string, error) {
+func MissingDispatchEntries(ctx context.Context, c client.Reader, views []*profile.Compiled, wc ConfigurationOptions) (map[schema.GroupVersionResource][]string, error) {
 	views = slices.DeleteFunc(slices.Clone(views), func(v *profile.Compiled) bool { return !v.Admission() })
 	wantM, wantV := configurations(views, wc, pathOnly, dispatchPaths)
 	haveM := &admissionregistrationv1.MutatingWebhookConfiguration{}

@@ -20,7 +20,7 @@ import (
 // matches other resources.
 func TestMissingDispatchEntries(t *testing.T) {
 	views := testViews(t)
-	wc := configv1alpha2.Webhook{}
+	wc := ConfigurationOptions{}
 	rc, fn := views[rackedCluster], views[function]
 	both := []*profile.Compiled{rc, fn}
 	ctx := context.Background()

@@ -35,6 +35,17 @@ type mutator struct {
 	kind  string
 	dec   *decoder
 	paths patchPaths
+	// reference is the switch of the mutating webhook's fast paths. When
+	// set, every request takes the reference path: default with the stored
+	// object on every UPDATE, then diff the object before and after
+	// WriteSpec (diffPatch, admission.PatchResponseFromRaw). When unset (as
+	// NewMutator builds it), three shortcuts give the same answer cheaper:
+	// mayFollowPins skips the stored object, writesSomething skips an empty
+	// diff, and directPatch writes the patch without encoding the object.
+	// BenchmarkMutate puts the reference path at about 4 times the
+	// allocations and 3 to 10 times the time of the fast one; FuzzMutate
+	// (checkReference) holds the two to the same answer.
+	reference bool
 }
 
 func (h *mutator) Handle(_ context.Context, req admission.Request) admission.Response {
@@ -57,13 +68,15 @@ func (h *mutator) handle(req admission.Request) admission.Response {
 	}
 	l := h.view.Layout()
 	want, warns := scaling.DefaultWithWarnings(nil, cur, l)
-	if req.Operation == admissionv1.Update && mayFollowPins(want) {
+	if req.Operation == admissionv1.Update && (h.reference || mayFollowPins(want)) {
 		want, warns = scaling.DefaultWithWarnings(readOld(h.view, h.dec, req), cur, l)
 	}
 	// WriteSpec writes nothing else, so when these are equal the patch would
 	// be empty; skipping the encode and diff keeps the common UPDATE cheap.
 	var resp admission.Response
-	if !writesSomething(cur, want) {
+	if h.reference {
+		resp = h.diffPatch(obj, want)
+	} else if !writesSomething(cur, want) {
 		resp = admission.Allowed("")
 	} else if ops, ok := h.paths.directPatch(obj, cur, want); ok {
 		resp = patchResponse(ops)

@@ -57,7 +57,7 @@ func ResolveAdmission(mapper apimeta.RESTMapper, mode string) (string, error) {
 // the policy kinds, a role without rights on them, or a client whose
 // scheme lacks them is not an error: there is nothing of the owner's to
 // delete.
-func SyncPolicies(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook) error {
+func SyncPolicies(ctx context.Context, c client.Client, views []*profile.Compiled, wc ConfigurationOptions) error {
 	owner := ownerOf(wc)
 	want := map[string][]client.Object{}
 	if wc.Admission == configv1alpha2.AdmissionPolicies {
@@ -118,7 +118,7 @@ func SyncPolicies(ctx context.Context, c client.Client, views []*profile.Compile
 // webhook entries reach: wc's namespace and object selectors, the
 // excluded namespaces and the break-glass label (NamespaceSelector), so
 // turning admission off for a namespace turns off its policies too.
-func PolicySet(view *profile.Compiled, wc configv1alpha2.Webhook) policies.Set {
+func PolicySet(view *profile.Compiled, wc ConfigurationOptions) policies.Set {
 	s := policies.ForOwner(view, ownerOf(wc))
 	match := &admissionregistrationv1.MatchResources{NamespaceSelector: NamespaceSelector(wc), ObjectSelector: selector(wc.ObjectSelector)}
 	s.MutatingBinding.Spec.MatchResources = match.DeepCopy()

@@ -78,7 +78,7 @@ func TestSyncPoliciesFollowTheProfilesAndTheMode(t *testing.T) {
 		objs = append(objs, o)
 	}
 	c := fakeClient(t, objs...)
-	wc := configv1alpha2.Webhook{Admission: configv1alpha2.AdmissionPolicies}
+	wc := ConfigurationOptions{Admission: configv1alpha2.AdmissionPolicies}
 	svc := ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443)
 	ours := []string{policies.Name(views[rackedCluster]), policies.Name(views[function])}
 	theirName := theirs.Mutating.Name
@@ -161,7 +161,7 @@ func TestPoliciesModeNarrowsTheWebhookEntries(t *testing.T) {
 	v := []*profile.Compiled{views[rackedCluster]}
 	for _, mode := range []string{configv1alpha2.AdmissionWebhooks, configv1alpha2.AdmissionPolicies} {
 		t.Run(mode, func(t *testing.T) {
-			wc := configv1alpha2.Webhook{Admission: mode}
+			wc := ConfigurationOptions{Admission: mode}
 			m, val := Configurations(v, wc, svc)
 			var wantCond []admissionregistrationv1.MatchCondition
 			wantScale := admissionregistrationv1.Fail

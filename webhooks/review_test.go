@@ -13,7 +13,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -44,7 +43,7 @@ func TestReviewHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := mgr.GetWebhookServer().WebhookMux()
-	m, v := Configurations([]*profile.Compiled{view}, configv1alpha2.Webhook{}, urlConfig)
+	m, v := Configurations([]*profile.Compiled{view}, ConfigurationOptions{}, urlConfig)
 	path := func(url *string) string { return strings.TrimPrefix(*url, "https://127.0.0.1:9443") }
 	send := func(p string, req admissionv1.AdmissionRequest) {
 		t.Helper()

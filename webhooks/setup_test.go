@@ -18,7 +18,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -71,7 +70,7 @@ func TestSetup(t *testing.T) {
 		return *out.Response
 	}
 
-	m, v := Configurations(all, configv1alpha2.Webhook{}, urlConfig)
+	m, v := Configurations(all, ConfigurationOptions{}, urlConfig)
 	if len(m.Webhooks) != len(all) || len(v.Webhooks) != 2*len(all) {
 		t.Fatalf("unexpected entry counts %d, %d", len(m.Webhooks), len(v.Webhooks))
 	}

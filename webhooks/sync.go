@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"net/url"
 	"path"
 	"strings"
@@ -18,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
 )
@@ -55,7 +55,7 @@ import (
 // when it gains one; the validating one likewise (SyncConfigurationsWith
 // lifts that). Writes are updates with optimistic concurrency, retried on
 // conflict, and happen only on a change.
-func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook) error {
+func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc ConfigurationOptions) error {
 	return SyncConfigurationsWith(ctx, c, views, wc, nil)
 }
 
@@ -67,17 +67,17 @@ func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.C
 // clientConfig(path), the Service (or URL) the process serves on, and a
 // missing configuration is created as Configurations makes it; a nil
 // clientConfig makes both an error, as in SyncConfigurations.
-func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
+func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
 	return syncConfigurations(ctx, c, views, wc, clientConfig, kindPaths)
 }
 
 // SyncDispatchConfigurations is SyncConfigurationsWith for a Dispatcher's
 // kinds (DispatchConfigurations): call it whenever the active kinds change.
-func SyncDispatchConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
+func SyncDispatchConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
 	return syncConfigurations(ctx, c, views, wc, clientConfig, dispatchPaths)
 }
 
-func syncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) error {
+func syncConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) error {
 	mode, err := ResolveAdmission(c.RESTMapper(), wc.Admission)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func syncConfigurations(ctx context.Context, c client.Client, views []*profile.C
 	return nil
 }
 
-func syncEntries(ctx context.Context, c client.Client, views []*profile.Compiled, wc configv1alpha2.Webhook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) error {
+func syncEntries(ctx context.Context, c client.Client, views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) error {
 	owner := ownerOf(wc)
 	wantM, wantV := configurations(views, wc, pathOnly, paths)
 	var createM, createV func() client.Object
@@ -329,7 +329,7 @@ type ConfigurationSync struct {
 	// Views are the profiles the configurations are made to match.
 	Views []*profile.Compiled
 	// Webhook names the configurations.
-	Webhook configv1alpha2.Webhook
+	Webhook ConfigurationOptions
 	// ClientConfig, when set, gives the clientConfig of a new entry in a
 	// configuration that has none to copy (see SyncConfigurationsWith).
 	ClientConfig func(path string) admissionregistrationv1.WebhookClientConfig
@@ -346,7 +346,7 @@ var (
 
 // NewConfigurationSync returns a ConfigurationSync using a live client
 // built from mgr's config; add it with mgr.Add.
-func NewConfigurationSync(mgr manager.Manager, views []*profile.Compiled, wc configv1alpha2.Webhook) (*ConfigurationSync, error) {
+func NewConfigurationSync(mgr manager.Manager, views []*profile.Compiled, wc ConfigurationOptions) (*ConfigurationSync, error) {
 	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return nil, fmt.Errorf("build the webhook configuration client: %w", err)

@@ -9,7 +9,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
@@ -18,7 +17,7 @@ func TestConfigurationSync(t *testing.T) {
 	all := []*profile.Compiled{views[function], views[workerGroup]}
 
 	t.Run("brings the configurations in line", func(t *testing.T) {
-		haveM, haveV := Configurations(all[:1], configv1alpha2.Webhook{}, urlConfig)
+		haveM, haveV := Configurations(all[:1], ConfigurationOptions{}, urlConfig)
 		c := fakeClient(t, haveM, haveV)
 		s := &ConfigurationSync{Client: c, Views: all}
 		if err := s.Start(context.Background()); err != nil {

@@ -47,7 +47,7 @@ func run(m *testing.M) int {
 			return m.Run()
 		}
 	}
-	// As e2e/controlplane: a loaded machine (CI builds beside the tests)
+	// As controlplane: a loaded machine (CI builds beside the tests)
 	// can take well over envtest's default 20 s to start kube-apiserver.
 	env := &envtest.Environment{BinaryAssetsDirectory: dir, ControlPlaneStartTimeout: 90 * time.Second, ControlPlaneStopTimeout: 30 * time.Second}
 	cfg, err := env.Start()

@@ -27,7 +27,7 @@ import (
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/devworld"
 	"github.com/scaleplane/scaleplane/config"
-	"github.com/scaleplane/scaleplane/e2e/controlplane"
+	"github.com/scaleplane/scaleplane/controlplane"
 	"github.com/scaleplane/scaleplane/profile"
 )
 

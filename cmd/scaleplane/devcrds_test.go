@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/scaleplane/scaleplane/config"
-	"github.com/scaleplane/scaleplane/e2e/controlplane"
+	"github.com/scaleplane/scaleplane/controlplane"
 )
 
 // bigCRD is a CRD with a /scale subresource whose manifest is over 256

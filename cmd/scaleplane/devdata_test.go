@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/scaleplane/scaleplane/e2e/controlplane"
+	"github.com/scaleplane/scaleplane/controlplane"
 )
 
 // snapshot maps every path under dir to its content (folders to "/").

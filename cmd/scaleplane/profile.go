@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
@@ -331,7 +330,7 @@ func renderProfile(crd *apiextensionsv1.CustomResourceDefinition, in *profile.In
 	if err != nil {
 		return "", err
 	}
-	mutating, validating := webhooks.Configurations([]*profile.Compiled{v}, configv1alpha2.Webhook{}, webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
+	mutating, validating := webhooks.Configurations([]*profile.Compiled{v}, webhooks.ConfigurationOptions{}, webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	var b strings.Builder
 	fmt.Fprintf(&b, "# ScaleProfile and RBAC for %s (CRD %s), made by scaleplane profile init.\n", commentText(crd.Spec.Names.Kind), commentText(crd.Name))
 	fmt.Fprintf(&b, "# Apply with: kubectl apply --server-side -f FILE\n")
@@ -462,7 +461,7 @@ func renderHandle(crd *apiextensionsv1.CustomResourceDefinition, in *profile.Han
 	if err != nil {
 		return "", err
 	}
-	mutating, validating := webhooks.Configurations([]*profile.Compiled{hv}, configv1alpha2.Webhook{}, webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
+	mutating, validating := webhooks.Configurations([]*profile.Compiled{hv}, webhooks.ConfigurationOptions{}, webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s (CRD %s) has no /scale subresource and no replicas\n", crd.Spec.Names.Kind, crd.Name)
 	fmt.Fprintf(&b, "# field, so kubectl scale, an HPA and KEDA cannot scale it. scaleplane profile init made a\n")

@@ -88,7 +88,7 @@ func noopConfigurations(side noopSide, service func(string) admissionregistratio
 			Key: noopLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{side.name},
 		}}},
 	}
-	m, v := webhooks.Configurations(views, wc, func(path string) admissionregistrationv1.WebhookClientConfig {
+	m, v := webhooks.Configurations(views, webhooks.ConfigurationOptionsFromConfig(wc), func(path string) admissionregistrationv1.WebhookClientConfig {
 		return service(noopPath(side.name, path))
 	})
 	// Told apart from scaleplane's in the API server's metrics and logs.

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
@@ -30,7 +29,7 @@ var (
 	// webhookConfig is what the suite's webhook configurations are made
 	// from: defaults, plus a namespace selector that lets the latency test
 	// create objects the webhooks never see.
-	webhookConfig = configv1alpha2.Webhook{NamespaceSelector: &metav1.LabelSelector{
+	webhookConfig = webhooks.ConfigurationOptions{NamespaceSelector: &metav1.LabelSelector{
 		MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: webhooksOffLabel, Operator: metav1.LabelSelectorOpDoesNotExist,
 		}},

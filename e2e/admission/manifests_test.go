@@ -54,7 +54,7 @@ func TestKustomizeManifests(t *testing.T) {
 	if diff := cmp.Diff([]string{"Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}, kinds); diff != "" {
 		t.Fatalf("kinds (-want +got):\n%s", diff)
 	}
-	wantM, wantV := webhooks.Configurations(nil, profile.SampleConfiguration().Webhook,
+	wantM, wantV := webhooks.Configurations(nil, webhooks.ConfigurationOptionsFromConfig(profile.SampleConfiguration().Webhook),
 		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	if diff := cmp.Diff(wantM, gotM, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("mutating configuration (-want +got):\n%s", diff)

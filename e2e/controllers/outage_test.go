@@ -7,7 +7,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
@@ -32,7 +31,7 @@ func TestScaleReachesRacksDuringWebhookOutage(t *testing.T) {
 		url := fmt.Sprintf("https://%s:%d%s", cluster.WebhookHost, cluster.WebhookPort, path)
 		return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: cluster.CAData}
 	}
-	mutating, validating := webhooks.Configurations(views, configv1alpha2.Webhook{
+	mutating, validating := webhooks.Configurations(views, webhooks.ConfigurationOptions{
 		MutatingConfigurationName:   "scaleplane-e2e-outage",
 		ValidatingConfigurationName: "scaleplane-e2e-outage",
 	}, down)

@@ -56,7 +56,7 @@ func TestGitOpsProfilesAndWatchedCRDs(t *testing.T) {
 		Owner:      owner,
 		Dispatcher: d,
 		Missing: func(ctx context.Context, active []*profile.Compiled) (map[schema.GroupVersionResource][]string, error) {
-			return webhooks.MissingDispatchEntries(ctx, live, active, wc)
+			return webhooks.MissingDispatchEntries(ctx, live, active, webhooks.ConfigurationOptionsFromConfig(wc))
 		},
 		NotServedRetry: time.Hour,
 	})
@@ -108,7 +108,7 @@ func TestGitOpsProfilesAndWatchedCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "https://127.0.0.1:" + strconv.Itoa(port)
-	m, v := webhooks.DispatchConfigurations([]*profile.Compiled{view}, wc, func(path string) admissionregistrationv1.WebhookClientConfig {
+	m, v := webhooks.DispatchConfigurations([]*profile.Compiled{view}, webhooks.ConfigurationOptionsFromConfig(wc), func(path string) admissionregistrationv1.WebhookClientConfig {
 		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(base + path), CABundle: cluster.CAData}
 	})
 	for _, obj := range []client.Object{m, v} {

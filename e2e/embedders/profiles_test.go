@@ -51,7 +51,7 @@ func TestLiveScaleProfiles(t *testing.T) {
 		Owner:      owner,
 		Dispatcher: d,
 		Resync: func(ctx context.Context, active []*profile.Compiled) error {
-			return webhooks.SyncDispatchConfigurations(ctx, live, active, wc, func(path string) admissionregistrationv1.WebhookClientConfig {
+			return webhooks.SyncDispatchConfigurations(ctx, live, active, webhooks.ConfigurationOptionsFromConfig(wc), func(path string) admissionregistrationv1.WebhookClientConfig {
 				return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(base + path), CABundle: cluster.CAData}
 			})
 		},

@@ -1,6 +1,6 @@
 package framework
 
-import "github.com/scaleplane/scaleplane/e2e/controlplane"
+import "github.com/scaleplane/scaleplane/controlplane"
 
 // Re-exports of package controlplane, so tests need one import.
 type (

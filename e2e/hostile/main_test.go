@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 	}
 	// The framework points every Service path at its local webhook
 	// server; the Service itself is never looked up.
-	mutating, validating := webhooks.Configurations(views, cfg.Webhook,
+	mutating, validating := webhooks.Configurations(views, webhooks.ConfigurationOptionsFromConfig(cfg.Webhook),
 		webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443))
 	os.Exit(framework.Run(m, framework.Options{
 		CRDPaths: []string{

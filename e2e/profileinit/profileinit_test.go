@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/webhooks"
@@ -49,7 +48,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	service := webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443)
-	mutating, validating := webhooks.Configurations(inferred, configv1alpha2.Webhook{}, service)
+	mutating, validating := webhooks.Configurations(inferred, webhooks.ConfigurationOptions{}, service)
 	os.Exit(framework.Run(m, framework.Options{
 		CRDPaths:           []string{filepath.Join(framework.RepoRoot(), "config", "crd", "bases"), testdata()},
 		HPAController:      true,

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/profile/profiletest"
@@ -44,7 +43,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	service := webhooks.ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443)
-	mutating, validating := webhooks.Configurations([]*profile.Compiled{v}, configv1alpha2.Webhook{}, service)
+	mutating, validating := webhooks.Configurations([]*profile.Compiled{v}, webhooks.ConfigurationOptions{}, service)
 	os.Exit(framework.Run(m, framework.Options{
 		CRDPaths:           []string{filepath.Join(framework.RepoRoot(), "profile", "testdata", "crd")},
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating},

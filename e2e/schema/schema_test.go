@@ -18,7 +18,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
-	"github.com/scaleplane/scaleplane/e2e/controlplane"
+	"github.com/scaleplane/scaleplane/controlplane"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/profile/profiletest"

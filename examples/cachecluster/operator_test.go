@@ -31,7 +31,7 @@ import (
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/cmd/scaleplane/app"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler"
-	"github.com/scaleplane/scaleplane/e2e/controlplane"
+	"github.com/scaleplane/scaleplane/controlplane"
 	"github.com/scaleplane/scaleplane/profile"
 
 	cachev1 "github.com/scaleplane/scaleplane/examples/cachecluster/api/v1"

@@ -207,11 +207,11 @@ func New(opts Options) (*App, error) {
 	case opts.NoWebhookServer:
 	case opts.GitOps:
 		popts.Missing = func(ctx context.Context, active []*profile.Compiled) (map[schema.GroupVersionResource][]string, error) {
-			return webhooks.MissingDispatchEntries(ctx, a.direct, active, opts.Config.Webhook)
+			return webhooks.MissingDispatchEntries(ctx, a.direct, active, webhooks.ConfigurationOptionsFromConfig(opts.Config.Webhook))
 		}
 	case *opts.ManageWebhookConfigurations:
 		popts.Resync = func(ctx context.Context, active []*profile.Compiled) error {
-			return webhooks.SyncDispatchConfigurations(ctx, a.direct, append(append([]*profile.Compiled(nil), a.Views...), active...), opts.Config.Webhook, a.clientConfig)
+			return webhooks.SyncDispatchConfigurations(ctx, a.direct, append(append([]*profile.Compiled(nil), a.Views...), active...), webhooks.ConfigurationOptionsFromConfig(opts.Config.Webhook), a.clientConfig)
 		}
 	}
 	a.profiles = popts
@@ -259,7 +259,7 @@ func certsOptionsFor(opts Options) certs.Options {
 		ValidatingWebhookConfigurations: []string{wc.ValidatingConfigurationName},
 		// Only this owner's entries: another's in the same configuration
 		// has its own CA.
-		OwnsEntry: func(name string) bool { return webhooks.OwnsEntry(wc, name) },
+		OwnsEntry: func(name string) bool { return webhooks.OwnsEntry(webhooks.ConfigurationOptionsFromConfig(wc), name) },
 		CertDir:   wc.CertDir,
 	}
 	o.CertManager.IssuerRef = opts.CertManagerIssuer
@@ -401,7 +401,7 @@ func (a *App) ensureWebhookConfigurations(ctx context.Context) (created []client
 	if err != nil {
 		return nil, err
 	}
-	mutating, validating := webhooks.DispatchConfigurations(views, wc, a.clientConfig)
+	mutating, validating := webhooks.DispatchConfigurations(views, webhooks.ConfigurationOptionsFromConfig(wc), a.clientConfig)
 	for _, obj := range []client.Object{mutating, validating} {
 		switch err := a.direct.Create(ctx, obj); {
 		case err == nil:
@@ -412,7 +412,7 @@ func (a *App) ensureWebhookConfigurations(ctx context.Context) (created []client
 	}
 	// The release manifest and the chart ship both configurations without
 	// entries: new entries call this process's Service (or URL).
-	if err := webhooks.SyncDispatchConfigurations(ctx, a.direct, views, wc, a.clientConfig); err != nil {
+	if err := webhooks.SyncDispatchConfigurations(ctx, a.direct, views, webhooks.ConfigurationOptionsFromConfig(wc), a.clientConfig); err != nil {
 		return created, fmt.Errorf("sync webhook configurations: %w", err)
 	}
 	if a.opts.WebhookURL != "" {
@@ -500,7 +500,7 @@ func (a *App) pointWebhooksAtURL(ctx context.Context) error {
 		// call its own server.
 		{m, func() (out []*admissionregistrationv1.WebhookClientConfig) {
 			for i := range m.Webhooks {
-				if webhooks.OwnsEntry(wc, m.Webhooks[i].Name) {
+				if webhooks.OwnsEntry(webhooks.ConfigurationOptionsFromConfig(wc), m.Webhooks[i].Name) {
 					out = append(out, &m.Webhooks[i].ClientConfig)
 				}
 			}
@@ -508,7 +508,7 @@ func (a *App) pointWebhooksAtURL(ctx context.Context) error {
 		}},
 		{v, func() (out []*admissionregistrationv1.WebhookClientConfig) {
 			for i := range v.Webhooks {
-				if webhooks.OwnsEntry(wc, v.Webhooks[i].Name) {
+				if webhooks.OwnsEntry(webhooks.ConfigurationOptionsFromConfig(wc), v.Webhooks[i].Name) {
 					out = append(out, &v.Webhooks[i].ClientConfig)
 				}
 			}

@@ -36,7 +36,7 @@ import (
 func RenderWebhookConfigurations(opts Options, views []*profile.Compiled) []client.Object {
 	opts = opts.withDefaults()
 	var out []client.Object
-	wc := opts.Config.Webhook
+	wc := webhooks.ConfigurationOptionsFromConfig(opts.Config.Webhook)
 	if wc.Admission == configv1alpha2.AdmissionPolicies || wc.Admission == configv1alpha2.AdmissionAuto {
 		wc.Admission = configv1alpha2.AdmissionPolicies
 		for _, view := range views {
@@ -75,7 +75,7 @@ func (a *App) prepareGitOps(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	missing, err := webhooks.MissingDispatchEntries(ctx, a.direct, views, a.opts.Config.Webhook)
+	missing, err := webhooks.MissingDispatchEntries(ctx, a.direct, views, webhooks.ConfigurationOptionsFromConfig(a.opts.Config.Webhook))
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func RepoRoot() string {
 	if !ok {
 		panic("framework: cannot locate its own source file")
 	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), ".."))
 }
 
 // Environment variables naming the folder of the control-plane programs.
