@@ -178,6 +178,9 @@ type Decision struct {
 	// Fallback is set while a trigger stands for the config's fallback
 	// count; nil otherwise.
 	Fallback *FallbackState `json:"fallback,omitempty"`
+	// Formula explains a decision made with scaling modifiers (Triggers
+	// then holds the one trigger FormulaTrigger); nil without.
+	Formula *FormulaState `json:"formula,omitempty"`
 }
 
 // FallbackState explains a decision some triggers of which are in
@@ -278,17 +281,22 @@ func Decide(in DecideInput, h *History) Decision {
 	d := Decision{Time: now, Current: cur, Min: minR, Max: maxR, Recommended: -1, Stabilized: -1,
 		Tolerances: TolerancesFor(cfg.Behavior, tolBase)}
 
-	// 1. Triggers.
+	// 1. Triggers; with scaling modifiers, the one their formula makes
+	// of the triggers' values (V13).
+	triggers, results := cfg.Triggers, in.Triggers
+	if cfg.ScalingModifiers != nil && len(cfg.Triggers) > 0 {
+		triggers, results, d.Formula = compositeTriggers(cfg, in.Triggers)
+	}
 	active, invalid, best := false, 0, -1
 	recommended := int32(0)
-	if len(cfg.Triggers) > 0 {
-		d.Triggers = make([]TriggerDecision, len(cfg.Triggers))
+	if len(triggers) > 0 {
+		d.Triggers = make([]TriggerDecision, len(triggers))
 	}
-	failures := countFailures(cfg, in.Triggers, h)
-	for i := range cfg.Triggers {
+	failures := countFailures(triggers, results, h)
+	for i := range triggers {
 		td := &d.Triggers[i]
-		evalTrigger(td, &cfg.Triggers[i], findResult(in.Triggers, cfg.Triggers[i].Name), cur, d.Tolerances)
-		td.Failures = failures[cfg.Triggers[i].Name]
+		evalTrigger(td, &triggers[i], findResult(results, triggers[i].Name), cur, d.Tolerances)
+		td.Failures = failures[triggers[i].Name]
 		if !td.Valid {
 			if fb := cfg.Fallback; fb != nil && td.Failures > fb.FailureThreshold {
 				// V12: the trigger stands for the fallback count, as
@@ -309,7 +317,7 @@ func Decide(in DecideInput, h *History) Decision {
 			best, recommended = i, td.Desired
 		}
 	}
-	usable := !(invalid >= len(cfg.Triggers) || (invalid > 0 && recommended < cur))
+	usable := !(invalid >= len(triggers) || (invalid > 0 && recommended < cur))
 	if usable {
 		d.Recommended = recommended
 	}
@@ -654,23 +662,23 @@ func vetoReason(d *Decision) string {
 // returns them: a trigger whose source failed or gave no usable value
 // counts one more, one with a value goes back to 0, one not evaluated
 // keeps its count. Names no longer in the config are forgotten.
-func countFailures(cfg *Config, results []TriggerResult, h *History) map[string]int32 {
-	if len(cfg.Triggers) == 0 {
+func countFailures(triggers []Trigger, results []TriggerResult, h *History) map[string]int32 {
+	if len(triggers) == 0 {
 		h.Failures = nil
 		return nil
 	}
 	// Most ticks of most workloads have no failure: no map for them.
 	var next map[string]int32
-	for i := range cfg.Triggers {
-		name := cfg.Triggers[i].Name
+	for i := range triggers {
+		name := triggers[i].Name
 		r := findResult(results, name)
 		switch {
 		case r != nil && r.NotEvaluated:
 			if n := h.Failures[name]; n > 0 {
-				next = setFailures(next, len(cfg.Triggers), name, n)
+				next = setFailures(next, len(triggers), name, n)
 			}
 		case r == nil || r.Err != nil || sampleProblem(r.Sample) != "":
-			next = setFailures(next, len(cfg.Triggers), name, h.Failures[name]+1)
+			next = setFailures(next, len(triggers), name, h.Failures[name]+1)
 		}
 	}
 	h.Failures = next

@@ -37,6 +37,9 @@ type Config struct {
 	// than FailureThreshold times in a row (KEDA's fallback). Without it a
 	// failing trigger keeps the current count.
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// ScalingModifiers combine the triggers' values with a formula into
+	// the one metric the count follows (KEDA's scalingModifiers, V13).
+	ScalingModifiers *ScalingModifiers `json:"scalingModifiers,omitempty"`
 }
 
 // FallbackBehavior says which count a failing trigger stands for, with

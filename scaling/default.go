@@ -209,6 +209,11 @@ func (c *Config) DeepCopy() *Config {
 		f := *c.Fallback
 		out.Fallback = &f
 	}
+	if c.ScalingModifiers != nil {
+		m := *c.ScalingModifiers
+		m.ActivationTarget = clonePtr(m.ActivationTarget)
+		out.ScalingModifiers = &m
+	}
 	if c.Schedule != nil {
 		out.Schedule = &Schedule{
 			TimeZone:         c.Schedule.TimeZone,

@@ -94,6 +94,7 @@ func validateConfig(c, eff *Config, r *int32, l Layout, name string, sources *So
 	errs = append(errs, validateIdle(c.Idle, *eff.MaxReplicas, func() *field.Path { return p.Child("idle") })...)
 	errs = append(errs, validateSchedule(c.Schedule, func() *field.Path { return p.Child("schedule") })...)
 	errs = append(errs, validateFallback(c.Fallback, eff, len(c.Triggers), func() *field.Path { return p.Child("fallback") })...)
+	errs = append(errs, validateScalingModifiers(c.ScalingModifiers, c.Triggers, func() *field.Path { return p.Child("scalingModifiers") }, func() *field.Path { return p.Child("triggers") })...)
 	errs = append(errs, validateDependsOn(c.DependsOn, name, func() *field.Path { return p.Child("dependsOn") })...)
 	return errs
 }

@@ -73,6 +73,32 @@ type TriggerAutoscaling struct {
 	// it a failing trigger keeps the current count.
 	// +optional
 	Fallback *Fallback `json:"fallback,omitempty"`
+	// ScalingModifiers combine the triggers' values with a CEL formula
+	// into the one metric the count follows (KEDA's scalingModifiers,
+	// V13).
+	// +optional
+	ScalingModifiers *ScalingModifiers `json:"scalingModifiers,omitempty"`
+}
+
+// ScalingModifiers are a formula over the triggers' values and the target
+// its result is held to.
+type ScalingModifiers struct {
+	// Formula is a CEL expression of type double over the triggers' names,
+	// e.g. "(queue + backlog) / 2.0". Numbers are doubles: write 2.0.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Formula string `json:"formula"`
+	// Target is the value one replica takes (AverageValue) or the value
+	// to hold (Value). A quantity, as a trigger's threshold.
+	Target resource.Quantity `json:"target"`
+	// ActivationTarget is the value above which a workload at zero
+	// wakes. Default 0.
+	// +optional
+	ActivationTarget *resource.Quantity `json:"activationTarget,omitempty"`
+	// MetricType is AverageValue (default) or Value.
+	// +kubebuilder:validation:Enum=Value;AverageValue
+	// +optional
+	MetricType string `json:"metricType,omitempty"`
 }
 
 // Fallback is what a trigger that keeps failing (its source errors, or

@@ -43,6 +43,10 @@ const (
 	// (TriggerStatus.Health), with KEDA's words.
 	TriggerHealthy = "Happy"
 	TriggerFailing = "Failing"
+	// TriggerTypeFormulaInput is the type of a trigger listed as an input
+	// of the scale config's scalingModifiers formula, after the formula's
+	// own result (named scalingModifiers).
+	TriggerTypeFormulaInput = "FormulaInput"
 )
 
 // ScalingTargetRef names the workload a Scaling describes.

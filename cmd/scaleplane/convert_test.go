@@ -53,7 +53,7 @@ func TestConvertGolden(t *testing.T) {
 		{"idle", []string{"-f", in("idle")}, convertIncomplete},
 		{"behavior", []string{"-f", in("behavior")}, convertComplete},
 		{"fallback", []string{"-f", in("fallback")}, convertComplete},
-		{"modifiers", []string{"-f", in("modifiers")}, convertIncomplete},
+		{"modifiers", []string{"-f", in("modifiers")}, convertComplete},
 		{"multiple", []string{"-f", in("multiple")}, convertIncomplete},
 		{"rackedcluster-profile", []string{"--config", sampleConfig, "--source", "promql", "-f", in("rackedcluster")}, convertComplete},
 		{"list", []string{"-f", in("list")}, convertComplete},

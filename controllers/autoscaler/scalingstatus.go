@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -173,6 +174,14 @@ func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
 				ts.Health = v1alpha1.TriggerFailing
 			}
 			st.Triggers = append(st.Triggers, ts)
+		}
+		if f := d.Formula; f != nil {
+			// The formula's result is the one trigger decided on; the
+			// triggers' own values follow it as its inputs (V13).
+			names := slices.Sorted(maps.Keys(f.Inputs))
+			for _, n := range names {
+				st.Triggers = append(st.Triggers, v1alpha1.TriggerStatus{Name: n, Type: v1alpha1.TriggerTypeFormulaInput, Value: formatFloat(f.Inputs[n]), Health: v1alpha1.TriggerHealthy})
+			}
 		}
 	}
 	if in.State == StateAutoscaling && in.History != nil {

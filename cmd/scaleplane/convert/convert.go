@@ -163,9 +163,7 @@ func Convert(so *ScaledObject, opts Options) Result {
 	}
 	if a := s.Advanced; a != nil {
 		ap := spec.Child("advanced")
-		if len(a.ScalingModifiers) > 0 && string(a.ScalingModifiers) != "null" && string(a.ScalingModifiers) != "{}" {
-			r.drop(ap.Child("scalingModifiers"), "scaleplane has no formula across triggers yet: it takes the largest count the triggers ask for, as the HPA does")
-		}
+
 		if a.RestoreToOriginalReplicaCount {
 			r.drop(ap.Child("restoreToOriginalReplicaCount"), "scaleplane leaves the count where it is when the scale config is removed; set replicas yourself")
 		}
@@ -180,6 +178,9 @@ func Convert(so *ScaledObject, opts Options) Result {
 	}
 	convertPause(&r, so.Annotations)
 	convertTriggers(&r, s.Triggers, spec.Child("triggers"), opts)
+	if a := s.Advanced; a != nil && len(a.ScalingModifiers) > 0 && string(a.ScalingModifiers) != "null" && string(a.ScalingModifiers) != "{}" {
+		convertModifiers(&r, a.ScalingModifiers, spec.Child("advanced", "scalingModifiers"), len(s.Triggers))
+	}
 	if len(c.Metrics) > 0 && len(c.Triggers) > 0 {
 		// V6: an HPA and the trigger autoscaler would fight over replicas.
 		for i, t := range s.Triggers {
@@ -548,4 +549,106 @@ func convertFallback(r *Result, raw json.RawMessage, p *field.Path) {
 	}
 	r.Config.Fallback = &scaling.Fallback{FailureThreshold: *f.FailureThreshold, Replicas: *f.Replicas, Behavior: scaling.FallbackBehavior(f.Behavior)}
 	r.note("fallback: a trigger's failures in a row are counted at each of scaleplane's decisions (the polling interval), where KEDA counts them at each of its HPA's metric reads")
+}
+
+// convertModifiers maps KEDA's scalingModifiers (V13). KEDA's formulas are
+// expr-lang; scaleplane's are CEL, which reads most of them alike once
+// integer literals are written as doubles and and/or/not as &&, ||, !.
+// A formula that still does not check against the converted triggers'
+// names is not converted, with CEL's reason.
+func convertModifiers(r *Result, raw json.RawMessage, p *field.Path, triggers int) {
+	var m struct {
+		Formula          string `json:"formula"`
+		Target           string `json:"target"`
+		ActivationTarget string `json:"activationTarget"`
+		MetricType       string `json:"metricType"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		r.drop(p, "cannot read it: %v", err)
+		return
+	}
+	if len(r.Config.Triggers) != triggers {
+		r.drop(p, "its formula needs every trigger, and not all of them were converted")
+		return
+	}
+	target, err := strconv.ParseFloat(strings.TrimSpace(m.Target), 64)
+	if err != nil {
+		r.drop(p.Child("target"), "%q is not a number", m.Target)
+		return
+	}
+	out := &scaling.ScalingModifiers{Formula: celFormula(m.Formula), Target: target, MetricType: scaling.TargetType(m.MetricType)}
+	if m.ActivationTarget != "" {
+		a, err := strconv.ParseFloat(strings.TrimSpace(m.ActivationTarget), 64)
+		if err != nil {
+			r.drop(p.Child("activationTarget"), "%q is not a number", m.ActivationTarget)
+			return
+		}
+		out.ActivationTarget = &a
+	}
+	c := r.Config.DeepCopy()
+	c.ScalingModifiers = out
+	if errs := scaling.ValidateScalingModifiers(c); len(errs) > 0 {
+		r.drop(p, "%v", errs.ToAggregate())
+		return
+	}
+	r.Config.ScalingModifiers = out
+	if out.Formula != m.Formula {
+		r.note("scalingModifiers.formula %q written in CEL as %q", m.Formula, out.Formula)
+	}
+}
+
+// celFormula rewrites an expr-lang formula's integer literals as doubles
+// and its word operators as CEL's.
+func celFormula(f string) string {
+	var b strings.Builder
+	for i := 0; i < len(f); {
+		c := f[i]
+		switch {
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(f) && (f[j] >= '0' && f[j] <= '9' || f[j] == '.' || f[j] == 'e' || f[j] == 'E') {
+				j++
+			}
+			lit := f[i:j]
+			b.WriteString(lit)
+			if !strings.ContainsAny(lit, ".eE") {
+				b.WriteString(".0")
+			}
+			i = j
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			j := i
+			for j < len(f) && (f[j] == '_' || f[j] >= 'a' && f[j] <= 'z' || f[j] >= 'A' && f[j] <= 'Z' || f[j] >= '0' && f[j] <= '9') {
+				j++
+			}
+			switch w := f[i:j]; w {
+			case "and":
+				b.WriteString("&&")
+			case "or":
+				b.WriteString("||")
+			case "not":
+				b.WriteString("!")
+			default:
+				b.WriteString(w)
+			}
+			i = j
+		case c == '"' || c == '\'':
+			// A string literal goes over as it is.
+			j := i + 1
+			for j < len(f) && f[j] != c {
+				if f[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(f))
+			b.WriteString(f[i:j])
+			i = j
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return b.String()
 }

@@ -109,3 +109,19 @@ func TestResourceTriggersAloneDoNotScaleToZero(t *testing.T) {
 		t.Errorf("got keep=%v, not converted %+v; want the ScaledObject kept for spec.minReplicaCount", r.KeepScaledObject, r.NotConverted)
 	}
 }
+
+// TestFormulaRewrittenForCEL: KEDA's expr-lang formulas keep their
+// meaning in CEL once integers are doubles and word operators symbols;
+// names, decimals and strings are left alone.
+func TestFormulaRewrittenForCEL(t *testing.T) {
+	for in, want := range map[string]string{
+		"(trig_one + trig_two)/2":            "(trig_one + trig_two)/2.0",
+		"a > 10 and not (b < 1.5) or c2 > 0": "a > 10.0 && ! (b < 1.5) || c2 > 0.0",
+		"a * 1e3":                            "a * 1e3",
+		`x == "1" ? 2 : 3`:                   `x == "1" ? 2.0 : 3.0`,
+	} {
+		if got := celFormula(in); got != want {
+			t.Errorf("celFormula(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package scaling
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/ext"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// ScalingModifiers combine the triggers' values into one metric, KEDA's
+// advanced.scalingModifiers (V13): Formula, a CEL expression over the
+// triggers' names, gives the value that is compared with Target as a
+// trigger of MetricType would be; the triggers' own thresholds are then
+// not used.
+//
+// CEL rather than KEDA's expr-lang: it is already in every Kubernetes
+// module graph (the API server's validation rules and admission policies
+// run it), it is typed and checked before it runs, and it estimates and
+// limits a program's cost, which a formula any tenant writes needs.
+type ScalingModifiers struct {
+	// Formula is a CEL expression of type double over the triggers'
+	// names, each bound to its value, e.g. "(queue + backlog) / 2.0" or
+	// "rps > 100.0 ? rps : 0.0". Numbers are doubles: write 2.0, not 2.
+	Formula string `json:"formula"`
+	// Target is the value one replica takes (AverageValue) or the value
+	// to hold (Value). > 0.
+	Target float64 `json:"target"`
+	// ActivationTarget is the value above which a workload at zero wakes.
+	// Default 0.
+	ActivationTarget *float64 `json:"activationTarget,omitempty"`
+	// MetricType is AverageValue (the default) or Value.
+	MetricType TargetType `json:"metricType,omitempty"`
+}
+
+// FormulaTrigger is the name the formula's result goes by, in decisions,
+// the Scaling's triggers and the fallback's failure counts.
+const FormulaTrigger = "scalingModifiers"
+
+// Limits of a formula, checked at admission (V13) and again at run time.
+const (
+	// MaxFormulaLength is the longest formula, in bytes.
+	MaxFormulaLength = 1024
+	// MaxFormulaCost is the most a formula may cost, in CEL's cost units
+	// (about one per operation): both its static estimate's upper bound
+	// and the cost of one evaluation.
+	MaxFormulaCost = 1000
+)
+
+// formulaNameRE is what a trigger name must look like to be used in a
+// formula: a CEL identifier.
+var formulaNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// compiledFormula is a checked program, cached by formula and names.
+type compiledFormula struct {
+	prg cel.Program
+	err error
+}
+
+var (
+	formulaMu    sync.Mutex
+	formulaCache = map[string]*compiledFormula{}
+)
+
+// maxCachedFormulas bounds the cache; past it the cache starts over, as
+// distinct formulas are few and a tenant cycling through many costs only
+// recompilation.
+const maxCachedFormulas = 1024
+
+// compileFormula checks formula over the trigger names and returns its
+// program, from the cache when it was compiled before.
+func compileFormula(formula string, names []string) (cel.Program, error) {
+	key := formula + "\x00" + strings.Join(names, "\x00")
+	formulaMu.Lock()
+	c, ok := formulaCache[key]
+	formulaMu.Unlock()
+	if ok {
+		return c.prg, c.err
+	}
+	prg, err := buildFormula(formula, names)
+	formulaMu.Lock()
+	if len(formulaCache) >= maxCachedFormulas {
+		formulaCache = map[string]*compiledFormula{}
+	}
+	formulaCache[key] = &compiledFormula{prg, err}
+	formulaMu.Unlock()
+	return prg, err
+}
+
+func buildFormula(formula string, names []string) (cel.Program, error) {
+	if len(formula) > MaxFormulaLength {
+		return nil, fmt.Errorf("is %d bytes long, more than %d", len(formula), MaxFormulaLength)
+	}
+	opts := []cel.EnvOption{ext.Math()}
+	for _, n := range names {
+		opts = append(opts, cel.Variable(n, cel.DoubleType))
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Compile(formula)
+	if iss.Err() != nil {
+		msg := iss.Err().Error()
+		if strings.Contains(msg, "(double, int)") || strings.Contains(msg, "(int, double)") {
+			msg += " (numbers in a formula are doubles: write 2.0, not 2)"
+		}
+		return nil, errors.New(msg)
+	}
+	if ast.OutputType() != cel.DoubleType {
+		return nil, fmt.Errorf("gives a %s; it must give a number (double)", ast.OutputType())
+	}
+	est, err := env.EstimateCost(ast, formulaEstimator{})
+	if err != nil {
+		return nil, err
+	}
+	if est.Max > MaxFormulaCost {
+		return nil, fmt.Errorf("may cost up to %d, more than %d: make it simpler", est.Max, MaxFormulaCost)
+	}
+	return env.Program(ast, cel.CostLimit(MaxFormulaCost))
+}
+
+// formulaEstimator knows nothing beyond CEL's defaults: a formula's
+// variables are doubles, whose size does not matter.
+type formulaEstimator struct{}
+
+func (formulaEstimator) EstimateSize(checker.AstNode) *checker.SizeEstimate { return nil }
+func (formulaEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+// triggerNames are the config's trigger names, sorted.
+func triggerNames(ts []Trigger) []string {
+	names := make([]string, 0, len(ts))
+	for _, t := range ts {
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// EvalFormula computes m's formula over the triggers' values. Every
+// trigger must have a usable value: one without makes the formula fail
+// (the composite counts as one failed trigger, V12), with its problem.
+func EvalFormula(m *ScalingModifiers, triggers []Trigger, results []TriggerResult) (float64, map[string]float64, error) {
+	prg, err := compileFormula(m.Formula, triggerNames(triggers))
+	if err != nil {
+		return 0, nil, fmt.Errorf("formula %s", err)
+	}
+	vars := make(map[string]float64, len(triggers))
+	act := make(map[string]any, len(triggers))
+	for _, t := range triggers {
+		r := findResult(results, t.Name)
+		switch {
+		case r == nil:
+			return 0, vars, fmt.Errorf("trigger %s has no result", t.Name)
+		case r.Err != nil:
+			return 0, vars, fmt.Errorf("trigger %s: %v", t.Name, r.Err)
+		case sampleProblem(r.Sample) != "":
+			return 0, vars, fmt.Errorf("trigger %s: %s", t.Name, sampleProblem(r.Sample))
+		}
+		vars[t.Name], act[t.Name] = r.Value, r.Value
+	}
+	out, _, err := prg.Eval(act)
+	if err != nil {
+		return 0, vars, fmt.Errorf("formula: %v", err)
+	}
+	v, ok := out.Value().(float64)
+	switch {
+	case !ok:
+		return 0, vars, fmt.Errorf("formula gave %v, not a number", out.Value())
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return 0, vars, fmt.Errorf("formula gave %v", v)
+	case v < 0:
+		return 0, vars, fmt.Errorf("formula gave %v, below 0", v)
+	}
+	return v, vars, nil
+}
+
+// compositeTriggers are what Decide runs on with scaling modifiers: one
+// trigger, FormulaTrigger, whose value is the formula's, with the
+// modifiers' target, type and activation, and its result.
+func compositeTriggers(c *Config, results []TriggerResult) ([]Trigger, []TriggerResult, *FormulaState) {
+	m := c.ScalingModifiers
+	typ := m.MetricType
+	if typ == "" {
+		typ = TargetAverageValue
+	}
+	t := Trigger{Name: FormulaTrigger, Type: typ, Threshold: m.Target, ActivationThreshold: m.ActivationTarget}
+	v, vars, err := EvalFormula(m, c.Triggers, results)
+	st := &FormulaState{Formula: m.Formula, Inputs: vars}
+	r := TriggerResult{Name: FormulaTrigger}
+	if err != nil {
+		st.Problem = err.Error()
+		r.Err = err
+		// Not asked this tick (a throttled input): the composite was not
+		// evaluated either, so its failures neither grow nor reset.
+		for i := range results {
+			if results[i].NotEvaluated {
+				r.NotEvaluated = true
+			}
+		}
+	} else {
+		st.Value = v
+		r.Sample = Sample{Value: v, OK: true}
+	}
+	return []Trigger{t}, []TriggerResult{r}, st
+}
+
+// FormulaState explains a decision made with scaling modifiers: the
+// formula, the triggers' values it was given and what it gave.
+type FormulaState struct {
+	Formula string             `json:"formula"`
+	Inputs  map[string]float64 `json:"inputs,omitempty"`
+	Value   float64            `json:"value"`
+	Problem string             `json:"problem,omitempty"`
+}
+
+// ValidateScalingModifiers is V13 for c's scaling modifiers alone, at
+// their paths in a config, for tools that write a config (convert).
+func ValidateScalingModifiers(c *Config) field.ErrorList {
+	return validateScalingModifiers(c.ScalingModifiers, c.Triggers,
+		func() *field.Path { return field.NewPath("scalingModifiers") }, func() *field.Path { return field.NewPath("triggers") })
+}
+
+// validateScalingModifiers is V13.
+func validateScalingModifiers(m *ScalingModifiers, triggers []Trigger, p, tp lazyPath) field.ErrorList {
+	if m == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if len(triggers) == 0 {
+		return field.ErrorList{field.Invalid(p(), "scalingModifiers", "combines the triggers' values, and this scale config has none: add triggers or remove scalingModifiers")}
+	}
+	names := triggerNames(triggers)
+	for i, t := range triggers {
+		switch {
+		case t.Name == FormulaTrigger:
+			errs = append(errs, field.Invalid(tp().Index(i).Child("name"), t.Name, "is the name of the formula's result; rename the trigger"))
+		case !formulaNameRE.MatchString(t.Name):
+			errs = append(errs, field.Invalid(tp().Index(i).Child("name"), t.Name,
+				"must be an identifier (letters, digits and _, not starting with a digit) to be used in scalingModifiers.formula"))
+		}
+	}
+	if len(errs) > 0 {
+		// The formula cannot be checked against names it cannot use.
+		return errs
+	}
+	if strings.TrimSpace(m.Formula) == "" {
+		errs = append(errs, field.Required(p().Child("formula"), "a CEL expression over the triggers' names, e.g. "+strings.Join(names, " + ")))
+	} else if _, err := buildFormula(m.Formula, names); err != nil {
+		errs = append(errs, field.Invalid(p().Child("formula"), m.Formula, err.Error()+"; the triggers are "+strings.Join(names, ", ")))
+	}
+	if !(m.Target > 0) || math.IsInf(m.Target, 0) {
+		errs = append(errs, field.Invalid(p().Child("target"), m.Target, "must be a number > 0"))
+	}
+	if a := m.ActivationTarget; a != nil && (!(*a >= 0) || math.IsInf(*a, 0)) {
+		errs = append(errs, field.Invalid(p().Child("activationTarget"), *a, "must be a number >= 0"))
+	}
+	switch m.MetricType {
+	case "", TargetAverageValue, TargetValue:
+	default:
+		errs = append(errs, field.NotSupported(p().Child("metricType"), m.MetricType, []string{string(TargetAverageValue), string(TargetValue)}))
+	}
+	return errs
+}

@@ -1,0 +1,125 @@
+package scaling
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// modifiersConfig is a 1..10 range with triggers a and b and the formula
+// formula at target 5 per replica.
+func modifiersConfig(formula string) *Config {
+	c := mkConfig(1, 10).Trigger("a", TargetAverageValue, 100).Trigger("b", TargetValue, 100).Obj()
+	c.ScalingModifiers = &ScalingModifiers{Formula: formula, Target: 5}
+	c.Behavior = immediate()
+	return c
+}
+
+// TestFormulaDecidesAsComputedByHand is V13: the count follows the
+// formula's value against the modifiers' target, and the triggers' own
+// thresholds are not used: (30 + 10) / 2 = 20 at 5 per replica is 4.
+func TestFormulaDecidesAsComputedByHand(t *testing.T) {
+	tests := []struct {
+		formula string
+		want    int32
+	}{
+		{"(a + b) / 2.0", 4},
+		{"a > 20.0 ? a : b", 6},
+		{"math.greatest([a, b * 4.0])", 8},
+		{"a - b * 3.0", 1}, // 0: the range's minimum
+	}
+	for _, tt := range tests {
+		t.Run(tt.formula, func(t *testing.T) {
+			h := &History{}
+			d := decideNow(modifiersConfig(tt.formula), 1, h, 0, val("a", 30), val("b", 10))
+			if d.Desired != tt.want {
+				t.Errorf("desired %d, want %d (%s)", d.Desired, tt.want, d.Reason)
+			}
+			if d.Formula == nil || d.Formula.Problem != "" || len(d.Triggers) != 1 || d.Triggers[0].Name != FormulaTrigger {
+				t.Errorf("decision does not explain the formula: %+v", d)
+			}
+			if diff := cmp.Diff(map[string]float64{"a": 30, "b": 10}, d.Formula.Inputs); diff != "" {
+				t.Errorf("inputs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFormulaWithAFailedInputIsOneFailure: an input without a usable value
+// makes the formula fail: the count is kept, and with a fallback the
+// composite's failures in a row lead to it as one trigger's would (V12).
+func TestFormulaWithAFailedInputIsOneFailure(t *testing.T) {
+	c := modifiersConfig("a + b")
+	h := &History{}
+	d := decideNow(c, 3, h, 0, val("a", 30), failed("b", errors.New("connection refused")))
+	if d.Desired != 3 || !strings.Contains(d.Formula.Problem, "trigger b: connection refused") {
+		t.Errorf("a failed input: desired %d, problem %q; want the count kept and the input named", d.Desired, d.Formula.Problem)
+	}
+	c.Fallback = &Fallback{FailureThreshold: 1, Replicas: 7}
+	h = &History{}
+	decideNow(c, 3, h, 0, val("a", 30), noData("b"))
+	d = decideNow(c, 3, h, 1, val("a", 30), noData("b"))
+	if d.Desired != 7 || d.Fallback == nil || d.Fallback.Triggers[0] != FormulaTrigger {
+		t.Errorf("second failure of the formula with failureThreshold 1: desired %d, fallback %+v; want 7 through the formula's fallback", d.Desired, d.Fallback)
+	}
+	for _, bad := range []TriggerResult{val("b", -100)} {
+		d := decideNow(modifiersConfig("a + b"), 3, &History{}, 0, val("a", 30), bad)
+		if d.Desired != 3 || !strings.Contains(d.Formula.Problem, "below 0") {
+			t.Errorf("a negative result: desired %d, problem %q", d.Desired, d.Formula.Problem)
+		}
+	}
+}
+
+// TestScalingModifiersValidated is V13: every refusal at its path, with
+// what to change.
+func TestScalingModifiersValidated(t *testing.T) {
+	p := func() *field.Path { return field.NewPath("spec", "scalingModifiers") }
+	tp := func() *field.Path { return field.NewPath("spec", "triggers") }
+	ab := []Trigger{{Name: "a"}, {Name: "b"}}
+	tests := []struct {
+		name     string
+		m        ScalingModifiers
+		triggers []Trigger
+		field    string
+		detail   string
+	}{
+		{"unknown name", ScalingModifiers{Formula: "a + c", Target: 1}, ab, "spec.scalingModifiers.formula", "undeclared reference to 'c'"},
+		{"an int among doubles", ScalingModifiers{Formula: "a + 2", Target: 1}, ab, "spec.scalingModifiers.formula", "write 2.0, not 2"},
+		{"not a number", ScalingModifiers{Formula: "a > b", Target: 1}, ab, "spec.scalingModifiers.formula", "gives a bool"},
+		{"syntax", ScalingModifiers{Formula: "a +", Target: 1}, ab, "spec.scalingModifiers.formula", "Syntax error"},
+		{"too costly", ScalingModifiers{Formula: strings.Repeat("[a, b, a, b, a, b, a, b].map(x, ", 3) + "x" + strings.Repeat(")", 3) + ".size() > 0 ? a : b", Target: 1}, ab, "spec.scalingModifiers.formula", "may cost up to"},
+		{"empty", ScalingModifiers{Target: 1}, ab, "spec.scalingModifiers.formula", "CEL expression"},
+		{"target", ScalingModifiers{Formula: "a", Target: 0}, ab, "spec.scalingModifiers.target", "> 0"},
+		{"metric type", ScalingModifiers{Formula: "a", Target: 1, MetricType: "Utilization"}, ab, "spec.scalingModifiers.metricType", "supported values"},
+		{"a name that is no identifier", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: "queue-depth"}}, "spec.triggers[1].name", "must be an identifier"},
+		{"the result's own name", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: FormulaTrigger}}, "spec.triggers[1].name", "rename the trigger"},
+		{"no triggers", ScalingModifiers{Formula: "1.0", Target: 1}, nil, "spec.scalingModifiers", "has none"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := validateScalingModifiers(&tt.m, tt.triggers, p, tp)
+			if len(errs) != 1 || errs[0].Field != tt.field || !strings.Contains(errs[0].Error(), tt.detail) {
+				t.Errorf("errors %v; want one at %s saying %q", errs, tt.field, tt.detail)
+			}
+		})
+	}
+	if errs := validateScalingModifiers(&ScalingModifiers{Formula: "(a + b) / 2.0", Target: 5}, ab, p, tp); len(errs) != 0 {
+		t.Errorf("a valid formula refused: %v", errs)
+	}
+}
+
+// FuzzFormula: no formula text panics compilation or evaluation, and a
+// formula that compiles within the cost bound evaluates within it.
+func FuzzFormula(f *testing.F) {
+	for _, s := range []string{"a + b", "(a + b) / 2.0", "a > 1.0 ? a : b", "math.greatest([a, b])", "a / 0.0", "[a].map(x, x)[0]", "a +", "\x00", strings.Repeat("(", 200)} {
+		f.Add(s, 3.0, 4.0)
+	}
+	f.Fuzz(func(t *testing.T, formula string, a, b float64) {
+		m := &ScalingModifiers{Formula: formula, Target: 1}
+		triggers := []Trigger{{Name: "a"}, {Name: "b"}}
+		_, _, _ = EvalFormula(m, triggers, []TriggerResult{val("a", a), val("b", b)})
+	})
+}
