@@ -50,7 +50,8 @@ func deployWithPolicies(t *testing.T) *deployment {
 // waitPolicies waits until the API server enforces the policies the
 // replicas wrote and the validating entry carries the policies-mode match
 // condition: an invalid RackedCluster is refused by the
-// ValidatingAdmissionPolicy (server-side dry run).
+// ValidatingAdmissionPolicy and a valid one is pinned and fanned out by the
+// MutatingAdmissionPolicy (server-side dry runs).
 func waitPolicies(t *testing.T, ns string) {
 	t.Helper()
 	// The last answer before the deadline, not the deadline's own error.
@@ -79,6 +80,19 @@ func policiesEnforced(ctx context.Context, ns string) (bool, string) {
 	err := cluster.Client.Create(ctx, bad, client.DryRunAll)
 	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
 		return false, fmt.Sprintf("the validating policy is not enforced yet: %v", err)
+	}
+	// The API server loads each policy on its own: the mutating one may
+	// come after the validating one. A create without triggers never
+	// reaches the webhook in policies mode, so a pinned and fanned-out
+	// answer is the mutating policy's.
+	good := framework.RackedCluster(ns, "good-probe", 3, 1, 1)
+	if err := cluster.Client.Create(ctx, good, client.DryRunAll); err != nil {
+		return false, fmt.Sprintf("dry-run create of a valid RackedCluster: %v", err)
+	}
+	racks, err := framework.RackMembers(good)
+	minR, _, _ := unstructured.NestedInt64(good.Object, "spec", "scaleConfig", "minReplicas")
+	if err != nil || len(racks) != 2 || racks[0] != 3 || racks[1] != 3 || minR != 3 {
+		return false, fmt.Sprintf("the mutating policy is not enforced yet: racks %v, scaleConfig %v", racks, good.Object["spec"])
 	}
 	return true, ""
 }
