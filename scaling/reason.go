@@ -184,8 +184,7 @@ func appendCompare(b []byte, per, target float64, within bool, ratio float64, to
 	return append(b, "at"...)
 }
 
-func toleranceBand(tol Tolerances) string { return string(appendBand(nil, tol)) }
-
+// appendBand appends the tolerance band, "band 0.9..1.1".
 func appendBand(b []byte, tol Tolerances) []byte {
 	b = append(b, "band "...)
 	b = appendShort(b, 1-tol.Down)
@@ -321,10 +320,8 @@ func plural(n int32, word string) string {
 	return word + "s"
 }
 
-// fmtShort prints a value computed for a reason (a per-replica value, a
-// ratio) with three significant digits.
-func fmtShort(f float64) string { return string(appendShort(nil, f)) }
-
+// appendShort appends a value computed for a reason (a per-replica value,
+// a ratio) with three significant digits.
 func appendShort(b []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return strconv.AppendFloat(b, f, 'g', -1, 64)

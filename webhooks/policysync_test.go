@@ -73,10 +73,7 @@ func TestSyncPoliciesFollowTheProfilesAndTheMode(t *testing.T) {
 	views := testViews(t)
 	ctx := context.Background()
 	theirs := policies.ForOwner(views[rackedCluster], "cache-operator")
-	objs := []client.Object{}
-	for _, o := range theirs.Objects() {
-		objs = append(objs, o)
-	}
+	objs := append([]client.Object{}, theirs.Objects()...)
 	c := fakeClient(t, objs...)
 	wc := ConfigurationOptions{Admission: configv1alpha2.AdmissionPolicies}
 	svc := ServiceClientConfig("scaleplane-system", "scaleplane-webhook-service", 443)

@@ -725,12 +725,12 @@ var hogScrapes atomic.Int64
 // hogValueBytes, all new for scrape n.
 func writeHog(w *bufio.Writer, name string, n int64) {
 	for i := range hogSeries {
-		w.WriteString(name + "{")
+		_, _ = w.WriteString(name + "{")
 		for l := range hogLabels {
 			v := fmt.Sprintf("%d-%d-%d-", n, i, l)
 			fmt.Fprintf(w, "l%d=\"%s%s\",", l, v, strings.Repeat("h", hogValueBytes-len(v)))
 		}
-		w.WriteString("} 1\n")
+		_, _ = w.WriteString("} 1\n")
 	}
 }
 
