@@ -384,6 +384,9 @@ type workload struct {
 	// throttled says which triggers of the last tick were not evaluated
 	// for their namespace's fair share or budget; "" when none.
 	throttled string
+	// lastCurrent is the count the last tick decided on (planTick's
+	// urgency when the workload went to zero since).
+	lastCurrent int32
 	// fallbackNote describes the triggers in fallback at the last tick,
 	// "" when none was (noteFallback).
 	fallbackNote string

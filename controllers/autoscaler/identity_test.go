@@ -401,3 +401,50 @@ func TestScalingDeletedDuringAWriteWrittenAgain(t *testing.T) {
 		t.Errorf("writes: %d objects, %d statuses; want 2 and 3 (the Scaling written again after the delete)", objects, statuses)
 	}
 }
+
+// A workload seen at zero since the last tick decided on it is decided on
+// at once, not at the next interval: an activity that came while the
+// tick that scaled it to zero ran was judged against the count before,
+// and only a tick at zero wakes it.
+func TestWentToZeroIsDecidedAtOnce(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a := newTestAutoscaler(t, now)
+	k := a.byResource["rackedclusters"]
+	at := func(replicas int64) *unstructured.Unstructured {
+		u := rackedCluster("shop", "fn", replicas, nil)
+		_ = unstructured.SetNestedField(u.Object, map[string]any{
+			"minReplicas": int64(0), "maxReplicas": int64(10),
+			"idle":     map[string]any{"timeoutSeconds": int64(60)},
+			"triggers": []any{map[string]any{"name": "rps", "type": "AverageValue", "source": "fixed", "threshold": float64(10)}},
+		}, "spec", "scaleConfig")
+		return u
+	}
+	var writes []int64
+	writer := interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+		SubResourceUpdate: func(_ context.Context, _ client.Client, _ string, _ client.Object, opts ...client.SubResourceUpdateOption) error {
+			o := &client.SubResourceUpdateOptions{}
+			o.ApplyOptions(opts)
+			r, _, _ := unstructured.NestedInt64(o.SubResourceBody.(*unstructured.Unstructured).Object, "spec", "replicas")
+			writes = append(writes, r)
+			return nil
+		},
+	})
+	world := newWorld()
+	world.put(at(1))
+	a.env.Store(&env{cache: world, api: world, writer: writer})
+	k.get(types.NamespacedName{Namespace: "shop", Name: "fn"}).recordActivity(now.Add(-time.Second))
+	if _, err := k.Reconcile(context.Background(), request("shop", "fn")); err != nil {
+		t.Fatalf("reconcile at 1: %v", err)
+	}
+	if len(writes) != 0 {
+		t.Fatalf("at 1 with recent activity: writes %v, want none", writes)
+	}
+	// The watch shows the workload at zero before the interval is over.
+	world.put(at(0))
+	if _, err := k.Reconcile(context.Background(), request("shop", "fn")); err != nil {
+		t.Fatalf("reconcile at 0: %v", err)
+	}
+	if diff := cmp.Diff([]int64{1}, writes); diff != "" {
+		t.Errorf("/scale writes once seen at zero with recent activity (-want +got):\n%s", diff)
+	}
+}

@@ -169,7 +169,14 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 
 	fp := configFingerprint(w.Config)
 	activity := st.lastActivity()
-	urgent := fp != st.configFP || activity.After(st.activitySeen) || st.currentState() != StateAutoscaling
+	// A workload that went to zero since the last tick (our own scale to
+	// zero, seen through the watch) is decided on at once: an activity
+	// that came while the tick that scaled it down was running was judged
+	// against the stale count, and waiting for the next interval would
+	// delay its wake-up by up to that interval. At zero, Decide only wakes
+	// or stays, so no stale sample compounds.
+	wentToZero := w.Replicas != nil && *w.Replicas == 0 && st.lastCurrent > 0
+	urgent := fp != st.configFP || activity.After(st.activitySeen) || st.currentState() != StateAutoscaling || wentToZero
 	run, after := planTick(now, st.lastTick, interval, urgent)
 	if !run {
 		return reconcile.Result{RequeueAfter: after}, nil
@@ -177,6 +184,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 	st.configFP, st.activitySeen, st.lastTick = fp, activity, now
 
 	d := k.decide(ctx, e, st, w, now, activity)
+	st.lastCurrent = d.Current
 	k.signalDependencies(u.GetNamespace(), d)
 	k.warn(e, u, st, v1alpha1.ReasonInvalidTrigger, triggerProblems(d))
 	k.warn(e, u, st, v1alpha1.ReasonTriggerThrottled, st.throttled)
