@@ -58,6 +58,16 @@ const (
 // formula: a CEL identifier.
 var formulaNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
+// celReserved are the identifiers CEL keeps for itself (its literals,
+// "in" and the words its grammar reserves): a trigger so named could never
+// be read by a formula.
+var celReserved = map[string]bool{
+	"true": true, "false": true, "null": true, "in": true,
+	"as": true, "break": true, "const": true, "continue": true, "else": true, "for": true, "function": true,
+	"if": true, "import": true, "let": true, "loop": true, "package": true, "namespace": true,
+	"return": true, "var": true, "void": true, "while": true,
+}
+
 // compiledFormula is a checked program, cached by formula and names.
 type compiledFormula struct {
 	prg cel.Program
@@ -247,6 +257,9 @@ func validateScalingModifiers(m *ScalingModifiers, triggers []Trigger, p, tp laz
 		case !formulaNameRE.MatchString(t.Name):
 			errs = append(errs, field.Invalid(tp().Index(i).Child("name"), t.Name,
 				"must be an identifier (letters, digits and _, not starting with a digit) to be used in scalingModifiers.formula"))
+		case celReserved[t.Name]:
+			errs = append(errs, field.Invalid(tp().Index(i).Child("name"), t.Name,
+				"is reserved in CEL and could not be used in scalingModifiers.formula; rename the trigger"))
 		}
 	}
 	if len(errs) > 0 {

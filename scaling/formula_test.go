@@ -97,6 +97,8 @@ func TestScalingModifiersValidated(t *testing.T) {
 		{"a name that is no identifier", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: "queue-depth"}}, "spec.triggers[1].name", "must be an identifier"},
 		{"the result's own name", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: FormulaTrigger}}, "spec.triggers[1].name", "rename the trigger"},
 		{"no triggers", ScalingModifiers{Formula: "1.0", Target: 1}, nil, "spec.scalingModifiers", "has none"},
+		{"a CEL literal as a name", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: "true"}}, "spec.triggers[1].name", "reserved in CEL"},
+		{"a CEL reserved word as a name", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: "in"}}, "spec.triggers[1].name", "reserved in CEL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
