@@ -74,9 +74,14 @@ type compiledFormula struct {
 	err error
 }
 
+// formulaKey is a formula and its trigger names (identifiers, joined by
+// commas, which no identifier holds): a formula's text, whatever it
+// holds, never runs into the names.
+type formulaKey struct{ formula, names string }
+
 var (
 	formulaMu    sync.Mutex
-	formulaCache = map[string]*compiledFormula{}
+	formulaCache = map[formulaKey]*compiledFormula{}
 )
 
 // maxCachedFormulas bounds the cache; past it the cache starts over, as
@@ -87,7 +92,7 @@ const maxCachedFormulas = 1024
 // compileFormula checks formula over the trigger names and returns its
 // program, from the cache when it was compiled before.
 func compileFormula(formula string, names []string) (cel.Program, error) {
-	key := formula + "\x00" + strings.Join(names, "\x00")
+	key := formulaKey{formula, strings.Join(names, ",")}
 	formulaMu.Lock()
 	c, ok := formulaCache[key]
 	formulaMu.Unlock()
@@ -97,7 +102,7 @@ func compileFormula(formula string, names []string) (cel.Program, error) {
 	prg, err := buildFormula(formula, names)
 	formulaMu.Lock()
 	if len(formulaCache) >= maxCachedFormulas {
-		formulaCache = map[string]*compiledFormula{}
+		formulaCache = map[formulaKey]*compiledFormula{}
 	}
 	formulaCache[key] = &compiledFormula{prg, err}
 	formulaMu.Unlock()

@@ -125,3 +125,17 @@ func FuzzFormula(f *testing.F) {
 		_, _, _ = EvalFormula(m, triggers, []TriggerResult{val("a", a), val("b", b)})
 	})
 }
+
+// TestFormulaCacheKeepsFormulasApart: the compiled-formula cache tells a
+// formula and its trigger names apart, so a formula that fails (stored
+// past admission, e.g. with failurePolicy Ignore) never stands for
+// another workload's formula whose text and names join to the same
+// string.
+func TestFormulaCacheKeepsFormulasApart(t *testing.T) {
+	if _, err := compileFormula("b\x00b", []string{"c"}); err == nil {
+		t.Fatal("a formula with a NUL outside a literal compiled")
+	}
+	if _, err := compileFormula("b", []string{"b", "c"}); err != nil {
+		t.Errorf("formula b over b, c: %v", err)
+	}
+}
