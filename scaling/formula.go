@@ -48,6 +48,11 @@ const FormulaTrigger = "scalingModifiers"
 const (
 	// MaxFormulaLength is the longest formula, in bytes.
 	MaxFormulaLength = 1024
+	// MaxFormulaNesting is how deep a formula may nest list and map
+	// literals: type-checking them takes time growing with the cube of
+	// their depth (about 1 s for 1,000 bytes of nested lists), spent
+	// before the cost estimate can refuse them.
+	MaxFormulaNesting = 8
 	// MaxFormulaCost is the most a formula may cost, in CEL's cost units
 	// (about one per operation): both its static estimate's upper bound
 	// and the cost of one evaluation.
@@ -113,6 +118,9 @@ func buildFormula(formula string, names []string) (cel.Program, error) {
 	if len(formula) > MaxFormulaLength {
 		return nil, fmt.Errorf("is %d bytes long, more than %d", len(formula), MaxFormulaLength)
 	}
+	if d := literalNesting(formula); d > MaxFormulaNesting {
+		return nil, fmt.Errorf("nests lists or maps %d deep, more than %d: make it flatter", d, MaxFormulaNesting)
+	}
 	opts := []cel.EnvOption{ext.Math()}
 	for _, n := range names {
 		opts = append(opts, cel.Variable(n, cel.DoubleType))
@@ -140,6 +148,23 @@ func buildFormula(formula string, names []string) (cel.Program, error) {
 		return nil, fmt.Errorf("may cost up to %d, more than %d: make it simpler", est.Max, MaxFormulaCost)
 	}
 	return env.Program(ast, cel.CostLimit(MaxFormulaCost))
+}
+
+// literalNesting is the deepest nesting of [ and { in formula, counted
+// on its bytes (brackets inside string literals count too: a formula is
+// arithmetic over numbers).
+func literalNesting(formula string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(formula); i++ {
+		switch formula[i] {
+		case '[', '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ']', '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // formulaEstimator knows nothing beyond CEL's defaults: a formula's
