@@ -246,9 +246,6 @@ func (k *kindLoop) dependencies(ctx context.Context, e *env, self types.Namespac
 		}
 		w, _ := k.view.Read(u)
 		var s scaling.DependencyState
-		if w.Config != nil {
-			s.Cycle = k.leadsBack(ctx, e, self, w.Config.DependsOn)
-		}
 		if w.Replicas != nil {
 			s.Replicas = *w.Replicas
 		}
@@ -257,6 +254,11 @@ func (k *kindLoop) dependencies(ctx context.Context, e *env, self types.Namespac
 			s.ReadyReplicas = *w.StatusReplicas
 		case len(k.view.StatusReplicasPath()) == 0:
 			s.ReadyReplicas = s.Replicas
+		}
+		// Only a dependency that is not ready could be waited for: the
+		// walk is spent on those alone.
+		if w.Config != nil && s.ReadyReplicas <= 0 {
+			s.Cycle = k.leadsBack(ctx, e, self, w.Config.DependsOn)
 		}
 		out[name] = s
 	}
