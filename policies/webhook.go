@@ -62,8 +62,8 @@ func WebhookCondition(p *profile.Compiled) admissionregistrationv1.MatchConditio
 			b, ob := optional("object", segs), optional("oldObject", segs)
 			bounds = append(bounds, fmt.Sprintf("%[1]s.hasValue() != %[2]s.hasValue() || (%[1]s.hasValue() && %[1]s.value() != %[2]s.value())", b, ob))
 		}
-		conds = append(conds, fmt.Sprintf("(%[1]s.hasValue() && type(%[1]s.value()) == map && ('fallback' in %[1]s.value() || 'idle' in %[1]s.value()) && (%[2]s))",
-			c, strings.Join(bounds, " || ")))
+		conds = append(conds, fmt.Sprintf("(%[1]s.hasValue() && type(%[1]s.value()) == map && ('fallback' in %[1]s.value() || 'idle' in %[1]s.value()) && (%[3]s || %[2]s))",
+			c, strings.Join(bounds, " || "), create))
 		expr = strings.Join(conds, " || ")
 	}
 	return admissionregistrationv1.MatchCondition{Name: WebhookConditionName, Expression: expr}
