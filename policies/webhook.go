@@ -27,6 +27,8 @@ var decided = []string{"minReplicas", "maxReplicas", "behavior"}
 //     idle, schedule, dependsOn, pollingIntervalSeconds, a field C does not
 //     have): V3, V5–V7, V10, V11, V9's unknown fields;
 //   - a behavior direction's tolerance (V4's quantity);
+//   - the bounds, when C has a fallback or idle settings, whose counts
+//     the webhook checks against them (V12, V6);
 //   - C itself when it is not an object (the webhook's sentence);
 //   - C in an annotation, whose JSON the policies do not read (V2, V9, M2,
 //     M3 there).
@@ -51,6 +53,17 @@ func WebhookCondition(p *profile.Compiled) admissionregistrationv1.MatchConditio
 			t, ot := optional("object", segs), optional("oldObject", segs)
 			conds = append(conds, fmt.Sprintf("(%[1]s.hasValue() && (%[3]s || !%[2]s.hasValue() || %[1]s.value() != %[2]s.value()))", t, ot, create))
 		}
+		// The webhook checks a fallback's count and idle's replicasAtStart
+		// against the bounds (V12, V6): a change of the bounds beside them
+		// goes to it too.
+		var bounds []string
+		for _, f := range []string{"minReplicas", "maxReplicas"} {
+			segs := append(slices.Clone(l.config), f)
+			b, ob := optional("object", segs), optional("oldObject", segs)
+			bounds = append(bounds, fmt.Sprintf("%[1]s.hasValue() != %[2]s.hasValue() || (%[1]s.hasValue() && %[1]s.value() != %[2]s.value())", b, ob))
+		}
+		conds = append(conds, fmt.Sprintf("(%[1]s.hasValue() && type(%[1]s.value()) == map && ('fallback' in %[1]s.value() || 'idle' in %[1]s.value()) && (%[3]s || %[2]s))",
+			c, strings.Join(bounds, " || "), create))
 		expr = strings.Join(conds, " || ")
 	}
 	return admissionregistrationv1.MatchCondition{Name: WebhookConditionName, Expression: expr}

@@ -48,6 +48,11 @@ const FormulaTrigger = "scalingModifiers"
 const (
 	// MaxFormulaLength is the longest formula, in bytes.
 	MaxFormulaLength = 1024
+	// MaxFormulaNesting is how deep a formula may nest list and map
+	// literals: type-checking them takes time growing with the cube of
+	// their depth (about 1 s for 1,000 bytes of nested lists), spent
+	// before the cost estimate can refuse them.
+	MaxFormulaNesting = 8
 	// MaxFormulaCost is the most a formula may cost, in CEL's cost units
 	// (about one per operation): both its static estimate's upper bound
 	// and the cost of one evaluation.
@@ -58,15 +63,30 @@ const (
 // formula: a CEL identifier.
 var formulaNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
+// celReserved are the identifiers CEL keeps for itself (its literals,
+// "in" and the words its grammar reserves): a trigger so named could never
+// be read by a formula.
+var celReserved = map[string]bool{
+	"true": true, "false": true, "null": true, "in": true,
+	"as": true, "break": true, "const": true, "continue": true, "else": true, "for": true, "function": true,
+	"if": true, "import": true, "let": true, "loop": true, "package": true, "namespace": true,
+	"return": true, "var": true, "void": true, "while": true,
+}
+
 // compiledFormula is a checked program, cached by formula and names.
 type compiledFormula struct {
 	prg cel.Program
 	err error
 }
 
+// formulaKey is a formula and its trigger names (identifiers, joined by
+// commas, which no identifier holds): a formula's text, whatever it
+// holds, never runs into the names.
+type formulaKey struct{ formula, names string }
+
 var (
 	formulaMu    sync.Mutex
-	formulaCache = map[string]*compiledFormula{}
+	formulaCache = map[formulaKey]*compiledFormula{}
 )
 
 // maxCachedFormulas bounds the cache; past it the cache starts over, as
@@ -77,7 +97,7 @@ const maxCachedFormulas = 1024
 // compileFormula checks formula over the trigger names and returns its
 // program, from the cache when it was compiled before.
 func compileFormula(formula string, names []string) (cel.Program, error) {
-	key := formula + "\x00" + strings.Join(names, "\x00")
+	key := formulaKey{formula, strings.Join(names, ",")}
 	formulaMu.Lock()
 	c, ok := formulaCache[key]
 	formulaMu.Unlock()
@@ -87,7 +107,7 @@ func compileFormula(formula string, names []string) (cel.Program, error) {
 	prg, err := buildFormula(formula, names)
 	formulaMu.Lock()
 	if len(formulaCache) >= maxCachedFormulas {
-		formulaCache = map[string]*compiledFormula{}
+		formulaCache = map[formulaKey]*compiledFormula{}
 	}
 	formulaCache[key] = &compiledFormula{prg, err}
 	formulaMu.Unlock()
@@ -97,6 +117,9 @@ func compileFormula(formula string, names []string) (cel.Program, error) {
 func buildFormula(formula string, names []string) (cel.Program, error) {
 	if len(formula) > MaxFormulaLength {
 		return nil, fmt.Errorf("is %d bytes long, more than %d", len(formula), MaxFormulaLength)
+	}
+	if d := literalNesting(formula); d > MaxFormulaNesting {
+		return nil, fmt.Errorf("nests lists or maps %d deep, more than %d: make it flatter", d, MaxFormulaNesting)
 	}
 	opts := []cel.EnvOption{ext.Math()}
 	for _, n := range names {
@@ -125,6 +148,23 @@ func buildFormula(formula string, names []string) (cel.Program, error) {
 		return nil, fmt.Errorf("may cost up to %d, more than %d: make it simpler", est.Max, MaxFormulaCost)
 	}
 	return env.Program(ast, cel.CostLimit(MaxFormulaCost))
+}
+
+// literalNesting is the deepest nesting of [ and { in formula, counted
+// on its bytes (brackets inside string literals count too: a formula is
+// arithmetic over numbers).
+func literalNesting(formula string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(formula); i++ {
+		switch formula[i] {
+		case '[', '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ']', '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // formulaEstimator knows nothing beyond CEL's defaults: a formula's
@@ -247,6 +287,9 @@ func validateScalingModifiers(m *ScalingModifiers, triggers []Trigger, p, tp laz
 		case !formulaNameRE.MatchString(t.Name):
 			errs = append(errs, field.Invalid(tp().Index(i).Child("name"), t.Name,
 				"must be an identifier (letters, digits and _, not starting with a digit) to be used in scalingModifiers.formula"))
+		case celReserved[t.Name]:
+			errs = append(errs, field.Invalid(tp().Index(i).Child("name"), t.Name,
+				"is reserved in CEL and could not be used in scalingModifiers.formula; rename the trigger"))
 		}
 	}
 	if len(errs) > 0 {

@@ -97,6 +97,12 @@ func TestScalingModifiersValidated(t *testing.T) {
 		{"a name that is no identifier", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: "queue-depth"}}, "spec.triggers[1].name", "must be an identifier"},
 		{"the result's own name", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: FormulaTrigger}}, "spec.triggers[1].name", "rename the trigger"},
 		{"no triggers", ScalingModifiers{Formula: "1.0", Target: 1}, nil, "spec.scalingModifiers", "has none"},
+		// Type-checking nested literals costs time that grows with the
+		// nesting's cube (about 1 s at 1,000 bytes): refused before it.
+		{"lists nested deep", ScalingModifiers{Formula: strings.Repeat("[", 200) + "a" + strings.Repeat("]", 200) + strings.Repeat("[0]", 200), Target: 1}, ab, "spec.scalingModifiers.formula", "nests lists or maps 200 deep"},
+		{"maps nested deep", ScalingModifiers{Formula: strings.Repeat("{'k': ", 9) + "a" + strings.Repeat("}", 9) + strings.Repeat("['k']", 9), Target: 1}, ab, "spec.scalingModifiers.formula", "nests lists or maps 9 deep"},
+		{"a CEL literal as a name", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: "true"}}, "spec.triggers[1].name", "reserved in CEL"},
+		{"a CEL reserved word as a name", ScalingModifiers{Formula: "a", Target: 1}, []Trigger{{Name: "a"}, {Name: "in"}}, "spec.triggers[1].name", "reserved in CEL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,4 +128,18 @@ func FuzzFormula(f *testing.F) {
 		triggers := []Trigger{{Name: "a"}, {Name: "b"}}
 		_, _, _ = EvalFormula(m, triggers, []TriggerResult{val("a", a), val("b", b)})
 	})
+}
+
+// TestFormulaCacheKeepsFormulasApart: the compiled-formula cache tells a
+// formula and its trigger names apart, so a formula that fails (stored
+// past admission, e.g. with failurePolicy Ignore) never stands for
+// another workload's formula whose text and names join to the same
+// string.
+func TestFormulaCacheKeepsFormulasApart(t *testing.T) {
+	if _, err := compileFormula("b\x00b", []string{"c"}); err == nil {
+		t.Fatal("a formula with a NUL outside a literal compiled")
+	}
+	if _, err := compileFormula("b", []string{"b", "c"}); err != nil {
+		t.Errorf("formula b over b, c: %v", err)
+	}
 }

@@ -22,6 +22,9 @@ const (
 type DependencyState struct {
 	Replicas      int32 `json:"replicas"`
 	ReadyReplicas int32 `json:"readyReplicas"`
+	// Cycle: the dependency's own dependsOn leads back to the workload, so
+	// each would wait for the other: it is woken, not waited for.
+	Cycle bool `json:"cycle,omitempty"`
 }
 
 // DependencyCheck says whether a workload waking from zero may start.
@@ -54,7 +57,7 @@ func CheckDependencies(deps []string, snapshot map[string]DependencyState) Depen
 		case st.Replicas == 0:
 			c.Wake = append(c.Wake, name)
 		}
-		if !ok || st.ReadyReplicas <= 0 {
+		if !ok || (st.ReadyReplicas <= 0 && !st.Cycle) {
 			c.NotReady = append(c.NotReady, name)
 		}
 	}

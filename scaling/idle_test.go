@@ -102,6 +102,7 @@ func TestCheckDependencies(t *testing.T) {
 		"asleep":   {},
 		"starting": {Replicas: 2},
 		"ready":    {Replicas: 2, ReadyReplicas: 1},
+		"cycle":    {Cycle: true},
 	}
 	tests := []struct {
 		name string
@@ -114,6 +115,8 @@ func TestCheckDependencies(t *testing.T) {
 			want: DependencyCheck{Wake: []string{"asleep"}, NotReady: []string{"asleep"}, Wait: true}},
 		{name: "starting: wait without waking", deps: []string{"starting"},
 			want: DependencyCheck{NotReady: []string{"starting"}, Wait: true}},
+		{name: "in a cycle: wake without waiting", deps: []string{"cycle"},
+			want: DependencyCheck{Wake: []string{"cycle"}}},
 		{name: "missing: wait", deps: []string{"ghost", "asleep"},
 			want: DependencyCheck{Wake: []string{"asleep"}, NotReady: []string{"ghost", "asleep"}, Missing: []string{"ghost"}, Wait: true}},
 	}

@@ -237,14 +237,22 @@ func FromSlimFaas(ann map[string]string, root *field.Path) (*Config, field.Error
 }
 
 // slimFaasTriggers adds SlimFaas's triggers to c. A trigger's name is its
-// MetricName, or trigger-<index> when that is empty or taken.
+// MetricName, or trigger-<index> when that is empty or taken (with a
+// further -<n> when another trigger's MetricName is that already).
 func slimFaasTriggers(c *Config, triggers []slimFaasTrigger, raw string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
+	given := make(map[string]bool, len(triggers))
+	for _, t := range triggers {
+		given[t.MetricName] = true
+	}
 	for i, t := range triggers {
 		name := t.MetricName
 		if name == "" || seen[name] {
 			name = fmt.Sprintf("trigger-%d", i)
+			for n := 1; seen[name] || given[name]; n++ {
+				name = fmt.Sprintf("trigger-%d-%d", i, n)
+			}
 		}
 		seen[name] = true
 		typ := TargetAverageValue

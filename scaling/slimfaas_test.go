@@ -195,3 +195,26 @@ func TestSlimFaasDecisions(t *testing.T) {
 		t.Errorf("desired (-want +got):\n%s", diff)
 	}
 }
+
+// TestSlimFaasTriggerNamesUnique: a trigger's generated name
+// (trigger-<index>) never takes another trigger's MetricName, so SlimFaas
+// triggers that SlimFaas accepts are not refused as duplicates (V3).
+func TestSlimFaasTriggerNamesUnique(t *testing.T) {
+	c, errs := FromSlimFaas(map[string]string{
+		SlimFaasFunction: "true",
+		SlimFaasScale: `{"ReplicaMax":3,"Triggers":[` +
+			`{"MetricName":"trigger-1","Query":"q0","Threshold":1},` +
+			`{"Query":"q1","Threshold":1},` +
+			`{"MetricName":"trigger-1","Query":"q2","Threshold":1}]}`,
+	}, annRoot)
+	if len(errs) != 0 {
+		t.Fatalf("errors %v", errs)
+	}
+	seen := map[string]bool{}
+	for _, tr := range c.Triggers {
+		if seen[tr.Name] {
+			t.Errorf("trigger name %q given twice: %+v", tr.Name, c.Triggers)
+		}
+		seen[tr.Name] = true
+	}
+}

@@ -36,6 +36,8 @@ uninstall, kubectl delete -k) leaves behind, since no manifest holds it:
   - webhook configurations of OWNER that no Helm release manages, whose
     fail-closed entries refuse every write of the profiled kinds while
     nothing serves them;
+  - admission policies and bindings of OWNER (admission mode policies),
+    which go on mutating and refusing writes of the profiled kinds;
   - in NS, the self-signed Secret and the cert-manager Issuers and
     Certificates it created.
 With --delete it deletes them. It never touches your workloads, ScaleProfiles
@@ -185,6 +187,35 @@ func uninstallLeftovers(ctx context.Context, c client.Client, o cleanupOptions) 
 	for i := range vs.Items {
 		if !helmManaged(&vs.Items[i]) {
 			out = append(out, uninstallLeftover{obj: &vs.Items[i], kind: "ValidatingWebhookConfiguration", why: fmt.Sprintf("owner %s, %d entries, no Helm release", o.Owner, len(vs.Items[i].Webhooks))})
+		}
+	}
+
+	// Policies mode writes the owner's admission policies and bindings at
+	// run time (webhooks.SyncPolicies); an API server without a policy kind
+	// has none of it.
+	for _, pl := range []struct {
+		kind string
+		list client.ObjectList
+	}{
+		{"MutatingAdmissionPolicyBinding", &admissionregistrationv1.MutatingAdmissionPolicyBindingList{}},
+		{"ValidatingAdmissionPolicyBinding", &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}},
+		{"MutatingAdmissionPolicy", &admissionregistrationv1.MutatingAdmissionPolicyList{}},
+		{"ValidatingAdmissionPolicy", &admissionregistrationv1.ValidatingAdmissionPolicyList{}},
+	} {
+		switch err := c.List(ctx, pl.list, owned); {
+		case apimeta.IsNoMatchError(err), apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("list %ss: %w", pl.kind, err)
+		}
+		items, err := apimeta.ExtractList(pl.list)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			if obj := item.(client.Object); !helmManaged(obj) {
+				out = append(out, uninstallLeftover{obj: obj, kind: pl.kind, why: fmt.Sprintf("owner %s, admission policies mode, no Helm release", o.Owner)})
+			}
 		}
 	}
 

@@ -162,3 +162,51 @@ func TestCleanupDeletesOnlyThisOwnersHPAs(t *testing.T) {
 		t.Errorf("left after cleanup --delete --kind RackedCluster (-want +got):\n%s\n%s", diff, out.String())
 	}
 }
+
+// TestCleanupDeletesThisOwnersAdmissionPolicies: in policies mode
+// scaleplane writes admission policies and bindings at run time, which
+// no manifest holds and which go on mutating and refusing writes of the
+// profiled kinds after an uninstall; cleanup --delete removes the owner's
+// and leaves another owner's, a Helm release's and a user's.
+func TestCleanupDeletesThisOwnersAdmissionPolicies(t *testing.T) {
+	meta := func(name, owner, managedBy string) metav1.ObjectMeta {
+		labels := map[string]string{}
+		if owner != "" {
+			labels["scaleplane.io/owner"] = owner
+		}
+		if managedBy != "" {
+			labels["app.kubernetes.io/managed-by"] = managedBy
+		}
+		return metav1.ObjectMeta{Name: name, Labels: labels}
+	}
+	c := fake.NewClientBuilder().WithScheme(certs.NewScheme()).WithObjects(
+		&admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: meta("scaleplane-functions.example.com", "scaleplane", "scaleplane")},
+		&admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: meta("scaleplane-functions.example.com", "scaleplane", "scaleplane")},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: meta("scaleplane-functions.example.com", "scaleplane", "scaleplane")},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: meta("scaleplane-functions.example.com", "scaleplane", "scaleplane")},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: meta("cache-operator-caches", "cache-operator", "scaleplane")},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: meta("helm-rendered", "scaleplane", "Helm")},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: meta("users-own", "", "")},
+	).Build()
+	var out bytes.Buffer
+	if err := cleanup(context.Background(), c, cleanupOptions{Namespace: "scaleplane-system", Owner: "scaleplane", Delete: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, l := range []client.ObjectList{
+		&admissionregistrationv1.MutatingAdmissionPolicyList{}, &admissionregistrationv1.MutatingAdmissionPolicyBindingList{},
+		&admissionregistrationv1.ValidatingAdmissionPolicyList{}, &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{},
+	} {
+		if err := c.List(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+		items, _ := apimeta.ExtractList(l)
+		for _, o := range items {
+			left = append(left, o.(client.Object).GetName())
+		}
+	}
+	want := []string{"cache-operator-caches", "helm-rendered", "users-own"}
+	if diff := cmp.Diff(want, left); diff != "" {
+		t.Errorf("admission policies left after cleanup --delete (-want +got):\n%s\n%s", diff, out.String())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -234,7 +235,7 @@ func (k *kindLoop) decide(ctx context.Context, e *env, st *workload, w scaling.W
 		DownscaleStabilization: k.a.opts.DownscaleStabilization,
 	}
 	if len(w.Config.DependsOn) > 0 && e != nil {
-		in.Dependencies = k.dependencies(ctx, e, st.nn.Namespace, w.Config.DependsOn)
+		in.Dependencies = k.dependencies(ctx, e, st.nn, w.Config.DependsOn)
 	}
 	// Never a count the schema of the replicas field refuses.
 	return scaling.FitCounts(scaling.Decide(in, st.history), k.view.Layout())
@@ -243,7 +244,8 @@ func (k *kindLoop) decide(ctx context.Context, e *env, st *workload, w scaling.W
 // dependencies is the snapshot of dependsOn's workloads (same kind, same
 // namespace): R, and status.replicas as the ready count (R itself for
 // kinds whose profile names no status.replicas).
-func (k *kindLoop) dependencies(ctx context.Context, e *env, ns string, names []string) map[string]scaling.DependencyState {
+func (k *kindLoop) dependencies(ctx context.Context, e *env, self types.NamespacedName, names []string) map[string]scaling.DependencyState {
+	ns := self.Namespace
 	out := make(map[string]scaling.DependencyState, len(names))
 	for _, name := range names {
 		u := k.newObject()
@@ -261,9 +263,45 @@ func (k *kindLoop) dependencies(ctx context.Context, e *env, ns string, names []
 		case len(k.view.StatusReplicasPath()) == 0:
 			s.ReadyReplicas = s.Replicas
 		}
+		// Only a dependency that is not ready could be waited for: the
+		// walk is spent on those alone.
+		if w.Config != nil && s.ReadyReplicas <= 0 {
+			s.Cycle = k.leadsBack(ctx, e, self, w.Config.DependsOn)
+		}
 		out[name] = s
 	}
 	return out
+}
+
+// maxDependencyWalk bounds the workloads leadsBack reads on one tick.
+const maxDependencyWalk = 64
+
+// leadsBack reports whether following dependsOn from deps, through the
+// cache, reaches self: a cycle, whose members would each wait for the
+// next to be ready forever. The walk reads at most maxDependencyWalk
+// workloads; past that it reports no cycle.
+func (k *kindLoop) leadsBack(ctx context.Context, e *env, self types.NamespacedName, deps []string) bool {
+	seen := map[string]bool{}
+	queue := slices.Clone(deps)
+	for len(queue) > 0 && len(seen) < maxDependencyWalk {
+		name := queue[0]
+		queue = queue[1:]
+		if name == self.Name {
+			return true
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		u := k.newObject()
+		if err := e.cache.Get(ctx, types.NamespacedName{Namespace: self.Namespace, Name: name}, u); err != nil {
+			continue
+		}
+		if w, _ := k.view.Read(u); w.Config != nil {
+			queue = append(queue, w.Config.DependsOn...)
+		}
+	}
+	return false
 }
 
 // signalDependencies records activity for the workloads d depends on, and
