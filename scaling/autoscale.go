@@ -292,7 +292,7 @@ func Decide(in DecideInput, h *History) Decision {
 	if len(triggers) > 0 {
 		d.Triggers = make([]TriggerDecision, len(triggers))
 	}
-	failures := countFailures(triggers, results, h)
+	failures := countFailures(triggers, results, h, cur)
 	for i := range triggers {
 		td := &d.Triggers[i]
 		evalTrigger(td, &triggers[i], findResult(results, triggers[i].Name), cur, d.Tolerances)
@@ -661,8 +661,11 @@ func vetoReason(d *Decision) string {
 // countFailures updates h's failures in a row from this tick's results and
 // returns them: a trigger whose source failed or gave no usable value
 // counts one more, one with a value goes back to 0, one not evaluated
-// keeps its count. Names no longer in the config are forgotten.
-func countFailures(triggers []Trigger, results []TriggerResult, h *History) map[string]int32 {
+// keeps its count, and so does one without data while the workload is at
+// zero (no pods, no series: the normal state of a sleeping workload, which
+// must not fall back and wake it). Names no longer in the config are
+// forgotten.
+func countFailures(triggers []Trigger, results []TriggerResult, h *History, cur int32) map[string]int32 {
 	if len(triggers) == 0 {
 		h.Failures = nil
 		return nil
@@ -673,7 +676,7 @@ func countFailures(triggers []Trigger, results []TriggerResult, h *History) map[
 		name := triggers[i].Name
 		r := findResult(results, name)
 		switch {
-		case r != nil && r.NotEvaluated:
+		case r != nil && (r.NotEvaluated || cur == 0 && r.Err == nil && !r.OK):
 			if n := h.Failures[name]; n > 0 {
 				next = setFailures(next, len(triggers), name, n)
 			}

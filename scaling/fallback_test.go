@@ -202,3 +202,33 @@ func immediate() *autoscalingv2.HorizontalPodAutoscalerBehavior {
 		ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: &zero, Policies: policy},
 	}
 }
+
+// TestNoDataAtZeroIsNoFailure: a sleeping workload has no pods and so its
+// queries often no series; that is no failure of the source, so it never
+// falls back and wakes on its own (and the wake-sleep loop that would
+// follow). A source error at zero still counts, and a formula whose input
+// has no data at zero has none either.
+func TestNoDataAtZeroIsNoFailure(t *testing.T) {
+	c := fallbackConfig(0, 2, FallbackStatic)
+	c.MinReplicas = fbInt(0)
+	c.Idle = &Idle{TimeoutSeconds: fbInt(60)}
+	h := &History{}
+	for i := range 5 {
+		if d := decideNow(c, 0, h, i, noData("q")); d.Desired != 0 || d.Fallback != nil {
+			t.Fatalf("tick %d at zero without data: desired %d, fallback %+v; want 0 and none (%s)", i, d.Desired, d.Fallback, d.Reason)
+		}
+	}
+	m := modifiersConfig("a + b")
+	m.MinReplicas = fbInt(0)
+	m.Idle = &Idle{TimeoutSeconds: fbInt(60)}
+	m.Fallback = &Fallback{Replicas: 3}
+	h = &History{}
+	for i := range 3 {
+		if d := decideNow(m, 0, h, i, noData("a"), val("b", 1)); d.Desired != 0 || d.Fallback != nil {
+			t.Fatalf("formula tick %d at zero with an input without data: desired %d, fallback %+v (%s)", i, d.Desired, d.Fallback, d.Reason)
+		}
+	}
+	if d := decideNow(c, 0, &History{}, 0, failed("q", errors.New("connection refused"))); d.Desired == 0 {
+		t.Errorf("a source error at zero: desired 0, want the fallback's wake-up (%s)", d.Reason)
+	}
+}

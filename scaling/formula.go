@@ -40,6 +40,9 @@ type ScalingModifiers struct {
 	MetricType TargetType `json:"metricType,omitempty"`
 }
 
+// errInputNoData: a formula's input had no data.
+var errInputNoData = errors.New("no data")
+
 // FormulaTrigger is the name the formula's result goes by, in decisions,
 // the Scaling's triggers and the fallback's failure counts.
 const FormulaTrigger = "scalingModifiers"
@@ -203,6 +206,8 @@ func EvalFormula(m *ScalingModifiers, triggers []Trigger, results []TriggerResul
 			return 0, vars, fmt.Errorf("trigger %s has no result", t.Name)
 		case r.Err != nil:
 			return 0, vars, fmt.Errorf("trigger %s: %v", t.Name, r.Err)
+		case !r.OK:
+			return 0, vars, fmt.Errorf("trigger %s: %w", t.Name, errInputNoData)
 		case sampleProblem(r.Sample) != "":
 			return 0, vars, fmt.Errorf("trigger %s: %s", t.Name, sampleProblem(r.Sample))
 		}
@@ -237,7 +242,12 @@ func compositeTriggers(c *Config, results []TriggerResult) ([]Trigger, []Trigger
 	v, vars, err := EvalFormula(m, c.Triggers, results)
 	st := &FormulaState{Formula: m.Formula, Inputs: vars}
 	r := TriggerResult{Name: FormulaTrigger}
-	if err != nil {
+	switch {
+	case errors.Is(err, errInputNoData):
+		// No data is no data, not a failure of the source: the composite
+		// has none either (a sleeping workload's normal state).
+		st.Problem = err.Error()
+	case err != nil:
 		st.Problem = err.Error()
 		r.Err = err
 		// Not asked this tick (a throttled input): the composite was not
@@ -247,7 +257,7 @@ func compositeTriggers(c *Config, results []TriggerResult) ([]Trigger, []Trigger
 				r.NotEvaluated = true
 			}
 		}
-	} else {
+	default:
 		st.Value = v
 		r.Sample = Sample{Value: v, OK: true}
 	}
