@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/scaling"
@@ -311,5 +312,29 @@ func TestScalingShowsTheHPA(t *testing.T) {
 	}
 	if diff := cmp.Diff(got{v1alpha1.ScalingModeHPA, 5, "False/HPAFailedGetResourceMetric", "no metrics for pods"}, g); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// The Fallback condition's reason is what decided the count: a trigger in
+// fallback set it even while another trigger was throttled; a throttled
+// trigger that kept the count says so over a failing one.
+func TestFallbackConditionNamesWhatDecided(t *testing.T) {
+	v := viewOf(t, "RackedCluster")
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	w := scaling.Workload{Replicas: ptr(int32(3)), Config: cfg(1, 5).trigger("rps", 1).trigger("queue", 1).obj()}
+	reason := func(d scaling.Decision, throttled string) string {
+		st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(),
+			State: StateAutoscaling, Decision: &d, Throttled: throttled, History: &scaling.History{}, Now: now})
+		return meta.FindStatusCondition(st.Conditions, v1alpha1.ScalingFallback).Reason
+	}
+	inFallback := scaling.Decision{Current: 3, Desired: 4, Min: 1, Max: 5,
+		Triggers: []scaling.TriggerDecision{{Name: "rps", Problem: "connection refused", Failures: 3, Fallback: true, Desired: 4}, {Name: "queue", Problem: "throttled"}},
+		Fallback: &scaling.FallbackState{Triggers: []string{"rps"}, FailureThreshold: 2, Behavior: scaling.FallbackStatic, Replicas: 4}}
+	if got := reason(inFallback, "throttled triggers keep the count: queue: over its share"); got != v1alpha1.ReasonFallbackActive {
+		t.Errorf("fallback and a throttled trigger: reason %s, want %s", got, v1alpha1.ReasonFallbackActive)
+	}
+	kept := scaling.Decision{Current: 3, Desired: 3, Min: 1, Max: 5, Triggers: []scaling.TriggerDecision{{Name: "queue", Problem: "throttled"}}}
+	if got := reason(kept, "throttled triggers keep the count: queue: over its share"); got != v1alpha1.ReasonTriggerThrottled {
+		t.Errorf("a throttled trigger: reason %s, want %s", got, v1alpha1.ReasonTriggerThrottled)
 	}
 }

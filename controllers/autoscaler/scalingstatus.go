@@ -234,14 +234,15 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 	case v1alpha1.ScalingModeTriggers:
 		fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionFalse, "TriggersHealthy", "")
 		if d := in.Decision; d != nil {
-			if p := triggerProblems(*d); p != "" {
-				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, "TriggersFailing", p)
-			}
-			if f := d.Fallback; f != nil {
+			// The reason is what decided the count: a fallback count over
+			// a throttled trigger kept, over a failing one kept.
+			switch p := triggerProblems(*d); {
+			case d.Fallback != nil:
 				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, v1alpha1.ReasonFallbackActive, scaling.FallbackReason(*d))
-			}
-			if in.Throttled != "" {
+			case in.Throttled != "":
 				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, v1alpha1.ReasonTriggerThrottled, in.Throttled)
+			case p != "":
+				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, "TriggersFailing", p)
 			}
 		}
 		desired := int32(0)
