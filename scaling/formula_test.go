@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -141,5 +142,40 @@ func TestFormulaCacheKeepsFormulasApart(t *testing.T) {
 	}
 	if _, err := compileFormula("b", []string{"b", "c"}); err != nil {
 		t.Errorf("formula b over b, c: %v", err)
+	}
+}
+
+// TestFormulaCacheKeepsAHotFormula: a tenant cycling through more distinct
+// formulas than the cache holds evicts the coldest, not a formula that is
+// used between them (a ticking workload's).
+func TestFormulaCacheKeepsAHotFormula(t *testing.T) {
+	names := []string{"a", "b"}
+	if _, err := compileFormula("a + b", names); err != nil {
+		t.Fatal(err)
+	}
+	hot, _ := formulaCache.Get(formulaKey{"a + b", "a,b"})
+	for i := range 3 * maxCachedFormulas {
+		_, _ = compileFormula(fmt.Sprintf("a + %d.0", i), names)
+		if i%16 == 0 {
+			_, _ = compileFormula("a + b", names) // its workload ticks
+		}
+	}
+	got, ok := formulaCache.Get(formulaKey{"a + b", "a,b"})
+	if !ok || got != hot {
+		t.Errorf("the hot formula was evicted (in cache: %v)", ok)
+	}
+	if n := formulaCache.Len(); n > maxCachedFormulas {
+		t.Errorf("cache holds %d programs, more than %d", n, maxCachedFormulas)
+	}
+}
+
+// TestOversizedFormulaRefusalIsClipped: the refusal quotes the first bytes
+// of a formula, not a megabyte sent back in the 422.
+func TestOversizedFormulaRefusalIsClipped(t *testing.T) {
+	m := &ScalingModifiers{Formula: "a + " + strings.Repeat("b + ", 250_000) + "b", Target: 1}
+	errs := validateScalingModifiers(m, []Trigger{{Name: "a"}, {Name: "b"}},
+		func() *field.Path { return field.NewPath("scalingModifiers") }, func() *field.Path { return field.NewPath("triggers") })
+	if len(errs) != 1 || len(errs[0].Error()) > 2048 || !strings.Contains(errs[0].Error(), "bytes in all") {
+		t.Errorf("refusal of a %d-byte formula: %d errors, first %d bytes long", len(m.Formula), len(errs), len(errs.ToAggregate().Error()))
 	}
 }
