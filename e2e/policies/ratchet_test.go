@@ -3,9 +3,11 @@ package policies
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/policies"
@@ -20,20 +22,7 @@ func TestUpdateKeepingInvalidScalingFieldsIsAdmitted(t *testing.T) {
 	install(t)
 	ns := cluster.Namespace(t)
 	ctx := context.Background()
-	binding := policies.For(racked).ValidatingBinding
-	if err := cluster.Client.Delete(ctx, binding.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
-	rebound := false
-	rebind := func() {
-		if !rebound {
-			rebound = true
-			if err := cluster.Client.Create(ctx, binding.DeepCopy()); err != nil {
-				t.Fatalf("bind the validating policy again: %v", err)
-			}
-		}
-	}
-	t.Cleanup(rebind)
+	rebind := unbind(t, policies.For(racked).ValidatingBinding)
 
 	// Until the API server drops the binding, each attempt is refused.
 	var stored string
@@ -79,20 +68,7 @@ func TestPinStoredWithoutABoundFollowsReplicas(t *testing.T) {
 	install(t)
 	ns := cluster.Namespace(t)
 	ctx := context.Background()
-	binding := policies.For(racked).MutatingBinding
-	if err := cluster.Client.Delete(ctx, binding.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
-	rebound := false
-	rebind := func() {
-		if !rebound {
-			rebound = true
-			if err := cluster.Client.Create(ctx, binding.DeepCopy()); err != nil {
-				t.Fatalf("bind the mutating policy again: %v", err)
-			}
-		}
-	}
-	t.Cleanup(rebind)
+	rebind := unbind(t, policies.For(racked).MutatingBinding)
 
 	var stored string
 	n := 0
@@ -138,4 +114,25 @@ func TestPinStoredWithoutABoundFollowsReplicas(t *testing.T) {
 	if c, _, _ := unstructured.NestedMap(got.Object, "spec", "scaleConfig"); c["minReplicas"] != int64(5) || c["maxReplicas"] != int64(5) {
 		t.Errorf("scaleConfig %v, want pinned at 5", c)
 	}
+}
+
+// unbind deletes a policy's binding for a moment, so that an object can be
+// stored as an API server without it would store it. The returned rebind
+// creates it again (once; the test's cleanup calls it too).
+func unbind(t *testing.T, binding client.Object) (rebind func()) {
+	t.Helper()
+	ctx := context.Background()
+	if err := cluster.Client.Delete(ctx, binding.DeepCopyObject().(client.Object)); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	rebind = func() {
+		once.Do(func() {
+			if err := cluster.Client.Create(ctx, binding.DeepCopyObject().(client.Object)); err != nil {
+				t.Errorf("bind %s again: %v", binding.GetName(), err)
+			}
+		})
+	}
+	t.Cleanup(rebind)
+	return rebind
 }
