@@ -46,7 +46,6 @@ type env struct {
 // cluster.
 func startApp(t *testing.T) *env {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	webhookPort, metricsPort := freePort(t), freePort(t)
 	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
@@ -66,17 +65,9 @@ func startApp(t *testing.T) *env {
 		ProbeAddr:   "0",
 	})
 	if err != nil {
-		cancel()
 		t.Fatalf("build app: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app stopped with: %v", err)
-		}
-	})
+	framework.RunApp(t, a)
 	e := &env{
 		metricsURL: "https://" + metricsAddr,
 		// The metrics server's certificate is self-signed, as in a cluster

@@ -102,7 +102,6 @@ func scaleplane(t *testing.T) string {
 // configuration that profiles nothing, until the test ends.
 func startApp(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	port := framework.FreePort(t)
 	cfg := &configv1alpha2.Configuration{}
 	cfg.APIVersion, cfg.Kind = configv1alpha2.APIVersion, configv1alpha2.Kind
@@ -121,17 +120,9 @@ func startApp(t *testing.T) {
 		ProbeAddr:   "0",
 	})
 	if err != nil {
-		cancel()
 		t.Fatalf("build app: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app stopped with: %v", err)
-		}
-	})
+	framework.RunApp(t, a)
 }
 
 // TestCompatibilityDocIsTheTable: docs/crd-compatibility.md and

@@ -54,7 +54,6 @@ type env struct {
 // polling and scrape interval.
 func startApp(t *testing.T) *env {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	webhookPort, metricsPort := framework.FreePort(t), framework.FreePort(t)
 	cfg := profile.SampleConfiguration()
 	cfg.Profiles = []v1alpha1.ScaleProfileSpec{deploymentProfile, statefulSetProfile}
@@ -75,17 +74,9 @@ func startApp(t *testing.T) *env {
 		ProbeAddr:   "0",
 	})
 	if err != nil {
-		cancel()
 		t.Fatalf("build app: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app stopped with: %v", err)
-		}
-	})
+	framework.RunApp(t, a)
 	return &env{
 		metricsURL: "https://" + metricsAddr,
 		http:       &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}, //nolint:gosec // self-signed on loopback

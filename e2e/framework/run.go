@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 )
@@ -47,3 +48,30 @@ var beforeStop []func()
 // package stops here: one still watching when kube-apiserver shuts down
 // holds it up past its stop timeout.
 func BeforeStop(f func()) { beforeStop = append(beforeStop, f) }
+
+// Runnable is what RunApp runs: scaleplane's app (cmd/scaleplane/app), or
+// anything else that runs until its context ends.
+type Runnable interface {
+	Run(ctx context.Context) error
+}
+
+// RunApp runs r in the test process until the test ends, then stops it
+// and reports an error it stopped with. The returned stop does the same
+// earlier (once; the test's cleanup calls it too).
+func RunApp(t testing.TB, r Runnable) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("app stopped with: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -83,7 +82,6 @@ func startOwnerApp(t *testing.T, owner string, leaderElection bool) (port int, s
 // (empty: the default).
 func startAppWith(t *testing.T, owner, admission string, leaderElection bool) (port int, stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	port = framework.FreePort(t)
 	cfg := &configv1alpha2.Configuration{}
 	cfg.APIVersion, cfg.Kind = configv1alpha2.APIVersion, configv1alpha2.Kind
@@ -111,22 +109,9 @@ func startAppWith(t *testing.T, owner, admission string, leaderElection bool) (p
 	}
 	a, err := app.New(opts)
 	if err != nil {
-		cancel()
 		t.Fatalf("build app: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("app stopped with: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return port, stop
+	return port, framework.RunApp(t, a)
 }
 
 func buildBinary(t *testing.T) string {

@@ -181,7 +181,6 @@ func metricNames(expr parser.Expr) []string {
 // serves the same registry as the HTTPS one).
 func startApp(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	webhookPort, metricsPort := framework.FreePort(t), framework.FreePort(t)
 	cfg := profile.SampleConfiguration()
 	cfg.Webhook.Host = "127.0.0.1"
@@ -203,17 +202,9 @@ func startApp(t *testing.T) string {
 		Dev:            true,
 	})
 	if err != nil {
-		cancel()
 		t.Fatalf("build app: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app stopped with: %v", err)
-		}
-	})
+	framework.RunApp(t, a)
 	return "http://" + metricsAddr + "/metrics"
 }
 

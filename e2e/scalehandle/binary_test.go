@@ -99,7 +99,6 @@ func TestProfileInitHandleThroughTheBinary(t *testing.T) {
 // configurations go with it.
 func startApp(t *testing.T, configure ...func(*configv1alpha2.Configuration)) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	port := framework.FreePort(t)
 	cfg := &configv1alpha2.Configuration{}
 	cfg.APIVersion, cfg.Kind = configv1alpha2.APIVersion, configv1alpha2.Kind
@@ -122,18 +121,12 @@ func startApp(t *testing.T, configure ...func(*configv1alpha2.Configuration)) {
 		SkipControllerNameValidation: true,
 	})
 	if err != nil {
-		cancel()
 		t.Fatalf("build app: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
+	// Fail-closed webhooks pointing at a stopped app would refuse the next
+	// test's writes: removed after the app stops (cleanups run last first).
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app stopped with: %v", err)
-		}
-		// Fail-closed webhooks pointing at a stopped app would refuse the
-		// next test's writes.
 		_, _ = cluster.Kubectl(context.Background(), "delete", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "--all")
 	})
+	framework.RunApp(t, a)
 }
