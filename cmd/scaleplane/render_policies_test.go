@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // TestRenderPoliciesGolden: `scaleplane render policies` prints, per
@@ -33,29 +29,9 @@ func TestRenderPoliciesGolden(t *testing.T) {
 				t.Errorf("exit %d, want %d\n%s%s", code, tc.code, stdout.String(), stderr.String())
 			}
 			if code == 0 {
-				kinds := map[string]int{}
-				for i, doc := range strings.Split(stdout.String(), "\n---\n") {
-					var tm struct{ Kind string }
-					if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
-						t.Fatalf("document %d: %v", i, err)
-					}
-					var obj any
-					switch tm.Kind {
-					case "MutatingAdmissionPolicy":
-						obj = &admissionregistrationv1.MutatingAdmissionPolicy{}
-					case "MutatingAdmissionPolicyBinding":
-						obj = &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-					case "ValidatingAdmissionPolicy":
-						obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
-					case "ValidatingAdmissionPolicyBinding":
-						obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-					default:
-						t.Fatalf("document %d: unexpected kind %q", i, tm.Kind)
-					}
-					if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-						t.Errorf("document %d (%s) does not decode strictly: %v", i, tm.Kind, err)
-					}
-					kinds[tm.Kind]++
+				kinds := checkManifests(t, stdout.String())
+				if len(kinds) != 4 {
+					t.Errorf("render policies printed kinds %v, want only the four policy kinds", kinds)
 				}
 				if n := kinds["MutatingAdmissionPolicy"]; n == 0 || kinds["MutatingAdmissionPolicyBinding"] != n || kinds["ValidatingAdmissionPolicy"] != n || kinds["ValidatingAdmissionPolicyBinding"] != n {
 					t.Errorf("want one policy and one binding of each kind per profile, got %v", kinds)

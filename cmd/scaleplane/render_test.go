@@ -62,8 +62,10 @@ func TestRenderGolden(t *testing.T) {
 
 // checkManifests decodes every document strictly into its type: a field
 // the API server would not know fails here before it fails a GitOps sync.
-func checkManifests(t *testing.T, stream string) {
+// It returns how many documents of each kind the stream holds.
+func checkManifests(t *testing.T, stream string) map[string]int {
 	t.Helper()
+	kinds := map[string]int{}
 	for i, doc := range strings.Split(stream, "\n---\n") {
 		var tm struct{ Kind string }
 		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
@@ -93,5 +95,7 @@ func checkManifests(t *testing.T, stream string) {
 		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
 			t.Errorf("document %d (%s) does not decode strictly: %v", i, tm.Kind, err)
 		}
+		kinds[tm.Kind]++
 	}
+	return kinds
 }
