@@ -110,7 +110,7 @@ func New(opts Options) (*App, error) {
 		// Workloads are unstructured; caching them keeps webhook and
 		// controller reads off the API server.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache: cacheOptions(),
+		Cache:  cacheOptions(),
 	}
 	if !opts.NoWebhookServer {
 		if mopts.WebhookServer, err = newWebhookServer(opts.Config); err != nil {
