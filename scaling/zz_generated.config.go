@@ -14,14 +14,17 @@ import (
 // +kubebuilder:object:generate=true
 type Config struct {
 	// MinReplicas is the lower bound of the autoscaling range. Left out,
-	// scaleplane pins the range to spec.replicas (M1).
+	// 1, or 0 when maxReplicas is 0 (M2). A workload with replicas and no
+	// scale config at all gets one pinned to spec.replicas (M1).
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
-	// MaxReplicas is the upper bound of the autoscaling range.
+	// MaxReplicas is the upper bound of the autoscaling range. Left out,
+	// the larger of minReplicas and spec.replicas (M2).
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 	// Metrics drive a built-in HorizontalPodAutoscaler, exactly as in an
 	// autoscaling/v2 HPA.
 	Metrics []autoscalingv2.MetricSpec `json:"metrics,omitempty"`
-	// Behavior tunes scaling speed and stabilization, as an HPA's does.
+	// Behavior tunes scaling speed and stabilization, as an HPA's does,
+	// for the built-in HPA and the trigger autoscaler alike.
 	Behavior *autoscalingv2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
 	// Triggers drive the trigger autoscaler; mutually exclusive with
 	// metrics (V6).
@@ -84,7 +87,8 @@ type Fallback struct {
 // Trigger is one signal of the trigger autoscaler.
 // +kubebuilder:object:generate=true
 type Trigger struct {
-	// Name identifies the trigger in events, metrics and explanations.
+	// Name identifies the trigger in events, metrics and explanations;
+	// unique among the triggers.
 	Name string `json:"name"`
 	// Type says how the value compares with the threshold: Value (the
 	// workload's value against the threshold) or AverageValue (a total,
