@@ -82,7 +82,7 @@ func Generate(name string, src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &generator{fset: fset, types: map[string]*ast.StructType{}, imports: map[string]string{}, used: map[string]bool{}}
+	g := &generator{fset: fset, types: map[string]*ast.StructType{}, imports: map[string]string{}, needed: map[string]bool{}, used: map[string]bool{}}
 	for _, imp := range f.Imports {
 		path := strings.Trim(imp.Path.Value, `"`)
 		local := path[strings.LastIndex(path, "/")+1:]
@@ -92,7 +92,7 @@ func Generate(name string, src []byte) ([]byte, error) {
 		g.imports[local] = path
 	}
 	var order []*ast.TypeSpec
-	var typeDocs = map[*ast.TypeSpec]*ast.CommentGroup{}
+	typeDocs := map[*ast.TypeSpec]*ast.CommentGroup{}
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.TYPE {
@@ -128,7 +128,7 @@ func Generate(name string, src []byte) ([]byte, error) {
 		}
 		body.WriteString("}\n")
 	}
-	for k := range typed {
+	for _, k := range slices.Sorted(maps.Keys(typed)) {
 		if !g.used[k] {
 			return nil, fmt.Errorf("%s: no field %s to give a named type", name, k)
 		}
@@ -234,9 +234,6 @@ func (g *generator) typ(key string, e ast.Expr) (string, error) {
 			}
 			if g.imports[pkg.Name] == "k8s.io/apimachinery/pkg/api/resource" && e.Sel.Name == "Quantity" {
 				return "float64", nil
-			}
-			if g.needed == nil {
-				g.needed = map[string]bool{}
 			}
 			g.needed[pkg.Name] = true
 			return pkg.Name + "." + e.Sel.Name, nil
