@@ -166,9 +166,12 @@ func (s *Scaleplane) dispatcherLocked() (*webhooks.Dispatcher, error) {
 
 // Configurations renders the owner's webhook configurations for the kinds
 // set up so far, for operators that ship them as manifests (Options
-// ClientConfig nil).
+// ClientConfig nil). Their entries call the dispatcher's paths
+// (webhooks.DispatchPath), as the scaleplane binary's do; configurations
+// rendered by an older release, which call the per-kind paths, are still
+// served (docs/upgrade.md).
 func (s *Scaleplane) Configurations(clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
-	return webhooks.Configurations(s.Views(), s.webhook, clientConfig)
+	return webhooks.DispatchConfigurations(s.Views(), s.webhook, clientConfig)
 }
 
 // For starts the set-up of one kind: obj is an object of it, typed and
@@ -402,6 +405,7 @@ func (c *configurationSync) Start(ctx context.Context) error {
 		Views:        c.s.Views(),
 		Webhook:      c.s.webhook,
 		ClientConfig: c.s.opts.ClientConfig,
+		Dispatch:     true,
 	}
 	return sync.Start(ctx)
 }

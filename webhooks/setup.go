@@ -9,7 +9,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
@@ -65,9 +64,8 @@ func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 //
 //   - its per-kind paths (MutatePath, ValidatePath, ValidateScalePath),
 //     routed through the dispatcher to the same handlers as its dispatch
-//     paths: the webhook entries of older releases of the binary, and the
-//     configurations the library renders (Configurations), call them
-//     (docs/upgrade.md says when the binary stops serving them);
+//     paths, for entries that still call them (perkind.go: a
+//     compatibility route, removed in a later release, docs/upgrade.md);
 //   - its informer, asked of the cache now, so that the first `kubectl
 //     scale` does not wait for a list.
 //
@@ -88,12 +86,7 @@ func (d *Dispatcher) SetupKind(view *profile.Compiled, opts Options) error {
 		return fmt.Errorf("set up webhooks for %s: this manager's webhook server already serves it; set up each kind once", gvr)
 	}
 	d.activate(view, opts)
-	// A request that is not an API server's AdmissionReview gets an HTTP
-	// error, not an answer (server.go).
-	srv := strictReviews(d.mgr.GetWebhookServer())
-	srv.Register(MutatePath(gvr), &webhook.Admission{Handler: perKindRoute{d, gvr, roleMutate}})
-	srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: perKindRoute{d, gvr, roleValidate}})
-	srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: perKindRoute{d, gvr, roleScale}})
+	d.servePerKindPaths(gvr)
 
 	// Before the manager starts this only records the informer, it does
 	// not wait. A kind whose CRD is not installed yet is not an error:
@@ -102,18 +95,6 @@ func (d *Dispatcher) SetupKind(view *profile.Compiled, opts Options) error {
 		ctrl.Log.WithName("webhooks").Info("parent cache not prepared; the first /scale check reads through the API", "kind", view.GVK().String(), "reason", err.Error())
 	}
 	return nil
-}
-
-// perKindRoute serves one role of one kind at its per-kind path, through
-// the dispatcher: the kind's handlers are the dispatcher's.
-type perKindRoute struct {
-	d    *Dispatcher
-	gvr  schema.GroupVersionResource
-	role string
-}
-
-func (r perKindRoute) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return r.d.handle(ctx, r.gvr, r.role, req)
 }
 
 // registered reports whether srv already has a handler at exactly path
