@@ -69,8 +69,9 @@ type kindHandlers struct {
 }
 
 // newKindHandlers is the one construction of a kind's three handlers,
-// served by the dispatcher (Activate) and at the kind's own paths
-// (SetupKind): /scale reads parents from cached, then live.
+// kept in the dispatcher's map (activate) and served at its dispatch paths
+// and, for a kind set up at start, its per-kind paths: /scale reads
+// parents from cached, then live.
 func newKindHandlers(view *profile.Compiled, cached, live client.Reader, opts Options) *kindHandlers {
 	return &kindHandlers{
 		view:     view,
