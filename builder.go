@@ -86,6 +86,8 @@ type Scaleplane struct {
 	// sources is the one trigger source set of every kind: an autoscaler
 	// belongs to a manager, and so do the triggers admitted for it.
 	autoscaler Autoscaler
+	// dispatcher serves the kinds' webhooks, made with the first kind.
+	dispatcher *webhooks.Dispatcher
 }
 
 // New prepares scaleplane on mgr; call it once per manager.
@@ -141,11 +143,35 @@ func (s *Scaleplane) Views() []*profile.Compiled {
 	return append([]*profile.Compiled(nil), s.views...)
 }
 
+// Dispatcher is the webhooks' dispatcher of the manager, which serves the
+// kinds set up here; an operator that runs ScaleProfiles beside them
+// (controllers/profiles, wired by hand) gives the reconciler this one: a
+// webhook server has one dispatcher.
+func (s *Scaleplane) Dispatcher() (*webhooks.Dispatcher, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dispatcherLocked()
+}
+
+func (s *Scaleplane) dispatcherLocked() (*webhooks.Dispatcher, error) {
+	if s.dispatcher == nil {
+		d, err := webhooks.NewDispatcher(s.mgr, webhooks.Options{OnReview: s.opts.OnReview})
+		if err != nil {
+			return nil, err
+		}
+		s.dispatcher = d
+	}
+	return s.dispatcher, nil
+}
+
 // Configurations renders the owner's webhook configurations for the kinds
 // set up so far, for operators that ship them as manifests (Options
-// ClientConfig nil).
+// ClientConfig nil). Their entries call the dispatcher's paths
+// (webhooks.DispatchPath), as the scaleplane binary's do; configurations
+// rendered by an older release, which call the per-kind paths, are still
+// served (docs/upgrade.md).
 func (s *Scaleplane) Configurations(clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
-	return webhooks.Configurations(s.Views(), s.webhook, clientConfig)
+	return webhooks.DispatchConfigurations(s.Views(), s.webhook, clientConfig)
 }
 
 // For starts the set-up of one kind: obj is an object of it, typed and
@@ -206,10 +232,15 @@ func (b *Builder) Complete() error {
 	if b.autoscaler != nil {
 		sources = b.autoscaler.Sources()
 	}
+	d, err := s.dispatcherLocked()
+	if err != nil {
+		return fmt.Errorf("scaleplane: %w", err)
+	}
 	// Nil sources refuse every trigger at admission, saying that no
 	// trigger autoscaler runs for the kind.
 	err = SetupKind(s.mgr, view, KindSetup{
-		Webhooks:    &webhooks.Options{Sources: sources, OnReview: s.opts.OnReview},
+		Dispatcher:  d,
+		Webhooks:    webhooks.Options{Sources: sources, OnReview: s.opts.OnReview},
 		Controllers: s.opts.Controllers,
 		Autoscaler:  b.autoscaler,
 	})
@@ -222,13 +253,11 @@ func (b *Builder) Complete() error {
 
 // KindSetup says what SetupKind wires for a kind.
 type KindSetup struct {
-	// Webhooks are the options of the kind's webhooks; nil when the
-	// manager serves none.
-	Webhooks *webhooks.Options
-	// Dispatcher, when set, serves the kind's webhooks at the dispatcher's
-	// paths (webhooks.DispatchPath), where the entries of the scaleplane
-	// binary and of ScaleProfiles call, besides the kind's own paths.
+	// Dispatcher serves the kind's webhooks (webhooks.NewDispatcher, one
+	// per manager); nil when the manager serves none.
 	Dispatcher *webhooks.Dispatcher
+	// Webhooks are the options of the kind's webhook handlers.
+	Webhooks webhooks.Options
 	// Controllers tunes the kind's controller.
 	Controllers controllers.Options
 	// Autoscaler, when set, runs the kind's trigger loop.
@@ -239,16 +268,15 @@ type KindSetup struct {
 // webhooks, its controller and, with an autoscaler, its trigger loop.
 // It is the one way a kind set up before the manager starts is wired,
 // shared by For(...).Complete() and the scaleplane binary's configuration
-// file; its controller and trigger loop are built as those of a kind a
-// ScaleProfile activates later (controllers.NewKindRuntime,
-// Autoscaler.StartKind), and its webhook handlers as the dispatcher's.
+// file, and each part goes through the path a ScaleProfile's kind takes
+// while the manager runs: the kind is activated on the dispatcher
+// (webhooks.Dispatcher.SetupKind is Activate plus the kind's per-kind
+// paths), its controller is the one controllers.NewKindRuntime builds,
+// and its trigger loop the one Autoscaler.StartKind builds.
 func SetupKind(mgr manager.Manager, view *profile.Compiled, k KindSetup) error {
-	if k.Webhooks != nil {
-		if err := webhooks.SetupKind(mgr, view, *k.Webhooks); err != nil {
+	if k.Dispatcher != nil {
+		if err := k.Dispatcher.SetupKind(view, k.Webhooks); err != nil {
 			return err
-		}
-		if k.Dispatcher != nil {
-			k.Dispatcher.Activate(view)
 		}
 	}
 	if err := controllers.SetupKind(mgr, view, k.Controllers); err != nil {
@@ -377,6 +405,7 @@ func (c *configurationSync) Start(ctx context.Context) error {
 		Views:        c.s.Views(),
 		Webhook:      c.s.webhook,
 		ClientConfig: c.s.opts.ClientConfig,
+		Dispatch:     true,
 	}
 	return sync.Start(ctx)
 }

@@ -71,7 +71,7 @@ func newHandleReconciler(mgr manager.Manager, opts Options) (*handleReconciler, 
 	if !mgr.GetScheme().Recognizes(scaleHandleGVK) {
 		return nil, errors.New("set up ScaleHandles: the manager's scheme does not know them; add api/v1alpha1.AddToScheme to it")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ScaleHandle{}, handleTargetIndex, indexHandleTarget); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+	if _, err := indexOnce(mgr, &v1alpha1.ScaleHandle{}, handleTargetIndex, indexHandleTarget); err != nil {
 		return nil, fmt.Errorf("index ScaleHandles by target: %w", err)
 	}
 	return &handleReconciler{

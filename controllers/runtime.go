@@ -58,14 +58,40 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 	return k, err
 }
 
-// indexes are the HPA indexes registered per field indexer (one per
+// indexes are the field indexes registered per field indexer (one per
 // manager): IndexField refuses a second registration of a name, and a
-// kind activated again reuses its index.
-var indexes sync.Map // indexKey -> struct{}
+// kind activated again reuses its index. Each entry is locked on its own,
+// so a registration that waits for an informer holds up no other.
+var indexes sync.Map // indexKey -> *indexEntry
 
 type indexKey struct {
 	indexer client.FieldIndexer
 	name    string
+}
+
+type indexEntry struct {
+	mu   sync.Mutex
+	done bool
+}
+
+// indexOnce registers the field index name of obj on mgr's field indexer
+// unless this process registered it there before; first is true for the
+// call that did. A registration that fails is tried again by the next
+// call. The registry, not the text of IndexField's error, is what says an
+// index exists.
+func indexOnce(mgr manager.Manager, obj client.Object, name string, extract client.IndexerFunc) (first bool, err error) {
+	v, _ := indexes.LoadOrStore(indexKey{mgr.GetFieldIndexer(), name}, &indexEntry{})
+	e := v.(*indexEntry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done {
+		return false, nil
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, name, extract); err != nil {
+		return false, err
+	}
+	e.done = true
+	return true, nil
 }
 
 // buildKind builds the controller of v's kind and its watches. live is a
@@ -75,14 +101,12 @@ type indexKey struct {
 func buildKind(mgr manager.Manager, v *profile.Compiled, opts Options, live bool) (*KindRuntime, *kedaWatch, error) {
 	gvk := v.GVK()
 	index := HPATargetIndex(gvk.GroupKind())
-	key := indexKey{mgr.GetFieldIndexer(), index}
-	if _, had := indexes.LoadOrStore(key, struct{}{}); had && !live {
+	first, err := indexOnce(mgr, &autoscalingv2.HorizontalPodAutoscaler{}, index, IndexHPATarget)
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("index HPAs by scale target for %s: %w", gvk.GroupKind(), err)
+	case !first && !live:
 		return nil, nil, fmt.Errorf("set up controller for %s: this manager already has one for the kind; set up each kind once", gvk.GroupKind())
-	} else if !had {
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, index, IndexHPATarget); err != nil {
-			indexes.Delete(key)
-			return nil, nil, fmt.Errorf("index HPAs by scale target for %s: %w", gvk.GroupKind(), err)
-		}
 	}
 	interval := opts.KEDADiscoveryInterval
 	if live {

@@ -1,9 +1,13 @@
 package controllers
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,9 +16,13 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/profile"
 )
 
 // offlineManager is a manager that never reaches an API server: its
@@ -85,5 +93,51 @@ func TestManagerControllerOptions(t *testing.T) {
 	other := offlineManager(t, config.Controller{})
 	if err := SetupKind(other, sampleView(t, "WorkerGroup"), Options{KEDADiscoveryInterval: -1, Owner: "owner-a-other"}); err != nil {
 		t.Errorf("another owner's controller of the same kind: %v", err)
+	}
+}
+
+// refusingIndexer refuses a second registration of an index name, in its
+// own words (not controller-runtime's "indexer conflict").
+type refusingIndexer struct{ names map[string]bool }
+
+func (r *refusingIndexer) IndexField(_ context.Context, _ client.Object, name string, _ client.IndexerFunc) error {
+	if r.names[name] {
+		return fmt.Errorf("index %q exists already", name)
+	}
+	r.names[name] = true
+	return nil
+}
+
+type indexerManager struct {
+	manager.Manager
+	indexer client.FieldIndexer
+}
+
+func (m indexerManager) GetFieldIndexer() client.FieldIndexer { return m.indexer }
+
+// TestScaleHandleKindActivatedAgainReusesItsIndexes: the ScaleHandle kind
+// activated twice on one manager registers its HPA and handle indexes
+// once, whatever words the field indexer refuses a second registration
+// with: the indexes registered are remembered per manager, not recognised
+// in an error's text.
+func TestScaleHandleKindActivatedAgainReusesItsIndexes(t *testing.T) {
+	m := offlineManager(t, config.Controller{})
+	if err := v1alpha1.AddToScheme(m.GetScheme()); err != nil {
+		t.Fatal(err)
+	}
+	idx := &refusingIndexer{names: map[string]bool{}}
+	mgr := indexerManager{Manager: m, indexer: idx}
+	view, err := profile.Compile(profile.ScaleHandleProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := NewKindRuntime(mgr, view, Options{KEDADiscoveryInterval: -1}); err != nil {
+			t.Fatalf("activation %d of ScaleHandles: %v", i+1, err)
+		}
+	}
+	want := map[string]bool{handleTargetIndex: true, HPATargetIndex(view.GVK().GroupKind()): true}
+	if diff := cmp.Diff(want, idx.names); diff != "" {
+		t.Errorf("indexes registered (-want +got):\n%s", diff)
 	}
 }

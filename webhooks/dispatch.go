@@ -42,13 +42,24 @@ func DispatchPath(prefix string, gvr schema.GroupVersionResource) string {
 //
 // Activate and Deactivate may be called at any time, from any goroutine;
 // a review sees the set of kinds as it was when it arrived.
+//
+// The Dispatcher is the one way a kind's webhooks are served: a kind of
+// the configuration file or of the library builder is activated on it
+// before the manager starts (SetupKind), a ScaleProfile's kind while it
+// runs (Activate).
 type Dispatcher struct {
 	opts   Options
 	cached client.Reader
 	live   client.Reader
+	// mgr is the manager whose webhook server serves the dispatcher;
+	// SetupKind registers per-kind paths on it and prepares informers in
+	// its cache. Nil for a dispatcher built without a manager (tests).
+	mgr manager.Manager
 
-	mu    sync.Mutex // serialises writers of kinds
+	mu    sync.Mutex // serialises writers of kinds and perKind
 	kinds atomic.Pointer[map[schema.GroupVersionResource]*kindHandlers]
+	// perKind are the kinds whose per-kind paths are registered (SetupKind).
+	perKind map[schema.GroupVersionResource]bool
 }
 
 // kindHandlers are one kind's handlers.
@@ -58,8 +69,9 @@ type kindHandlers struct {
 }
 
 // newKindHandlers is the one construction of a kind's three handlers,
-// served by the dispatcher (Activate) and at the kind's own paths
-// (SetupKind): /scale reads parents from cached, then live.
+// kept in the dispatcher's map (activate) and served at its dispatch paths
+// and, for a kind set up at start, its per-kind paths: /scale reads
+// parents from cached, then live.
 func newKindHandlers(view *profile.Compiled, cached, live client.Reader, opts Options) *kindHandlers {
 	return &kindHandlers{
 		view:     view,
@@ -81,6 +93,7 @@ func NewDispatcher(mgr manager.Manager, opts Options) (*Dispatcher, error) {
 		return nil, fmt.Errorf("set up the webhook dispatcher: this manager's webhook server has one already")
 	}
 	d := newDispatcher(objects.Reader(mgr.GetCache(), mgr.GetScheme()), mgr.GetAPIReader(), opts)
+	d.mgr = mgr
 	srv := strictReviews(server)
 	srv.Register(DispatchMutatePrefix, &webhook.Admission{Handler: d.role(roleMutate)})
 	srv.Register(DispatchValidatePrefix, &webhook.Admission{Handler: d.role(roleValidate)})
@@ -89,7 +102,7 @@ func NewDispatcher(mgr manager.Manager, opts Options) (*Dispatcher, error) {
 }
 
 func newDispatcher(cached, live client.Reader, opts Options) *Dispatcher {
-	d := &Dispatcher{opts: opts, cached: cached, live: live}
+	d := &Dispatcher{opts: opts, cached: cached, live: live, perKind: map[schema.GroupVersionResource]bool{}}
 	empty := map[schema.GroupVersionResource]*kindHandlers{}
 	d.kinds.Store(&empty)
 	return d
@@ -97,8 +110,12 @@ func newDispatcher(cached, live client.Reader, opts Options) *Dispatcher {
 
 // Activate serves view's kind from now on, replacing the handlers of a
 // profile active for the same resource before (a changed profile).
-func (d *Dispatcher) Activate(view *profile.Compiled) {
-	h := newKindHandlers(view, d.cached, d.live, d.opts)
+func (d *Dispatcher) Activate(view *profile.Compiled) { d.activate(view, d.opts) }
+
+// activate is the one activation of a kind: its handlers, built with opts,
+// replace those of the same resource in the map every path reads.
+func (d *Dispatcher) activate(view *profile.Compiled, opts Options) {
+	h := newKindHandlers(view, d.cached, d.live, opts)
 	d.update(func(m map[schema.GroupVersionResource]*kindHandlers) { m[view.GVR()] = h })
 }
 
@@ -147,17 +164,22 @@ func (d *Dispatcher) role(role string) admission.Handler {
 			}
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("the review is of %q, which the %s webhook does not judge: point the webhook configuration's rules for it at its own path", of, role))
 		}
-		h, ok := (*d.kinds.Load())[gvr]
-		if !ok {
-			return admission.Errored(http.StatusNotFound, fmt.Errorf("scaleplane has no active profile for %s %s; apply a ScaleProfile for it, or wait until its webhook entries are removed (kubectl get scaleprofiles shows why a profile is not active)", gvr.GroupResource(), gvr.Version))
-		}
-		switch role {
-		case roleMutate:
-			return h.mutate.Handle(ctx, req)
-		case roleValidate:
-			return h.validate.Handle(ctx, req)
-		default:
-			return h.scale.Handle(ctx, req)
-		}
+		return d.handle(ctx, gvr, role, req)
 	})
+}
+
+// handle answers req with the handler of role of gvr's active kind.
+func (d *Dispatcher) handle(ctx context.Context, gvr schema.GroupVersionResource, role string, req admission.Request) admission.Response {
+	h, ok := (*d.kinds.Load())[gvr]
+	if !ok {
+		return admission.Errored(http.StatusNotFound, fmt.Errorf("scaleplane has no active profile for %s %s; apply a ScaleProfile for it, or wait until its webhook entries are removed (kubectl get scaleprofiles shows why a profile is not active)", gvr.GroupResource(), gvr.Version))
+	}
+	switch role {
+	case roleMutate:
+		return h.mutate.Handle(ctx, req)
+	case roleValidate:
+		return h.validate.Handle(ctx, req)
+	default:
+		return h.scale.Handle(ctx, req)
+	}
 }

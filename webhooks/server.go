@@ -288,6 +288,11 @@ func (h reviewHandler) misrouted(req *admissionv1.AdmissionRequest) string {
 		gvr = v.view.GVR()
 	case *scaleValidator:
 		gvr, sub = v.view.GVR(), "scale"
+	case perKindRoute:
+		gvr = v.gvr
+		if v.role == roleScale {
+			sub = "scale"
+		}
 	default:
 		return ""
 	}

@@ -29,9 +29,12 @@ type Options struct {
 	OnReview ReviewHook
 }
 
-// Setup registers the mutating, validating and /scale handlers of every
-// view on mgr's webhook server (SetupKind for each). Two views of one
-// resource are an error: their paths would collide.
+// Setup serves the mutating, validating and /scale webhooks of every view
+// on mgr's webhook server: a Dispatcher (NewDispatcher) with each view set
+// up on it (Dispatcher.SetupKind). Two views of one resource are an error:
+// their paths would collide. Call it once per manager; a manager that
+// also runs ScaleProfiles builds its Dispatcher itself and sets its kinds
+// up on it.
 func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 	seen := make(map[schema.GroupVersionResource]bool, len(views))
 	for _, v := range views {
@@ -41,51 +44,55 @@ func Setup(mgr manager.Manager, views []*profile.Compiled, opts Options) error {
 		}
 		seen[gvr] = true
 	}
+	d, err := NewDispatcher(mgr, opts)
+	if err != nil {
+		return err
+	}
 	for _, v := range views {
-		if err := SetupKind(mgr, v, opts); err != nil {
+		if err := d.SetupKind(v, opts); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// SetupKind registers the mutating, validating and /scale handlers of one
-// view on mgr's webhook server, at the paths MutatePath, ValidatePath and
-// ValidateScalePath give; call it once per kind. The handlers are built
-// as the Dispatcher's (one construction); the scaleplane binary serves
-// these per-kind paths only for entries an older release wrote
-// (docs/upgrade.md), the library builder for the configurations it
-// renders. A kind already registered
-// on the server is an error that says so.
+// SetupKind activates view's kind for the manager's life, before the
+// manager starts: a kind of the configuration file or of the library
+// builder. It is Activate, with the kind's own options (a kind without a
+// trigger autoscaler refuses triggers while another admits them), plus two
+// things a kind known at start gets:
 //
-// The /scale handler reads parents from mgr's cache, as mgr's scheme knows
-// the kind (typed when registered there, so the embedding operator's
-// informer serves it; unstructured otherwise; no manager-wide
-// Cache.Unstructured is needed), and falls back to mgr's API reader.
-// SetupKind asks the cache for the kind's informer now, so the first
-// `kubectl scale` does not wait for a list.
-func SetupKind(mgr manager.Manager, v *profile.Compiled, opts Options) error {
-	server := mgr.GetWebhookServer()
-	if server == nil {
-		return fmt.Errorf("set up webhooks: the manager has no webhook server; give it one in manager.Options.WebhookServer")
+//   - its per-kind paths (MutatePath, ValidatePath, ValidateScalePath),
+//     routed through the dispatcher to the same handlers as its dispatch
+//     paths, for entries that still call them (perkind.go: a
+//     compatibility route, removed in a later release, docs/upgrade.md);
+//   - its informer, asked of the cache now, so that the first `kubectl
+//     scale` does not wait for a list.
+//
+// A kind set up twice is an error that says so. The /scale handler reads
+// parents from the manager's cache, as its scheme knows the kind (typed
+// when registered there, so the embedding operator's informer serves it;
+// unstructured otherwise), and falls back to its API reader.
+func (d *Dispatcher) SetupKind(view *profile.Compiled, opts Options) error {
+	if d.mgr == nil {
+		return fmt.Errorf("set up webhooks for %s: the dispatcher has no manager; build it with NewDispatcher", view.GVR())
 	}
-	gvr := v.GVR()
-	if registered(server, MutatePath(gvr)) {
+	gvr := view.GVR()
+	d.mu.Lock()
+	had := d.perKind[gvr]
+	d.perKind[gvr] = true
+	d.mu.Unlock()
+	if had {
 		return fmt.Errorf("set up webhooks for %s: this manager's webhook server already serves it; set up each kind once", gvr)
 	}
-	// A request that is not an API server's AdmissionReview gets an HTTP
-	// error, not an answer (server.go).
-	srv := strictReviews(server)
-	h := newKindHandlers(v, objects.Reader(mgr.GetCache(), mgr.GetScheme()), mgr.GetAPIReader(), opts)
-	srv.Register(MutatePath(gvr), &webhook.Admission{Handler: h.mutate})
-	srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: h.validate})
-	srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: h.scale})
+	d.activate(view, opts)
+	d.servePerKindPaths(gvr)
 
 	// Before the manager starts this only records the informer, it does
 	// not wait. A kind whose CRD is not installed yet is not an error:
 	// the handler's first read starts the informer then.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), objects.Prototype(mgr.GetScheme(), v.GVK())); err != nil {
-		ctrl.Log.WithName("webhooks").Info("parent cache not prepared; the first /scale check reads through the API", "kind", v.GVK().String(), "reason", err.Error())
+	if _, err := d.mgr.GetCache().GetInformer(context.Background(), objects.Prototype(d.mgr.GetScheme(), view.GVK())); err != nil {
+		ctrl.Log.WithName("webhooks").Info("parent cache not prepared; the first /scale check reads through the API", "kind", view.GVK().String(), "reason", err.Error())
 	}
 	return nil
 }

@@ -121,16 +121,88 @@ func errString(err error) string {
 func TestSetupKindOnce(t *testing.T) {
 	views := testViews(t)
 	mgr := newTestManager(t)
+	d, err := NewDispatcher(mgr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range []string{rackedCluster, function} {
-		if err := SetupKind(mgr, views[k], Options{}); err != nil {
+		if err := d.SetupKind(views[k], Options{}); err != nil {
 			t.Fatalf("set up %s: %v", k, err)
 		}
 	}
-	err := SetupKind(mgr, views[function], Options{})
+	err = d.SetupKind(views[function], Options{})
 	if err == nil || !strings.Contains(err.Error(), "already serves it; set up each kind once") {
 		t.Errorf("second set-up of functions: %v, want an error that says it is set up", err)
 	}
 	if !registered(mgr.GetWebhookServer(), ValidateScalePath(views[rackedCluster].GVR())) {
 		t.Error("the /scale handler of rackedclusters is not registered")
+	}
+}
+
+// TestPerKindPathsServeTheDispatchersKinds: a kind set up at start is one
+// activation on the dispatcher; its per-kind paths and its dispatch paths
+// answer alike, each from the kind's own options, and stop answering
+// together when the kind is deactivated.
+func TestPerKindPathsServeTheDispatchersKinds(t *testing.T) {
+	views := testViews(t)
+	mgr := newTestManager(t)
+	d, err := NewDispatcher(mgr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := views[function]
+	gvr := fn.GVR()
+	if err := d.SetupKind(fn, Options{Sources: testSources()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Active(); len(got) != 1 || got[0] != fn {
+		t.Fatalf("active kinds %v, want the kind set up", got)
+	}
+	mux := mgr.GetWebhookServer().WebhookMux()
+	review := func(path string, req admissionv1.AdmissionRequest) (int, admissionv1.AdmissionResponse) {
+		t.Helper()
+		body, _ := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request:  &req,
+		})
+		rec := httptest.NewRecorder()
+		hreq := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)).WithContext(context.Background())
+		hreq.Header.Set("Content-Type", "application/json")
+		mux.ServeHTTP(rec, hreq)
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("%s: HTTP %d, bad review %s: %v", path, rec.Code, rec.Body, err)
+		}
+		out.Response.UID = ""
+		return rec.Code, *out.Response
+	}
+	good := create(fn, makeObj(function, "x").replicas(2)).AdmissionRequest
+	bad := create(fn, makeObj(function, "x").replicas(-3)).AdmissionRequest
+	scale := scaleRequest(fn, "x", 1, -1, "1").AdmissionRequest
+	type pair struct {
+		perKind, dispatch string
+		req               admissionv1.AdmissionRequest
+	}
+	pairs := []pair{
+		{MutatePath(gvr), DispatchPath(DispatchMutatePrefix, gvr), good},
+		{ValidatePath(gvr), DispatchPath(DispatchValidatePrefix, gvr), bad},
+		{ValidateScalePath(gvr), DispatchPath(DispatchValidateScalePrefix, gvr), scale},
+	}
+	for _, p := range pairs {
+		_, perKind := review(p.perKind, p.req)
+		_, dispatch := review(p.dispatch, p.req)
+		if diff := cmp.Diff(dispatch, perKind); diff != "" {
+			t.Errorf("%s against %s (-dispatch +per-kind):\n%s", p.perKind, p.dispatch, diff)
+		}
+	}
+	// A per-kind path judges only its own resource, as before.
+	if code, resp := review(ValidateScalePath(gvr), good); code != http.StatusBadRequest || resp.Allowed {
+		t.Errorf("main resource at the per-kind /scale path: HTTP %d, %+v; want a 400", code, resp.Result)
+	}
+	d.Deactivate(gvr)
+	for _, p := range pairs {
+		if _, resp := review(p.perKind, p.req); resp.Allowed || resp.Result.Code != http.StatusNotFound {
+			t.Errorf("%s after deactivation: %+v, want the dispatcher's 404 refusal", p.perKind, resp.Result)
+		}
 	}
 }

@@ -333,6 +333,10 @@ type ConfigurationSync struct {
 	// ClientConfig, when set, gives the clientConfig of a new entry in a
 	// configuration that has none to copy (see SyncConfigurationsWith).
 	ClientConfig func(path string) admissionregistrationv1.WebhookClientConfig
+	// Dispatch makes the entries call the dispatcher's paths
+	// (SyncDispatchConfigurations), where the kinds of a Dispatcher are
+	// served; false, the per-kind paths (SyncConfigurationsWith).
+	Dispatch bool
 	// Timeout bounds the retries; when it passes, Start returns the last
 	// error and the manager stops, so a misconfigured installation is seen
 	// at once rather than serving with stale rules. Default 2 minutes.
@@ -366,7 +370,11 @@ func (s *ConfigurationSync) Start(ctx context.Context) error {
 	var last error
 	err := wait.ExponentialBackoffWithContext(retryCtx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second},
 		func(ctx context.Context) (bool, error) {
-			last = SyncConfigurationsWith(ctrl.LoggerInto(ctx, log), s.Client, s.Views, s.Webhook, s.ClientConfig)
+			sync := SyncConfigurationsWith
+			if s.Dispatch {
+				sync = SyncDispatchConfigurations
+			}
+			last = sync(ctrl.LoggerInto(ctx, log), s.Client, s.Views, s.Webhook, s.ClientConfig)
 			if errors.Is(last, errNotOwned) {
 				// Another owner's configuration stays another's: waiting
 				// cannot change that.

@@ -167,7 +167,7 @@ func New(opts Options) (*App, error) {
 		if err != nil {
 			return nil, err
 		}
-		kind.Webhooks, kind.Dispatcher, dispatcher = &wopts, d, d
+		kind.Webhooks, kind.Dispatcher, dispatcher = wopts, d, d
 	}
 	// The autoscaler's manager-wide part; its kinds are wired below.
 	as, err := setupAutoscaler(mgr, opts, nil, pipe)
@@ -176,11 +176,11 @@ func New(opts Options) (*App, error) {
 	}
 	kind.Autoscaler = as
 	// The configuration file's kinds are wired as the library builder
-	// wires an embedder's (scaleplane.SetupKind): the dispatcher serves
-	// their webhooks as it serves ScaleProfiles' kinds, and their
-	// per-kind paths stay served only for entries an older release wrote
-	// (docs/upgrade.md); their controllers and trigger loops are built as
-	// a ScaleProfile's kind's are.
+	// wires an embedder's (scaleplane.SetupKind): each is activated on the
+	// dispatcher that serves ScaleProfiles' kinds, and its per-kind paths,
+	// routed through it, stay served only for entries an older release
+	// wrote (docs/upgrade.md); their controllers and trigger loops are
+	// built as a ScaleProfile's kind's are.
 	for _, v := range views {
 		if err := scaleplane.SetupKind(mgr, v, kind); err != nil {
 			return nil, fmt.Errorf("set up %s: %w", v.GVK().Kind, err)

@@ -1,0 +1,42 @@
+package webhooks
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// The per-kind paths (MutatePath, ValidatePath, ValidateScalePath) are a
+// compatibility route: entries written by older releases of the binary,
+// and configurations an embedder rendered with an older library
+// (Scaleplane.Configurations), call them. Every entry written now calls
+// the dispatcher's paths, and the start-up sync rewrites an old entry's
+// path on the first start of this release. docs/upgrade.md ("Per-kind
+// webhook paths") says which release removes this file, with
+// Configurations' and SyncConfigurations' per-kind rendering.
+
+// servePerKindPaths registers gvr's per-kind paths on the dispatcher's
+// webhook server, routed through the dispatcher: they answer with the
+// handlers of the kind active now, exactly as its dispatch paths do.
+func (d *Dispatcher) servePerKindPaths(gvr schema.GroupVersionResource) {
+	// A request that is not an API server's AdmissionReview gets an HTTP
+	// error, not an answer (server.go).
+	srv := strictReviews(d.mgr.GetWebhookServer())
+	srv.Register(MutatePath(gvr), &webhook.Admission{Handler: perKindRoute{d, gvr, roleMutate}})
+	srv.Register(ValidatePath(gvr), &webhook.Admission{Handler: perKindRoute{d, gvr, roleValidate}})
+	srv.Register(ValidateScalePath(gvr), &webhook.Admission{Handler: perKindRoute{d, gvr, roleScale}})
+}
+
+// perKindRoute serves one role of one kind at its per-kind path. It
+// judges only its own resource (reviewHandler.misrouted).
+type perKindRoute struct {
+	d    *Dispatcher
+	gvr  schema.GroupVersionResource
+	role string
+}
+
+func (r perKindRoute) Handle(ctx context.Context, req admission.Request) admission.Response {
+	return r.d.handle(ctx, r.gvr, r.role, req)
+}
