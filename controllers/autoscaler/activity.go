@@ -87,7 +87,7 @@ func (a *Autoscaler) serveActivity(w http.ResponseWriter, r *http.Request) {
 	// finds it.
 	var durable error
 	if e.activity != nil {
-		durable = e.activity.record(r.Context(), k, u, now)
+		durable = e.activity.Record(r.Context(), k.scalingKey(nn), u, now)
 	}
 	if !leader {
 		if durable != nil {

@@ -21,6 +21,7 @@ import (
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -110,7 +111,6 @@ func (o *Options) defaults() {
 	if o.Namespace == "" {
 		o.Namespace = "scaleplane-system"
 	}
-	o.ScalingWrites.defaults()
 }
 
 // Autoscaler is the trigger autoscaler of every profiled kind. Build it
@@ -146,9 +146,9 @@ type env struct {
 	// foreign is nil in unit tests that run without a manager.
 	foreign *foreignFinder
 	// scalings writes Scaling objects; nil in unit tests without one.
-	scalings *scalingWriter
+	scalings *scalings.Writer
 	// activity records POST /activity/... in Scalings; nil in unit tests.
-	activity *activityWriter
+	activity *scalings.ActivityWriter
 	// api reads past the cache and elected is closed once this replica
 	// leads (both nil in unit tests: activity is then recorded in memory
 	// only, as on a leader).

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -63,9 +64,8 @@ func scalingWithActivity(key types.NamespacedName, gvk schema.GroupVersionKind, 
 // servedScalings is an env whose cache is w and whose Scalings are served.
 func servedScalings(w *world) *env {
 	e := w.env()
-	e.scalings = newScalingWriter(e.writer, ScalingWrites{}, time.Now)
-	e.scalings.served.Store(true)
-	e.scalings.known.Store(true)
+	e.scalings = scalings.NewWriter(e.writer, ScalingWrites{}, time.Now)
+	e.scalings.MarkServed()
 	return e
 }
 
@@ -79,7 +79,7 @@ func TestScalingsOfTwoGroupsApart(t *testing.T) {
 	if ka.scalingKey(nn) == kb.scalingKey(nn) {
 		t.Fatalf("both kinds keep their Scaling at %s", ka.scalingKey(nn))
 	}
-	sa, sb := scalingObject(withName(ka.newObject(), nn), "scaleplane-system"), scalingObject(withName(kb.newObject(), nn), "scaleplane-system")
+	sa, sb := scalings.Object(withName(ka.newObject(), nn), "scaleplane-system"), scalings.Object(withName(kb.newObject(), nn), "scaleplane-system")
 	if sa.GetName() == sb.GetName() || cmp.Equal(sa.GetLabels(), sb.GetLabels()) {
 		t.Errorf("the two Scalings share a name or labels: %s %v and %s %v", sa.GetName(), sa.GetLabels(), sb.GetName(), sb.GetLabels())
 	}
@@ -120,7 +120,7 @@ func TestScalingOfA253CharacterName(t *testing.T) {
 		if len(u.GetName()) != 253 {
 			t.Fatalf("name of %d characters", len(u.GetName()))
 		}
-		s := scalingObject(u, "scaleplane-system")
+		s := scalings.Object(u, "scaleplane-system")
 		if errs := validation.IsDNS1123Subdomain(s.GetName()); len(errs) > 0 {
 			t.Errorf("Scaling name %q: %v", s.GetName(), errs)
 		}
@@ -139,7 +139,7 @@ func TestScalingOfA253CharacterName(t *testing.T) {
 		t.Errorf("two names apart at their end share a Scaling name %v or label %v", names, labels)
 	}
 	// A group too long for a label is cut and hashed as well.
-	if v := labelValue(strings.Repeat("g", 70) + ".example.com"); len(validation.IsValidLabelValue(v)) > 0 {
+	if v := scalings.LabelValue(strings.Repeat("g", 70) + ".example.com"); len(validation.IsValidLabelValue(v)) > 0 {
 		t.Errorf("group label %q invalid", v)
 	}
 }
@@ -222,7 +222,7 @@ func TestFutureActivityRefused(t *testing.T) {
 				t.Errorf("restored History.LastActive %v, want it refused", h.LastActive)
 			}
 			// Within the allowance, a time ahead is taken as now.
-			if got, ok := activityTime(now.Add(MaxActivitySkew/2), now); !ok || !got.Equal(now) {
+			if got, ok := scalings.ActivityTime(now.Add(MaxActivitySkew/2), now); !ok || !got.Equal(now) {
 				t.Errorf("activity within the allowance: %v %v, want %v", got, ok, now)
 			}
 		})
@@ -231,9 +231,9 @@ func TestFutureActivityRefused(t *testing.T) {
 			base := serveBehindMetricsServer(t, a)
 			key := types.NamespacedName{Namespace: "shop", Name: ScalingName("cart", schema.GroupKind{Group: profile.SampleGroup, Kind: "RackedCluster"})}
 			c, patches := scalingStore(t, key, &future)
-			aw := newActivityWriter(c, c, "scaleplane-system")
-			aw.after = func(time.Duration, func()) {}
-			aw.now = func() time.Time { return now }
+			aw := scalings.NewActivityWriter(c, c, "scaleplane-system")
+			aw.After = func(time.Duration, func()) {}
+			aw.Now = func() time.Time { return now }
 			a.env.Store(&env{cache: objects{{Namespace: "shop", Name: "cart"}: true}, activity: aw, elected: make(chan struct{})})
 			if got := do(t, http.MethodPost, base+"/activity/shop/rackedclusters/cart", "ok").Status; got != http.StatusAccepted {
 				t.Fatalf("POST: %d, want 202", got)
@@ -242,27 +242,6 @@ func TestFutureActivityRefused(t *testing.T) {
 				t.Errorf("after POST: stored %v with %d patches, want %v written", got, *patches, now)
 			}
 		})
-	}
-}
-
-// A Scaling deleted while the writer keeps its workload is written again
-// at once, object and status, though nothing about the workload changed.
-func TestDeletedScalingWrittenAgain(t *testing.T) {
-	c, objects, statuses := countingClient(t)
-	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	w := newScalingWriter(c, ScalingWrites{}, func() time.Time { return t0 })
-	w.served.Store(true)
-	obj := scalingObject(workloadObject(0), "scaleplane-system")
-	w.offer(obj, statusWith(3, "30"), t0)
-	w.flush(context.Background(), t0)
-	w.flush(context.Background(), t0)
-	if objects.Load() != 1 || statuses.Load() != 1 {
-		t.Fatalf("writes before the delete: %d objects, %d statuses; want 1 and 1", objects.Load(), statuses.Load())
-	}
-	w.gone(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
-	w.flush(context.Background(), t0)
-	if objects.Load() != 2 || statuses.Load() != 2 {
-		t.Errorf("writes after the delete: %d objects, %d statuses; want 2 and 2", objects.Load(), statuses.Load())
 	}
 }
 
@@ -363,42 +342,6 @@ func TestLegacyScalingReadUntilRenamed(t *testing.T) {
 	}
 	if got := stB.lastActivity(); !got.IsZero() {
 		t.Errorf("the other group's kind restored %v from a Scaling not its own", got)
-	}
-}
-
-// A delete seen while a status write of the Scaling is in flight (the
-// write succeeded just before the delete) still has the Scaling written
-// again: the write's success does not mark it as existing.
-func TestScalingDeletedDuringAWriteWrittenAgain(t *testing.T) {
-	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	var w *scalingWriter
-	var objects, statuses int
-	var deleteDuring bool
-	obj := scalingObject(workloadObject(0), "scaleplane-system")
-	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
-		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-			objects++
-			return nil
-		},
-		SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
-			statuses++
-			if deleteDuring {
-				deleteDuring = false
-				w.gone(key)
-			}
-			return nil
-		},
-	}).Build()
-	w = newScalingWriter(c, ScalingWrites{}, func() time.Time { return t0 })
-	w.served.Store(true)
-	w.offer(obj, statusWith(3, "30"), t0)
-	w.flush(context.Background(), t0)
-	deleteDuring = true
-	w.offer(obj, statusWith(4, "40"), t0)
-	w.flush(context.Background(), t0)
-	if objects != 2 || statuses != 3 {
-		t.Errorf("writes: %d objects, %d statuses; want 2 and 3 (the Scaling written again after the delete)", objects, statuses)
 	}
 }
 

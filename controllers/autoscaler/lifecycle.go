@@ -115,7 +115,7 @@ func (k *kindLoop) forget(ctx context.Context, nn types.NamespacedName) {
 	k.mu.Unlock()
 	if e := k.a.env.Load(); e != nil && e.scalings != nil {
 		// Namespaced workloads' Scalings go with them (owner reference).
-		e.scalings.forget(ctx, k.scalingKey(nn), nn.Namespace == "" && e.scalings.served.Load())
+		e.scalings.Forget(ctx, k.scalingKey(nn), nn.Namespace == "" && e.scalings.Served())
 	}
 	if st == nil {
 		return

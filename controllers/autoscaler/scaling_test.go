@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -117,9 +118,9 @@ func TestScalingFingerprints(t *testing.T) {
 	a := build(t0, 3.1, []scaling.Recommendation{{Replicas: 3, Time: t0}}, nil)
 	b := build(t0.Add(15*time.Second), 2.9, []scaling.Recommendation{{Replicas: 3, Time: t0}, {Replicas: 3, Time: t0.Add(15 * time.Second)}}, &a)
 	c := build(t0.Add(30*time.Second), 2.9, []scaling.Recommendation{{Replicas: 3, Time: t0}, {Replicas: 4, Time: t0.Add(30 * time.Second)}}, &b)
-	sa, fa := scalingFingerprints(a)
-	sb, fb := scalingFingerprints(b)
-	sc, _ := scalingFingerprints(c)
+	sa, fa := scalings.Fingerprints(a)
+	sb, fb := scalings.Fingerprints(b)
+	sc, _ := scalings.Fingerprints(c)
 	if sa != sb {
 		t.Errorf("a new trigger value and a longer run of one recommendation changed the significant fingerprint")
 	}
@@ -134,7 +135,7 @@ func TestScalingFingerprints(t *testing.T) {
 	failing := func(n int32, fallback bool) string {
 		st := a.DeepCopy()
 		st.Triggers[0].Value, st.Triggers[0].Health, st.Triggers[0].Failures, st.Triggers[0].Fallback = "", "Failing", n, fallback
-		sig, _ := scalingFingerprints(*st)
+		sig, _ := scalings.Fingerprints(*st)
 		return sig
 	}
 	if failing(1, false) != failing(2, false) {

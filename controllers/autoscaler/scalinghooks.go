@@ -20,6 +20,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 )
 
 // How the kind loops use Scalings: a workload's Scaling is read (from the
@@ -40,7 +41,7 @@ func (k *kindLoop) scalingKey(nn types.NamespacedName) types.NamespacedName {
 // readScaling returns the workload's Scaling from the cache, nil when there
 // is none or Scalings are not served.
 func (k *kindLoop) readScaling(ctx context.Context, e *env, nn types.NamespacedName) *v1alpha1.Scaling {
-	if e == nil || e.cache == nil || e.scalings == nil || !e.scalings.served.Load() {
+	if e == nil || e.cache == nil || e.scalings == nil || !e.scalings.Served() {
 		return nil
 	}
 	u := &unstructured.Unstructured{}
@@ -48,7 +49,7 @@ func (k *kindLoop) readScaling(ctx context.Context, e *env, nn types.NamespacedN
 	if err := e.cache.Get(ctx, k.scalingKey(nn), u); err != nil {
 		// Not renamed yet (migrateScalings): the Scaling of the name
 		// without the group, if it is this workload's.
-		legacy := types.NamespacedName{Namespace: k.scalingKey(nn).Namespace, Name: legacyScalingName(nn.Name, k.kind)}
+		legacy := types.NamespacedName{Namespace: k.scalingKey(nn).Namespace, Name: scalings.LegacyName(nn.Name, k.kind)}
 		if e.cache.Get(ctx, legacy, u) != nil || !targets(u, k.view.GVK().GroupKind(), nn.Name) {
 			return nil
 		}
@@ -76,7 +77,7 @@ func (k *kindLoop) syncScaling(ctx context.Context, e *env, st *workload) {
 		// A time in the future (another replica's clock, or a hand-edited
 		// status) is not activity: it would keep the workload awake for
 		// good.
-		if at, ok := activityTime(t.Time, k.a.opts.Now()); ok {
+		if at, ok := scalings.ActivityTime(t.Time, k.a.opts.Now()); ok {
 			st.recordActivity(at)
 		}
 	}
@@ -129,7 +130,7 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 		status.LastActivity = microOrNil(t)
 	}
 	st.scalingPrev = &status
-	e.scalings.offer(scalingObject(u, k.a.opts.Namespace), status, in.Now)
+	e.scalings.Offer(scalings.Object(u, k.a.opts.Namespace), status, in.Now)
 }
 
 // noteChange keeps a decision that changed, or tried to change, the count
@@ -173,7 +174,7 @@ func (s scalingWatch) Start(ctx context.Context) error {
 		wait := time.Second
 		if meta.IsNoMatchError(err) {
 			// Known not served: the loops run without Scalings.
-			e.scalings.known.Store(true)
+			e.scalings.MarkKnown()
 			wait = s.every
 			if !warned {
 				log.Error(err, "scalings.scaleplane.io is not served: install scaleplane's CRDs (config/crd); until then no Scaling is written and activity reaches only the replica that receives it")
@@ -216,7 +217,7 @@ func (s scalingWatch) Start(ctx context.Context) error {
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				// A Scaling deleted while its workload lives is written
 				// again at once.
-				e.scalings.gone(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+				e.scalings.Gone(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
 				s.a.wakeFromScaling(u)
 			}
 		},
@@ -225,11 +226,10 @@ func (s scalingWatch) Start(ctx context.Context) error {
 	}
 	// Only the Scalings' informer: a workload kind not served yet must
 	// not hold the rename (nor the loops) back.
-	if toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) && e.scalings.c != nil {
-		migrateScalings(ctx, s.cache, e.scalings.c)
+	if toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) && e.scalings.Client() != nil {
+		migrateScalings(ctx, s.cache, e.scalings.Client())
 	}
-	e.scalings.served.Store(true)
-	e.scalings.known.Store(true)
+	e.scalings.MarkServed()
 	<-ctx.Done()
 	return nil
 }
@@ -284,13 +284,13 @@ func renamedScaling(old *unstructured.Unstructured) (*unstructured.Unstructured,
 		return nil, false
 	}
 	gk := schema.GroupKind{Group: gv.Group, Kind: kind}
-	if old.GetName() != legacyScalingName(name, kind) || old.GetName() == ScalingName(name, gk) {
+	if old.GetName() != scalings.LegacyName(name, kind) || old.GetName() == ScalingName(name, gk) {
 		return nil, false
 	}
 	w := &unstructured.Unstructured{}
 	w.SetGroupVersionKind(gv.WithKind(kind))
 	w.SetName(name)
-	next := scalingObject(w, old.GetNamespace())
+	next := scalings.Object(w, old.GetNamespace())
 	next.SetNamespace(old.GetNamespace())
 	next.SetOwnerReferences(old.GetOwnerReferences())
 	return next, true
@@ -350,7 +350,7 @@ func (a *Autoscaler) wakeFromScaling(s *unstructured.Unstructured) {
 		}
 		ns := s.GetNamespace()
 		if len(s.GetOwnerReferences()) == 0 && ns == a.opts.Namespace {
-			// A cluster-scoped workload's Scaling (scalingObject).
+			// A cluster-scoped workload's Scaling (scalings.Object).
 			ns = ""
 		}
 		nn := types.NamespacedName{Namespace: ns, Name: name}

@@ -1,86 +1,26 @@
 package autoscaler
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // The Scaling object's status, built from the autoscaler's memory of one
 // workload: pure functions, values in and values out. scalings.go writes
 // what they build.
-
-// ScalingName is the name of a workload's Scaling:
-// <workload>-<kind lower>.<group>, so that two kinds of one name in two
-// API groups never share one. A name over 253 characters keeps the start
-// of the workload's name and a hash of the whole (the suffix drops the
-// group, which the hash holds, when it alone is long); spec.targetRef
-// names the workload in full.
-func ScalingName(workload string, gk schema.GroupKind) string {
-	suffix := "-" + strings.ToLower(gk.Kind)
-	if gk.Group != "" {
-		suffix += "." + gk.Group
-	}
-	name := workload + suffix
-	if len(name) <= validation.DNS1123SubdomainMaxLength {
-		return name
-	}
-	hash := shortHash(gk.Group + "/" + gk.Kind + "/" + workload)
-	if len(suffix) > maxScalingSuffix {
-		suffix = "-" + strings.ToLower(gk.Kind)
-	}
-	keep := min(len(workload), validation.DNS1123SubdomainMaxLength-len(suffix)-len(hash)-1)
-	return strings.TrimRight(workload[:keep], "-.") + "-" + hash + suffix
-}
-
-// maxScalingSuffix is the longest "-<kind>.<group>" a long workload name's
-// Scaling keeps, so that enough of the workload's name is left to read.
-const maxScalingSuffix = 120
-
-// legacyScalingName is the name Scalings had before the group was part of
-// it (<workload>-<kind lower>); migrateScalings renames them.
-func legacyScalingName(workload, kind string) string {
-	return workload + "-" + strings.ToLower(kind)
-}
-
-// labelValue is s when it is a valid label value, otherwise its start and
-// a hash of the whole, within 63 characters: labels select, and the full
-// value lives in the object (spec.targetRef).
-func labelValue(s string) string {
-	if len(validation.IsValidLabelValue(s)) == 0 {
-		return s
-	}
-	hash := shortHash(s)
-	keep := min(len(s), validation.LabelValueMaxLength-len(hash)-1)
-	head := strings.TrimRight(s[:keep], "-._")
-	if head == "" || len(validation.IsValidLabelValue(head)) > 0 {
-		return hash
-	}
-	return head + "-" + hash
-}
-
-// shortHash is the first 10 hex digits of s's SHA-256.
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:10]
-}
 
 // maxScalingDecisions bounds status.decisions.
 const maxScalingDecisions = 10
@@ -362,8 +302,8 @@ func historyFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time
 		h.ScaleDownEvents = append(h.ScaleDownEvents, scaling.ScaleEvent{Change: e.Change, Time: e.Time.Time, Outdated: e.Outdated})
 	}
 	h.LastActive = microTime(s.LastActive)
-	if _, ok := activityTime(h.LastActive, now); !ok {
-		h.LastActive = time.Time{} // in the future: not activity (activityTime)
+	if _, ok := scalings.ActivityTime(h.LastActive, now); !ok {
+		h.LastActive = time.Time{} // in the future: not activity (scalings.ActivityTime)
 	}
 	h.AwakeSince = microTime(s.AwakeSince)
 	h.LastScaleTime = microTime(s.LastScaleTime)
@@ -385,40 +325,6 @@ func historyFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time
 		}
 	}
 	return h
-}
-
-// scalingFingerprints are two keys of a status: full changes with
-// anything; significant ignores the soft values (trigger values, the
-// newest recommendation's time, LastActive), so that a workload whose
-// count and conditions hold is written once per refresh interval, not on
-// every tick.
-func scalingFingerprints(s v1alpha1.ScalingStatus) (significant, full string) {
-	full = fingerprint(s)
-	soft := s.DeepCopy()
-	for i := range soft.Triggers {
-		// A failing trigger's count grows on every tick; its health and
-		// fallback, which change what happens, stay significant.
-		soft.Triggers[i].Value, soft.Triggers[i].Failures = "", 0
-	}
-	if h := soft.History; h != nil {
-		h.LastActive = nil
-		h.Failures = nil
-		if n := len(h.Recommendations); n > 0 {
-			h.Recommendations[n-1].Time = metav1.MicroTime{}
-		}
-	}
-	return fingerprint(*soft), full
-}
-
-func fingerprint(s v1alpha1.ScalingStatus) string {
-	// Condition transition times change only with a condition, which
-	// changes the rest of it too.
-	s = *s.DeepCopy()
-	for i := range s.Conditions {
-		s.Conditions[i].LastTransitionTime = metav1.Time{}
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

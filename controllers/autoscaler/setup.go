@@ -12,6 +12,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	internalobjects "github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
@@ -67,9 +68,9 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 	// Workloads are read as the manager's scheme knows them: typed kinds
 	// from the typed informer the embedding operator shares.
 	cached := internalobjects.Reader(mgr.GetCache(), mgr.GetScheme())
-	writer := newScalingWriter(mgr.GetClient(), a.opts.ScalingWrites, a.opts.Now)
-	aw := newActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace)
-	aw.now = a.opts.Now
+	writer := scalings.NewWriter(mgr.GetClient(), a.opts.ScalingWrites, a.opts.Now)
+	aw := scalings.NewActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace)
+	aw.Now = a.opts.Now
 	a.env.Store(&env{
 		cache:    cached,
 		writer:   mgr.GetClient(),

@@ -49,7 +49,7 @@ func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		k.forget(ctx, req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	if e.scalings != nil && !e.scalings.known.Load() {
+	if e.scalings != nil && !e.scalings.Known() {
 		// A new leader restores History from the Scaling before deciding.
 		return reconcile.Result{RequeueAfter: 250 * time.Millisecond}, nil
 	}

@@ -1,0 +1,15 @@
+// Package scalings writes the autoscaler's Scaling objects (api/v1alpha1)
+// and names them. Writer is the leader's writer: it takes the newest
+// status of every workload (Offer) and applies it only when it changed,
+// within a bucket per workload, one per namespace (the tenant's share) and
+// one for the process. ActivityWriter records the activity signal in a
+// Scaling's status.lastActivity from any replica. Name, LegacyName and
+// Object say where a workload's Scaling lives and what it holds besides
+// its status; Fingerprints tell two statuses apart.
+//
+// The package is the Scaling writer of package autoscaler, which builds
+// the statuses and calls it; it knows no workload kind, loop or endpoint.
+// It must not decide anything (the status it is given is written as it
+// is), write any object but Scalings, or call the API server while holding
+// its lock.
+package scalings

@@ -1,0 +1,32 @@
+package autoscaler
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
+)
+
+// The names this package's users know from before its Scaling writer was
+// a package of its own (internal/scalings); doc.go draws the seams.
+
+// ScalingGVK is the Scaling kind.
+var ScalingGVK = scalings.GVK
+
+// ScalingWrites bounds the Scaling writes. Zero values take the defaults.
+type ScalingWrites = scalings.Writes
+
+// ScalingName is the name of a workload's Scaling:
+// <workload>-<kind lower>.<group>, so that two kinds of one name in two
+// API groups never share one (scalings.Name).
+func ScalingName(workload string, gk schema.GroupKind) string { return scalings.Name(workload, gk) }
+
+// ActivityWriteQPS and ActivityWriteBurst bound one replica's writes of
+// activity to Scalings.
+const (
+	ActivityWriteQPS   = scalings.ActivityWriteQPS
+	ActivityWriteBurst = scalings.ActivityWriteBurst
+)
+
+// MaxActivitySkew is how far in the future an activity time may lie: a
+// later one is refused (scalings.ActivityTime).
+const MaxActivitySkew = scalings.MaxActivitySkew
