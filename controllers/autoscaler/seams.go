@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
+	"github.com/scaleplane/scaleplane/promql"
 )
 
 // The names this package's users know from before its Scaling writer was
@@ -30,3 +31,11 @@ const (
 // MaxActivitySkew is how far in the future an activity time may lie: a
 // later one is refused (scalings.ActivityTime).
 const MaxActivitySkew = scalings.MaxActivitySkew
+
+// ScrapeWorkload is the package's ScrapeWorkload, as a method: the
+// external scaler asks it of the autoscaler it runs beside
+// (externalscaler.Targets), so that it scrapes and labels a ScaledObject's
+// target as the autoscaler does its own workloads.
+func (a *Autoscaler) ScrapeWorkload(kind string, podLabels map[string]string, namespace, name string) promql.Workload {
+	return ScrapeWorkload(kind, podLabels, namespace, name)
+}
