@@ -24,6 +24,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -217,7 +218,7 @@ func TestFutureActivityRefused(t *testing.T) {
 			if got := st.lastActivity(); !got.IsZero() {
 				t.Errorf("restored lastActivity %v, want it refused", got)
 			}
-			h := historyFromStatus(&v1alpha1.ScalingHistory{LastActive: microOrNil(future)}, false, now)
+			h := status.HistoryFromStatus(&v1alpha1.ScalingHistory{LastActive: status.MicroOrNil(future)}, false, now)
 			if !h.LastActive.IsZero() {
 				t.Errorf("restored History.LastActive %v, want it refused", h.LastActive)
 			}

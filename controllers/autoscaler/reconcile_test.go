@@ -23,6 +23,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -268,7 +269,7 @@ func TestScalingNamesTheForeignAutoscaler(t *testing.T) {
 			}
 			x := st.explain(k)
 			w, _ := k.view.Read(tc.obj)
-			status := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "cart", Workload: w, Layout: k.view.Layout(),
+			status := status.Build(status.Input{Kind: "RackedCluster", Name: "cart", Workload: w, Layout: k.view.Layout(),
 				State: x.State, Message: x.Message, History: &scaling.History{}, Now: now})
 			active := meta.FindStatusCondition(status.Conditions, v1alpha1.ScalingActive)
 			got := row{x.State, status.Mode, string(active.Status) + "/" + active.Reason, active.Message}
@@ -284,7 +285,7 @@ func TestScalingNamesTheForeignAutoscaler(t *testing.T) {
 func TestScalingWithoutConfigShowsItsPin(t *testing.T) {
 	v := viewOf(t, "RackedCluster")
 	three := int32(3)
-	st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: scaling.Workload{Replicas: &three}, Layout: v.Layout(),
+	st := status.Build(status.Input{Kind: "RackedCluster", Name: "db", Workload: scaling.Workload{Replicas: &three}, Layout: v.Layout(),
 		State: StateNotManaged, History: &scaling.History{}, Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)})
 	got := []string{string(st.Mode), fmt.Sprint(deref(st.MinReplicas)), fmt.Sprint(deref(st.MaxReplicas))}
 	if diff := cmp.Diff([]string{"pinned", "3", "3"}, got); diff != "" {

@@ -21,6 +21,7 @@ import (
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 )
 
 // How the kind loops use Scalings: a workload's Scaling is read (from the
@@ -93,7 +94,7 @@ func (k *kindLoop) syncScaling(ctx context.Context, e *env, st *workload) {
 		for _, t := range prev.Triggers {
 			active = active || t.Active
 		}
-		st.history = historyFromStatus(prev.History, active, k.a.opts.Now())
+		st.history = status.HistoryFromStatus(prev.History, active, k.a.opts.Now())
 	}
 }
 
@@ -105,7 +106,7 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 	}
 	w, _ := k.view.Read(u)
 	st.mu.Lock()
-	in := scalingInput{
+	in := status.Input{
 		Kind: k.kind, Name: u.GetName(), Generation: u.GetGeneration(),
 		Workload: w, Layout: k.view.Layout(), Defaults: k.defaultMetrics,
 		State: st.state, Message: st.message,
@@ -119,18 +120,18 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 		in.Throttled = st.throttled
 	}
 	st.mu.Unlock()
-	if e.cache != nil && scalingMode(in.State, w, in.Layout, in.Defaults) == v1alpha1.ScalingModeHPA && u.GetNamespace() != "" {
+	if e.cache != nil && status.Mode(in.State, w, in.Layout, in.Defaults) == v1alpha1.ScalingModeHPA && u.GetNamespace() != "" {
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
 		if err := e.cache.Get(context.Background(), types.NamespacedName{Namespace: u.GetNamespace(), Name: controllers.HPAName(u.GetName(), k.kind)}, hpa); err == nil {
 			in.HPA = &hpa.Status
 		}
 	}
-	status := buildScalingStatus(in)
+	built := status.Build(in)
 	if t := st.lastActivity(); !t.IsZero() {
-		status.LastActivity = microOrNil(t)
+		built.LastActivity = status.MicroOrNil(t)
 	}
-	st.scalingPrev = &status
-	e.scalings.Offer(scalings.Object(u, k.a.opts.Namespace), status, in.Now)
+	st.scalingPrev = &built
+	e.scalings.Offer(scalings.Object(u, k.a.opts.Namespace), built, in.Now)
 }
 
 // noteChange keeps a decision that changed, or tried to change, the count
@@ -144,8 +145,8 @@ func (st *workload) noteChange(rec *Record) {
 		Action: string(rec.Action), Reason: truncate(rec.Reason, maxNote), Error: truncate(rec.Error, maxNote),
 	}
 	st.changes = append(append([]v1alpha1.ScalingDecision(nil), st.changes...), d)
-	if n := len(st.changes); n > maxScalingDecisions {
-		st.changes = st.changes[n-maxScalingDecisions:]
+	if n := len(st.changes); n > status.MaxDecisions {
+		st.changes = st.changes[n-status.MaxDecisions:]
 	}
 }
 

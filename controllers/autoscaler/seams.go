@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 	"github.com/scaleplane/scaleplane/promql"
 )
 
@@ -39,3 +40,17 @@ const MaxActivitySkew = scalings.MaxActivitySkew
 func (a *Autoscaler) ScrapeWorkload(kind string, podLabels map[string]string, namespace, name string) promql.Workload {
 	return ScrapeWorkload(kind, podLabels, namespace, name)
 }
+
+// State says what the autoscaler does with a workload (status.State); it
+// is shown by the explain endpoint and the Scaling.
+type State = status.State
+
+// The states of a workload (status.State).
+const (
+	StateAutoscaling = status.StateAutoscaling
+	StateNotManaged  = status.StateNotManaged
+	StatePaused      = status.StatePaused
+	StateHeld        = status.StateHeld
+	StateForeign     = status.StateForeign
+	StateUnreadable  = status.StateUnreadable
+)

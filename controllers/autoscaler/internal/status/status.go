@@ -1,4 +1,4 @@
-package autoscaler
+package status
 
 import (
 	"fmt"
@@ -19,14 +19,14 @@ import (
 )
 
 // The Scaling object's status, built from the autoscaler's memory of one
-// workload: pure functions, values in and values out. scalings.go writes
-// what they build.
+// workload: pure functions, values in and values out. Package scalings
+// writes what they build.
 
-// maxScalingDecisions bounds status.decisions.
-const maxScalingDecisions = 10
+// MaxDecisions bounds status.decisions.
+const MaxDecisions = 10
 
-// scalingMode says who sets the count of a workload in state s.
-func scalingMode(s State, w scaling.Workload, l scaling.Layout, defaultMetrics []autoscalingv2.MetricSpec) v1alpha1.ScalingMode {
+// Mode says who sets the count of a workload in state s.
+func Mode(s State, w scaling.Workload, l scaling.Layout, defaultMetrics []autoscalingv2.MetricSpec) v1alpha1.ScalingMode {
 	switch s {
 	case StateAutoscaling:
 		return v1alpha1.ScalingModeTriggers
@@ -48,8 +48,8 @@ func scalingMode(s State, w scaling.Workload, l scaling.Layout, defaultMetrics [
 	return v1alpha1.ScalingModeExternal
 }
 
-// scalingInput is what one reconcile knows of a workload.
-type scalingInput struct {
+// Input is what one reconcile knows of a workload.
+type Input struct {
 	Kind, Name string
 	Generation int64
 	Workload   scaling.Workload
@@ -74,13 +74,13 @@ type scalingInput struct {
 	HPA *autoscalingv2.HorizontalPodAutoscalerStatus
 }
 
-// buildScalingStatus is the Scaling status of in. Values that change on
+// Build is the Scaling status of in. Values that change on
 // every tick without changing what an operator or a new leader acts on
 // (trigger values, the newest recommendation's time, LastActive of a busy
-// workload) are the "soft" part that scalingFingerprints separates.
-func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
+// workload) are the "soft" part that scalings.Fingerprints separates.
+func Build(in Input) v1alpha1.ScalingStatus {
 	w := in.Workload
-	mode := scalingMode(in.State, w, in.Layout, in.Defaults)
+	mode := Mode(in.State, w, in.Layout, in.Defaults)
 	if in.State == StateUnreadable {
 		mode = ""
 	}
@@ -125,7 +125,7 @@ func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
 		}
 	}
 	if in.State == StateAutoscaling && in.History != nil {
-		st.History = historyToStatus(in.History)
+		st.History = HistoryToStatus(in.History)
 		if !in.History.LastScaleTime.IsZero() {
 			t := metav1.NewTime(in.History.LastScaleTime)
 			st.LastScaleTime = &t
@@ -149,9 +149,9 @@ func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
 
 // scalingConditions are Ready, Active, Paused and Fallback with reasons an
 // operator can act on (the Active reason is kubectl's REASON column).
-func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Condition {
+func scalingConditions(in Input, mode v1alpha1.ScalingMode) []metav1.Condition {
 	cond := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate(msg, 32768)}
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: Truncate(msg, 32768)}
 	}
 	w := in.Workload
 	ready := cond(v1alpha1.ScalingReady, metav1.ConditionTrue, "Ready", "")
@@ -176,7 +176,7 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 		if d := in.Decision; d != nil {
 			// The reason is what decided the count: a fallback count over
 			// a throttled trigger kept, over a failing one kept.
-			switch p := triggerProblems(*d); {
+			switch p := TriggerProblems(*d); {
 			case d.Fallback != nil:
 				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, v1alpha1.ReasonFallbackActive, scaling.FallbackReason(*d))
 			case in.Throttled != "":
@@ -224,7 +224,7 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 	case v1alpha1.ScalingModePinned:
 		msg := "no scale config: the count is set by hand"
 		if w.Config == nil && w.Replicas != nil {
-			msg = fmt.Sprintf("no scale config: pinned at %d (min = max = %s), set by hand or kubectl scale; give the scale config a range to autoscale", *w.Replicas, pathOr(in.Layout.ReplicasPath, "replicas"))
+			msg = fmt.Sprintf("no scale config: pinned at %d (min = max = %s), set by hand or kubectl scale; give the scale config a range to autoscale", *w.Replicas, PathOr(in.Layout.ReplicasPath, "replicas"))
 		}
 		if c := w.Config; c != nil && c.Pinned() {
 			msg = fmt.Sprintf("the scale config is pinned at %d: no autoscaling range; widen it to autoscale", *c.MinReplicas)
@@ -248,15 +248,15 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 	return []metav1.Condition{ready, active, paused, fallback}
 }
 
-// historyToStatus is h as status.history: the recommendations in time
+// HistoryToStatus is h as status.history: the recommendations in time
 // order, only the newest of each run of equal counts (a stabilization
 // window's min or max is the same with or without the older ones, and the
 // status then changes when the count does, not on every tick).
-func historyToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
+func HistoryToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
 	out := &v1alpha1.ScalingHistory{
-		LastActive:    microOrNil(h.LastActive),
-		AwakeSince:    microOrNil(h.AwakeSince),
-		LastScaleTime: microOrNil(h.LastScaleTime),
+		LastActive:    MicroOrNil(h.LastActive),
+		AwakeSince:    MicroOrNil(h.AwakeSince),
+		LastScaleTime: MicroOrNil(h.LastScaleTime),
 		Failures:      maps.Clone(h.Failures),
 	}
 	recs := append([]scaling.Recommendation(nil), h.Recommendations...)
@@ -276,7 +276,7 @@ func historyToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
 	return out
 }
 
-// historyFromStatus is the History a new leader restores at now. The
+// HistoryFromStatus is the History a new leader restores at now. The
 // status is written when a count changes, and at most once per refresh
 // interval otherwise, so its newest recommendation and a LastActive that
 // active triggers move on every tick may lag the old leader's last tick:
@@ -287,7 +287,7 @@ func historyToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
 // at worst it holds a count or an idle timer for one more window.
 // Activity signals need no such guess: every replica records them in
 // status.lastActivity as they come.
-func historyFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time.Time) *scaling.History {
+func HistoryFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time.Time) *scaling.History {
 	h := &scaling.History{}
 	if s == nil {
 		return h
@@ -339,7 +339,7 @@ func clonePtr[T any](p *T) *T {
 	return &v
 }
 
-func microOrNil(t time.Time) *metav1.MicroTime {
+func MicroOrNil(t time.Time) *metav1.MicroTime {
 	if t.IsZero() {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package autoscaler
+package status
 
 import (
 	"encoding/json"
@@ -78,7 +78,7 @@ func TestScalingModeAndConditions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: tc.w, Layout: v.Layout(),
+			st := Build(Input{Kind: "RackedCluster", Name: "db", Workload: tc.w, Layout: v.Layout(),
 				State: tc.state, Message: tc.msg, Decision: tc.d, History: &scaling.History{}, Now: now})
 			c := func(typ string) string {
 				for _, x := range st.Conditions {
@@ -111,7 +111,7 @@ func TestScalingFingerprints(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	w := scaling.Workload{Replicas: ptr(int32(3)), Config: cfg(1, 5).trigger("rps", 1).obj()}
 	build := func(now time.Time, value float64, recs []scaling.Recommendation, prev *v1alpha1.ScalingStatus) v1alpha1.ScalingStatus {
-		return buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(), State: StateAutoscaling,
+		return Build(Input{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(), State: StateAutoscaling,
 			Decision: &scaling.Decision{Current: 3, Desired: 3, Min: 1, Max: 5, Triggers: []scaling.TriggerDecision{{Name: "rps", Valid: true, Value: value, Threshold: 1}}},
 			History:  &scaling.History{Recommendations: recs}, Previous: prev, Now: now})
 	}
@@ -157,7 +157,7 @@ func roundTrip(t *testing.T, h *scaling.History, now time.Time) *scaling.History
 
 func roundTripActive(t *testing.T, h *scaling.History, triggersActive bool, now time.Time) *scaling.History {
 	t.Helper()
-	raw, err := json.Marshal(historyToStatus(h))
+	raw, err := json.Marshal(HistoryToStatus(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func roundTripActive(t *testing.T, h *scaling.History, triggersActive bool, now 
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	return historyFromStatus(&back, triggersActive, now)
+	return HistoryFromStatus(&back, triggersActive, now)
 }
 
 // scaling.History <-> status. Runs of equal
@@ -298,7 +298,7 @@ func TestScalingShowsTheHPA(t *testing.T) {
 	hpa := &autoscalingv2.HorizontalPodAutoscalerStatus{DesiredReplicas: 5, Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{
 		{Type: autoscalingv2.ScalingActive, Status: "False", Reason: "FailedGetResourceMetric", Message: "no metrics for pods"},
 	}}
-	st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(), State: StateNotManaged,
+	st := Build(Input{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(), State: StateNotManaged,
 		HPA: hpa, Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)})
 	type got struct {
 		Mode            v1alpha1.ScalingMode
@@ -324,7 +324,7 @@ func TestFallbackConditionNamesWhatDecided(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	w := scaling.Workload{Replicas: ptr(int32(3)), Config: cfg(1, 5).trigger("rps", 1).trigger("queue", 1).obj()}
 	reason := func(d scaling.Decision, throttled string) string {
-		st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(),
+		st := Build(Input{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(),
 			State: StateAutoscaling, Decision: &d, Throttled: throttled, History: &scaling.History{}, Now: now})
 		return meta.FindStatusCondition(st.Conditions, v1alpha1.ScalingFallback).Reason
 	}
