@@ -86,7 +86,7 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 	if err := mgr.Add(writer); err != nil {
 		return fmt.Errorf("add the Scaling writer: %w", err)
 	}
-	if err := mgr.Add(scalingWatch{a: a, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), every: a.opts.ForeignCheckInterval}); err != nil {
+	if err := mgr.Add(scalings.Watch{Cache: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Every: a.opts.ForeignCheckInterval, Writer: writer, Wake: a.wakeFromScaling}); err != nil {
 		return fmt.Errorf("add the Scaling watch: %w", err)
 	}
 	// The worker gauges follow the manager's life, on every replica (a
