@@ -35,9 +35,8 @@ import (
 //   - inflight.mu: the reconciles in flight, for the worker gauges.
 //   - foreignFinder.mu (foreign.go): when KEDA was last looked for; released
 //     before the RESTMapper is asked.
-//   - scalingWriter.mu (scalings.go) and activityWriter.mu
-//     (activitywriter.go): what waits to be written; released before every
-//     API call.
+//   - Writer.mu and ActivityWriter.mu (package internal/scalings): what
+//     waits to be written; released before every API call.
 //
 // Without a lock: workload.activity and workload.pending are atomic, so a
 // gateway's activity signal never waits for a tick; Autoscaler.env is an

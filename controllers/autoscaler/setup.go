@@ -81,7 +81,7 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 		api:      mgr.GetAPIReader(),
 		elected:  mgr.Elected(),
 	})
-	// Scalings (scalings.go): the writer and the watch that learns of
+	// Scalings (internal/scalings): the writer and the watch that learns of
 	// activity recorded by any replica, both on the leader.
 	if err := mgr.Add(writer); err != nil {
 		return fmt.Errorf("add the Scaling writer: %w", err)

@@ -107,10 +107,10 @@ type Writer struct {
 	// how many each has (a bucket goes with its namespace's last item).
 	namespaces map[string]*namespaceBucket
 
-	// served is set once Scalings are served (scalingWatch); until then
+	// served is set once Scalings are served (Watch); until then
 	// offers are kept and nothing is written.
 	served atomic.Bool
-	// known is set once scalingWatch knows whether they are served: until
+	// known is set once Watch knows whether they are served: until
 	// then no reconcile decides, so that a new leader's first decision
 	// never runs before it could restore the History.
 	known atomic.Bool
