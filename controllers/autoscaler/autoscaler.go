@@ -23,6 +23,7 @@ import (
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/endpoints"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/workers"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -285,7 +286,7 @@ type kindLoop struct {
 
 	// shares is each namespace's share of the kind's workers; deferred
 	// counts the reconciles put back for it.
-	shares   workerShares
+	shares   workers.Shares
 	deferred atomic.Uint64
 
 	// wake enqueues a workload now (activity, dependencies); consumed by a
@@ -293,7 +294,7 @@ type kindLoop struct {
 	wake chan event.GenericEvent
 
 	// running is the reconciles in flight (the worker gauges).
-	running inflight
+	running workers.InFlight
 }
 
 func newKindLoop(a *Autoscaler, v *profile.Compiled) *kindLoop {

@@ -19,7 +19,7 @@
 // decision. Activity posted to any replica is recorded there, so it reaches
 // the leader through its watch of Scalings.
 //
-// Seams. The package is the loop and its wiring; three packages under
+// Seams. The package is the loop and its wiring; four packages under
 // internal/ hold what sits beside the loop, each behind a narrow seam:
 //
 //   - internal/scalings, the Scaling writer: Writer applies the statuses
@@ -36,6 +36,9 @@
 //     bodies (Explanation, Record, ActivityResponse). It asks the loop
 //     through its Loop interface (Explain, RecordActivity), which
 //     endpoints.go implements over the loops' memory.
+//   - internal/workers, the loop's workers: each namespace's share of a
+//     kind's workers (Shares), the reconciles in flight (InFlight), and
+//     scaler calls bounded in time (Bounded). It knows no workload.
 //
 // The external scaler (package externalscaler) reaches the autoscaler only
 // through an interface it declares (externalscaler.Targets), which
@@ -47,7 +50,8 @@
 // per change); tick.go executes one tick (read, decide, write through
 // /scale, events); pipeline.go builds the trigger sources over the
 // embedded store; scalers.go keeps each workload's scalers and adapts
-// promql sources; fairness.go is each namespace's share of the workers;
+// promql sources; workers.go applies each namespace's share of the
+// workers;
 // foreign.go finds HPAs and KEDA ScaledObjects we must not run beside;
 // handle.go finds a ScaleHandle's pods; lifecycle.go keeps a workload's
 // memory from first sight to deletion, with the lock order and the bounds
@@ -59,10 +63,11 @@
 //
 // Lock domains (lifecycle.go gives their order): Autoscaler.kindsMu (the
 // kinds), kindLoop.mu (a kind's workloads), workload.mu (what the
-// endpoints and the scraper read), inflight.mu and workerShares.mu (the
-// workers), foreignFinder.mu (KEDA's presence), liveAutoscalers.mu (the
-// gauges); in internal/scalings, Writer.mu and ActivityWriter.mu (what
-// waits to be written). internal/status and internal/endpoints hold none.
+// endpoints and the scraper read), foreignFinder.mu (KEDA's presence),
+// liveAutoscalers.mu (the gauges); in internal/workers, InFlight.mu and
+// Shares.mu (the workers); in internal/scalings, Writer.mu and
+// ActivityWriter.mu (what waits to be written). internal/status and
+// internal/endpoints hold none.
 //
 // It must not make scaling decisions (package scaling does), write anything
 // but R through /scale and Scaling objects, run beside a built-in or foreign HPA for the same

@@ -116,7 +116,7 @@ func TestWorkerShareDefersNamespaceAtItsShare(t *testing.T) {
 	}
 	k := a.byResource["rackedclusters"]
 	for range a.workerShare() {
-		if !k.shares.enter("a", a.workerShare()) {
+		if !k.shares.Enter("a", a.workerShare()) {
 			t.Fatal("a refused below its share")
 		}
 	}
@@ -127,7 +127,7 @@ func TestWorkerShareDefersNamespaceAtItsShare(t *testing.T) {
 	if k.deferred.Load() != 1 {
 		t.Errorf("deferred = %d, want 1", k.deferred.Load())
 	}
-	if !k.shares.enter("b", a.workerShare()) {
+	if !k.shares.Enter("b", a.workerShare()) {
 		t.Error("b refused a worker while a holds its share")
 	}
 }
@@ -144,7 +144,7 @@ func TestWorkerShareWakesDeferredTickWhenNamespaceWorkerFrees(t *testing.T) {
 	}
 	k := a.byResource["rackedclusters"]
 	for range a.workerShare() {
-		if !k.shares.enter("b", a.workerShare()) {
+		if !k.shares.Enter("b", a.workerShare()) {
 			t.Fatal("b refused below its share")
 		}
 	}
@@ -155,7 +155,7 @@ func TestWorkerShareWakesDeferredTickWhenNamespaceWorkerFrees(t *testing.T) {
 		}
 	}
 	// Another namespace's end wakes nothing of b's.
-	if !k.shares.enter("a", a.workerShare()) {
+	if !k.shares.Enter("a", a.workerShare()) {
 		t.Fatal("a refused")
 	}
 	k.leaveShare("a")

@@ -27,14 +27,14 @@ const ReasonInvalidPause = "InvalidPauseAnnotation"
 // Reconcile is one workload's tick: get it, decide whether it is ours and
 // whether a tick is due, sample, decide, write.
 func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if !k.shares.enterOrHold(req.NamespacedName, k.a.workerShare()) {
+	if !k.shares.EnterOrHold(req.NamespacedName, k.a.workerShare()) {
 		// The namespace holds its share of the workers: the others' ticks
 		// go first, and this one as soon as one of its namespace's ends.
 		k.deferred.Add(1)
 		return reconcile.Result{RequeueAfter: workerShareRetry}, nil
 	}
 	defer k.leaveShare(req.Namespace)
-	defer k.running.end(k.running.begin(k.a.opts.Now()))
+	defer k.running.End(k.running.Begin(k.a.opts.Now()))
 	e := k.a.env.Load()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("kind", k.kind, "namespace", req.Namespace, "name", req.Name))
 	u := k.newObject()
