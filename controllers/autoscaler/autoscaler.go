@@ -22,6 +22,7 @@ import (
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/endpoints"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/foreign"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/workers"
 	"github.com/scaleplane/scaleplane/profile"
@@ -146,7 +147,7 @@ type env struct {
 	// of a repeated reason.
 	events record.EventRecorder
 	// foreign is nil in unit tests that run without a manager.
-	foreign *foreignFinder
+	foreign *foreign.Finder
 	// scalings writes Scaling objects; nil in unit tests without one.
 	scalings *scalings.Writer
 	// activity records POST /activity/... in Scalings; nil in unit tests.

@@ -19,7 +19,7 @@
 // decision. Activity posted to any replica is recorded there, so it reaches
 // the leader through its watch of Scalings.
 //
-// Seams. The package is the loop and its wiring; four packages under
+// Seams. The package is the loop and its wiring; five packages under
 // internal/ hold what sits beside the loop, each behind a narrow seam:
 //
 //   - internal/scalings, the Scaling writer: Writer applies the statuses
@@ -36,6 +36,8 @@
 //     bodies (Explanation, Record, ActivityResponse). It asks the loop
 //     through its Loop interface (Explain, RecordActivity), which
 //     endpoints.go implements over the loops' memory.
+//   - internal/foreign finds the HPAs and KEDA ScaledObjects the loop must
+//     not run beside (Finder.Find).
 //   - internal/workers, the loop's workers: each namespace's share of a
 //     kind's workers (Shares), the reconciles in flight (InFlight), and
 //     scaler calls bounded in time (Bounded). It knows no workload.
@@ -52,7 +54,7 @@
 // embedded store; scalers.go keeps each workload's scalers and adapts
 // promql sources; workers.go applies each namespace's share of the
 // workers;
-// foreign.go finds HPAs and KEDA ScaledObjects we must not run beside;
+// hpa.go wakes a workload when an HPA targeting it changes;
 // handle.go finds a ScaleHandle's pods; lifecycle.go keeps a workload's
 // memory from first sight to deletion, with the lock order and the bounds
 // on every scaler call that keep a worker from wedging; scalinghooks.go
@@ -63,11 +65,11 @@
 //
 // Lock domains (lifecycle.go gives their order): Autoscaler.kindsMu (the
 // kinds), kindLoop.mu (a kind's workloads), workload.mu (what the
-// endpoints and the scraper read), foreignFinder.mu (KEDA's presence),
-// liveAutoscalers.mu (the gauges); in internal/workers, InFlight.mu and
-// Shares.mu (the workers); in internal/scalings, Writer.mu and
-// ActivityWriter.mu (what waits to be written). internal/status and
-// internal/endpoints hold none.
+// endpoints and the scraper read) and liveAutoscalers.mu (the gauges);
+// in internal/foreign, Finder.mu (KEDA's presence); in internal/workers,
+// InFlight.mu and Shares.mu (the workers); in internal/scalings,
+// Writer.mu and ActivityWriter.mu (what waits to be written).
+// internal/status and internal/endpoints hold none.
 //
 // It must not make scaling decisions (package scaling does), write anything
 // but R through /scale and Scaling objects, run beside a built-in or foreign HPA for the same

@@ -33,7 +33,7 @@ import (
 //     ensureScalers and closeScalers (for scrape only), and ScrapeWorkloads.
 //   - workers.InFlight.mu: the reconciles in flight, for the worker
 //     gauges; workers.Shares.mu: each namespace's share of the workers.
-//   - foreignFinder.mu (foreign.go): when KEDA was last looked for; released
+//   - foreign.Finder.mu (internal/foreign): when KEDA was last looked for; released
 //     before the RESTMapper is asked.
 //   - Writer.mu and ActivityWriter.mu (package internal/scalings): what
 //     waits to be written; released before every API call.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/foreign"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
@@ -259,10 +260,10 @@ func TestScalingNamesTheForeignAutoscaler(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.hpas...).
-				WithIndex(&autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, controllers.IndexHPATarget).Build()
+				WithIndex(&autoscalingv2.HorizontalPodAutoscaler{}, foreign.HPATargetIndex, controllers.IndexHPATarget).Build()
 			a := newTestAutoscaler(t, now)
 			k := a.byResource["rackedclusters"]
-			e := &env{foreign: &foreignFinder{cache: c, mapper: meta.NewDefaultRESTMapper(nil), interval: time.Minute, now: a.opts.Now}}
+			e := &env{foreign: &foreign.Finder{Cache: c, Mapper: meta.NewDefaultRESTMapper(nil), Interval: time.Minute, Now: a.opts.Now}}
 			st := k.get(types.NamespacedName{Namespace: "shop", Name: "cart"})
 			if _, err := k.reconcile(context.Background(), e, tc.obj.DeepCopy(), st); err != nil {
 				t.Fatal(err)

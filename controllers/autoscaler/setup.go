@@ -12,6 +12,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/foreign"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	internalobjects "github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
@@ -62,7 +63,7 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 	case a.mgr != nil:
 		return errors.New("set up autoscaler: it is set up with another manager already; build one autoscaler per manager")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, controllers.IndexHPATarget); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, foreign.HPATargetIndex, controllers.IndexHPATarget); err != nil {
 		return fmt.Errorf("index HPAs by scale target: %w", err)
 	}
 	// Workloads are read as the manager's scheme knows them: typed kinds
@@ -75,7 +76,7 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 		cache:    cached,
 		writer:   mgr.GetClient(),
 		events:   controllers.EventRecorder(mgr),
-		foreign:  &foreignFinder{cache: cached, mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
+		foreign:  &foreign.Finder{Cache: cached, Mapper: mgr.GetRESTMapper(), Interval: a.opts.ForeignCheckInterval, Now: a.opts.Now},
 		scalings: writer,
 		activity: aw,
 		api:      mgr.GetAPIReader(),

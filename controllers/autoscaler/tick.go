@@ -122,7 +122,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 		// ScaledObject, not "set by hand" nor the built-in HPA that C5
 		// keeps from being created beside it.
 		if e.foreign != nil {
-			foreign, err := e.foreign.find(ctx, k.view, u)
+			foreign, err := e.foreign.Find(ctx, k.view, u)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -151,7 +151,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 	}
 
 	if e.foreign != nil {
-		foreign, err := e.foreign.find(ctx, k.view, u)
+		foreign, err := e.foreign.Find(ctx, k.view, u)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
