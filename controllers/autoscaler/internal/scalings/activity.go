@@ -29,9 +29,12 @@ import (
 // time with an older one. Entries live only while a window is open, so
 // a replica that is not the leader keeps no memory of workloads. A token
 // bucket over every workload (ActivityWriteQPS) bounds the replica's
-// writes: past it a signal waits in its window, which stays open until a
-// token frees, so a flood of activity for many workloads lengthens the
-// windows instead of flooding the API server.
+// writes, and one per namespace under it (half of it) the writes of one
+// namespace's workloads: past either a signal waits in its window, which
+// stays open until a token frees, so a flood of activity for many
+// workloads lengthens the windows instead of flooding the API server, and
+// a flood in one namespace lengthens that namespace's windows, not the
+// others'.
 type ActivityWriter struct {
 	c      client.Client
 	api    client.Reader
@@ -43,11 +46,18 @@ type ActivityWriter struct {
 	// Limiter bounds the writes of this replica (ActivityWriteQPS and
 	// ActivityWriteBurst); tests replace it.
 	Limiter *rate.Limiter
+	// NamespaceLimiter builds the bucket of one namespace under Limiter
+	// (half of it by default); tests replace it before the first Record.
+	// Nil: no bucket per namespace.
+	NamespaceLimiter func() *rate.Limiter
 	// Now is the clock a stored time in the future is judged by.
 	Now func() time.Time
 
 	mu   sync.Mutex
 	open map[types.NamespacedName]*activityEntry
+	// namespaces are the buckets of the namespaces with a window open,
+	// and how many each has: a bucket goes with its namespace's last one.
+	namespaces map[string]*namespaceBucket
 
 	writes atomic.Int64
 }
@@ -65,8 +75,56 @@ func NewActivityWriter(c client.Client, api client.Reader, ns string) *ActivityW
 		c: c, api: api, ns: ns, window: time.Second,
 		After:   func(d time.Duration, f func()) { time.AfterFunc(d, f) },
 		Limiter: rate.NewLimiter(ActivityWriteQPS, ActivityWriteBurst),
-		Now:     time.Now,
-		open:    map[types.NamespacedName]*activityEntry{},
+		NamespaceLimiter: func() *rate.Limiter {
+			return rate.NewLimiter(ActivityWriteQPS/2, ActivityWriteBurst/2)
+		},
+		Now:        time.Now,
+		open:       map[types.NamespacedName]*activityEntry{},
+		namespaces: map[string]*namespaceBucket{},
+	}
+}
+
+// allow takes a token of ns's bucket and of the replica's, or neither.
+// Called with mu held.
+func (w *ActivityWriter) allow(ns string) bool {
+	var share *rate.Reservation
+	if b := w.namespaces[ns]; b != nil && b.limiter != nil {
+		share = b.limiter.Reserve()
+		if !share.OK() || share.Delay() > 0 {
+			share.Cancel()
+			return false
+		}
+	}
+	if !w.Limiter.Allow() {
+		if share != nil {
+			share.Cancel()
+		}
+		return false
+	}
+	return true
+}
+
+// opened counts a window of ns, giving ns its bucket with its first.
+// Called with mu held.
+func (w *ActivityWriter) opened(ns string) {
+	b := w.namespaces[ns]
+	if b == nil {
+		b = &namespaceBucket{}
+		if w.NamespaceLimiter != nil {
+			b.limiter = w.NamespaceLimiter()
+		}
+		w.namespaces[ns] = b
+	}
+	b.items++
+}
+
+// closed counts a window of ns less, dropping its bucket with its last.
+// Called with mu held.
+func (w *ActivityWriter) closed(ns string) {
+	if b := w.namespaces[ns]; b != nil {
+		if b.items--; b.items <= 0 {
+			delete(w.namespaces, ns)
+		}
 	}
 }
 
@@ -113,8 +171,10 @@ func (w *ActivityWriter) Record(ctx context.Context, key types.NamespacedName, u
 	}
 	e := &activityEntry{workload: u}
 	w.open[key] = e
-	if !w.Limiter.Allow() {
-		// Over the replica's budget: written when the window ends.
+	w.opened(key.Namespace)
+	if !w.allow(key.Namespace) {
+		// Over the replica's budget or its namespace's share: written
+		// when the window ends.
 		e.pending = t
 		w.mu.Unlock()
 		w.After(w.window, func() { w.windowEnd(key) })
@@ -132,11 +192,14 @@ func (w *ActivityWriter) windowEnd(key types.NamespacedName) {
 	w.mu.Lock()
 	e := w.open[key]
 	if e == nil || e.pending.IsZero() {
-		delete(w.open, key)
+		if e != nil {
+			delete(w.open, key)
+			w.closed(key.Namespace)
+		}
 		w.mu.Unlock()
 		return
 	}
-	if !w.Limiter.Allow() {
+	if !w.allow(key.Namespace) {
 		w.mu.Unlock()
 		w.After(w.window, func() { w.windowEnd(key) })
 		return

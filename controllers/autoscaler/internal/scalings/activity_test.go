@@ -2,12 +2,14 @@ package scalings
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -128,5 +130,84 @@ func TestActivityWithinTheReplicasBudget(t *testing.T) {
 	windows[1]()
 	if got := storedActivity(t, c, key); *patches != 1 || !got.Equal(t0) {
 		t.Errorf("once a token frees: %d patches, stored %v; want 1 and %v", *patches, got, t0)
+	}
+}
+
+// Activity for twenty workloads of one namespace takes at most that
+// namespace's share of the replica's writes: a workload of another
+// namespace posting then is written at once, while the flood's other
+// signals wait in their windows. The buckets do not refill (rate 0), so
+// what each allows is counted, not timed. Once every window has closed,
+// the replica keeps no bucket.
+func TestActivityOfOneNamespaceLeavesOthersTheirShare(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	workload := func(ns, name string) (types.NamespacedName, *unstructured.Unstructured) {
+		key := types.NamespacedName{Namespace: ns, Name: name + "-rackedcluster.samples.scaleplane.io"}
+		objs = append(objs, &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+		return key, rackedCluster(ns, name)
+	}
+	type signal struct {
+		key types.NamespacedName
+		u   *unstructured.Unstructured
+	}
+	var flood []signal
+	for i := range 20 {
+		key, u := workload("flood", fmt.Sprintf("fn-%d", i))
+		flood = append(flood, signal{key, u})
+	}
+	quietKey, quietU := workload("quiet", "cart")
+	patches := map[string]int{}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Scaling{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				patches[obj.GetNamespace()]++
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	aw := NewActivityWriter(c, c, "scaleplane-system")
+	aw.Limiter = rate.NewLimiter(0, 10)
+	aw.NamespaceLimiter = func() *rate.Limiter { return rate.NewLimiter(0, 5) }
+	var windows []func()
+	aw.After = func(_ time.Duration, f func()) { windows = append(windows, f) }
+	ctx := context.Background()
+	for _, s := range flood {
+		if err := aw.Record(ctx, s.key, s.u, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := aw.Record(ctx, quietKey, quietU, t0); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"flood": 5, "quiet": 1}, patches); diff != "" {
+		t.Errorf("writes per namespace (-want +got):\n%s", diff)
+	}
+	// The written windows close; the flood's others keep waiting.
+	aw.mu.Lock()
+	aw.Limiter = rate.NewLimiter(rate.Inf, 1)
+	for _, b := range aw.namespaces {
+		b.limiter = rate.NewLimiter(rate.Inf, 1)
+	}
+	aw.mu.Unlock()
+	for ran := 0; len(windows) > 0; ran++ {
+		if ran > 1000 {
+			t.Fatal("windows keep reopening")
+		}
+		f := windows[0]
+		windows = windows[1:]
+		f()
+	}
+	if got := patches["flood"]; got != 20 {
+		t.Errorf("the flood's signals written in all: %d, want 20", got)
+	}
+	aw.mu.Lock()
+	left := len(aw.namespaces)
+	aw.mu.Unlock()
+	if n := aw.OpenEntries(); n != 0 || left != 0 {
+		t.Errorf("%d windows and %d namespace buckets left, want none", n, left)
 	}
 }
