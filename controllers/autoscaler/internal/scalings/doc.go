@@ -3,12 +3,13 @@
 // status of every workload (Offer) and applies it only when it changed,
 // within a bucket per workload, one per namespace (the tenant's share) and
 // one for the process. ActivityWriter records the activity signal in a
-// Scaling's status.lastActivity from any replica. Watch, on the leader,
-// learns whether Scalings are served, renames the Scalings of names
-// without the group (Migrate) and wakes the loop when a Scaling's activity
-// moves or it is deleted. Name, LegacyName and
-// Object say where a workload's Scaling lives and what it holds besides
-// its status; Fingerprints tell two statuses apart.
+// Scaling's status.lastActivity from any replica, within a bucket for the
+// replica and one per namespace under it. Watch, on the leader, learns
+// whether Scalings are served, renames the Scalings of names without the
+// group (Migrate) and wakes the loop when a Scaling's activity moves or it
+// is deleted. Name, LegacyName and Object say where a workload's Scaling
+// lives and what it holds besides its status; Fingerprints tell two
+// statuses apart.
 //
 // The package is the Scaling writer of package autoscaler, which builds
 // the statuses (package status) and calls it; it knows no workload kind,
