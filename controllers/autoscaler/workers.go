@@ -9,7 +9,7 @@ import "time"
 // workerShareRetry is how soon a reconcile deferred for its namespace's
 // worker share is tried again when nothing woke it before: long enough not
 // to spin, short against any polling interval. Normally the end of one of
-// the namespace's reconciles wakes it first (workerShares.held).
+// the namespace's reconciles wakes it first (workers.Shares).
 const workerShareRetry = 500 * time.Millisecond
 
 // workerShare is one namespace's share of a kind's workers: half of them,
