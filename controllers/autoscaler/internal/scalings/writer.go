@@ -189,9 +189,6 @@ func (w *Writer) MarkKnown() { w.known.Store(true) }
 // Client is the client the writer writes with.
 func (w *Writer) Client() client.Client { return w.c }
 
-// Calls is how many API calls the writer made (applies and deletes).
-func (w *Writer) Calls() int64 { return w.writes.Load() }
-
 // Offer hands the writer the newest Scaling of a workload: object holds
 // metadata (name, namespace, owner, labels) and spec.
 func (w *Writer) Offer(object *unstructured.Unstructured, status v1alpha1.ScalingStatus, now time.Time) {
