@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/controllers"
-	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/externalscaler/pb"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
@@ -48,6 +47,11 @@ type Options struct {
 	// Views are the profiled kinds: the pods of a ScaledObject's target of
 	// one of these kinds are found by the profile's pod labels.
 	Views []*profile.Compiled
+	// Targets says which pods of a ScaledObject's target the scraper reads,
+	// and how it labels their samples. Required: pass the trigger
+	// autoscaler (autoscaler.Autoscaler implements it), so that one query
+	// reads alike in a trigger and in KEDA.
+	Targets Targets
 	// Kinds, when set, gives the profiled kinds at the time of each call
 	// instead of Views: the autoscaler's Kinds, which include kinds
 	// activated at run time (ScaleProfiles).
@@ -192,8 +196,8 @@ type Server struct {
 // New returns a Server; serve it with Serve or register it on a gRPC server
 // of your own (pb.RegisterExternalScalerServer).
 func New(opts Options) (*Server, error) {
-	if opts.Sources == nil || opts.Reader == nil {
-		return nil, errors.New("external scaler: Sources and Reader are required")
+	if opts.Sources == nil || opts.Reader == nil || opts.Targets == nil {
+		return nil, errors.New("external scaler: Sources, Reader and Targets are required; pass the autoscaler's sources and the autoscaler as Targets")
 	}
 	opts = opts.withDefaults()
 	// Budgets of samples and time are the sources' (promql.FairSource):
@@ -244,7 +248,9 @@ type trigger struct {
 	spec     spec
 	scaler   scaling.Scaler
 	// scrape is what the scraper reads for it; nil for a remote source.
+	// target is the name of the workload it reads.
 	scrape *promql.Workload
+	target string
 	// owner names its queries in the store's registry; "" when it
 	// requested none.
 	owner    string
@@ -527,15 +533,15 @@ func (s *Server) build(ctx context.Context, ref *pb.ScaledObjectRef, so *unstruc
 		}
 	}
 
-	t := &trigger{spec: sp, metadata: maps.Clone(ref.GetScalerMetadata()), namespace: ref.GetNamespace()}
+	t := &trigger{spec: sp, metadata: maps.Clone(ref.GetScalerMetadata()), namespace: ref.GetNamespace(), target: name}
 	if sp.trigger.Source == scaling.SourcePromQL {
 		switch {
 		case sp.podSelector != nil:
-			w := autoscaler.ScrapeWorkload(kind, nil, ref.GetNamespace(), name)
+			w := s.opts.Targets.ScrapeWorkload(kind, nil, ref.GetNamespace(), name)
 			w.Selector = sp.podSelector
 			t.scrape = &w
 		case view != nil && len(view.Spec().Pods.Labels) > 0:
-			w := autoscaler.ScrapeWorkload(kind, view.Spec().Pods.Labels, ref.GetNamespace(), name)
+			w := s.opts.Targets.ScrapeWorkload(kind, view.Spec().Pods.Labels, ref.GetNamespace(), name)
 			t.scrape = &w
 		default:
 			return nil, status.Errorf(codes.FailedPrecondition,
@@ -605,7 +611,7 @@ func (s *Server) ScrapeWorkloads() []promql.Workload {
 		if t.scrape == nil {
 			continue
 		}
-		id := t.scrape.Namespace + "\x00" + t.scrape.Selector.String() + "\x00" + t.scrape.Labels[autoscaler.LabelJob]
+		id := t.scrape.Namespace + "\x00" + t.scrape.Selector.String() + "\x00" + t.target
 		if seen[id] {
 			continue
 		}

@@ -177,6 +177,7 @@ func newFixture(t testing.TB, mut func(*Options)) *fixture {
 		// As the app's sources: only the embedded store is configured.
 		Sources: querySources(t, f.values),
 		Reader:  f.objects,
+		Targets: TargetsFunc(autoscaler.ScrapeWorkload),
 		Views:   views,
 		Request: func(owner string, qs ...string) error {
 			f.mu.Lock()

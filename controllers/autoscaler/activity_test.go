@@ -8,8 +8,16 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 )
 
 // countingReader counts the cache reads the endpoint makes.
@@ -72,5 +80,127 @@ func TestActivityInput(t *testing.T) {
 	check("explain, bad name", http.MethodGet, "/debug/autoscaler/shop/rackedclusters/Cart_1", "", 400, 0)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("answers (-want +got):\n%s", diff)
+	}
+}
+
+// scalingStore is a fake API server holding Scalings (status subresource
+// included), counting status patches; created, when not nil, is the
+// Scaling's lastActivity at the start.
+func scalingStore(t *testing.T, key types.NamespacedName, activity *time.Time) (client.Client, *int) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if activity != nil {
+		m := metav1.NewMicroTime(*activity)
+		s.Status.LastActivity = &m
+	}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(s).WithStatusSubresource(&v1alpha1.Scaling{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				patches++
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	return c, &patches
+}
+
+func storedActivity(t *testing.T, c client.Client, key types.NamespacedName) time.Time {
+	t.Helper()
+	s := &v1alpha1.Scaling{}
+	if err := c.Get(context.Background(), key, s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status.LastActivity == nil {
+		return time.Time{}
+	}
+	return s.Status.LastActivity.Time
+}
+
+// Activity posted to a replica that is not the leader is
+// recorded in the workload's Scaling (where the leader's watch sees it),
+// and leaves no memory on that replica.
+func TestActivityOnANonLeader(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a := newTestAutoscaler(t, now)
+	base := serveBehindMetricsServer(t, a)
+	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster.samples.scaleplane.io"}
+	c, _ := scalingStore(t, key, nil)
+	aw := scalings.NewActivityWriter(c, c, "scaleplane-system")
+	var windows []func()
+	aw.After = func(_ time.Duration, f func()) { windows = append(windows, f) }
+	a.env.Store(&env{cache: objects{{Namespace: "shop", Name: "cart"}: true}, activity: aw, elected: make(chan struct{})})
+
+	if got := do(t, http.MethodPost, base+"/activity/shop/rackedclusters/cart", "ok").Status; got != http.StatusAccepted {
+		t.Fatalf("POST: %d, want 202", got)
+	}
+	if got := storedActivity(t, c, key); !got.Equal(now) {
+		t.Errorf("Scaling lastActivity %v, want %v", got, now)
+	}
+	k := a.byResource["rackedclusters"]
+	if n := k.remembered(); n != 0 {
+		t.Errorf("a replica that is not the leader remembers %d workloads, want 0", n)
+	}
+	for len(windows) > 0 {
+		f := windows[0]
+		windows = windows[1:]
+		f()
+	}
+	if n := aw.OpenEntries(); n != 0 {
+		t.Errorf("%d activity windows left open, want 0", n)
+	}
+}
+
+// On the leader, activity queues the workload's tick before the durable
+// write to its Scaling, which the API server may be slow to take (every
+// namespace's writes share it): a wake-up waits for no API round trip.
+// The answer still waits for the write.
+func TestActivityTicksBeforeItsDurableWrite(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	a := newTestAutoscaler(t, now)
+	base := serveBehindMetricsServer(t, a)
+	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster.samples.scaleplane.io"}
+	c, _ := scalingStore(t, key, nil)
+	release := make(chan struct{})
+	slow := interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			<-release
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	aw := scalings.NewActivityWriter(c, slow, "scaleplane-system")
+	aw.After = func(time.Duration, func()) {}
+	elected := make(chan struct{})
+	close(elected)
+	a.env.Store(&env{cache: objects{{Namespace: "shop", Name: "cart"}: true}, activity: aw, elected: elected})
+	k := a.byResource["rackedclusters"]
+
+	answered := make(chan int, 1)
+	go func() { answered <- do(t, http.MethodPost, base+"/activity/shop/rackedclusters/cart", "ok").Status }()
+	select {
+	case ev := <-k.wake:
+		if got := ev.Object.GetNamespace() + "/" + ev.Object.GetName(); got != "shop/cart" {
+			t.Errorf("tick queued for %s, want shop/cart", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tick queued while the durable write waits for the API server")
+	}
+	select {
+	case got := <-answered:
+		t.Fatalf("answered %d before the durable write", got)
+	default:
+	}
+	close(release)
+	if got := <-answered; got != http.StatusAccepted {
+		t.Errorf("POST: %d, want 202", got)
+	}
+	if got := storedActivity(t, c, key); !got.Equal(now) {
+		t.Errorf("Scaling lastActivity %v, want %v", got, now)
 	}
 }

@@ -21,6 +21,10 @@ import (
 
 	configv1alpha2 "github.com/scaleplane/scaleplane/api/config/v1alpha2"
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/endpoints"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/foreign"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/workers"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -110,7 +114,6 @@ func (o *Options) defaults() {
 	if o.Namespace == "" {
 		o.Namespace = "scaleplane-system"
 	}
-	o.ScalingWrites.defaults()
 }
 
 // Autoscaler is the trigger autoscaler of every profiled kind. Build it
@@ -144,11 +147,11 @@ type env struct {
 	// of a repeated reason.
 	events record.EventRecorder
 	// foreign is nil in unit tests that run without a manager.
-	foreign *foreignFinder
+	foreign *foreign.Finder
 	// scalings writes Scaling objects; nil in unit tests without one.
-	scalings *scalingWriter
+	scalings *scalings.Writer
 	// activity records POST /activity/... in Scalings; nil in unit tests.
-	activity *activityWriter
+	activity *scalings.ActivityWriter
 	// api reads past the cache and elected is closed once this replica
 	// leads (both nil in unit tests: activity is then recorded in memory
 	// only, as on a leader).
@@ -248,14 +251,14 @@ func (a *Autoscaler) kindList() []*kindLoop {
 // the validating webhook the same value.
 func (a *Autoscaler) Sources() *scaling.Sources { return a.opts.Sources }
 
-// kindFor finds the loop of a resource named in a URL, answering 404 with
+// kindFor finds the loop of a resource named in a URL, or a 404 naming
 // the known resources when there is none.
-func (a *Autoscaler) kindFor(w http.ResponseWriter, resource string) (*kindLoop, bool) {
+func (a *Autoscaler) kindFor(resource string) (*kindLoop, error) {
 	a.kindsMu.RLock()
 	k, ok := a.byResource[strings.ToLower(resource)]
 	a.kindsMu.RUnlock()
 	if ok {
-		return k, true
+		return k, nil
 	}
 	kinds := a.kindList()
 	known := make([]string, 0, len(kinds))
@@ -263,26 +266,8 @@ func (a *Autoscaler) kindFor(w http.ResponseWriter, resource string) (*kindLoop,
 		known = append(known, k.resource)
 	}
 	sort.Strings(known)
-	writeProblem(w, http.StatusNotFound, fmt.Sprintf("resource %q is not profiled; use one of: %s", resource, strings.Join(known, ", ")))
-	return nil, false
+	return nil, &endpoints.Problem{Status: http.StatusNotFound, Message: fmt.Sprintf("resource %q is not profiled; use one of: %s", resource, strings.Join(known, ", "))}
 }
-
-// Handler serves the activity signal and the explain view. Mount it on the
-// metrics server at ActivityPath and ExplainPath, where the server's
-// authentication and authorization filter wraps it.
-func (a *Autoscaler) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+ActivityPath+"{namespace}/{resource}/{name}", a.serveActivity)
-	mux.HandleFunc("GET "+ExplainPath+"{namespace}/{resource}/{name}", a.serveExplain)
-	return mux
-}
-
-// Paths of the endpoints (prefixes, with a trailing slash, as the metrics
-// server's mux wants them).
-const (
-	ActivityPath = "/activity/"
-	ExplainPath  = "/debug/autoscaler/"
-)
 
 // kindLoop is the autoscaler of one profiled kind: the controller's
 // reconciler and the memory of its workloads.
@@ -302,7 +287,7 @@ type kindLoop struct {
 
 	// shares is each namespace's share of the kind's workers; deferred
 	// counts the reconciles put back for it.
-	shares   workerShares
+	shares   workers.Shares
 	deferred atomic.Uint64
 
 	// wake enqueues a workload now (activity, dependencies); consumed by a
@@ -310,7 +295,7 @@ type kindLoop struct {
 	wake chan event.GenericEvent
 
 	// running is the reconciles in flight (the worker gauges).
-	running inflight
+	running workers.InFlight
 }
 
 func newKindLoop(a *Autoscaler, v *profile.Compiled) *kindLoop {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -90,7 +91,7 @@ func TestTenantFloodLeavesOtherNamespaceEvaluations(t *testing.T) {
 func TestThrottledTriggerReasonOnScaling(t *testing.T) {
 	v := viewOf(t, "RackedCluster")
 	note := `throttled triggers keep the count: rps: namespace "a" spent its budget`
-	st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Layout: v.Layout(), State: StateAutoscaling,
+	st := status.Build(status.Input{Kind: "RackedCluster", Name: "db", Layout: v.Layout(), State: StateAutoscaling,
 		Workload:  scaling.Workload{Replicas: ptr(int32(2)), Config: cfg(1, 5).trigger("rps", 1).obj()},
 		Decision:  &scaling.Decision{Current: 2, Desired: 2, Min: 1, Max: 5, Triggers: []scaling.TriggerDecision{{Name: "rps", Problem: note}}},
 		Throttled: note, History: &scaling.History{}, Now: time.Unix(0, 0)})
@@ -115,7 +116,7 @@ func TestWorkerShareDefersNamespaceAtItsShare(t *testing.T) {
 	}
 	k := a.byResource["rackedclusters"]
 	for range a.workerShare() {
-		if !k.shares.enter("a", a.workerShare()) {
+		if !k.shares.Enter("a", a.workerShare()) {
 			t.Fatal("a refused below its share")
 		}
 	}
@@ -126,7 +127,7 @@ func TestWorkerShareDefersNamespaceAtItsShare(t *testing.T) {
 	if k.deferred.Load() != 1 {
 		t.Errorf("deferred = %d, want 1", k.deferred.Load())
 	}
-	if !k.shares.enter("b", a.workerShare()) {
+	if !k.shares.Enter("b", a.workerShare()) {
 		t.Error("b refused a worker while a holds its share")
 	}
 }
@@ -143,7 +144,7 @@ func TestWorkerShareWakesDeferredTickWhenNamespaceWorkerFrees(t *testing.T) {
 	}
 	k := a.byResource["rackedclusters"]
 	for range a.workerShare() {
-		if !k.shares.enter("b", a.workerShare()) {
+		if !k.shares.Enter("b", a.workerShare()) {
 			t.Fatal("b refused below its share")
 		}
 	}
@@ -154,7 +155,7 @@ func TestWorkerShareWakesDeferredTickWhenNamespaceWorkerFrees(t *testing.T) {
 		}
 	}
 	// Another namespace's end wakes nothing of b's.
-	if !k.shares.enter("a", a.workerShare()) {
+	if !k.shares.Enter("a", a.workerShare()) {
 		t.Fatal("a refused")
 	}
 	k.leaveShare("a")

@@ -215,7 +215,7 @@ func TestExplainEndpoint(t *testing.T) {
 				t.Fatalf("status: got %d (%s), want %d", got.Status, got.Body, tc.wantStatus)
 			}
 			if tc.wantError != "" {
-				var e errorBody
+				var e struct{ Error string }
 				if err := json.Unmarshal([]byte(got.Body), &e); err != nil {
 					t.Fatalf("error body %q: %v", got.Body, err)
 				}

@@ -102,3 +102,5 @@ func rackedCluster(ns, name string, replicas int64, ann map[string]string) *unst
 	u.SetAnnotations(ann)
 	return u
 }
+
+func ptr[T any](v T) *T { return &v }

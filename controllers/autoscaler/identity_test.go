@@ -13,16 +13,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -63,9 +63,8 @@ func scalingWithActivity(key types.NamespacedName, gvk schema.GroupVersionKind, 
 // servedScalings is an env whose cache is w and whose Scalings are served.
 func servedScalings(w *world) *env {
 	e := w.env()
-	e.scalings = newScalingWriter(e.writer, ScalingWrites{}, time.Now)
-	e.scalings.served.Store(true)
-	e.scalings.known.Store(true)
+	e.scalings = scalings.NewWriter(e.writer, ScalingWrites{}, time.Now)
+	e.scalings.MarkServed()
 	return e
 }
 
@@ -79,7 +78,7 @@ func TestScalingsOfTwoGroupsApart(t *testing.T) {
 	if ka.scalingKey(nn) == kb.scalingKey(nn) {
 		t.Fatalf("both kinds keep their Scaling at %s", ka.scalingKey(nn))
 	}
-	sa, sb := scalingObject(withName(ka.newObject(), nn), "scaleplane-system"), scalingObject(withName(kb.newObject(), nn), "scaleplane-system")
+	sa, sb := scalings.Object(withName(ka.newObject(), nn), "scaleplane-system"), scalings.Object(withName(kb.newObject(), nn), "scaleplane-system")
 	if sa.GetName() == sb.GetName() || cmp.Equal(sa.GetLabels(), sb.GetLabels()) {
 		t.Errorf("the two Scalings share a name or labels: %s %v and %s %v", sa.GetName(), sa.GetLabels(), sb.GetName(), sb.GetLabels())
 	}
@@ -120,7 +119,7 @@ func TestScalingOfA253CharacterName(t *testing.T) {
 		if len(u.GetName()) != 253 {
 			t.Fatalf("name of %d characters", len(u.GetName()))
 		}
-		s := scalingObject(u, "scaleplane-system")
+		s := scalings.Object(u, "scaleplane-system")
 		if errs := validation.IsDNS1123Subdomain(s.GetName()); len(errs) > 0 {
 			t.Errorf("Scaling name %q: %v", s.GetName(), errs)
 		}
@@ -139,61 +138,8 @@ func TestScalingOfA253CharacterName(t *testing.T) {
 		t.Errorf("two names apart at their end share a Scaling name %v or label %v", names, labels)
 	}
 	// A group too long for a label is cut and hashed as well.
-	if v := labelValue(strings.Repeat("g", 70) + ".example.com"); len(validation.IsValidLabelValue(v)) > 0 {
+	if v := scalings.LabelValue(strings.Repeat("g", 70) + ".example.com"); len(validation.IsValidLabelValue(v)) > 0 {
 		t.Errorf("group label %q invalid", v)
-	}
-}
-
-// scalingsClient is a fake API server holding Scalings with their status
-// subresource.
-func scalingsClient(t *testing.T, objs ...client.Object) client.Client {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Scaling{}).Build()
-}
-
-// A Scaling of the name without the group is renamed on start, with its
-// owner, status and last activity; one already renamed is left alone.
-func TestLegacyScalingsRenamed(t *testing.T) {
-	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	desired := int32(3)
-	old := &v1alpha1.Scaling{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db-rackedcluster", Labels: map[string]string{
-			v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelWorkloadKind: "RackedCluster", v1alpha1.LabelWorkloadName: "db",
-		}, OwnerReferences: []metav1.OwnerReference{{APIVersion: profile.SampleAPIVersion, Kind: "RackedCluster", Name: "db", UID: "uid"}}},
-		Spec: v1alpha1.ScalingSpec{TargetRef: v1alpha1.ScalingTargetRef{APIVersion: profile.SampleAPIVersion, Kind: "RackedCluster", Name: "db"}},
-	}
-	m := metav1.NewMicroTime(at)
-	old.Status.LastActivity = &m
-	old.Status.DesiredReplicas = &desired
-	old.Status.Mode = v1alpha1.ScalingModeTriggers
-	c := scalingsClient(t, old)
-	migrateScalings(context.Background(), c, c)
-
-	gk := schema.GroupKind{Group: profile.SampleGroup, Kind: "RackedCluster"}
-	got := &v1alpha1.Scaling{}
-	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "shop", Name: ScalingName("db", gk)}, got); err != nil {
-		t.Fatalf("the renamed Scaling: %v", err)
-	}
-	if got.Status.LastActivity == nil || !got.Status.LastActivity.Time.Equal(at) || got.Status.DesiredReplicas == nil || *got.Status.DesiredReplicas != 3 {
-		t.Errorf("renamed without its status: %+v", got.Status)
-	}
-	if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != "uid" || got.Labels[v1alpha1.LabelWorkloadGroup] != profile.SampleGroup {
-		t.Errorf("renamed with owners %v labels %v", got.OwnerReferences, got.Labels)
-	}
-	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "shop", Name: "db-rackedcluster"}, &v1alpha1.Scaling{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the old Scaling: %v, want it deleted", err)
-	}
-	// Run again: nothing left to rename, nothing deleted.
-	migrateScalings(context.Background(), c, c)
-	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "shop", Name: ScalingName("db", gk)}, &v1alpha1.Scaling{}); err != nil {
-		t.Errorf("a second start lost the renamed Scaling: %v", err)
 	}
 }
 
@@ -217,12 +163,12 @@ func TestFutureActivityRefused(t *testing.T) {
 			if got := st.lastActivity(); !got.IsZero() {
 				t.Errorf("restored lastActivity %v, want it refused", got)
 			}
-			h := historyFromStatus(&v1alpha1.ScalingHistory{LastActive: microOrNil(future)}, false, now)
+			h := status.HistoryFromStatus(&v1alpha1.ScalingHistory{LastActive: status.MicroOrNil(future)}, false, now)
 			if !h.LastActive.IsZero() {
 				t.Errorf("restored History.LastActive %v, want it refused", h.LastActive)
 			}
 			// Within the allowance, a time ahead is taken as now.
-			if got, ok := activityTime(now.Add(MaxActivitySkew/2), now); !ok || !got.Equal(now) {
+			if got, ok := scalings.ActivityTime(now.Add(MaxActivitySkew/2), now); !ok || !got.Equal(now) {
 				t.Errorf("activity within the allowance: %v %v, want %v", got, ok, now)
 			}
 		})
@@ -231,9 +177,9 @@ func TestFutureActivityRefused(t *testing.T) {
 			base := serveBehindMetricsServer(t, a)
 			key := types.NamespacedName{Namespace: "shop", Name: ScalingName("cart", schema.GroupKind{Group: profile.SampleGroup, Kind: "RackedCluster"})}
 			c, patches := scalingStore(t, key, &future)
-			aw := newActivityWriter(c, c, "scaleplane-system")
-			aw.after = func(time.Duration, func()) {}
-			aw.now = func() time.Time { return now }
+			aw := scalings.NewActivityWriter(c, c, "scaleplane-system")
+			aw.After = func(time.Duration, func()) {}
+			aw.Now = func() time.Time { return now }
 			a.env.Store(&env{cache: objects{{Namespace: "shop", Name: "cart"}: true}, activity: aw, elected: make(chan struct{})})
 			if got := do(t, http.MethodPost, base+"/activity/shop/rackedclusters/cart", "ok").Status; got != http.StatusAccepted {
 				t.Fatalf("POST: %d, want 202", got)
@@ -242,27 +188,6 @@ func TestFutureActivityRefused(t *testing.T) {
 				t.Errorf("after POST: stored %v with %d patches, want %v written", got, *patches, now)
 			}
 		})
-	}
-}
-
-// A Scaling deleted while the writer keeps its workload is written again
-// at once, object and status, though nothing about the workload changed.
-func TestDeletedScalingWrittenAgain(t *testing.T) {
-	c, objects, statuses := countingClient(t)
-	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	w := newScalingWriter(c, ScalingWrites{}, func() time.Time { return t0 })
-	w.served.Store(true)
-	obj := scalingObject(workloadObject(0), "scaleplane-system")
-	w.offer(obj, statusWith(3, "30"), t0)
-	w.flush(context.Background(), t0)
-	w.flush(context.Background(), t0)
-	if objects.Load() != 1 || statuses.Load() != 1 {
-		t.Fatalf("writes before the delete: %d objects, %d statuses; want 1 and 1", objects.Load(), statuses.Load())
-	}
-	w.gone(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
-	w.flush(context.Background(), t0)
-	if objects.Load() != 2 || statuses.Load() != 2 {
-		t.Errorf("writes after the delete: %d objects, %d statuses; want 2 and 2", objects.Load(), statuses.Load())
 	}
 }
 
@@ -363,42 +288,6 @@ func TestLegacyScalingReadUntilRenamed(t *testing.T) {
 	}
 	if got := stB.lastActivity(); !got.IsZero() {
 		t.Errorf("the other group's kind restored %v from a Scaling not its own", got)
-	}
-}
-
-// A delete seen while a status write of the Scaling is in flight (the
-// write succeeded just before the delete) still has the Scaling written
-// again: the write's success does not mark it as existing.
-func TestScalingDeletedDuringAWriteWrittenAgain(t *testing.T) {
-	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	var w *scalingWriter
-	var objects, statuses int
-	var deleteDuring bool
-	obj := scalingObject(workloadObject(0), "scaleplane-system")
-	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
-		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-			objects++
-			return nil
-		},
-		SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
-			statuses++
-			if deleteDuring {
-				deleteDuring = false
-				w.gone(key)
-			}
-			return nil
-		},
-	}).Build()
-	w = newScalingWriter(c, ScalingWrites{}, func() time.Time { return t0 })
-	w.served.Store(true)
-	w.offer(obj, statusWith(3, "30"), t0)
-	w.flush(context.Background(), t0)
-	deleteDuring = true
-	w.offer(obj, statusWith(4, "40"), t0)
-	w.flush(context.Background(), t0)
-	if objects != 2 || statuses != 3 {
-		t.Errorf("writes: %d objects, %d statuses; want 2 and 3 (the Scaling written again after the delete)", objects, statuses)
 	}
 }
 

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/workers"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -32,12 +31,12 @@ import (
 //   - workload.mu: what the endpoints and the scraper read (state, message,
 //     interval, records, scrape, podLabels). Taken by publish, explain, currentState,
 //     ensureScalers and closeScalers (for scrape only), and ScrapeWorkloads.
-//   - inflight.mu: the reconciles in flight, for the worker gauges.
-//   - foreignFinder.mu (foreign.go): when KEDA was last looked for; released
+//   - workers.InFlight.mu: the reconciles in flight, for the worker
+//     gauges; workers.Shares.mu: each namespace's share of the workers.
+//   - foreign.Finder.mu (internal/foreign): when KEDA was last looked for; released
 //     before the RESTMapper is asked.
-//   - scalingWriter.mu (scalings.go) and activityWriter.mu
-//     (activitywriter.go): what waits to be written; released before every
-//     API call.
+//   - Writer.mu and ActivityWriter.mu (package internal/scalings): what
+//     waits to be written; released before every API call.
 //
 // Without a lock: workload.activity and workload.pending are atomic, so a
 // gateway's activity signal never waits for a tick; Autoscaler.env is an
@@ -115,7 +114,7 @@ func (k *kindLoop) forget(ctx context.Context, nn types.NamespacedName) {
 	k.mu.Unlock()
 	if e := k.a.env.Load(); e != nil && e.scalings != nil {
 		// Namespaced workloads' Scalings go with them (owner reference).
-		e.scalings.forget(ctx, k.scalingKey(nn), nn.Namespace == "" && e.scalings.served.Load())
+		e.scalings.Forget(ctx, k.scalingKey(nn), nn.Namespace == "" && e.scalings.Served())
 	}
 	if st == nil {
 		return
@@ -156,7 +155,7 @@ func closeAll(ctx context.Context, scalers []builtScaler, timeout time.Duration)
 	if len(open) == 0 {
 		return nil
 	}
-	_, err := bounded(context.WithoutCancel(ctx), timeout, func(ctx context.Context) (struct{}, error) {
+	_, err := workers.Bounded(context.WithoutCancel(ctx), timeout, func(ctx context.Context) (struct{}, error) {
 		var errs []error
 		for _, b := range open {
 			if err := b.scaler.Close(ctx); err != nil {
@@ -168,123 +167,8 @@ func closeAll(ctx context.Context, scalers []builtScaler, timeout time.Duration)
 	return err
 }
 
-// bounded runs f with a context that ends after timeout, and returns when
-// f does or when the context ends, whichever is first: a scaler that
-// ignores its context cannot hold the caller past the timeout. f keeps
-// running in its goroutine until it returns by itself; its result is then
-// dropped.
-func bounded[T any](parent context.Context, timeout time.Duration, f func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	runDetached(func() {
-		v, err := f(ctx)
-		done <- result{v, err}
-	})
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		select {
-		case r := <-done: // it returned as the context ended
-			return r.v, r.err
-		default:
-		}
-		var zero T
-		// Only this call's own deadline is "no answer within timeout"; a
-		// parent that ended (the tick's budget, shutdown) says so itself.
-		if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return zero, fmt.Errorf("no answer within %s: %w", timeout, ctx.Err())
-		}
-		return zero, fmt.Errorf("stopped waiting: %w", ctx.Err())
-	}
-}
-
-// idleWorkers hands work to the goroutines runDetached keeps between
-// calls. It is unbuffered: a send succeeds only when a worker is waiting.
-var idleWorkers = make(chan func())
-
-// workerIdle is how long a runDetached goroutine waits for more work
-// before it ends.
-const workerIdle = 10 * time.Second
-
-// runDetached runs f on a goroutine of its own, as `go f()` does, but on
-// one left waiting by an earlier call when there is one. An evaluation in
-// the store's query engine grows a goroutine's stack to tens of
-// kilobytes: a new goroutine per sample paid for that growth on every
-// trigger of every tick, which was most of the tick's cost beside the
-// query itself. A worker whose f never returns is simply not reused.
-func runDetached(f func()) {
-	select {
-	case idleWorkers <- f:
-	default:
-		detachedStarted.Add(1)
-		go detachedWorker(f)
-	}
-}
-
-// detachedStarted counts the goroutines runDetached started.
-var detachedStarted atomic.Int64
-
-func detachedWorker(f func()) {
-	f()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		select {
-		case f = <-idleWorkers:
-			f()
-			idle.Reset(workerIdle)
-		case <-idle.C:
-			return
-		}
-	}
-}
-
 // sampleBounded is one trigger's sample within Options.SampleTimeout, even
 // from a scaler that ignores its context.
 func (k *kindLoop) sampleBounded(ctx context.Context, s scaling.Scaler, now time.Time) (scaling.Sample, error) {
-	return bounded(ctx, k.a.opts.SampleTimeout, func(ctx context.Context) (scaling.Sample, error) { return s.Sample(ctx, now) })
-}
-
-// inflight is the reconciles a kind's workers are running, for the busy
-// workers and oldest tick gauges.
-type inflight struct {
-	mu     sync.Mutex
-	next   uint64
-	starts map[uint64]time.Time
-}
-
-// begin records a reconcile starting at now; pass its result to end.
-func (f *inflight) begin(now time.Time) uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.starts == nil {
-		f.starts = map[uint64]time.Time{}
-	}
-	f.next++
-	f.starts[f.next] = now
-	return f.next
-}
-
-func (f *inflight) end(id uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.starts, id)
-}
-
-// busy is how many reconciles run and how long the oldest has been running
-// at now (0 when none).
-func (f *inflight) busy(now time.Time) (int, time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var oldest time.Duration
-	for _, start := range f.starts {
-		oldest = max(oldest, now.Sub(start))
-	}
-	return len(f.starts), oldest
+	return workers.Bounded(ctx, k.a.opts.SampleTimeout, func(ctx context.Context) (scaling.Sample, error) { return s.Sample(ctx, now) })
 }

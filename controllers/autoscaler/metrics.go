@@ -127,7 +127,7 @@ func (s *autoscalerSet) gauges() []workerGauges {
 				byKind[gk] = g
 			}
 			g.Workers += a.opts.MaxConcurrentReconciles
-			busy, oldest := k.running.busy(a.opts.Now())
+			busy, oldest := k.running.Busy(a.opts.Now())
 			g.Busy += busy
 			g.OldestTick = max(g.OldestTick, oldest)
 			g.Workloads += k.remembered()

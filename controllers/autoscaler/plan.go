@@ -2,7 +2,6 @@ package autoscaler
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -10,33 +9,12 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // The pure policies of the autoscaler loop: values in, values out, no
 // client and no clock. tick.go applies them.
-
-// State says what the autoscaler does with a workload; it is shown by the
-// explain endpoint.
-type State string
-
-const (
-	// StateAutoscaling: triggers are sampled and R is written every tick.
-	StateAutoscaling State = "Autoscaling"
-	// StateNotManaged: the scale config gives the autoscaler nothing to do
-	// (no triggers or idle settings, metrics for the built-in HPA, pinned).
-	StateNotManaged State = "NotManaged"
-	// StatePaused: scaleplane.io/paused is "true"; hands off.
-	StatePaused State = "Paused"
-	// StateHeld: scaleplane.io/paused-replicas holds R at a count.
-	StateHeld State = "PausedReplicas"
-	// StateForeign: an HPA we do not own or a KEDA ScaledObject targets the
-	// workload; two autoscalers on one count fight, so we stand down.
-	StateForeign State = "ForeignAutoscaler"
-	// StateUnreadable: the workload's fields do not read as the profile
-	// says; the fan-out controller reports the field errors.
-	StateUnreadable State = "Unreadable"
-)
 
 // manages decides whether the trigger autoscaler owns w's count, and if not,
 // why. It never runs where the built-in HPA would (C4 decides that with the
@@ -79,15 +57,7 @@ func foreignScalesNote(foreign []string, w scaling.Workload, l scaling.Layout, d
 	return note
 }
 
-func pathOr(p interface{ String() string }, def string) string {
-	if p == nil {
-		return def
-	}
-	if s := p.String(); s != "" {
-		return s
-	}
-	return def
-}
+func pathOr(p interface{ String() string }, def string) string { return status.PathOr(p, def) }
 
 // pause is what the pause annotations ask for.
 type pause struct {
@@ -165,33 +135,14 @@ func eventNote(d scaling.Decision) string {
 }
 
 // maxNote is the events.k8s.io/v1 note limit.
-const maxNote = 1024
+const maxNote = status.MaxNote
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
+func truncate(s string, n int) string { return status.Truncate(s, n) }
 
-// triggerProblems is the Warning worth raising about a decision's triggers,
-// "" when none: each invalid trigger with its problem, sorted. "no data" at
-// zero replicas is not a problem: a workload without pods has nothing to
-// scrape, and reporting it would raise a Warning on every sleep.
-func triggerProblems(d scaling.Decision) string {
-	var out []string
-	for _, t := range d.Triggers {
-		if t.Valid || (d.Current == 0 && t.Problem == "no data") {
-			continue
-		}
-		out = append(out, t.Name+": "+t.Problem)
-	}
-	if len(out) == 0 {
-		return ""
-	}
-	sort.Strings(out)
-	return truncate("invalid triggers keep the count: "+strings.Join(out, "; "), maxNote)
-}
+// triggerProblems is the Warning worth raising about a decision's
+// triggers, "" when none (status.TriggerProblems, which the Scaling's
+// Fallback condition says too).
+func triggerProblems(d scaling.Decision) string { return status.TriggerProblems(d) }
 
 // warnings remembers the last Warning note per reason for one workload, so
 // a condition that persists is reported once per change, not every tick.

@@ -23,6 +23,8 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/foreign"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/scaling"
 )
@@ -258,17 +260,17 @@ func TestScalingNamesTheForeignAutoscaler(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.hpas...).
-				WithIndex(&autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, controllers.IndexHPATarget).Build()
+				WithIndex(&autoscalingv2.HorizontalPodAutoscaler{}, foreign.HPATargetIndex, controllers.IndexHPATarget).Build()
 			a := newTestAutoscaler(t, now)
 			k := a.byResource["rackedclusters"]
-			e := &env{foreign: &foreignFinder{cache: c, mapper: meta.NewDefaultRESTMapper(nil), interval: time.Minute, now: a.opts.Now}}
+			e := &env{foreign: &foreign.Finder{Cache: c, Mapper: meta.NewDefaultRESTMapper(nil), Interval: time.Minute, Now: a.opts.Now}}
 			st := k.get(types.NamespacedName{Namespace: "shop", Name: "cart"})
 			if _, err := k.reconcile(context.Background(), e, tc.obj.DeepCopy(), st); err != nil {
 				t.Fatal(err)
 			}
 			x := st.explain(k)
 			w, _ := k.view.Read(tc.obj)
-			status := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "cart", Workload: w, Layout: k.view.Layout(),
+			status := status.Build(status.Input{Kind: "RackedCluster", Name: "cart", Workload: w, Layout: k.view.Layout(),
 				State: x.State, Message: x.Message, History: &scaling.History{}, Now: now})
 			active := meta.FindStatusCondition(status.Conditions, v1alpha1.ScalingActive)
 			got := row{x.State, status.Mode, string(active.Status) + "/" + active.Reason, active.Message}
@@ -284,7 +286,7 @@ func TestScalingNamesTheForeignAutoscaler(t *testing.T) {
 func TestScalingWithoutConfigShowsItsPin(t *testing.T) {
 	v := viewOf(t, "RackedCluster")
 	three := int32(3)
-	st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: scaling.Workload{Replicas: &three}, Layout: v.Layout(),
+	st := status.Build(status.Input{Kind: "RackedCluster", Name: "db", Workload: scaling.Workload{Replicas: &three}, Layout: v.Layout(),
 		State: StateNotManaged, History: &scaling.History{}, Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)})
 	got := []string{string(st.Mode), fmt.Sprint(deref(st.MinReplicas)), fmt.Sprint(deref(st.MaxReplicas))}
 	if diff := cmp.Diff([]string{"pinned", "3", "3"}, got); diff != "" {

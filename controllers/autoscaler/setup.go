@@ -12,6 +12,8 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/foreign"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	internalobjects "github.com/scaleplane/scaleplane/internal/objects"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/promql"
@@ -61,31 +63,31 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 	case a.mgr != nil:
 		return errors.New("set up autoscaler: it is set up with another manager already; build one autoscaler per manager")
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, hpaTargetIndex, controllers.IndexHPATarget); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, foreign.HPATargetIndex, controllers.IndexHPATarget); err != nil {
 		return fmt.Errorf("index HPAs by scale target: %w", err)
 	}
 	// Workloads are read as the manager's scheme knows them: typed kinds
 	// from the typed informer the embedding operator shares.
 	cached := internalobjects.Reader(mgr.GetCache(), mgr.GetScheme())
-	writer := newScalingWriter(mgr.GetClient(), a.opts.ScalingWrites, a.opts.Now)
-	aw := newActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace)
-	aw.now = a.opts.Now
+	writer := scalings.NewWriter(mgr.GetClient(), a.opts.ScalingWrites, a.opts.Now)
+	aw := scalings.NewActivityWriter(mgr.GetClient(), mgr.GetAPIReader(), a.opts.Namespace)
+	aw.Now = a.opts.Now
 	a.env.Store(&env{
 		cache:    cached,
 		writer:   mgr.GetClient(),
 		events:   controllers.EventRecorder(mgr),
-		foreign:  &foreignFinder{cache: cached, mapper: mgr.GetRESTMapper(), interval: a.opts.ForeignCheckInterval, now: a.opts.Now},
+		foreign:  &foreign.Finder{Cache: cached, Mapper: mgr.GetRESTMapper(), Interval: a.opts.ForeignCheckInterval, Now: a.opts.Now},
 		scalings: writer,
 		activity: aw,
 		api:      mgr.GetAPIReader(),
 		elected:  mgr.Elected(),
 	})
-	// Scalings (scalings.go): the writer and the watch that learns of
+	// Scalings (internal/scalings): the writer and the watch that learns of
 	// activity recorded by any replica, both on the leader.
 	if err := mgr.Add(writer); err != nil {
 		return fmt.Errorf("add the Scaling writer: %w", err)
 	}
-	if err := mgr.Add(scalingWatch{a: a, cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), every: a.opts.ForeignCheckInterval}); err != nil {
+	if err := mgr.Add(scalings.Watch{Cache: mgr.GetCache(), Mapper: mgr.GetRESTMapper(), Every: a.opts.ForeignCheckInterval, Writer: writer, Wake: a.wakeFromScaling}); err != nil {
 		return fmt.Errorf("add the Scaling watch: %w", err)
 	}
 	// The worker gauges follow the manager's life, on every replica (a

@@ -27,14 +27,14 @@ const ReasonInvalidPause = "InvalidPauseAnnotation"
 // Reconcile is one workload's tick: get it, decide whether it is ours and
 // whether a tick is due, sample, decide, write.
 func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if !k.shares.enterOrHold(req.NamespacedName, k.a.workerShare()) {
+	if !k.shares.EnterOrHold(req.NamespacedName, k.a.workerShare()) {
 		// The namespace holds its share of the workers: the others' ticks
 		// go first, and this one as soon as one of its namespace's ends.
 		k.deferred.Add(1)
 		return reconcile.Result{RequeueAfter: workerShareRetry}, nil
 	}
 	defer k.leaveShare(req.Namespace)
-	defer k.running.end(k.running.begin(k.a.opts.Now()))
+	defer k.running.End(k.running.Begin(k.a.opts.Now()))
 	e := k.a.env.Load()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("kind", k.kind, "namespace", req.Namespace, "name", req.Name))
 	u := k.newObject()
@@ -49,7 +49,7 @@ func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		k.forget(ctx, req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
-	if e.scalings != nil && !e.scalings.known.Load() {
+	if e.scalings != nil && !e.scalings.Known() {
 		// A new leader restores History from the Scaling before deciding.
 		return reconcile.Result{RequeueAfter: 250 * time.Millisecond}, nil
 	}
@@ -122,7 +122,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 		// ScaledObject, not "set by hand" nor the built-in HPA that C5
 		// keeps from being created beside it.
 		if e.foreign != nil {
-			foreign, err := e.foreign.find(ctx, k.view, u)
+			foreign, err := e.foreign.Find(ctx, k.view, u)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
@@ -151,7 +151,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 	}
 
 	if e.foreign != nil {
-		foreign, err := e.foreign.find(ctx, k.view, u)
+		foreign, err := e.foreign.Find(ctx, k.view, u)
 		if err != nil {
 			return reconcile.Result{}, err
 		}

@@ -13,6 +13,7 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/workers"
 	"github.com/scaleplane/scaleplane/internal/benchcmp"
 	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
@@ -294,13 +295,13 @@ func TestTickAllocationsWithinBaseline(t *testing.T) {
 }
 
 // TestSamplesRunOnReusedGoroutines: a trigger's sample runs on a goroutine
-// left by an earlier one (see runDetached), not on a new goroutine whose
+// left by an earlier one (see workers.RunDetached), not on a new goroutine whose
 // stack the query engine must grow again.
 func TestSamplesRunOnReusedGoroutines(t *testing.T) {
 	tick := newTickBench(t, 50, false)
-	before := detachedStarted.Load()
+	before := workers.DetachedStarted()
 	tick()
-	if started := detachedStarted.Load() - before; started > 2 {
+	if started := workers.DetachedStarted() - before; started > 2 {
 		t.Errorf("100 samples taken one after the other started %d goroutines, want at most 2", started)
 	}
 }

@@ -96,6 +96,9 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 			// answers come from the same evaluation and limits.
 			Sources: pipe.sources,
 			Reader:  mgr.GetCache(),
+			// Its targets' pods are scraped and labelled as the
+			// autoscaler's own workloads' are.
+			Targets: as,
 			// Live kinds too: the autoscaler's kinds now, on the leader
 			// where this server runs.
 			Kinds:          as.Kinds,

@@ -1,4 +1,4 @@
-package autoscaler
+package scalings
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 )
 
-// activityWriter records POST /activity/... in the workload's Scaling, on
+// ActivityWriter records POST /activity/... in the workload's Scaling, on
 // whichever replica receives it, so that the leader learns of it through
 // its watch of Scalings and a new leader finds it. Writes are a status
 // patch of lastActivity alone, coalesced to at most one per workload per
@@ -29,23 +29,35 @@ import (
 // time with an older one. Entries live only while a window is open, so
 // a replica that is not the leader keeps no memory of workloads. A token
 // bucket over every workload (ActivityWriteQPS) bounds the replica's
-// writes: past it a signal waits in its window, which stays open until a
-// token frees, so a flood of activity for many workloads lengthens the
-// windows instead of flooding the API server.
-type activityWriter struct {
+// writes, and one per namespace under it (half of it) the writes of one
+// namespace's workloads: past either a signal waits in its window, which
+// stays open until a token frees, so a flood of activity for many
+// workloads lengthens the windows instead of flooding the API server, and
+// a flood in one namespace lengthens that namespace's windows, not the
+// others'.
+type ActivityWriter struct {
 	c      client.Client
 	api    client.Reader
 	ns     string
 	window time.Duration
-	// after runs f after d (time.AfterFunc); tests replace it.
-	after func(d time.Duration, f func())
-	// limiter bounds the writes of this replica.
-	limiter *rate.Limiter
-	// now is the clock a stored time in the future is judged by.
-	now func() time.Time
+	// After runs f after d (time.AfterFunc); tests replace it before the
+	// first Record.
+	After func(d time.Duration, f func())
+	// Limiter bounds the writes of this replica (ActivityWriteQPS and
+	// ActivityWriteBurst); tests replace it.
+	Limiter *rate.Limiter
+	// NamespaceLimiter builds the bucket of one namespace under Limiter
+	// (half of it by default); tests replace it before the first Record.
+	// Nil: no bucket per namespace.
+	NamespaceLimiter func() *rate.Limiter
+	// Now is the clock a stored time in the future is judged by.
+	Now func() time.Time
 
 	mu   sync.Mutex
 	open map[types.NamespacedName]*activityEntry
+	// namespaces are the buckets of the namespaces with a window open,
+	// and how many each has: a bucket goes with its namespace's last one.
+	namespaces map[string]*namespaceBucket
 
 	writes atomic.Int64
 }
@@ -53,16 +65,66 @@ type activityWriter struct {
 type activityEntry struct {
 	pending  time.Time
 	workload *unstructured.Unstructured
-	kind     *kindLoop
 }
 
-func newActivityWriter(c client.Client, api client.Reader, ns string) *activityWriter {
-	return &activityWriter{
+// NewActivityWriter builds the activity writer of one replica: it writes
+// through c, reads the Scalings past the cache with api, and puts the
+// Scalings of cluster-scoped workloads in ns.
+func NewActivityWriter(c client.Client, api client.Reader, ns string) *ActivityWriter {
+	return &ActivityWriter{
 		c: c, api: api, ns: ns, window: time.Second,
-		after:   func(d time.Duration, f func()) { time.AfterFunc(d, f) },
-		limiter: rate.NewLimiter(ActivityWriteQPS, ActivityWriteBurst),
-		now:     time.Now,
-		open:    map[types.NamespacedName]*activityEntry{},
+		After:   func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+		Limiter: rate.NewLimiter(ActivityWriteQPS, ActivityWriteBurst),
+		NamespaceLimiter: func() *rate.Limiter {
+			return rate.NewLimiter(ActivityWriteQPS/2, ActivityWriteBurst/2)
+		},
+		Now:        time.Now,
+		open:       map[types.NamespacedName]*activityEntry{},
+		namespaces: map[string]*namespaceBucket{},
+	}
+}
+
+// allow takes a token of ns's bucket and of the replica's, or neither.
+// Called with mu held.
+func (w *ActivityWriter) allow(ns string) bool {
+	var share *rate.Reservation
+	if b := w.namespaces[ns]; b != nil && b.limiter != nil {
+		share = b.limiter.Reserve()
+		if !share.OK() || share.Delay() > 0 {
+			share.Cancel()
+			return false
+		}
+	}
+	if !w.Limiter.Allow() {
+		if share != nil {
+			share.Cancel()
+		}
+		return false
+	}
+	return true
+}
+
+// opened counts a window of ns, giving ns its bucket with its first.
+// Called with mu held.
+func (w *ActivityWriter) opened(ns string) {
+	b := w.namespaces[ns]
+	if b == nil {
+		b = &namespaceBucket{}
+		if w.NamespaceLimiter != nil {
+			b.limiter = w.NamespaceLimiter()
+		}
+		w.namespaces[ns] = b
+	}
+	b.items++
+}
+
+// closed counts a window of ns less, dropping its bucket with its last.
+// Called with mu held.
+func (w *ActivityWriter) closed(ns string) {
+	if b := w.namespaces[ns]; b != nil {
+		if b.items--; b.items <= 0 {
+			delete(w.namespaces, ns)
+		}
 	}
 }
 
@@ -80,10 +142,10 @@ const (
 // and one past year 2262 does not overflow.
 const MaxActivitySkew = 30 * time.Second
 
-// activityTime is t as an activity time at now: refused (false) when it
+// ActivityTime is t as an activity time at now: refused (false) when it
 // lies more than MaxActivitySkew after now or before 1970 (zero
 // included), and now when it lies after now within the allowance.
-func activityTime(t, now time.Time) (time.Time, bool) {
+func ActivityTime(t, now time.Time) (time.Time, bool) {
 	switch {
 	case t.IsZero() || t.Before(time.Unix(0, 0)):
 		return time.Time{}, false
@@ -95,11 +157,10 @@ func activityTime(t, now time.Time) (time.Time, bool) {
 	return t, true
 }
 
-// record writes activity at t for workload u of kind k, or, within the
-// window of the last write, keeps it for the window's end. It returns the
-// write's error (nil when coalesced).
-func (w *activityWriter) record(ctx context.Context, k *kindLoop, u *unstructured.Unstructured, t time.Time) error {
-	key := k.scalingKey(types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()})
+// Record writes activity at t for workload u, whose Scaling is at key, or,
+// within the window of the last write, keeps it for the window's end. It
+// returns the write's error (nil when coalesced).
+func (w *ActivityWriter) Record(ctx context.Context, key types.NamespacedName, u *unstructured.Unstructured, t time.Time) error {
 	w.mu.Lock()
 	if e := w.open[key]; e != nil {
 		if t.After(e.pending) {
@@ -108,49 +169,54 @@ func (w *activityWriter) record(ctx context.Context, k *kindLoop, u *unstructure
 		w.mu.Unlock()
 		return nil
 	}
-	e := &activityEntry{workload: u, kind: k}
+	e := &activityEntry{workload: u}
 	w.open[key] = e
-	if !w.limiter.Allow() {
-		// Over the replica's budget: written when the window ends.
+	w.opened(key.Namespace)
+	if !w.allow(key.Namespace) {
+		// Over the replica's budget or its namespace's share: written
+		// when the window ends.
 		e.pending = t
 		w.mu.Unlock()
-		w.after(w.window, func() { w.windowEnd(key) })
+		w.After(w.window, func() { w.windowEnd(key) })
 		return nil
 	}
 	w.mu.Unlock()
-	err := w.write(ctx, k, u, key, t)
-	w.after(w.window, func() { w.windowEnd(key) })
+	err := w.write(ctx, u, key, t)
+	w.After(w.window, func() { w.windowEnd(key) })
 	return err
 }
 
 // windowEnd writes what arrived during the window, opening a new one, or
 // closes the entry when nothing did.
-func (w *activityWriter) windowEnd(key types.NamespacedName) {
+func (w *ActivityWriter) windowEnd(key types.NamespacedName) {
 	w.mu.Lock()
 	e := w.open[key]
 	if e == nil || e.pending.IsZero() {
-		delete(w.open, key)
+		if e != nil {
+			delete(w.open, key)
+			w.closed(key.Namespace)
+		}
 		w.mu.Unlock()
 		return
 	}
-	if !w.limiter.Allow() {
+	if !w.allow(key.Namespace) {
 		w.mu.Unlock()
-		w.after(w.window, func() { w.windowEnd(key) })
+		w.After(w.window, func() { w.windowEnd(key) })
 		return
 	}
-	t, u, k := e.pending, e.workload, e.kind
+	t, u := e.pending, e.workload
 	e.pending = time.Time{}
 	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := w.write(ctx, k, u, key, t); err != nil {
+	if err := w.write(ctx, u, key, t); err != nil {
 		ctrl.Log.WithName("activity").Info("record activity in the Scaling", "scaling", key.String(), "error", err.Error())
 	}
-	w.after(w.window, func() { w.windowEnd(key) })
+	w.After(w.window, func() { w.windowEnd(key) })
 }
 
-// openEntries is how many workloads have a window open.
-func (w *activityWriter) openEntries() int {
+// OpenEntries is how many workloads have a window open.
+func (w *ActivityWriter) OpenEntries() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.open)
@@ -159,16 +225,16 @@ func (w *activityWriter) openEntries() int {
 // write sets the Scaling's status.lastActivity to t unless it already
 // holds t or later, creating the Scaling (as the leader would) when there
 // is none yet.
-func (w *activityWriter) write(ctx context.Context, k *kindLoop, u *unstructured.Unstructured, key types.NamespacedName, t time.Time) error {
+func (w *ActivityWriter) write(ctx context.Context, u *unstructured.Unstructured, key types.NamespacedName, t time.Time) error {
 	want := metav1.NewMicroTime(t)
 	wantStr, _ := want.MarshalQueryParameter()
 	for attempt := 0; attempt < 4; attempt++ {
 		cur := &unstructured.Unstructured{}
-		cur.SetGroupVersionKind(ScalingGVK)
+		cur.SetGroupVersionKind(GVK)
 		err := w.api.Get(ctx, key, cur)
 		if apierrors.IsNotFound(err) {
 			w.writes.Add(1)
-			obj := scalingObject(u, w.ns)
+			obj := Object(u, w.ns)
 			if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
 				return fmt.Errorf("create Scaling %s: %w", key, err)
 			}
@@ -179,9 +245,9 @@ func (w *activityWriter) write(ctx context.Context, k *kindLoop, u *unstructured
 		}
 		if s, ok, _ := unstructured.NestedString(cur.Object, "status", "lastActivity"); ok {
 			var have metav1.MicroTime
-			// A stored time in the future (activityTime) is overwritten.
+			// A stored time in the future (ActivityTime) is overwritten.
 			if have.UnmarshalQueryParameter(s) == nil && !have.Time.Before(want.Truncate(time.Microsecond)) &&
-				!have.After(w.now().Add(MaxActivitySkew)) {
+				!have.After(w.Now().Add(MaxActivitySkew)) {
 				return nil
 			}
 		}

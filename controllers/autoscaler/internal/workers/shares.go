@@ -1,24 +1,17 @@
-package autoscaler
+package workers
 
 import (
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// workerShareRetry is how soon a reconcile deferred for its namespace's
-// worker share is tried again when nothing woke it before: long enough not
-// to spin, short against any polling interval. Normally the end of one of
-// the namespace's reconciles wakes it first (workerShares.held).
-const workerShareRetry = 500 * time.Millisecond
-
-// workerShares counts, per namespace, the reconciles a kind's workers are
+// Shares counts, per namespace, the reconciles a kind's workers are
 // running, so that one namespace's workloads never hold every worker
 // (waiting for their evaluation slots, say) while another namespace's
 // ticks queue behind them: the API server's priority and fairness gives
 // each flow a share of the seats the same way.
-type workerShares struct {
+type Shares struct {
 	mu      sync.Mutex
 	running map[string]int
 	// held are, per namespace, the workloads put back while it ran its
@@ -29,10 +22,10 @@ type workerShares struct {
 	isHeld map[types.NamespacedName]bool
 }
 
-// enterOrHold is enter for nn's namespace; when it is refused, nn is held
+// EnterOrHold is Enter for nn's namespace; when it is refused, nn is held
 // until one of its namespace's reconciles leaves.
-func (w *workerShares) enterOrHold(nn types.NamespacedName, share int) bool {
-	if w.enter(nn.Namespace, share) {
+func (w *Shares) EnterOrHold(nn types.NamespacedName, share int) bool {
+	if w.Enter(nn.Namespace, share) {
 		return true
 	}
 	w.mu.Lock()
@@ -54,10 +47,10 @@ func (w *workerShares) enterOrHold(nn types.NamespacedName, share int) bool {
 	return false
 }
 
-// leaveAndNext is leave, and the oldest workload held for ns, which the
+// LeaveAndNext is Leave, and the oldest workload held for ns, which the
 // caller wakes.
-func (w *workerShares) leaveAndNext(ns string) (types.NamespacedName, bool) {
-	w.leave(ns)
+func (w *Shares) LeaveAndNext(ns string) (types.NamespacedName, bool) {
+	w.Leave(ns)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := w.held[ns]
@@ -74,9 +67,9 @@ func (w *workerShares) leaveAndNext(ns string) (types.NamespacedName, bool) {
 	return next, true
 }
 
-// enter takes one of ns's share of workers, or reports that ns already
+// Enter takes one of ns's share of workers, or reports that ns already
 // runs share reconciles.
-func (w *workerShares) enter(ns string, share int) bool {
+func (w *Shares) Enter(ns string, share int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running == nil {
@@ -89,28 +82,11 @@ func (w *workerShares) enter(ns string, share int) bool {
 	return true
 }
 
-func (w *workerShares) leave(ns string) {
+// Leave gives back one of ns's share.
+func (w *Shares) Leave(ns string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.running[ns]--; w.running[ns] <= 0 {
 		delete(w.running, ns)
 	}
-}
-
-// workerShare is one namespace's share of a kind's workers: half of them,
-// at least one.
-func (a *Autoscaler) workerShare() int { return max(1, a.opts.MaxConcurrentReconciles/2) }
-
-// leaveShare ends a reconcile's hold on its namespace's share and wakes
-// the workload held longest for it, if any (when the wake channel is full,
-// its retry brings it back).
-func (k *kindLoop) leaveShare(ns string) {
-	nn, ok := k.shares.leaveAndNext(ns)
-	if !ok {
-		return
-	}
-	u := k.newObject()
-	u.SetNamespace(nn.Namespace)
-	u.SetName(nn.Name)
-	k.wakeObject(u)
 }

@@ -1,4 +1,4 @@
-package autoscaler
+package scalings
 
 import (
 	"container/heap"
@@ -22,21 +22,23 @@ import (
 
 // The writer of Scaling objects. The leader's ticks offer every workload's
 // status as they build it; the writer applies it (server-side apply, field
-// manager scaleplane) only when it changed, and within two token buckets:
-// one per workload, one for the process, so that 10,000 workloads cannot
-// flood the API server whatever their triggers do. A change an operator or a
-// new leader acts on (mode, counts, conditions, decisions, history other
-// than the newest recommendation's time) is written as soon as the buckets
-// allow; a change of soft values only (trigger values, the newest
-// recommendation's time, LastActive) waits for the refresh interval.
-// Offers that arrive while a write waits replace it: only the newest status
-// is written.
+// manager scaleplane) only when it changed, and within three token buckets:
+// one per workload, one per namespace and one for the process, so that
+// 10,000 workloads cannot flood the API server whatever their triggers do,
+// and one namespace's workloads cannot take the whole budget from the
+// others (the namespace is the tenant, as in the worker shares of the
+// loop). A change an operator or a new leader acts on (mode, counts,
+// conditions, decisions, history other than the newest recommendation's
+// time) is written as soon as the buckets allow; a change of soft values
+// only (trigger values, the newest recommendation's time, LastActive)
+// waits for the refresh interval. Offers that arrive while a write waits
+// replace it: only the newest status is written.
 
-// ScalingGVK is the Scaling kind.
-var ScalingGVK = v1alpha1.GroupVersion.WithKind("Scaling")
+// GVK is the Scaling kind.
+var GVK = v1alpha1.GroupVersion.WithKind("Scaling")
 
-// ScalingWrites bounds the Scaling writes. Zero values take the defaults.
-type ScalingWrites struct {
+// Writes bounds the Scaling writes. Zero values take the defaults.
+type Writes struct {
 	// PerWorkloadInterval and PerWorkloadBurst are one workload's bucket:
 	// one write per interval, bursts of up to burst. Default 1 s and 5.
 	PerWorkloadInterval time.Duration
@@ -45,12 +47,20 @@ type ScalingWrites struct {
 	// 50 and 200.
 	QPS   float64
 	Burst int
+	// PerNamespaceQPS and PerNamespaceBurst are one namespace's bucket,
+	// under the process's: a namespace with many workloads takes at most
+	// this share, and the rest of the process's budget stays for the
+	// other namespaces. Default half of QPS and of Burst (a burst of at
+	// least 2: a new Scaling takes two calls); negative: no bucket per
+	// namespace.
+	PerNamespaceQPS   float64
+	PerNamespaceBurst int
 	// RefreshInterval is how often a status whose soft values alone
 	// changed is written. Default 60 s.
 	RefreshInterval time.Duration
 }
 
-func (o *ScalingWrites) defaults() {
+func (o *Writes) defaults() {
 	if o.PerWorkloadInterval <= 0 {
 		o.PerWorkloadInterval = time.Second
 	}
@@ -66,25 +76,41 @@ func (o *ScalingWrites) defaults() {
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = 60 * time.Second
 	}
+	if o.PerNamespaceQPS == 0 {
+		o.PerNamespaceQPS = o.QPS / 2
+	}
+	if o.PerNamespaceBurst == 0 {
+		o.PerNamespaceBurst = o.Burst / 2
+	}
+	if o.PerNamespaceBurst > 0 {
+		o.PerNamespaceBurst = max(2, o.PerNamespaceBurst)
+	}
 }
 
-// scalingWriter applies Scalings; see the top of this file.
-type scalingWriter struct {
+// perNamespace reports whether each namespace has a bucket of its own.
+func (o *Writes) perNamespace() bool { return o.PerNamespaceQPS > 0 && o.PerNamespaceBurst > 0 }
+
+// Writer applies Scalings; see the top of this file. Build it with
+// NewWriter.
+type Writer struct {
 	c      client.Client
-	opts   ScalingWrites
+	opts   Writes
 	global *rate.Limiter
 	now    func() time.Time
 	kick   chan struct{}
 
 	mu     sync.Mutex
-	items  map[types.NamespacedName]*scalingItem
+	items  map[types.NamespacedName]*item
 	urgent dueHeap
 	soft   dueHeap
+	// namespaces are the buckets of the namespaces that have items, and
+	// how many each has (a bucket goes with its namespace's last item).
+	namespaces map[string]*namespaceBucket
 
-	// served is set once Scalings are served (scalingWatch); until then
+	// served is set once Scalings are served (Watch); until then
 	// offers are kept and nothing is written.
 	served atomic.Bool
-	// known is set once scalingWatch knows whether they are served: until
+	// known is set once Watch knows whether they are served: until
 	// then no reconcile decides, so that a new leader's first decision
 	// never runs before it could restore the History.
 	known atomic.Bool
@@ -94,7 +120,13 @@ type scalingWriter struct {
 	writes atomic.Int64
 }
 
-type scalingItem struct {
+// namespaceBucket is one namespace's share of the process's writes.
+type namespaceBucket struct {
+	limiter *rate.Limiter
+	items   int
+}
+
+type item struct {
 	key types.NamespacedName
 	// object is the Scaling without status (metadata and spec), applied
 	// once; status is the newest status offered.
@@ -117,29 +149,58 @@ type scalingItem struct {
 	urgent bool
 }
 
-func newScalingWriter(c client.Client, opts ScalingWrites, now func() time.Time) *scalingWriter {
+// NewWriter builds the writer of Scalings through c, bounded by opts; now
+// is the clock of Start (time.Now when nil).
+func NewWriter(c client.Client, opts Writes, now func() time.Time) *Writer {
 	opts.defaults()
-	return &scalingWriter{
-		c:      c,
-		opts:   opts,
-		global: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst),
-		now:    now,
-		kick:   make(chan struct{}, 1),
-		items:  map[types.NamespacedName]*scalingItem{},
+	if now == nil {
+		now = time.Now
+	}
+	return &Writer{
+		c:          c,
+		opts:       opts,
+		global:     rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst),
+		now:        now,
+		kick:       make(chan struct{}, 1),
+		items:      map[types.NamespacedName]*item{},
+		namespaces: map[string]*namespaceBucket{},
 	}
 }
 
-// offer hands the writer the newest Scaling of a workload: object holds
+// Served reports whether Scalings are served; until MarkServed, offers are
+// kept and nothing is written.
+func (w *Writer) Served() bool { return w.served.Load() }
+
+// MarkServed notes that Scalings are served (the Scaling watch saw them);
+// it also marks them Known.
+func (w *Writer) MarkServed() {
+	w.served.Store(true)
+	w.known.Store(true)
+}
+
+// Known reports whether it is known whether Scalings are served: until
+// then no reconcile decides, so that a new leader's first decision never
+// runs before it could restore the History.
+func (w *Writer) Known() bool { return w.known.Load() }
+
+// MarkKnown notes that whether Scalings are served is known.
+func (w *Writer) MarkKnown() { w.known.Store(true) }
+
+// Client is the client the writer writes with.
+func (w *Writer) Client() client.Client { return w.c }
+
+// Offer hands the writer the newest Scaling of a workload: object holds
 // metadata (name, namespace, owner, labels) and spec.
-func (w *scalingWriter) offer(object *unstructured.Unstructured, status v1alpha1.ScalingStatus, now time.Time) {
+func (w *Writer) Offer(object *unstructured.Unstructured, status v1alpha1.ScalingStatus, now time.Time) {
 	key := types.NamespacedName{Namespace: object.GetNamespace(), Name: object.GetName()}
-	sig, full := scalingFingerprints(status)
+	sig, full := Fingerprints(status)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	it := w.items[key]
 	if it == nil {
-		it = &scalingItem{key: key, limiter: rate.NewLimiter(rate.Every(w.opts.PerWorkloadInterval), w.opts.PerWorkloadBurst)}
+		it = &item{key: key, limiter: rate.NewLimiter(rate.Every(w.opts.PerWorkloadInterval), w.opts.PerWorkloadBurst)}
 		w.items[key] = it
+		w.addToNamespace(key.Namespace)
 	}
 	it.object, it.status, it.sig, it.full = object, status, sig, full
 	if it.exists && full == it.wroteFull {
@@ -155,7 +216,7 @@ func (w *scalingWriter) offer(object *unstructured.Unstructured, status v1alpha1
 
 // schedule sets it to be written at (or earlier, if it already is).
 // Called with mu held.
-func (w *scalingWriter) schedule(it *scalingItem, at time.Time, urgent bool) {
+func (w *Writer) schedule(it *item, at time.Time, urgent bool) {
 	if !it.due.IsZero() && !at.Before(it.due) && (it.urgent || !urgent) {
 		return
 	}
@@ -171,17 +232,20 @@ func (w *scalingWriter) schedule(it *scalingItem, at time.Time, urgent bool) {
 	}
 }
 
-// forget drops a deleted workload's Scaling from memory; a cluster-scoped
+// Forget drops a deleted workload's Scaling from memory; a cluster-scoped
 // workload's Scaling (no owner reference to collect it) is deleted.
-func (w *scalingWriter) forget(ctx context.Context, key types.NamespacedName, deleteObject bool) {
+func (w *Writer) Forget(ctx context.Context, key types.NamespacedName, deleteObject bool) {
 	w.mu.Lock()
-	delete(w.items, key)
+	if _, ok := w.items[key]; ok {
+		delete(w.items, key)
+		w.removeFromNamespace(key.Namespace)
+	}
 	w.mu.Unlock()
 	if !deleteObject {
 		return
 	}
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(ScalingGVK)
+	u.SetGroupVersionKind(GVK)
 	u.SetNamespace(key.Namespace)
 	u.SetName(key.Name)
 	w.writes.Add(1)
@@ -190,9 +254,9 @@ func (w *scalingWriter) forget(ctx context.Context, key types.NamespacedName, de
 	}
 }
 
-// gone notes that the Scaling at key was deleted: one the writer keeps is
+// Gone notes that the Scaling at key was deleted: one the writer keeps is
 // written again at once, object and status.
-func (w *scalingWriter) gone(key types.NamespacedName) {
+func (w *Writer) Gone(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	it := w.items[key]
@@ -201,19 +265,41 @@ func (w *scalingWriter) gone(key types.NamespacedName) {
 	}
 	it.exists, it.wroteSig, it.wroteFull = false, "", ""
 	it.deletions++
-	now := time.Now
-	if w.now != nil {
-		now = w.now
+	w.schedule(it, w.now(), true)
+}
+
+// addToNamespace counts one more item of ns, giving ns its bucket with
+// its first. Called with mu held.
+func (w *Writer) addToNamespace(ns string) {
+	b := w.namespaces[ns]
+	if b == nil {
+		b = &namespaceBucket{}
+		if w.opts.perNamespace() {
+			b.limiter = rate.NewLimiter(rate.Limit(w.opts.PerNamespaceQPS), w.opts.PerNamespaceBurst)
+		}
+		w.namespaces[ns] = b
 	}
-	w.schedule(it, now(), true)
+	b.items++
+}
+
+// removeFromNamespace counts one item of ns less, dropping its bucket
+// with its last. Called with mu held.
+func (w *Writer) removeFromNamespace(ns string) {
+	if b := w.namespaces[ns]; b != nil {
+		if b.items--; b.items <= 0 {
+			delete(w.namespaces, ns)
+		}
+	}
 }
 
 // next pops the next item to write at now, or says when to look again
-// (zero: nothing scheduled). Urgent items go first; both buckets must
-// allow the write.
-func (w *scalingWriter) next(now time.Time) (*scalingItem, scalingWrite, time.Time) {
+// (zero: nothing scheduled). Urgent items go first; the item's bucket,
+// its namespace's and the process's must all allow the write. An item
+// its namespace's bucket holds back is scheduled for when that bucket
+// allows it, so the items of other namespaces behind it go first.
+func (w *Writer) next(now time.Time) (*item, write, time.Time) {
 	if !w.served.Load() {
-		return nil, scalingWrite{}, time.Time{}
+		return nil, write{}, time.Time{}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -223,7 +309,7 @@ func (w *scalingWriter) next(now time.Time) (*scalingItem, scalingWrite, time.Ti
 			h = &w.soft
 		}
 		if h.Len() == 0 {
-			return nil, scalingWrite{}, w.earliest()
+			return nil, write{}, w.earliest()
 		}
 		e := (*h)[0]
 		it := w.items[e.key]
@@ -232,11 +318,11 @@ func (w *scalingWriter) next(now time.Time) (*scalingItem, scalingWrite, time.Ti
 			continue
 		}
 		if e.at.After(now) {
-			return nil, scalingWrite{}, w.earliest()
+			return nil, write{}, w.earliest()
 		}
-		if r := it.limiter.ReserveN(now, 1); r.DelayFrom(now) > 0 {
-			d := r.DelayFrom(now)
-			r.CancelAt(now)
+		own := it.limiter.ReserveN(now, 1)
+		if d := own.DelayFrom(now); d > 0 {
+			own.CancelAt(now)
 			heap.Pop(h)
 			it.due = time.Time{}
 			w.schedule(it, now.Add(d), it.urgent)
@@ -246,23 +332,40 @@ func (w *scalingWriter) next(now time.Time) (*scalingItem, scalingWrite, time.Ti
 		if !it.exists {
 			calls = 2 // the object, then its status
 		}
+		var share *rate.Reservation
+		if b := w.namespaces[it.key.Namespace]; b != nil && b.limiter != nil {
+			share = b.limiter.ReserveN(now, calls)
+			if d := share.DelayFrom(now); d > 0 {
+				// Over its namespace's share: the other namespaces'
+				// items go first.
+				share.CancelAt(now)
+				own.CancelAt(now)
+				heap.Pop(h)
+				it.due = time.Time{}
+				w.schedule(it, now.Add(d), it.urgent)
+				continue
+			}
+		}
 		if r := w.global.ReserveN(now, calls); r.DelayFrom(now) > 0 {
 			d := r.DelayFrom(now)
 			r.CancelAt(now)
-			return nil, scalingWrite{}, now.Add(d)
+			if share != nil {
+				share.CancelAt(now)
+			}
+			return nil, write{}, now.Add(d)
 		}
 		heap.Pop(h)
 		it.due = time.Time{}
 		if it.exists && it.full == it.wroteFull {
 			continue // an offer put it back as written
 		}
-		return it, scalingWrite{object: it.object, status: it.status, sig: it.sig, full: it.full, create: !it.exists, deletions: it.deletions}, time.Time{}
+		return it, write{object: it.object, status: it.status, sig: it.sig, full: it.full, create: !it.exists, deletions: it.deletions}, time.Time{}
 	}
 }
 
 // earliest is the first due time of either heap, zero when none. Called
 // with mu held; stale entries only make it early, which costs a wake-up.
-func (w *scalingWriter) earliest() time.Time {
+func (w *Writer) earliest() time.Time {
 	var at time.Time
 	for _, h := range []*dueHeap{&w.urgent, &w.soft} {
 		if h.Len() > 0 && (at.IsZero() || (*h)[0].at.Before(at)) {
@@ -273,7 +376,7 @@ func (w *scalingWriter) earliest() time.Time {
 }
 
 // scalingWrite is one write taken from an item under the lock.
-type scalingWrite struct {
+type write struct {
 	object    *unstructured.Unstructured
 	status    v1alpha1.ScalingStatus
 	sig, full string
@@ -281,9 +384,9 @@ type scalingWrite struct {
 	deletions int
 }
 
-// flush writes every item due at now that the buckets allow, and returns
+// Flush writes every item due at now that the buckets allow, and returns
 // when to call it again (zero: when something is offered).
-func (w *scalingWriter) flush(ctx context.Context, now time.Time) time.Time {
+func (w *Writer) Flush(ctx context.Context, now time.Time) time.Time {
 	for {
 		it, wr, at := w.next(now)
 		if it == nil {
@@ -333,7 +436,7 @@ func backoff(failures int) time.Duration {
 // then its status, both server-side applied under scaleplane's field
 // manager. status.lastActivity is never part of the leader's apply, so the
 // activity patches of every replica keep owning it.
-func (w *scalingWriter) apply(ctx context.Context, wr scalingWrite) error {
+func (w *Writer) apply(ctx context.Context, wr write) error {
 	if wr.create {
 		w.writes.Add(1)
 		if err := w.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(wr.object.DeepCopy()), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
@@ -347,7 +450,7 @@ func (w *scalingWriter) apply(ctx context.Context, wr scalingWrite) error {
 		return fmt.Errorf("convert Scaling status: %w", err)
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{"status": raw}}
-	u.SetGroupVersionKind(ScalingGVK)
+	u.SetGroupVersionKind(GVK)
 	u.SetNamespace(wr.object.GetNamespace())
 	u.SetName(wr.object.GetName())
 	w.writes.Add(1)
@@ -357,13 +460,14 @@ func (w *scalingWriter) apply(ctx context.Context, wr scalingWrite) error {
 	return nil
 }
 
-// Start runs the writer until ctx ends; on the leader only.
-func (w *scalingWriter) Start(ctx context.Context) error {
+// Start runs the writer until ctx ends; on the leader only. Tests call
+// Flush with a clock of their own instead.
+func (w *Writer) Start(ctx context.Context) error {
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithName("scalings"))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		at := w.flush(ctx, w.now())
+		at := w.Flush(ctx, w.now())
 		wait := time.Hour
 		if !at.IsZero() {
 			wait = max(at.Sub(w.now()), time.Millisecond)
@@ -379,15 +483,15 @@ func (w *scalingWriter) Start(ctx context.Context) error {
 }
 
 // NeedLeaderElection is true: only the leader decides, so only it writes.
-func (w *scalingWriter) NeedLeaderElection() bool { return true }
+func (w *Writer) NeedLeaderElection() bool { return true }
 
-// scalingObject is the Scaling of workload u (metadata and spec): in u's
+// Object is the Scaling of workload u (metadata and spec): in u's
 // namespace with u as its owner, or, for a cluster-scoped u, in ns
 // without an owner (an owner reference from a namespaced object to a
 // cluster-scoped one is allowed, but the Scaling must live in some
 // namespace, and one in scaleplane's own is found by the operator who
 // runs it); the autoscaler deletes those itself.
-func scalingObject(u *unstructured.Unstructured, ns string) *unstructured.Unstructured {
+func Object(u *unstructured.Unstructured, ns string) *unstructured.Unstructured {
 	gk := u.GroupVersionKind().GroupKind()
 	kind := gk.Kind
 	s := &unstructured.Unstructured{Object: map[string]any{
@@ -395,15 +499,15 @@ func scalingObject(u *unstructured.Unstructured, ns string) *unstructured.Unstru
 			"apiVersion": u.GetAPIVersion(), "kind": kind, "name": u.GetName(),
 		}},
 	}}
-	s.SetGroupVersionKind(ScalingGVK)
-	s.SetName(ScalingName(u.GetName(), gk))
+	s.SetGroupVersionKind(GVK)
+	s.SetName(Name(u.GetName(), gk))
 	// Label values hold 63 characters: longer names and groups are cut and
 	// hashed (labelValue); spec.targetRef names the workload in full.
 	s.SetLabels(map[string]string{
 		v1alpha1.LabelManagedBy:     v1alpha1.ManagedByValue,
 		v1alpha1.LabelWorkloadKind:  kind,
-		v1alpha1.LabelWorkloadGroup: labelValue(gk.Group),
-		v1alpha1.LabelWorkloadName:  labelValue(u.GetName()),
+		v1alpha1.LabelWorkloadGroup: LabelValue(gk.Group),
+		v1alpha1.LabelWorkloadName:  LabelValue(u.GetName()),
 	})
 	if u.GetNamespace() == "" {
 		s.SetNamespace(ns)

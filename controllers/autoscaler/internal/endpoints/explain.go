@@ -1,10 +1,14 @@
-package autoscaler
+package endpoints
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -33,8 +37,8 @@ type Explanation struct {
 	Name      string `json:"name"`
 	// State is what the autoscaler does with the workload now, and Message
 	// why (for every state but Autoscaling).
-	State   State  `json:"state"`
-	Message string `json:"message,omitempty"`
+	State   status.State `json:"state"`
+	Message string       `json:"message,omitempty"`
 	// PollingIntervalSeconds is the workload's tick period.
 	PollingIntervalSeconds float64 `json:"pollingIntervalSeconds"`
 	// LastActivity is the latest activity signal received.
@@ -43,66 +47,18 @@ type Explanation struct {
 	Decisions []Record `json:"decisions"`
 }
 
-// DefaultHistoryLength is how many ticks the explain endpoint keeps per
-// workload: five minutes at the default 15 s, enough to see a scale-down
-// stabilization window play out.
-const DefaultHistoryLength = 20
-
-// ring keeps the last max records, overwriting the oldest. Its buffer
-// grows with the records it is given: most workloads (pinned ones, those
-// without triggers) never record a tick, and a buffer made whole up front
-// cost every one of them max records (about 5.7 KB at the default).
-type ring struct {
-	buf  []Record
-	next int
-	max  int
-}
-
-func newRing(n int) ring {
-	if n <= 0 {
-		n = DefaultHistoryLength
-	}
-	return ring{max: n}
-}
-
-func (r *ring) add(rec Record) {
-	if len(r.buf) < r.max {
-		if len(r.buf) == cap(r.buf) {
-			grown := make([]Record, len(r.buf), min(r.max, max(4, 2*cap(r.buf))))
-			copy(grown, r.buf)
-			r.buf = grown
-		}
-		r.buf = append(r.buf, rec)
-		return
-	}
-	r.buf[r.next] = rec
-	r.next = (r.next + 1) % len(r.buf)
-}
-
-// list returns the records oldest first, as a new slice.
-func (r *ring) list() []Record {
-	out := make([]Record, 0, len(r.buf))
-	out = append(out, r.buf[r.next:]...)
-	return append(out, r.buf[:r.next]...)
-}
-
 // serveExplain answers GET /debug/autoscaler/{namespace}/{resource}/{name}.
-func (a *Autoscaler) serveExplain(w http.ResponseWriter, r *http.Request) {
+func (h handler) serveExplain(w http.ResponseWriter, r *http.Request) {
 	if !validObjectPath(w, r) {
 		return
 	}
-	k, ok := a.kindFor(w, r.PathValue("resource"))
-	if !ok {
+	nn := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	e, err := h.loop.Explain(r.PathValue("resource"), nn)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
-	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	st := k.lookup(ns, name)
-	if st == nil {
-		writeProblem(w, http.StatusNotFound, "the autoscaler has not seen "+k.resource+" "+ns+"/"+name+
-			": check the name, or wait for its first reconcile")
-		return
-	}
-	writeJSON(w, http.StatusOK, st.explain(k))
+	writeJSON(w, http.StatusOK, e)
 }
 
 // errorBody is every endpoint's error.
@@ -120,4 +76,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeProblem(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, errorBody{Error: msg})
+}
+
+// writeError answers a Problem with its status, any other error with 500.
+func writeError(w http.ResponseWriter, err error) {
+	var p *Problem
+	if errors.As(err, &p) {
+		writeProblem(w, p.Status, p.Message)
+		return
+	}
+	writeProblem(w, http.StatusInternalServerError, err.Error())
 }

@@ -1,92 +1,32 @@
-package autoscaler
+package status
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // The Scaling object's status, built from the autoscaler's memory of one
-// workload: pure functions, values in and values out. scalings.go writes
-// what they build.
+// workload: pure functions, values in and values out. Package scalings
+// writes what they build.
 
-// ScalingName is the name of a workload's Scaling:
-// <workload>-<kind lower>.<group>, so that two kinds of one name in two
-// API groups never share one. A name over 253 characters keeps the start
-// of the workload's name and a hash of the whole (the suffix drops the
-// group, which the hash holds, when it alone is long); spec.targetRef
-// names the workload in full.
-func ScalingName(workload string, gk schema.GroupKind) string {
-	suffix := "-" + strings.ToLower(gk.Kind)
-	if gk.Group != "" {
-		suffix += "." + gk.Group
-	}
-	name := workload + suffix
-	if len(name) <= validation.DNS1123SubdomainMaxLength {
-		return name
-	}
-	hash := shortHash(gk.Group + "/" + gk.Kind + "/" + workload)
-	if len(suffix) > maxScalingSuffix {
-		suffix = "-" + strings.ToLower(gk.Kind)
-	}
-	keep := min(len(workload), validation.DNS1123SubdomainMaxLength-len(suffix)-len(hash)-1)
-	return strings.TrimRight(workload[:keep], "-.") + "-" + hash + suffix
-}
+// MaxDecisions bounds status.decisions.
+const MaxDecisions = 10
 
-// maxScalingSuffix is the longest "-<kind>.<group>" a long workload name's
-// Scaling keeps, so that enough of the workload's name is left to read.
-const maxScalingSuffix = 120
-
-// legacyScalingName is the name Scalings had before the group was part of
-// it (<workload>-<kind lower>); migrateScalings renames them.
-func legacyScalingName(workload, kind string) string {
-	return workload + "-" + strings.ToLower(kind)
-}
-
-// labelValue is s when it is a valid label value, otherwise its start and
-// a hash of the whole, within 63 characters: labels select, and the full
-// value lives in the object (spec.targetRef).
-func labelValue(s string) string {
-	if len(validation.IsValidLabelValue(s)) == 0 {
-		return s
-	}
-	hash := shortHash(s)
-	keep := min(len(s), validation.LabelValueMaxLength-len(hash)-1)
-	head := strings.TrimRight(s[:keep], "-._")
-	if head == "" || len(validation.IsValidLabelValue(head)) > 0 {
-		return hash
-	}
-	return head + "-" + hash
-}
-
-// shortHash is the first 10 hex digits of s's SHA-256.
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:10]
-}
-
-// maxScalingDecisions bounds status.decisions.
-const maxScalingDecisions = 10
-
-// scalingMode says who sets the count of a workload in state s.
-func scalingMode(s State, w scaling.Workload, l scaling.Layout, defaultMetrics []autoscalingv2.MetricSpec) v1alpha1.ScalingMode {
+// Mode says who sets the count of a workload in state s.
+func Mode(s State, w scaling.Workload, l scaling.Layout, defaultMetrics []autoscalingv2.MetricSpec) v1alpha1.ScalingMode {
 	switch s {
 	case StateAutoscaling:
 		return v1alpha1.ScalingModeTriggers
@@ -108,8 +48,8 @@ func scalingMode(s State, w scaling.Workload, l scaling.Layout, defaultMetrics [
 	return v1alpha1.ScalingModeExternal
 }
 
-// scalingInput is what one reconcile knows of a workload.
-type scalingInput struct {
+// Input is what one reconcile knows of a workload.
+type Input struct {
 	Kind, Name string
 	Generation int64
 	Workload   scaling.Workload
@@ -134,13 +74,13 @@ type scalingInput struct {
 	HPA *autoscalingv2.HorizontalPodAutoscalerStatus
 }
 
-// buildScalingStatus is the Scaling status of in. Values that change on
+// Build is the Scaling status of in. Values that change on
 // every tick without changing what an operator or a new leader acts on
 // (trigger values, the newest recommendation's time, LastActive of a busy
-// workload) are the "soft" part that scalingFingerprints separates.
-func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
+// workload) are the "soft" part that scalings.Fingerprints separates.
+func Build(in Input) v1alpha1.ScalingStatus {
 	w := in.Workload
-	mode := scalingMode(in.State, w, in.Layout, in.Defaults)
+	mode := Mode(in.State, w, in.Layout, in.Defaults)
 	if in.State == StateUnreadable {
 		mode = ""
 	}
@@ -185,7 +125,7 @@ func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
 		}
 	}
 	if in.State == StateAutoscaling && in.History != nil {
-		st.History = historyToStatus(in.History)
+		st.History = HistoryToStatus(in.History)
 		if !in.History.LastScaleTime.IsZero() {
 			t := metav1.NewTime(in.History.LastScaleTime)
 			st.LastScaleTime = &t
@@ -209,9 +149,9 @@ func buildScalingStatus(in scalingInput) v1alpha1.ScalingStatus {
 
 // scalingConditions are Ready, Active, Paused and Fallback with reasons an
 // operator can act on (the Active reason is kubectl's REASON column).
-func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Condition {
+func scalingConditions(in Input, mode v1alpha1.ScalingMode) []metav1.Condition {
 	cond := func(t string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate(msg, 32768)}
+		return metav1.Condition{Type: t, Status: s, Reason: reason, Message: Truncate(msg, 32768)}
 	}
 	w := in.Workload
 	ready := cond(v1alpha1.ScalingReady, metav1.ConditionTrue, "Ready", "")
@@ -236,7 +176,7 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 		if d := in.Decision; d != nil {
 			// The reason is what decided the count: a fallback count over
 			// a throttled trigger kept, over a failing one kept.
-			switch p := triggerProblems(*d); {
+			switch p := TriggerProblems(*d); {
 			case d.Fallback != nil:
 				fallback = cond(v1alpha1.ScalingFallback, metav1.ConditionTrue, v1alpha1.ReasonFallbackActive, scaling.FallbackReason(*d))
 			case in.Throttled != "":
@@ -284,7 +224,7 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 	case v1alpha1.ScalingModePinned:
 		msg := "no scale config: the count is set by hand"
 		if w.Config == nil && w.Replicas != nil {
-			msg = fmt.Sprintf("no scale config: pinned at %d (min = max = %s), set by hand or kubectl scale; give the scale config a range to autoscale", *w.Replicas, pathOr(in.Layout.ReplicasPath, "replicas"))
+			msg = fmt.Sprintf("no scale config: pinned at %d (min = max = %s), set by hand or kubectl scale; give the scale config a range to autoscale", *w.Replicas, PathOr(in.Layout.ReplicasPath, "replicas"))
 		}
 		if c := w.Config; c != nil && c.Pinned() {
 			msg = fmt.Sprintf("the scale config is pinned at %d: no autoscaling range; widen it to autoscale", *c.MinReplicas)
@@ -308,15 +248,15 @@ func scalingConditions(in scalingInput, mode v1alpha1.ScalingMode) []metav1.Cond
 	return []metav1.Condition{ready, active, paused, fallback}
 }
 
-// historyToStatus is h as status.history: the recommendations in time
+// HistoryToStatus is h as status.history: the recommendations in time
 // order, only the newest of each run of equal counts (a stabilization
 // window's min or max is the same with or without the older ones, and the
 // status then changes when the count does, not on every tick).
-func historyToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
+func HistoryToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
 	out := &v1alpha1.ScalingHistory{
-		LastActive:    microOrNil(h.LastActive),
-		AwakeSince:    microOrNil(h.AwakeSince),
-		LastScaleTime: microOrNil(h.LastScaleTime),
+		LastActive:    MicroOrNil(h.LastActive),
+		AwakeSince:    MicroOrNil(h.AwakeSince),
+		LastScaleTime: MicroOrNil(h.LastScaleTime),
 		Failures:      maps.Clone(h.Failures),
 	}
 	recs := append([]scaling.Recommendation(nil), h.Recommendations...)
@@ -336,7 +276,7 @@ func historyToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
 	return out
 }
 
-// historyFromStatus is the History a new leader restores at now. The
+// HistoryFromStatus is the History a new leader restores at now. The
 // status is written when a count changes, and at most once per refresh
 // interval otherwise, so its newest recommendation and a LastActive that
 // active triggers move on every tick may lag the old leader's last tick:
@@ -347,7 +287,7 @@ func historyToStatus(h *scaling.History) *v1alpha1.ScalingHistory {
 // at worst it holds a count or an idle timer for one more window.
 // Activity signals need no such guess: every replica records them in
 // status.lastActivity as they come.
-func historyFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time.Time) *scaling.History {
+func HistoryFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time.Time) *scaling.History {
 	h := &scaling.History{}
 	if s == nil {
 		return h
@@ -362,8 +302,8 @@ func historyFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time
 		h.ScaleDownEvents = append(h.ScaleDownEvents, scaling.ScaleEvent{Change: e.Change, Time: e.Time.Time, Outdated: e.Outdated})
 	}
 	h.LastActive = microTime(s.LastActive)
-	if _, ok := activityTime(h.LastActive, now); !ok {
-		h.LastActive = time.Time{} // in the future: not activity (activityTime)
+	if _, ok := scalings.ActivityTime(h.LastActive, now); !ok {
+		h.LastActive = time.Time{} // in the future: not activity (scalings.ActivityTime)
 	}
 	h.AwakeSince = microTime(s.AwakeSince)
 	h.LastScaleTime = microTime(s.LastScaleTime)
@@ -387,40 +327,6 @@ func historyFromStatus(s *v1alpha1.ScalingHistory, triggersActive bool, now time
 	return h
 }
 
-// scalingFingerprints are two keys of a status: full changes with
-// anything; significant ignores the soft values (trigger values, the
-// newest recommendation's time, LastActive), so that a workload whose
-// count and conditions hold is written once per refresh interval, not on
-// every tick.
-func scalingFingerprints(s v1alpha1.ScalingStatus) (significant, full string) {
-	full = fingerprint(s)
-	soft := s.DeepCopy()
-	for i := range soft.Triggers {
-		// A failing trigger's count grows on every tick; its health and
-		// fallback, which change what happens, stay significant.
-		soft.Triggers[i].Value, soft.Triggers[i].Failures = "", 0
-	}
-	if h := soft.History; h != nil {
-		h.LastActive = nil
-		h.Failures = nil
-		if n := len(h.Recommendations); n > 0 {
-			h.Recommendations[n-1].Time = metav1.MicroTime{}
-		}
-	}
-	return fingerprint(*soft), full
-}
-
-func fingerprint(s v1alpha1.ScalingStatus) string {
-	// Condition transition times change only with a condition, which
-	// changes the rest of it too.
-	s = *s.DeepCopy()
-	for i := range s.Conditions {
-		s.Conditions[i].LastTransitionTime = metav1.Time{}
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
 func ptr[T any](v T) *T { return &v }
@@ -433,7 +339,7 @@ func clonePtr[T any](p *T) *T {
 	return &v
 }
 
-func microOrNil(t time.Time) *metav1.MicroTime {
+func MicroOrNil(t time.Time) *metav1.MicroTime {
 	if t.IsZero() {
 		return nil
 	}

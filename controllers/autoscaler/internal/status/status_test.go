@@ -1,4 +1,4 @@
-package autoscaler
+package status
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
@@ -77,7 +78,7 @@ func TestScalingModeAndConditions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: tc.w, Layout: v.Layout(),
+			st := Build(Input{Kind: "RackedCluster", Name: "db", Workload: tc.w, Layout: v.Layout(),
 				State: tc.state, Message: tc.msg, Decision: tc.d, History: &scaling.History{}, Now: now})
 			c := func(typ string) string {
 				for _, x := range st.Conditions {
@@ -110,16 +111,16 @@ func TestScalingFingerprints(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	w := scaling.Workload{Replicas: ptr(int32(3)), Config: cfg(1, 5).trigger("rps", 1).obj()}
 	build := func(now time.Time, value float64, recs []scaling.Recommendation, prev *v1alpha1.ScalingStatus) v1alpha1.ScalingStatus {
-		return buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(), State: StateAutoscaling,
+		return Build(Input{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(), State: StateAutoscaling,
 			Decision: &scaling.Decision{Current: 3, Desired: 3, Min: 1, Max: 5, Triggers: []scaling.TriggerDecision{{Name: "rps", Valid: true, Value: value, Threshold: 1}}},
 			History:  &scaling.History{Recommendations: recs}, Previous: prev, Now: now})
 	}
 	a := build(t0, 3.1, []scaling.Recommendation{{Replicas: 3, Time: t0}}, nil)
 	b := build(t0.Add(15*time.Second), 2.9, []scaling.Recommendation{{Replicas: 3, Time: t0}, {Replicas: 3, Time: t0.Add(15 * time.Second)}}, &a)
 	c := build(t0.Add(30*time.Second), 2.9, []scaling.Recommendation{{Replicas: 3, Time: t0}, {Replicas: 4, Time: t0.Add(30 * time.Second)}}, &b)
-	sa, fa := scalingFingerprints(a)
-	sb, fb := scalingFingerprints(b)
-	sc, _ := scalingFingerprints(c)
+	sa, fa := scalings.Fingerprints(a)
+	sb, fb := scalings.Fingerprints(b)
+	sc, _ := scalings.Fingerprints(c)
 	if sa != sb {
 		t.Errorf("a new trigger value and a longer run of one recommendation changed the significant fingerprint")
 	}
@@ -134,7 +135,7 @@ func TestScalingFingerprints(t *testing.T) {
 	failing := func(n int32, fallback bool) string {
 		st := a.DeepCopy()
 		st.Triggers[0].Value, st.Triggers[0].Health, st.Triggers[0].Failures, st.Triggers[0].Fallback = "", "Failing", n, fallback
-		sig, _ := scalingFingerprints(*st)
+		sig, _ := scalings.Fingerprints(*st)
 		return sig
 	}
 	if failing(1, false) != failing(2, false) {
@@ -156,7 +157,7 @@ func roundTrip(t *testing.T, h *scaling.History, now time.Time) *scaling.History
 
 func roundTripActive(t *testing.T, h *scaling.History, triggersActive bool, now time.Time) *scaling.History {
 	t.Helper()
-	raw, err := json.Marshal(historyToStatus(h))
+	raw, err := json.Marshal(HistoryToStatus(h))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func roundTripActive(t *testing.T, h *scaling.History, triggersActive bool, now 
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	return historyFromStatus(&back, triggersActive, now)
+	return HistoryFromStatus(&back, triggersActive, now)
 }
 
 // scaling.History <-> status. Runs of equal
@@ -297,7 +298,7 @@ func TestScalingShowsTheHPA(t *testing.T) {
 	hpa := &autoscalingv2.HorizontalPodAutoscalerStatus{DesiredReplicas: 5, Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{
 		{Type: autoscalingv2.ScalingActive, Status: "False", Reason: "FailedGetResourceMetric", Message: "no metrics for pods"},
 	}}
-	st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(), State: StateNotManaged,
+	st := Build(Input{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(), State: StateNotManaged,
 		HPA: hpa, Now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)})
 	type got struct {
 		Mode            v1alpha1.ScalingMode
@@ -323,7 +324,7 @@ func TestFallbackConditionNamesWhatDecided(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	w := scaling.Workload{Replicas: ptr(int32(3)), Config: cfg(1, 5).trigger("rps", 1).trigger("queue", 1).obj()}
 	reason := func(d scaling.Decision, throttled string) string {
-		st := buildScalingStatus(scalingInput{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(),
+		st := Build(Input{Kind: "RackedCluster", Name: "db", Workload: w, Layout: v.Layout(),
 			State: StateAutoscaling, Decision: &d, Throttled: throttled, History: &scaling.History{}, Now: now})
 		return meta.FindStatusCondition(st.Conditions, v1alpha1.ScalingFallback).Reason
 	}

@@ -1,4 +1,4 @@
-package autoscaler
+package scalings
 
 import (
 	"context"
@@ -41,8 +41,18 @@ func countingClient(t testing.TB) (client.Client, *atomic.Int64, *atomic.Int64) 
 	return c, &objects, &statuses
 }
 
+// rackedCluster is a workload of the sample profile's kind.
+func rackedCluster(ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("samples.scaleplane.io/v1alpha1")
+	u.SetKind("RackedCluster")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	return u
+}
+
 func workloadObject(i int) *unstructured.Unstructured {
-	u := rackedCluster("shop", fmt.Sprintf("db-%d", i), 3, nil)
+	u := rackedCluster("shop", fmt.Sprintf("db-%d", i))
 	u.SetUID("uid")
 	return u
 }
@@ -60,16 +70,16 @@ func statusWith(desired int32, value string) v1alpha1.ScalingStatus {
 func TestScalingWrites(t *testing.T) {
 	c, objects, statuses := countingClient(t)
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	w := newScalingWriter(c, ScalingWrites{PerWorkloadInterval: 5 * time.Second, PerWorkloadBurst: 2, RefreshInterval: time.Minute}, nil)
-	w.served.Store(true)
+	w := NewWriter(c, Writes{PerWorkloadInterval: 5 * time.Second, PerWorkloadBurst: 2, RefreshInterval: time.Minute}, nil)
+	w.MarkServed()
 	ctx := context.Background()
-	obj := scalingObject(workloadObject(0), "scaleplane-system")
+	obj := Object(workloadObject(0), "scaleplane-system")
 	type counts struct{ Objects, Statuses int64 }
 	step := func(at time.Duration, s v1alpha1.ScalingStatus, want counts) {
 		t.Helper()
 		now := t0.Add(at)
-		w.offer(obj, s, now)
-		w.flush(ctx, now)
+		w.Offer(obj, s, now)
+		w.Flush(ctx, now)
 		if diff := cmp.Diff(want, counts{objects.Load(), statuses.Load()}); diff != "" {
 			t.Errorf("writes after the offer at %s (-want +got):\n%s", at, diff)
 		}
@@ -80,12 +90,12 @@ func TestScalingWrites(t *testing.T) {
 	step(45*time.Second, statusWith(4, "41"), counts{1, 2}) // a new count: at once
 	step(46*time.Second, statusWith(5, "51"), counts{1, 3}) // again: the bucket's burst
 	step(47*time.Second, statusWith(6, "61"), counts{1, 3}) // bucket empty: waits
-	w.flush(ctx, t0.Add(50*time.Second))                    // refilled
+	w.Flush(ctx, t0.Add(50*time.Second))                    // refilled
 	if got := statuses.Load(); got != 4 {
 		t.Errorf("%d status writes after the bucket refilled, want 4", got)
 	}
 	step(60*time.Second, statusWith(6, "62"), counts{1, 4}) // value alone, within refresh
-	w.flush(ctx, t0.Add(111*time.Second))                   // refresh interval after the last write
+	w.Flush(ctx, t0.Add(111*time.Second))                   // refresh interval after the last write
 	if got := statuses.Load(); got != 5 {
 		t.Errorf("%d status writes after the refresh interval, want 5", got)
 	}
@@ -96,25 +106,25 @@ func TestScalingWrites(t *testing.T) {
 func TestScalingWritesGlobalBucket(t *testing.T) {
 	c, _, statuses := countingClient(t)
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	w := newScalingWriter(c, ScalingWrites{QPS: 10, Burst: 20}, nil)
-	w.served.Store(true)
+	w := NewWriter(c, Writes{QPS: 10, Burst: 20, PerNamespaceQPS: -1}, nil)
+	w.MarkServed()
 	for i := 0; i < 100; i++ {
-		w.offer(scalingObject(workloadObject(i), "ns"), statusWith(3, "1"), t0)
+		w.Offer(Object(workloadObject(i), "ns"), statusWith(3, "1"), t0)
 	}
-	w.flush(context.Background(), t0)
+	w.Flush(context.Background(), t0)
 	// 20 tokens: 10 workloads' object and status.
 	if got := statuses.Load(); got != 10 {
 		t.Errorf("%d status writes in the burst, want 10", got)
 	}
 	for i := 0; i < 100; i++ {
-		w.offer(scalingObject(workloadObject(i), "ns"), statusWith(4, "1"), t0)
+		w.Offer(Object(workloadObject(i), "ns"), statusWith(4, "1"), t0)
 	}
-	next := w.flush(context.Background(), t0.Add(10*time.Second))
+	next := w.Flush(context.Background(), t0.Add(10*time.Second))
 	if next.IsZero() {
 		t.Errorf("nothing left to write after 10 s at 10/s for 100 workloads")
 	}
 	for !next.IsZero() {
-		next = w.flush(context.Background(), next)
+		next = w.Flush(context.Background(), next)
 	}
 	// The 10 written in the burst are written again; the 90 that waited
 	// are written once, with their newest status.
@@ -127,14 +137,14 @@ func TestScalingWritesGlobalBucket(t *testing.T) {
 func TestScalingNotServed(t *testing.T) {
 	c, objects, _ := countingClient(t)
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	w := newScalingWriter(c, ScalingWrites{}, nil)
-	w.offer(scalingObject(workloadObject(0), "ns"), statusWith(3, "1"), t0)
-	w.flush(context.Background(), t0)
+	w := NewWriter(c, Writes{}, nil)
+	w.Offer(Object(workloadObject(0), "ns"), statusWith(3, "1"), t0)
+	w.Flush(context.Background(), t0)
 	if objects.Load() != 0 {
 		t.Fatalf("wrote before Scalings were served")
 	}
-	w.served.Store(true)
-	w.flush(context.Background(), t0)
+	w.MarkServed()
+	w.Flush(context.Background(), t0)
 	if objects.Load() != 1 {
 		t.Fatalf("%d object writes once served, want 1", objects.Load())
 	}
@@ -144,12 +154,12 @@ func TestScalingNotServed(t *testing.T) {
 // without an owner; a namespaced one's beside it, owned by it.
 func TestScalingObject(t *testing.T) {
 	u := workloadObject(1)
-	s := scalingObject(u, "scaleplane-system")
+	s := Object(u, "scaleplane-system")
 	if s.GetNamespace() != "shop" || s.GetName() != "db-1-rackedcluster.samples.scaleplane.io" || len(s.GetOwnerReferences()) != 1 || s.GetOwnerReferences()[0].Name != "db-1" {
 		t.Errorf("namespaced: %s/%s owners %v", s.GetNamespace(), s.GetName(), s.GetOwnerReferences())
 	}
 	u.SetNamespace("")
-	s = scalingObject(u, "scaleplane-system")
+	s = Object(u, "scaleplane-system")
 	if s.GetNamespace() != "scaleplane-system" || len(s.GetOwnerReferences()) != 0 {
 		t.Errorf("cluster-scoped: %s/%s owners %v", s.GetNamespace(), s.GetName(), s.GetOwnerReferences())
 	}
@@ -179,20 +189,24 @@ func BenchmarkScalingWrites10000(b *testing.B) {
 			for b.Loop() {
 				c, objects, statuses := countingClient(b)
 				t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-				w := newScalingWriter(c, ScalingWrites{}, nil)
-				w.served.Store(true)
+				w := NewWriter(c, Writes{}, nil)
+				w.MarkServed()
 				objs := make([]*unstructured.Unstructured, n)
 				for i := range objs {
-					objs[i] = scalingObject(workloadObject(i), "ns")
+					// Ten namespaces, so that the process's bucket, not
+					// one namespace's share of it, is what holds them.
+					u := workloadObject(i)
+					u.SetNamespace(fmt.Sprintf("team-%d", i%10))
+					objs[i] = Object(u, "ns")
 				}
 				ctx := context.Background()
 				// Creation is not counted: the first writes of every workload.
 				for i := range objs {
-					w.offer(objs[i], statusWith(3, "0"), t0)
+					w.Offer(objs[i], statusWith(3, "0"), t0)
 				}
 				var next time.Time
 				for now := t0; ; now = next {
-					if next = w.flush(ctx, now); next.IsZero() {
+					if next = w.Flush(ctx, now); next.IsZero() {
 						break
 					}
 				}
@@ -205,12 +219,12 @@ func BenchmarkScalingWrites10000(b *testing.B) {
 					for i := range objs {
 						// Offers are spread over the tick, as workers tick them.
 						at := now.Add(time.Duration(i) * 15 * time.Second / n)
-						w.offer(objs[i], statusWith(tc.count(tick), fmt.Sprint(tick)), at)
+						w.Offer(objs[i], statusWith(tc.count(tick), fmt.Sprint(tick)), at)
 						if i%100 == 99 {
-							w.flush(ctx, at)
+							w.Flush(ctx, at)
 						}
 					}
-					w.flush(ctx, now.Add(15*time.Second-time.Nanosecond))
+					w.Flush(ctx, now.Add(15*time.Second-time.Nanosecond))
 					busiest = max(busiest, objects.Load()+statuses.Load()-before)
 				}
 				perSecond = float64(objects.Load()+statuses.Load()-start) / (ticks * 15)
@@ -233,10 +247,123 @@ func TestScalingForget(t *testing.T) {
 			return nil
 		},
 	}).Build()
-	w := newScalingWriter(c, ScalingWrites{}, nil)
-	w.forget(context.Background(), types.NamespacedName{Namespace: "shop", Name: "db-rackedcluster.samples.scaleplane.io"}, false)
-	w.forget(context.Background(), types.NamespacedName{Namespace: "scaleplane-system", Name: "global-clusterkind"}, true)
+	w := NewWriter(c, Writes{}, nil)
+	w.Forget(context.Background(), types.NamespacedName{Namespace: "shop", Name: "db-rackedcluster.samples.scaleplane.io"}, false)
+	w.Forget(context.Background(), types.NamespacedName{Namespace: "scaleplane-system", Name: "global-clusterkind"}, true)
 	if diff := cmp.Diff([]string{"scaleplane-system/global-clusterkind"}, deleted); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+}
+
+// A Scaling deleted while the writer keeps its workload is written again
+// at once, object and status, though nothing about the workload changed.
+func TestDeletedScalingWrittenAgain(t *testing.T) {
+	c, objects, statuses := countingClient(t)
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	w := NewWriter(c, Writes{}, func() time.Time { return t0 })
+	w.MarkServed()
+	obj := Object(workloadObject(0), "scaleplane-system")
+	w.Offer(obj, statusWith(3, "30"), t0)
+	w.Flush(context.Background(), t0)
+	w.Flush(context.Background(), t0)
+	if objects.Load() != 1 || statuses.Load() != 1 {
+		t.Fatalf("writes before the delete: %d objects, %d statuses; want 1 and 1", objects.Load(), statuses.Load())
+	}
+	w.Gone(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	w.Flush(context.Background(), t0)
+	if objects.Load() != 2 || statuses.Load() != 2 {
+		t.Errorf("writes after the delete: %d objects, %d statuses; want 2 and 2", objects.Load(), statuses.Load())
+	}
+}
+
+// A delete seen while a status write of the Scaling is in flight (the
+// write succeeded just before the delete) still has the Scaling written
+// again: the write's success does not mark it as existing.
+func TestScalingDeletedDuringAWriteWrittenAgain(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	var w *Writer
+	var objects, statuses int
+	var deleteDuring bool
+	obj := Object(workloadObject(0), "scaleplane-system")
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	c := fake.NewClientBuilder().WithInterceptorFuncs(interceptor.Funcs{
+		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+			objects++
+			return nil
+		},
+		SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+			statuses++
+			if deleteDuring {
+				deleteDuring = false
+				w.Gone(key)
+			}
+			return nil
+		},
+	}).Build()
+	w = NewWriter(c, Writes{}, func() time.Time { return t0 })
+	w.MarkServed()
+	w.Offer(obj, statusWith(3, "30"), t0)
+	w.Flush(context.Background(), t0)
+	deleteDuring = true
+	w.Offer(obj, statusWith(4, "40"), t0)
+	w.Flush(context.Background(), t0)
+	if objects != 2 || statuses != 3 {
+		t.Errorf("writes: %d objects, %d statuses; want 2 and 3 (the Scaling written again after the delete)", objects, statuses)
+	}
+}
+
+// writtenIn counts the Scalings of namespace ns written at least once.
+func (w *Writer) writtenIn(ns string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for key, it := range w.items {
+		if key.Namespace == ns && it.exists {
+			n++
+		}
+	}
+	return n
+}
+
+// One namespace offering a thousand new Scalings at once takes at most its
+// share of the process's writes: a Scaling of another namespace offered
+// while that backlog waits is written as soon as it is offered, not after
+// the backlog; and the flooding namespace never writes faster than its
+// bucket, whatever the process's bucket would allow. The clock is the
+// test's: one flush every 100 ms of it.
+func TestScalingWritesOfOneNamespaceLeaveOthersTheirShare(t *testing.T) {
+	c, _, _ := countingClient(t)
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	opts := Writes{}
+	opts.defaults()
+	w := NewWriter(c, Writes{}, func() time.Time { return t0 })
+	w.MarkServed()
+	ctx := context.Background()
+	for i := range 1000 {
+		w.Offer(Object(rackedCluster("flood", fmt.Sprintf("db-%d", i)), "ns"), statusWith(3, "1"), t0)
+	}
+	quiet := Object(rackedCluster("quiet", "cart"), "ns")
+	offeredAt := t0.Add(5 * time.Second)
+	var writtenAt time.Time
+	for step := range 100 {
+		now := t0.Add(time.Duration(step) * 100 * time.Millisecond)
+		if now.Equal(offeredAt) {
+			w.Offer(quiet, statusWith(1, "1"), now)
+		}
+		w.Flush(ctx, now)
+		if writtenAt.IsZero() && w.writtenIn("quiet") == 1 {
+			writtenAt = now
+		}
+		// Each new Scaling is two calls: the object, then its status.
+		calls := float64(2 * w.writtenIn("flood"))
+		if limit := float64(opts.PerNamespaceBurst) + opts.PerNamespaceQPS*now.Sub(t0).Seconds(); calls > limit {
+			t.Fatalf("at %s the flooding namespace made %v calls, over its share of %v", now.Sub(t0), calls, limit)
+		}
+	}
+	if !writtenAt.Equal(offeredAt) {
+		t.Errorf("the other namespace's Scaling offered at %s was written at %s, want at once", offeredAt.Sub(t0), writtenAt.Sub(t0))
+	}
+	if n := w.writtenIn("flood"); n == 0 {
+		t.Error("the flooding namespace wrote nothing")
 	}
 }

@@ -1,0 +1,213 @@
+package scalings
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+)
+
+// scalingStore is a fake API server holding Scalings (status subresource
+// included), counting status patches; created, when not nil, is the
+// Scaling's lastActivity at the start.
+func scalingStore(t *testing.T, key types.NamespacedName, activity *time.Time) (client.Client, *int) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if activity != nil {
+		m := metav1.NewMicroTime(*activity)
+		s.Status.LastActivity = &m
+	}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(s).WithStatusSubresource(&v1alpha1.Scaling{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				patches++
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	return c, &patches
+}
+
+func storedActivity(t *testing.T, c client.Client, key types.NamespacedName) time.Time {
+	t.Helper()
+	s := &v1alpha1.Scaling{}
+	if err := c.Get(context.Background(), key, s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status.LastActivity == nil {
+		return time.Time{}
+	}
+	return s.Status.LastActivity.Time
+}
+
+// Activity is coalesced to one write per workload per window, the newest
+// time written when the window ends, and never moves back.
+func TestActivityCoalescedNeverBack(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster.samples.scaleplane.io"}
+	u := rackedCluster("shop", "cart")
+	ctx := context.Background()
+
+	t.Run("coalesced", func(t *testing.T) {
+		c, patches := scalingStore(t, key, nil)
+		aw := NewActivityWriter(c, c, "scaleplane-system")
+		var windows []func()
+		aw.After = func(_ time.Duration, f func()) { windows = append(windows, f) }
+		for i := 0; i < 5; i++ {
+			if err := aw.Record(ctx, key, u, t0.Add(time.Duration(i)*100*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		type state struct {
+			Patches  int
+			Activity time.Time
+		}
+		if diff := cmp.Diff(state{1, t0}, state{*patches, storedActivity(t, c, key)}); diff != "" {
+			t.Errorf("within the window (-want +got):\n%s", diff)
+		}
+		windows[0]()
+		if diff := cmp.Diff(state{2, t0.Add(400 * time.Millisecond)}, state{*patches, storedActivity(t, c, key)}); diff != "" {
+			t.Errorf("at the window's end (-want +got):\n%s", diff)
+		}
+		windows[1]()
+		if n := aw.OpenEntries(); n != 0 || len(windows) != 2 {
+			t.Errorf("open entries %d, windows %d; want 0 and 2", n, len(windows))
+		}
+	})
+	t.Run("never back", func(t *testing.T) {
+		later := t0.Add(time.Minute)
+		c, patches := scalingStore(t, key, &later)
+		aw := NewActivityWriter(c, c, "scaleplane-system")
+		aw.After = func(time.Duration, func()) {}
+		if err := aw.Record(ctx, key, u, t0); err != nil {
+			t.Fatal(err)
+		}
+		if got := storedActivity(t, c, key); *patches != 0 || !got.Equal(later) {
+			t.Errorf("an older activity: %d patches, stored %v; want 0 and %v", *patches, got, later)
+		}
+	})
+}
+
+// Over the replica's write budget a signal waits in its window, and is
+// written once a token frees: never dropped, never a burst of writes.
+func TestActivityWithinTheReplicasBudget(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	key := types.NamespacedName{Namespace: "shop", Name: "cart-rackedcluster.samples.scaleplane.io"}
+	u := rackedCluster("shop", "cart")
+	c, patches := scalingStore(t, key, nil)
+	aw := NewActivityWriter(c, c, "scaleplane-system")
+	aw.Limiter = rate.NewLimiter(0, 0) // no budget
+	var windows []func()
+	aw.After = func(_ time.Duration, f func()) { windows = append(windows, f) }
+	if err := aw.Record(context.Background(), key, u, t0); err != nil {
+		t.Fatal(err)
+	}
+	windows[0]()
+	if *patches != 0 || len(windows) != 2 {
+		t.Fatalf("without budget: %d patches, %d windows; want 0 and the window open again", *patches, len(windows))
+	}
+	aw.Limiter = rate.NewLimiter(rate.Inf, 1)
+	windows[1]()
+	if got := storedActivity(t, c, key); *patches != 1 || !got.Equal(t0) {
+		t.Errorf("once a token frees: %d patches, stored %v; want 1 and %v", *patches, got, t0)
+	}
+}
+
+// Activity for twenty workloads of one namespace takes at most that
+// namespace's share of the replica's writes: a workload of another
+// namespace posting then is written at once, while the flood's other
+// signals wait in their windows. The buckets do not refill (rate 0), so
+// what each allows is counted, not timed. Once every window has closed,
+// the replica keeps no bucket.
+func TestActivityOfOneNamespaceLeavesOthersTheirShare(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	workload := func(ns, name string) (types.NamespacedName, *unstructured.Unstructured) {
+		key := types.NamespacedName{Namespace: ns, Name: name + "-rackedcluster.samples.scaleplane.io"}
+		objs = append(objs, &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+		return key, rackedCluster(ns, name)
+	}
+	type signal struct {
+		key types.NamespacedName
+		u   *unstructured.Unstructured
+	}
+	var flood []signal
+	for i := range 20 {
+		key, u := workload("flood", fmt.Sprintf("fn-%d", i))
+		flood = append(flood, signal{key, u})
+	}
+	quietKey, quietU := workload("quiet", "cart")
+	patches := map[string]int{}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Scaling{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				patches[obj.GetNamespace()]++
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	aw := NewActivityWriter(c, c, "scaleplane-system")
+	aw.Limiter = rate.NewLimiter(0, 10)
+	aw.NamespaceLimiter = func() *rate.Limiter { return rate.NewLimiter(0, 5) }
+	var windows []func()
+	aw.After = func(_ time.Duration, f func()) { windows = append(windows, f) }
+	ctx := context.Background()
+	for _, s := range flood {
+		if err := aw.Record(ctx, s.key, s.u, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := aw.Record(ctx, quietKey, quietU, t0); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"flood": 5, "quiet": 1}, patches); diff != "" {
+		t.Errorf("writes per namespace (-want +got):\n%s", diff)
+	}
+	// The written windows close; the flood's others keep waiting.
+	aw.mu.Lock()
+	aw.Limiter = rate.NewLimiter(rate.Inf, 1)
+	for _, b := range aw.namespaces {
+		b.limiter = rate.NewLimiter(rate.Inf, 1)
+	}
+	aw.mu.Unlock()
+	for ran := 0; len(windows) > 0; ran++ {
+		if ran > 1000 {
+			t.Fatal("windows keep reopening")
+		}
+		f := windows[0]
+		windows = windows[1:]
+		f()
+	}
+	if got := patches["flood"]; got != 20 {
+		t.Errorf("the flood's signals written in all: %d, want 20", got)
+	}
+	aw.mu.Lock()
+	left := len(aw.namespaces)
+	aw.mu.Unlock()
+	if n := aw.OpenEntries(); n != 0 || left != 0 {
+		t.Errorf("%d windows and %d namespace buckets left, want none", n, left)
+	}
+}

@@ -1,0 +1,107 @@
+package scalings
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/scaleplane/scaleplane/api/v1alpha1"
+)
+
+// What names a Scaling, and what tells two of its statuses apart.
+
+// Name is the name of a workload's Scaling:
+// <workload>-<kind lower>.<group>, so that two kinds of one name in two
+// API groups never share one. A name over 253 characters keeps the start
+// of the workload's name and a hash of the whole (the suffix drops the
+// group, which the hash holds, when it alone is long); spec.targetRef
+// names the workload in full.
+func Name(workload string, gk schema.GroupKind) string {
+	suffix := "-" + strings.ToLower(gk.Kind)
+	if gk.Group != "" {
+		suffix += "." + gk.Group
+	}
+	name := workload + suffix
+	if len(name) <= validation.DNS1123SubdomainMaxLength {
+		return name
+	}
+	hash := shortHash(gk.Group + "/" + gk.Kind + "/" + workload)
+	if len(suffix) > maxScalingSuffix {
+		suffix = "-" + strings.ToLower(gk.Kind)
+	}
+	keep := min(len(workload), validation.DNS1123SubdomainMaxLength-len(suffix)-len(hash)-1)
+	return strings.TrimRight(workload[:keep], "-.") + "-" + hash + suffix
+}
+
+// maxScalingSuffix is the longest "-<kind>.<group>" a long workload name's
+// Scaling keeps, so that enough of the workload's name is left to read.
+const maxScalingSuffix = 120
+
+// LegacyName is the name Scalings had before the group was part of it
+// (<workload>-<kind lower>); the autoscaler's Scaling watch renames them.
+func LegacyName(workload, kind string) string {
+	return workload + "-" + strings.ToLower(kind)
+}
+
+// LabelValue is s when it is a valid label value, otherwise its start and
+// a hash of the whole, within 63 characters: labels select, and the full
+// value lives in the object (spec.targetRef).
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	hash := shortHash(s)
+	keep := min(len(s), validation.LabelValueMaxLength-len(hash)-1)
+	head := strings.TrimRight(s[:keep], "-._")
+	if head == "" || len(validation.IsValidLabelValue(head)) > 0 {
+		return hash
+	}
+	return head + "-" + hash
+}
+
+// shortHash is the first 10 hex digits of s's SHA-256.
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:10]
+}
+
+// Fingerprints are two keys of a status: full changes with
+// anything; significant ignores the soft values (trigger values, the
+// newest recommendation's time, LastActive), so that a workload whose
+// count and conditions hold is written once per refresh interval, not on
+// every tick.
+func Fingerprints(s v1alpha1.ScalingStatus) (significant, full string) {
+	full = fingerprint(s)
+	soft := s.DeepCopy()
+	for i := range soft.Triggers {
+		// A failing trigger's count grows on every tick; its health and
+		// fallback, which change what happens, stay significant.
+		soft.Triggers[i].Value, soft.Triggers[i].Failures = "", 0
+	}
+	if h := soft.History; h != nil {
+		h.LastActive = nil
+		h.Failures = nil
+		if n := len(h.Recommendations); n > 0 {
+			h.Recommendations[n-1].Time = metav1.MicroTime{}
+		}
+	}
+	return fingerprint(*soft), full
+}
+
+func fingerprint(s v1alpha1.ScalingStatus) string {
+	// Condition transition times change only with a condition, which
+	// changes the rest of it too.
+	s = *s.DeepCopy()
+	for i := range s.Conditions {
+		s.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func ptr[T any](v T) *T { return &v }
