@@ -1,8 +1,9 @@
 // Package scalings writes the autoscaler's Scaling objects (api/v1alpha1)
 // and names them. Writer is the leader's writer: it takes the newest
 // status of every workload (Offer) and applies it only when it changed,
-// within a bucket per workload, one per namespace (the tenant's share) and
-// one for the process. ActivityWriter records the activity signal in a
+// within a bucket per workload, one per namespace (the tenant's share,
+// borrowed past while no other namespace wants writes) and one for the
+// process. ActivityWriter records the activity signal in a
 // Scaling's status.lastActivity from any replica, within a bucket for the
 // replica and one per namespace under it. Watch, on the leader, learns
 // whether Scalings are served, renames the Scalings of names without the

@@ -106,6 +106,13 @@ type Writer struct {
 	// namespaces are the buckets of the namespaces that have items, and
 	// how many each has (a bucket goes with its namespace's last item).
 	namespaces map[string]*namespaceBucket
+	// recent are the two namespaces last seen wanting a write: the latest
+	// and the latest other than it. A namespace over its share borrows
+	// from the process's budget while no other namespace wanted a write
+	// within contendedWindow, so that a share costs nothing when no one
+	// else is waiting (a single-tenant cluster, a rollout in one
+	// namespace of an otherwise quiet cluster).
+	recent [2]wanting
 
 	// served is set once Scalings are served (Watch); until then
 	// offers are kept and nothing is written.
@@ -118,6 +125,41 @@ type Writer struct {
 	// writes counts API calls made (applies and deletes), for the
 	// benchmark and the metric.
 	writes atomic.Int64
+}
+
+// contendedWindow is how long a namespace counts as wanting writes after
+// it last did: a namespace over its share is held back while another one
+// wanted a write this recently.
+const contendedWindow = 2 * time.Second
+
+// wanting is a namespace seen wanting a write, and when.
+type wanting struct {
+	ns string
+	at time.Time
+}
+
+// sawWanting notes that ns wanted a write at at. Called with mu held.
+func (w *Writer) sawWanting(ns string, at time.Time) {
+	if w.recent[0].ns == ns {
+		if at.After(w.recent[0].at) {
+			w.recent[0].at = at
+		}
+		return
+	}
+	w.recent[1] = w.recent[0]
+	w.recent[0] = wanting{ns: ns, at: at}
+}
+
+// othersWanting reports whether a namespace other than ns wanted a write
+// within contendedWindow of now. Called with mu held.
+func (w *Writer) othersWanting(ns string, now time.Time) bool {
+	since := now.Add(-contendedWindow)
+	for _, r := range w.recent {
+		if r.ns != "" && r.ns != ns && !r.at.Before(since) {
+			return true
+		}
+	}
+	return false
 }
 
 // namespaceBucket is one namespace's share of the process's writes.
@@ -221,6 +263,9 @@ func (w *Writer) schedule(it *item, at time.Time, urgent bool) {
 		return
 	}
 	it.due, it.urgent = at, urgent
+	if urgent {
+		w.sawWanting(it.key.Namespace, at)
+	}
 	h := &w.soft
 	if urgent {
 		h = &w.urgent
@@ -320,6 +365,7 @@ func (w *Writer) next(now time.Time) (*item, write, time.Time) {
 		if e.at.After(now) {
 			return nil, write{}, w.earliest()
 		}
+		w.sawWanting(it.key.Namespace, now)
 		own := it.limiter.ReserveN(now, 1)
 		if d := own.DelayFrom(now); d > 0 {
 			own.CancelAt(now)
@@ -335,7 +381,17 @@ func (w *Writer) next(now time.Time) (*item, write, time.Time) {
 		var share *rate.Reservation
 		if b := w.namespaces[it.key.Namespace]; b != nil && b.limiter != nil {
 			share = b.limiter.ReserveN(now, calls)
-			if d := share.DelayFrom(now); d > 0 {
+			if d := share.DelayFrom(now); d > 0 && !w.othersWanting(it.key.Namespace, now) {
+				// Over its share with no one else waiting: the write
+				// borrows from the process's budget, and the share is
+				// left empty, so that a namespace that starts wanting
+				// writes finds this one held back at once.
+				share.CancelAt(now)
+				share = nil
+				if tokens := b.limiter.TokensAt(now); tokens >= 1 {
+					b.limiter.ReserveN(now, int(tokens))
+				}
+			} else if d > 0 {
 				// Over its namespace's share: the other namespaces'
 				// items go first.
 				share.CancelAt(now)
