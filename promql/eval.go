@@ -137,6 +137,13 @@ type EvaluatorOptions struct {
 	Registerer prometheus.Registerer
 	// Now is used when Eval is given a zero time. Default time.Now.
 	Now func() time.Time
+	// EngineOnly sends every query to Prometheus' engine. Without it, over
+	// a Store, the common trigger shapes (an aggregation without grouping
+	// of a selector, or of rate, increase, avg_over_time, max_over_time or
+	// min_over_time over one) are evaluated directly against the Store,
+	// with the same results and no parse per workload (see fasteval.go and
+	// docs/design.md).
+	EngineOnly bool
 }
 
 // Evaluator runs PromQL with Prometheus' own engine over a Queryable
@@ -151,6 +158,12 @@ type Evaluator struct {
 	// once rather than on every Eval.
 	checked checkCache
 	check   func(string) error
+	// direct is the Store the direct path reads (nil: the engine
+	// evaluates everything), plans its plans, lookback the instant
+	// selectors' lookback.
+	direct   *Store
+	plans    planCache
+	lookback time.Duration
 }
 
 // NewEvaluator returns an evaluator over q. When q is a *Store, every query
@@ -161,7 +174,14 @@ func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
 		opts.Now = time.Now
 	}
 	l := opts.Limits.WithDefaults()
-	e := &Evaluator{queryable: q, now: opts.Now, limits: l, check: l.Check}
+	e := &Evaluator{queryable: q, now: opts.Now, limits: l, check: l.Check, lookback: opts.LookbackDelta}
+	if e.lookback == 0 {
+		// The engine's default.
+		e.lookback = 5 * time.Minute
+	}
+	if s, ok := q.(*Store); ok && !opts.EngineOnly {
+		e.direct = s
+	}
 	engineOpts := EngineOptions(l.Timeout, l.MaxSamples, opts.LookbackDelta, opts.Registerer)
 	// The engine's parser holds every query to the limits, whichever way
 	// it reached the engine (Eval, or Engine() directly).
@@ -262,12 +282,17 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	if err := e.checked.answer(query, e.check); err != nil {
 		return Result{}, err
 	}
+	if at.IsZero() {
+		at = e.now()
+	}
+	if e.direct != nil {
+		if r, ok := e.evalDirect(ctx, e.direct, query, at, vars); ok {
+			return r, nil
+		}
+	}
 	expanded, err := Expand(query, vars)
 	if err != nil {
 		return Result{}, err
-	}
-	if at.IsZero() {
-		at = e.now()
 	}
 	q, err := e.engine.NewInstantQuery(ctx, e.queryable, queryOpts, expanded, at)
 	if err != nil {
