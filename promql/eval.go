@@ -321,6 +321,20 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	return resultOf(res.Value)
 }
 
+// EvalDirect is Eval when the direct path answers the query from the
+// Store at once (see fasteval.go); ok is false when it does not, and Eval
+// must be called. It never waits on anything, so a caller may run it
+// without a timeout of its own.
+func (e *Evaluator) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, bool) {
+	if e.direct == nil || e.checked.answer(query, e.check) != nil {
+		return Result{}, false
+	}
+	if at.IsZero() {
+		at = e.now()
+	}
+	return e.evalDirect(ctx, e.direct, query, at, vars)
+}
+
 func queryError(query string, err error) error {
 	qe := &QueryError{Query: query, Err: err, Start: -1, End: -1}
 	var pes parser.ParseErrors
