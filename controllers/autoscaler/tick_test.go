@@ -226,11 +226,18 @@ func benchmarkTick(b *testing.B, n int, fair bool) {
 // newTickBench fills a store with two minutes of samples for n workloads
 // with the two triggers BenchmarkTick10000 describes, builds their
 // scalers and warms their History, and returns one tick over all of them.
-func newTickBench(tb testing.TB, n int, fair bool) func() {
+func newTickBench(tb testing.TB, n int, fair bool) func() { return newTickBenchWith(tb, n, fair, false) }
+
+// newTickBenchWith is newTickBench, with every query sent to the engine
+// when engineOnly is set (promql.EvaluatorOptions.EngineOnly).
+func newTickBenchWith(tb testing.TB, n int, fair, engineOnly bool) func() {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	// The store's default limits hold 100,000 series; the benchmark
 	// keeps two per workload.
 	a, store := newStoreAutoscalerWith(tb, now, promql.Options{MaxSeries: -1, MaxBytes: -1})
+	if engineOnly {
+		a.opts.Sources = testSources(tb, promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }, EngineOnly: true}))
+	}
 	if fair {
 		f, err := promql.NewFair(promql.FairOptions{SamplesPerMinute: -1, EvalTimePerMinute: -1})
 		if err != nil {
@@ -297,11 +304,28 @@ func TestTickAllocationsWithinBaseline(t *testing.T) {
 // left by an earlier one (see runDetached), not on a new goroutine whose
 // stack the query engine must grow again.
 func TestSamplesRunOnReusedGoroutines(t *testing.T) {
-	tick := newTickBench(t, 50, false)
+	tick := newTickBenchWith(t, 50, false, true)
 	before := detachedStarted.Load()
 	tick()
 	if started := detachedStarted.Load() - before; started > 2 {
 		t.Errorf("100 samples taken one after the other started %d goroutines, want at most 2", started)
+	}
+}
+
+// TestDirectSamplesTakenInline: samples the store's direct path answers
+// (scaling.DirectSampler) are taken on the tick's goroutine, with the same
+// values the engine gives (newTickBench checks them): no goroutine, no
+// timeout of their own.
+func TestDirectSamplesTakenInline(t *testing.T) {
+	tick := newTickBench(t, 50, false)
+	before := detachedStarted.Load()
+	allocs := testing.AllocsPerRun(2, tick)
+	if started := detachedStarted.Load() - before; started != 0 {
+		t.Errorf("100 samples the direct path answers started %d goroutines, want none", started)
+	}
+	// The engine's path allocates over a hundred times per sample.
+	if allocs/50 > 20 {
+		t.Errorf("a tick allocates %.1f times per workload, want at most 20: the samples did not take the direct path", allocs/50)
 	}
 }
 
