@@ -226,7 +226,9 @@ func benchmarkTick(b *testing.B, n int, fair bool) {
 // newTickBench fills a store with two minutes of samples for n workloads
 // with the two triggers BenchmarkTick10000 describes, builds their
 // scalers and warms their History, and returns one tick over all of them.
-func newTickBench(tb testing.TB, n int, fair bool) func() { return newTickBenchWith(tb, n, fair, false) }
+func newTickBench(tb testing.TB, n int, fair bool) func() {
+	return newTickBenchWith(tb, n, fair, false)
+}
 
 // newTickBenchWith is newTickBench, with every query sent to the engine
 // when engineOnly is set (promql.EvaluatorOptions.EngineOnly).
