@@ -23,9 +23,10 @@ import (
 // trigger queries have one of a few shapes:
 //
 //	sum|avg|max|min|count( selector )
-//	sum|avg|max|min|count( rate|increase|avg_over_time|max_over_time|min_over_time( selector[range] ) )
+//	sum|avg|max|min|count( rate|irate|increase|avg_over_time|max_over_time|min_over_time( selector[range] ) )
 //
-// without grouping, offset or @, where the placeholders stand for whole
+// without grouping, offset or @, maybe compared with or combined with
+// numbers (`> 5`, `>= bool 1`, `/ 60`), where the placeholders stand for whole
 // values of = or != matchers. For those, the Evaluator parses the query as
 // written once (the placeholders stand as they are written), keeps a plan
 // per written query, and evaluates the plan directly against the Store
@@ -45,7 +46,23 @@ const placeholderPrefix = "scaleplane_placeholder_"
 var directOps = map[parser.ItemType]bool{parser.SUM: true, parser.AVG: true, parser.MAX: true, parser.MIN: true, parser.COUNT: true}
 
 // directFuncs are the functions over a range the direct path evaluates.
-var directFuncs = map[string]bool{"rate": true, "increase": true, "avg_over_time": true, "max_over_time": true, "min_over_time": true}
+var directFuncs = map[string]bool{"rate": true, "irate": true, "increase": true, "avg_over_time": true, "max_over_time": true, "min_over_time": true}
+
+// directBinops are the operators the direct path applies between the
+// aggregation and a number.
+var directBinops = map[parser.ItemType]bool{
+	parser.ADD: true, parser.SUB: true, parser.MUL: true, parser.DIV: true, parser.POW: true, parser.MOD: true, parser.ATAN2: true,
+	parser.EQLC: true, parser.NEQ: true, parser.GTR: true, parser.LSS: true, parser.GTE: true, parser.LTE: true,
+}
+
+// numberStep is one operation with a number on the aggregation's value:
+// value op number, or number op value when swap is set.
+type numberStep struct {
+	op         parser.ItemType
+	number     float64
+	swap       bool
+	returnBool bool
+}
 
 // directPlan is a written query the direct path evaluates: an aggregation
 // of one selector, through one function over a range when fn is set.
@@ -63,6 +80,8 @@ type directPlan struct {
 	// fixedLen is the length of the query without its placeholders, for
 	// the bound on the expanded query's length.
 	fixedLen int
+	// steps apply to the aggregation's value, innermost first.
+	steps []numberStep
 }
 
 type hole struct {
@@ -130,11 +149,33 @@ func newDirectPlan(query string, vars map[string]string) *directPlan {
 	if err != nil {
 		return nil
 	}
-	agg, ok := unwrapParens(expr).(*parser.AggregateExpr)
+	var steps []numberStep
+	e := unwrapParens(expr)
+	for {
+		b, ok := e.(*parser.BinaryExpr)
+		if !ok {
+			break
+		}
+		if !directBinops[b.Op] {
+			return nil
+		}
+		l, r := unwrapParens(b.LHS), unwrapParens(b.RHS)
+		if n, ok := r.(*parser.NumberLiteral); ok {
+			steps, e = append(steps, numberStep{op: b.Op, number: n.Val, returnBool: b.ReturnBool}), l
+		} else if n, ok := l.(*parser.NumberLiteral); ok {
+			steps, e = append(steps, numberStep{op: b.Op, number: n.Val, swap: true, returnBool: b.ReturnBool}), r
+		} else {
+			return nil
+		}
+	}
+	agg, ok := e.(*parser.AggregateExpr)
 	if !ok || !directOps[agg.Op] || agg.Param != nil || agg.Without || len(agg.Grouping) > 0 {
 		return nil
 	}
 	p := &directPlan{op: agg.Op}
+	for i := len(steps) - 1; i >= 0; i-- {
+		p.steps = append(p.steps, steps[i])
+	}
 	var vs *parser.VectorSelector
 	switch in := unwrapParens(agg.Expr).(type) {
 	case *parser.VectorSelector:
@@ -327,9 +368,69 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	if !agg.seen {
 		return Result{Kind: KindNoData}, true
 	}
-	r := ResultOf(agg.result())
+	v := agg.result()
+	for _, st := range p.steps {
+		var keep bool
+		if v, keep = st.apply(v); !keep {
+			return Result{Kind: KindNoData}, true
+		}
+	}
+	r := ResultOf(v)
 	r.Labels = labels.EmptyLabels()
 	return r, true
+}
+
+// apply is the engine's operation between a one-element vector holding v
+// and a scalar; keep is false when a comparison drops the element.
+func (st numberStep) apply(v float64) (float64, bool) {
+	l, r := v, st.number
+	if st.swap {
+		l, r = r, l
+	}
+	var (
+		out  float64
+		keep = true
+	)
+	switch st.op {
+	case parser.ADD:
+		out = l + r
+	case parser.SUB:
+		out = l - r
+	case parser.MUL:
+		out = l * r
+	case parser.DIV:
+		out = l / r
+	case parser.POW:
+		out = math.Pow(l, r)
+	case parser.MOD:
+		out = math.Mod(l, r)
+	case parser.ATAN2:
+		out = math.Atan2(l, r)
+	case parser.EQLC:
+		out, keep = l, l == r
+	case parser.NEQ:
+		out, keep = l, l != r
+	case parser.GTR:
+		out, keep = l, l > r
+	case parser.LSS:
+		out, keep = l, l < r
+	case parser.GTE:
+		out, keep = l, l >= r
+	case parser.LTE:
+		out, keep = l, l <= r
+	}
+	if st.op.IsComparisonOperator() {
+		// A comparison keeps the vector's value, on either side.
+		out = v
+	}
+	if st.returnBool {
+		out = 0
+		if keep {
+			out = 1
+		}
+		keep = true
+	}
+	return out, keep
 }
 
 // overRange is fn over the floats of one series' range (rangeStart, rangeEnd],
@@ -344,6 +445,19 @@ func overRange(fn string, fs []fpoint, rangeStart, rangeEnd int64, rng time.Dura
 		return extrapolatedRate(fs, rangeStart, rangeEnd, rng, true)
 	case "increase":
 		return extrapolatedRate(fs, rangeStart, rangeEnd, rng, false)
+	case "irate":
+		if len(fs) < 2 {
+			return 0, false
+		}
+		prev, last := fs[len(fs)-2], fs[len(fs)-1]
+		if last.t == prev.t {
+			return 0, false
+		}
+		v := last.f
+		if !(last.f < prev.f) {
+			v = last.f - prev.f
+		}
+		return v / (float64(last.t-prev.t) / 1000), true
 	case "max_over_time":
 		m := fs[0].f
 		for _, p := range fs {

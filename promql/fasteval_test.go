@@ -26,13 +26,21 @@ func directQueries() []string {
 	for _, op := range []string{"sum", "avg", "max", "min", "count"} {
 		for _, sel := range sels {
 			out = append(out, fmt.Sprintf("%s(%s)", op, sel))
-			for _, fn := range []string{"rate", "increase", "avg_over_time", "max_over_time", "min_over_time"} {
+			for _, fn := range []string{"rate", "irate", "increase", "avg_over_time", "max_over_time", "min_over_time"} {
 				for _, rng := range []string{"30s", "1m", "2m30s"} {
 					out = append(out, fmt.Sprintf("%s(%s(%s[%s]))", op, fn, sel, rng))
 				}
 			}
 		}
 	}
+	// Numbers on either side, comparisons with and without bool, chains.
+	agg := `sum(rate(m_total{namespace="${namespace}",job="${name}"}[1m]))`
+	for _, op := range []string{"+", "-", "*", "/", "^", "%", "atan2", "==", "!=", ">", "<", ">=", "<=", "== bool", "!= bool", "> bool", "< bool", ">= bool", "<= bool"} {
+		for _, n := range []string{"0", "1", "0.5", "NaN", "Inf", "-Inf"} {
+			out = append(out, fmt.Sprintf("%s %s %s", agg, op, n), fmt.Sprintf("(%s) %s (%s)", n, op, agg))
+		}
+	}
+	out = append(out, fmt.Sprintf("(%s > 0.5) * 60 - 1", agg), `2 * (1 + max(m_total{job="${name}"}) >= bool 50)`)
 	return out
 }
 
@@ -114,7 +122,7 @@ func TestDirectPathMatchesEngine(t *testing.T) {
 			t.Fatalf("the direct path does not plan %s", q)
 		}
 	}
-	for range 3000 {
+	for range 10000 {
 		q := queries[r.IntN(len(queries))]
 		at := now.Add(-time.Duration(r.IntN(25*60)) * time.Second)
 		vars := TriggerVars(fmt.Sprintf("n%d", r.IntN(3)), fmt.Sprintf("j%d", r.IntN(3)), "Kind", "kinds")
@@ -136,12 +144,15 @@ func TestDirectPathLeavesOtherQueriesToTheEngine(t *testing.T) {
 		`sum without () (m_total{job="${name}"})`,
 		`sum(rate(m_total{job="${name}"}[1m] offset 1m))`,
 		`sum(m_total{job="${name}"} @ 100)`,
-		`sum(irate(m_total{job="${name}"}[1m]))`,
+		`sum(idelta(m_total{job="${name}"}[1m]))`,
+		`sum(m_total{job="${name}"}) > sum(m_total)`,
+		`sum(m_total{job="${name}"}) + time()`,
+		`-sum(m_total{job="${name}"})`,
+		`sum(m_total{job="${name}"}) and on() vector(1)`,
 		`sum(m_total{job=~"${name}"})`,
 		`sum(${name}{job="x"})`,
 		`sum(m_total{job="${name}-0"})`,
 		`rate(m_total{job="${name}"}[1m])`,
-		`sum(rate(m_total{job="${name}"}[1m])) > 1`,
 		`quantile(0.5, m_total{job="${name}"})`,
 		`sum(rate(m_total{job="${name}"}[1m:10s]))`,
 		`sum(m_total{job="scaleplane_placeholder_0"})`,
