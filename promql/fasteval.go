@@ -239,11 +239,20 @@ type directScratch struct {
 	arena    []byte
 	it       seriesIterator
 	floats   []fpoint
+	series   []*memSeries
 }
 
 type fpoint struct {
 	t int64
 	f float64
+}
+
+// release drops what the scratch refers to, so that the pool keeps no
+// series or chunk alive.
+func (sc *directScratch) release() {
+	clear(sc.series)
+	clear(sc.chunks[:cap(sc.chunks)])
+	sc.it = seriesIterator{chunk: sc.it.chunk, reuse: sc.it.reuse}
 }
 
 var directScratches = sync.Pool{New: func() any { return new(directScratch) }}
@@ -309,7 +318,9 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		samples int64
 	)
 	agg.op = p.op
-	for _, ser := range store.selectSeries(ms) {
+	sc.series = store.appendSeries(sc.series[:0], ms)
+	defer sc.release()
+	for _, ser := range sc.series {
 		sc.chunks, sc.arena = sc.chunks[:0], sc.arena[:0]
 		ser.mtx.Lock()
 		sc.chunks, sc.arena = ser.appendChunks(sc.chunks, sc.arena, true, mint, ts)
