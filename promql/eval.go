@@ -286,7 +286,10 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 		at = e.now()
 	}
 	if e.direct != nil {
-		if r, ok := e.evalDirect(ctx, e.direct, query, at, vars); ok {
+		if r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars); ok {
+			if c := costOf(ctx); c != nil {
+				c.Samples += samples
+			}
 			return r, nil
 		}
 	}
@@ -332,7 +335,11 @@ func (e *Evaluator) EvalDirect(ctx context.Context, query string, at time.Time, 
 	if at.IsZero() {
 		at = e.now()
 	}
-	return e.evalDirect(ctx, e.direct, query, at, vars)
+	r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars)
+	if c := costOf(ctx); ok && c != nil {
+		c.Samples += samples
+	}
+	return r, ok
 }
 
 func queryError(query string, err error) error {

@@ -257,6 +257,13 @@ func (sc *directScratch) release() {
 
 var directScratches = sync.Pool{New: func() any { return new(directScratch) }}
 
+// directPlanned reports whether query, as written, has a plan: whether
+// evalDirect may answer it (it may still leave one evaluation to the
+// engine, for the data or the values it meets).
+func (e *Evaluator) directPlanned(query string, vars map[string]string) bool {
+	return e.direct != nil && e.checked.answer(query, e.check) == nil && e.plans.plan(query, vars) != nil
+}
+
 // safeValue reports whether v stands in a quoted matcher value exactly as
 // written (no escaping), adds nothing to Limits' regular-expression bound,
 // and is not empty (an empty value can make a selector the parser
@@ -274,16 +281,17 @@ func safeValue(v string) bool {
 	return true
 }
 
-// evalDirect evaluates query by its plan; ok is false when the engine
-// must evaluate it instead.
-func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, at time.Time, vars map[string]string) (Result, bool) {
+// evalDirect evaluates query by its plan, and says how many samples it
+// loaded as the engine counts them; ok is false when the engine must
+// evaluate it instead.
+func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, at time.Time, vars map[string]string) (_ Result, samples int64, ok bool) {
 	if ctx.Err() != nil {
-		return Result{}, false
+		return Result{}, 0, false
 	}
 	start := time.Now()
 	p := e.plans.plan(query, vars)
 	if p == nil {
-		return Result{}, false
+		return Result{}, 0, false
 	}
 	sc := directScratches.Get().(*directScratch)
 	defer directScratches.Put(sc)
@@ -293,7 +301,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	for i, h := range p.holes {
 		v, ok := vars[h.key]
 		if !ok || !safeValue(v) {
-			return Result{}, false
+			return Result{}, 0, false
 		}
 		length += len(v)
 		m := p.matchers[h.at]
@@ -301,7 +309,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		ms[h.at] = &sc.matchers[i]
 	}
 	if length > max(maxExpandedQueryLength, 4*e.limits.MaxQueryLength) {
-		return Result{}, false
+		return Result{}, 0, false
 	}
 	ts := at.UnixMilli()
 	window := e.lookback
@@ -313,11 +321,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	mint := max(ts-window.Milliseconds()+1, store.cutoff())
 	store.requested.addUnowned(p.names...)
 
-	var (
-		agg     aggregate
-		samples int64
-	)
-	agg.op = p.op
+	agg := aggregate{op: p.op}
 	sc.series = store.appendSeries(sc.series[:0], ms)
 	defer sc.release()
 	for _, ser := range sc.series {
@@ -335,7 +339,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 			}
 			if vt != chunkenc.ValFloat || (p.fn != "" && p.fn != "avg_over_time" && p.fn != "max_over_time" && p.fn != "min_over_time" && it.AtST() != 0) {
 				// Native histograms and start timestamps are the engine's.
-				return Result{}, false
+				return Result{}, 0, false
 			}
 			t, f := it.At()
 			if p.fn != "" && value.IsStaleNaN(f) {
@@ -346,7 +350,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 			sc.floats = append(sc.floats, fpoint{t, f})
 		}
 		if it.Err() != nil {
-			return Result{}, false
+			return Result{}, 0, false
 		}
 		var (
 			f    float64
@@ -363,7 +367,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		}
 		if samples > int64(e.limits.MaxSamples)/2 {
 			// Near the bound the engine's own count decides.
-			return Result{}, false
+			return Result{}, 0, false
 		}
 		if have {
 			agg.add(f)
@@ -371,24 +375,21 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	}
 	if time.Since(start) > e.limits.Timeout {
 		// Over the timeout: the engine evaluates it again and says so.
-		return Result{}, false
-	}
-	if c := costOf(ctx); c != nil {
-		c.Samples += samples
+		return Result{}, 0, false
 	}
 	if !agg.seen {
-		return Result{Kind: KindNoData}, true
+		return Result{Kind: KindNoData}, samples, true
 	}
 	v := agg.result()
 	for _, st := range p.steps {
 		var keep bool
 		if v, keep = st.apply(v); !keep {
-			return Result{Kind: KindNoData}, true
+			return Result{Kind: KindNoData}, samples, true
 		}
 	}
 	r := ResultOf(v)
 	r.Labels = labels.EmptyLabels()
-	return r, true
+	return r, samples, true
 }
 
 // apply is the engine's operation between a one-element vector holding v

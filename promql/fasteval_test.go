@@ -2,6 +2,7 @@ package promql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -167,7 +168,7 @@ func TestDirectPathLeavesOtherQueriesToTheEngine(t *testing.T) {
 	// expression bound, or are empty: the engine's.
 	for _, name := range []string{`j"0`, `j\0`, "j.0", "", "j(0"} {
 		q := `sum(m_total{namespace="${namespace}",job="${name}"})`
-		if _, ok := direct.evalDirect(context.Background(), s, q, now, TriggerVars("n0", name, "Kind", "kinds")); ok {
+		if _, _, ok := direct.evalDirect(context.Background(), s, q, now, TriggerVars("n0", name, "Kind", "kinds")); ok {
 			t.Errorf("the direct path evaluated name %q", name)
 		}
 		compareDirect(t, direct, engine, q, now, TriggerVars("n0", name, "Kind", "kinds"))
@@ -220,5 +221,56 @@ func BenchmarkDirectPath(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFairDirectPathTakesASlotAndChargesAsEval: under a Fair, a query the
+// direct path answers takes a slot of its namespace only when one is free
+// at once, and charges the samples Eval charges through the engine; with
+// no slot free, or a spent budget, it declines and leaves both to Eval.
+func TestFairDirectPathTakesASlotAndChargesAsEval(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	s := NewStore(Options{Now: func() time.Time { return now }})
+	fillRandom(t, s, rand.New(rand.NewPCG(5, 6)), now.Add(-30*time.Minute), now)
+	direct, engine := directPair(s, now)
+	newFair := func() *Fair {
+		f, err := NewFair(FairOptions{Slots: 2, SlotsPerNamespace: 1, SamplesPerMinute: 1_000_000, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	q := `sum(rate(m_total{namespace="${namespace}",job="${name}"}[2m]))`
+	vars := TriggerVars("n0", "j0", "Kind", "kinds")
+	fd, fe := newFair(), newFair()
+	dr, ok := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars)
+	if !ok {
+		t.Fatal("the direct path declined a planned query with a free slot")
+	}
+	er, err := FairSource(engine, fe).Eval(context.Background(), q, now, vars)
+	if err != nil || dr.Value != er.Value {
+		t.Fatalf("direct %+v, engine %+v (%v)", dr, er, err)
+	}
+	// Both charged the same samples and gave their slot back.
+	if fd.tenants["n0"].samples != fe.tenants["n0"].samples || fd.tenants["n0"].running != 0 || fd.free != 2 {
+		t.Errorf("direct left budget %v, running %d, free %d; engine left budget %v",
+			fd.tenants["n0"].samples, fd.tenants["n0"].running, fd.free, fe.tenants["n0"].samples)
+	}
+
+	// The namespace's one slot is taken: the direct path declines.
+	release, err := fd.Acquire(context.Background(), "n0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); ok {
+		t.Error("the direct path evaluated with the namespace's slot taken")
+	}
+	release(Cost{Samples: 2_000_000})
+	// The budget is spent: it declines, and Eval says the query is throttled.
+	if _, ok := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); ok {
+		t.Error("the direct path evaluated over the namespace's budget")
+	}
+	if _, err := FairSource(direct, fd).Eval(context.Background(), q, now, vars); !errors.Is(err, ErrThrottled) {
+		t.Errorf("Eval over the budget: %v, want ErrThrottled", err)
 	}
 }
