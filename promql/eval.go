@@ -161,9 +161,10 @@ type Evaluator struct {
 	// direct is the Store the direct path reads (nil: the engine
 	// evaluates everything), plans its plans, lookback the instant
 	// selectors' lookback.
-	direct   *Store
-	plans    planCache
-	lookback time.Duration
+	direct    *Store
+	plans     planCache
+	lookback  time.Duration
+	scratches chan *directScratch
 }
 
 // NewEvaluator returns an evaluator over q. When q is a *Store, every query
@@ -181,6 +182,7 @@ func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
 	}
 	if s, ok := q.(*Store); ok && !opts.EngineOnly {
 		e.direct = s
+		e.scratches = make(chan *directScratch, maxIdleScratches)
 	}
 	engineOpts := EngineOptions(l.Timeout, l.MaxSamples, opts.LookbackDelta, opts.Registerer)
 	// The engine's parser holds every query to the limits, whichever way

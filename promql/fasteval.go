@@ -247,15 +247,36 @@ type fpoint struct {
 	f float64
 }
 
-// release drops what the scratch refers to, so that the pool keeps no
-// series or chunk alive.
+// release drops what the scratch refers to, so that an idle scratch keeps
+// no series or chunk alive.
 func (sc *directScratch) release() {
 	clear(sc.series)
 	clear(sc.chunks[:cap(sc.chunks)])
 	sc.it = seriesIterator{chunk: sc.it.chunk, reuse: sc.it.reuse}
 }
 
-var directScratches = sync.Pool{New: func() any { return new(directScratch) }}
+// maxIdleScratches bounds the scratches an Evaluator keeps between
+// evaluations: about as many as evaluate at once.
+const maxIdleScratches = 64
+
+// getScratch returns an idle scratch of e, or a new one.
+func (e *Evaluator) getScratch() *directScratch {
+	select {
+	case sc := <-e.scratches:
+		return sc
+	default:
+		return new(directScratch)
+	}
+}
+
+// putScratch keeps sc for a later evaluation, unless enough are idle.
+func (e *Evaluator) putScratch(sc *directScratch) {
+	sc.release()
+	select {
+	case e.scratches <- sc:
+	default:
+	}
+}
 
 // directPlanned reports whether query, as written, has a plan: whether
 // evalDirect may answer it (it may still leave one evaluation to the
@@ -293,8 +314,8 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	if p == nil {
 		return Result{}, 0, false
 	}
-	sc := directScratches.Get().(*directScratch)
-	defer directScratches.Put(sc)
+	sc := e.getScratch()
+	defer e.putScratch(sc)
 	length := p.fixedLen
 	ms := sc.ms[:len(p.matchers)]
 	copy(ms, p.matchers)
@@ -323,7 +344,6 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 
 	agg := aggregate{op: p.op}
 	sc.series = store.appendSeries(sc.series[:0], ms)
-	defer sc.release()
 	for _, ser := range sc.series {
 		sc.chunks, sc.arena = sc.chunks[:0], sc.arena[:0]
 		ser.mtx.Lock()

@@ -274,3 +274,36 @@ func TestFairDirectPathTakesASlotAndChargesAsEval(t *testing.T) {
 		t.Errorf("Eval over the budget: %v, want ErrThrottled", err)
 	}
 }
+
+// TestDirectPathConcurrent evaluates from many goroutines at once (run
+// with -race): the plans, the scratch pool and the store are shared.
+func TestDirectPathConcurrent(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	s := NewStore(Options{Now: func() time.Time { return now }})
+	fillRandom(t, s, rand.New(rand.NewPCG(7, 8)), now.Add(-30*time.Minute), now)
+	direct, engine := directPair(s, now)
+	queries := directQueries()
+	want := make([]Result, len(queries))
+	for i, q := range queries {
+		want[i], _ = engine.Eval(context.Background(), q, now, TriggerVars("n1", "j1", "K", "k"))
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range queries {
+				i = (i + g*31) % len(queries)
+				got, err := direct.Eval(context.Background(), queries[i], now, TriggerVars("n1", "j1", "K", "k"))
+				if err != nil || got.Kind != want[i].Kind || got.Value != want[i].Value && !(math.IsNaN(got.Value) && math.IsNaN(want[i].Value)) {
+					errs <- fmt.Errorf("%s: got %+v (%v), want %+v", queries[i], got, err, want[i])
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
