@@ -28,7 +28,7 @@ import (
 // without grouping, offset or @, maybe compared with or combined with
 // numbers (`> 5`, `>= bool 1`, `/ 60`), where the placeholders stand for whole
 // values of = or != matchers. For those, the Evaluator parses the query as
-// written once (the placeholders stand as they are written), keeps a plan
+// written once (with stand-in values for the placeholders), keeps a plan
 // per written query, and evaluates the plan directly against the Store
 // with the workload's values in the matchers: no parse, no engine. Every
 // other query, and every case the plan does not cover as the engine does
@@ -69,6 +69,9 @@ type numberStep struct {
 type directPlan struct {
 	op parser.ItemType
 	fn string
+	// counter is set for the functions of counters (rate, irate,
+	// increase), whose result start timestamps would change.
+	counter bool
 	// rng is the range of the function's selector.
 	rng time.Duration
 	// matchers are the selector's, as written; holes are those whose
@@ -192,6 +195,7 @@ func newDirectPlan(query string, vars map[string]string) *directPlan {
 			return nil
 		}
 		p.fn, p.rng = in.Func.Name, ms.Range
+		p.counter = p.fn == "rate" || p.fn == "irate" || p.fn == "increase"
 	default:
 		return nil
 	}
@@ -352,22 +356,26 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		snap := snapshotSeries{chunks: sc.chunks, mint: mint, maxt: ts}
 		it := snap.Iterator(&sc.it).(*seriesIterator)
 		sc.floats = sc.floats[:0]
+		var last fpoint
+		found := false
 		for {
 			vt := it.Next()
 			if vt == chunkenc.ValNone {
 				break
 			}
-			if vt != chunkenc.ValFloat || (p.fn != "" && p.fn != "avg_over_time" && p.fn != "max_over_time" && p.fn != "min_over_time" && it.AtST() != 0) {
+			if vt != chunkenc.ValFloat || p.counter && it.AtST() != 0 {
 				// Native histograms and start timestamps are the engine's.
 				return Result{}, 0, false
 			}
 			t, f := it.At()
-			if p.fn != "" && value.IsStaleNaN(f) {
-				// A range drops staleness markers; an instant selector
-				// ends at one.
-				continue
+			switch {
+			case p.fn == "":
+				// An instant selector reads the newest sample.
+				last, found = fpoint{t, f}, true
+			case !value.IsStaleNaN(f):
+				// A range drops staleness markers.
+				sc.floats = append(sc.floats, fpoint{t, f})
 			}
-			sc.floats = append(sc.floats, fpoint{t, f})
 		}
 		if it.Err() != nil {
 			return Result{}, 0, false
@@ -377,8 +385,9 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 			have bool
 		)
 		if p.fn == "" {
-			if n := len(sc.floats); n > 0 && !value.IsStaleNaN(sc.floats[n-1].f) {
-				f, have = sc.floats[n-1].f, true
+			// An instant selector ends at a staleness marker.
+			if found && !value.IsStaleNaN(last.f) {
+				f, have = last.f, true
 				samples++
 			}
 		} else {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 )
@@ -172,6 +173,25 @@ func TestDirectPathLeavesOtherQueriesToTheEngine(t *testing.T) {
 			t.Errorf("the direct path evaluated name %q", name)
 		}
 		compareDirect(t, direct, engine, q, now, TriggerVars("n0", name, "Kind", "kinds"))
+	}
+	// A native histogram in the window: the engine's.
+	app := s.Appender(context.Background())
+	hl := labels.FromStrings("__name__", "h_total", "namespace", "n0", "job", "j0")
+	for i := range 5 {
+		h := &histogram.Histogram{Count: uint64(10 * i), Sum: float64(i), Schema: 0,
+			PositiveSpans: []histogram.Span{{Offset: 0, Length: 1}}, PositiveBuckets: []int64{int64(10 * i)}}
+		if _, err := app.AppendHistogram(0, hl, now.Add(time.Duration(i-5)*10*time.Second).UnixMilli(), h, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`sum(h_total{job="${name}"})`, `sum(rate(h_total{job="${name}"}[1m]))`} {
+		if _, _, ok := direct.evalDirect(context.Background(), s, q, now, TriggerVars("n0", "j0", "Kind", "kinds")); ok {
+			t.Errorf("the direct path evaluated %s over a native histogram", q)
+		}
+		compareDirect(t, direct, engine, q, now, TriggerVars("n0", "j0", "Kind", "kinds"))
 	}
 	// Unknown placeholders are reported as the engine path reports them.
 	compareDirect(t, direct, engine, `sum(m_total{job="${nope}"})`, now, TriggerVars("n0", "j0", "Kind", "kinds"))
