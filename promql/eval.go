@@ -161,10 +161,13 @@ type Evaluator struct {
 	// direct is the Store the direct path reads (nil: the engine
 	// evaluates everything), plans its plans, lookback the instant
 	// selectors' lookback.
-	direct    *Store
-	plans     planCache
-	lookback  time.Duration
-	scratches chan *directScratch
+	// expansions hands an expanded query's written query and values to
+	// the engine's parser.
+	expansions *expansions
+	direct     *Store
+	plans      planCache
+	lookback   time.Duration
+	scratches  chan *directScratch
 }
 
 // NewEvaluator returns an evaluator over q. When q is a *Store, every query
@@ -187,11 +190,12 @@ func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
 	engineOpts := EngineOptions(l.Timeout, l.MaxSamples, opts.LookbackDelta, opts.Registerer)
 	// The engine's parser holds every query to the limits, whichever way
 	// it reached the engine (Eval, or Engine() directly).
-	engineOpts.Parser = &exprCache{Parser: parser.NewParser(parserOptions), limits: &l}
+	e.expansions = &expansions{}
+	engineOpts.Parser = &exprCache{Parser: parser.NewParser(parserOptions), limits: &l, expansions: e.expansions}
 	if s, ok := q.(*Store); ok {
 		// The engine's parser requests the names, so a query is parsed
 		// once per evaluation, not once more to learn its names.
-		engineOpts.Parser = &registeringParser{Parser: engineOpts.Parser, registry: s.Registry()}
+		engineOpts.Parser = &registeringParser{Parser: engineOpts.Parser, registry: s.Registry(), expansions: e.expansions}
 	}
 	e.engine = prom.NewEngine(engineOpts)
 	return e
@@ -216,8 +220,11 @@ const (
 type registeringParser struct {
 	parser.Parser
 	registry *Registry
-	mtx      sync.RWMutex
-	known    map[string][]string
+	// expansions knows the names of an expanded query built from its
+	// written query's tree.
+	expansions *expansions
+	mtx        sync.RWMutex
+	known      map[string][]string
 	// bytes is the length of the queries in known.
 	bytes int
 }
@@ -226,6 +233,12 @@ func (p *registeringParser) ParseExpr(input string) (parser.Expr, error) {
 	expr, err := p.Parser.ParseExpr(input)
 	if err != nil {
 		return nil, err
+	}
+	if p.expansions != nil {
+		if names, ok := p.expansions.names(input); ok {
+			p.registry.addUnowned(names...)
+			return expr, nil
+		}
 	}
 	p.mtx.RLock()
 	names, ok := p.known[input]
@@ -299,7 +312,14 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	if err != nil {
 		return Result{}, err
 	}
+	if expanded != query {
+		// The engine's parser builds the tree from query's.
+		e.expansions.begin(expanded, query, vars)
+	}
 	q, err := e.engine.NewInstantQuery(ctx, e.queryable, queryOpts, expanded, at)
+	if expanded != query {
+		e.expansions.end(expanded)
+	}
 	if err != nil {
 		var le *LimitError
 		if errors.As(err, &le) {

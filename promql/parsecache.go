@@ -45,6 +45,9 @@ const (
 type exprCache struct {
 	parser.Parser
 	limits *Limits
+	// expansions, when set, builds the tree of an expanded query the
+	// Evaluator hands over from its written query's (see expansions).
+	expansions *expansions
 	mtx    sync.RWMutex
 	exprs  map[string]parser.Expr
 	// bytes is the estimated memory of exprs (treeCost).
@@ -54,6 +57,11 @@ type exprCache struct {
 func newExprCache(p parser.Parser) *exprCache { return &exprCache{Parser: p} }
 
 func (c *exprCache) ParseExpr(input string) (parser.Expr, error) {
+	if c.expansions != nil && c.limits != nil && len(input) <= max(maxExpandedQueryLength, 4*c.limits.MaxQueryLength) {
+		if e, _, ok := c.expansions.tree(input, c.parse); ok {
+			return e, nil
+		}
+	}
 	c.mtx.RLock()
 	cached, ok := c.exprs[input]
 	c.mtx.RUnlock()
