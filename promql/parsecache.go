@@ -45,13 +45,14 @@ const (
 type exprCache struct {
 	parser.Parser
 	limits *Limits
-	// expansions, when set, builds the tree of an expanded query the
-	// Evaluator hands over from its written query's (see expansions).
-	expansions *expansions
 	mtx    sync.RWMutex
 	exprs  map[string]parser.Expr
 	// bytes is the estimated memory of exprs (treeCost).
 	bytes int
+
+	// expansions, when set, builds the tree of an expanded query the
+	// Evaluator hands over from its written query's (see expansions).
+	expansions *expansions
 }
 
 func newExprCache(p parser.Parser) *exprCache { return &exprCache{Parser: p} }
