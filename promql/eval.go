@@ -139,8 +139,9 @@ type EvaluatorOptions struct {
 	Now func() time.Time
 	// EngineOnly sends every query to Prometheus' engine. Without it, over
 	// a Store, the common trigger shapes (an aggregation without grouping
-	// of a selector, or of rate, increase, avg_over_time, max_over_time or
-	// min_over_time over one) are evaluated directly against the Store,
+	// of a selector, or of rate, irate, increase, avg_over_time,
+	// max_over_time or min_over_time over one, maybe with a number) are
+	// evaluated directly against the Store,
 	// with the same results and no parse per workload (see fasteval.go and
 	// docs/design.md).
 	EngineOnly bool
@@ -158,16 +159,16 @@ type Evaluator struct {
 	// once rather than on every Eval.
 	checked checkCache
 	check   func(string) error
-	// direct is the Store the direct path reads (nil: the engine
-	// evaluates everything), plans its plans, lookback the instant
-	// selectors' lookback.
 	// expansions hands an expanded query's written query and values to
 	// the engine's parser.
 	expansions *expansions
-	direct     *Store
-	plans      planCache
-	lookback   time.Duration
-	scratches  chan *directScratch
+	// direct is the Store the direct path reads (nil: the engine
+	// evaluates everything), plans its plans, lookback the instant
+	// selectors' lookback, scratches its idle scratches.
+	direct    *Store
+	plans     planCache
+	lookback  time.Duration
+	scratches chan *directScratch
 }
 
 // NewEvaluator returns an evaluator over q. When q is a *Store, every query
@@ -220,13 +221,14 @@ const (
 type registeringParser struct {
 	parser.Parser
 	registry *Registry
+	mtx      sync.RWMutex
+	known    map[string][]string
+	// bytes is the length of the queries in known.
+	bytes int
+
 	// expansions knows the names of an expanded query built from its
 	// written query's tree.
 	expansions *expansions
-	mtx        sync.RWMutex
-	known      map[string][]string
-	// bytes is the length of the queries in known.
-	bytes int
 }
 
 func (p *registeringParser) ParseExpr(input string) (parser.Expr, error) {
