@@ -205,8 +205,15 @@ func BenchmarkTick1000Fair(b *testing.B) { benchmarkTick(b, 1_000, true) }
 // `make bench` runs it with -cpu 1.
 func BenchmarkTick100000(b *testing.B) { benchmarkTick(b, 100_000, false) }
 
-func benchmarkTick(b *testing.B, n int, fair bool) {
-	tick := newTickBench(b, n, fair)
+// BenchmarkTick100000Engine is BenchmarkTick100000 with every query
+// evaluated by Prometheus' engine (promql.EvaluatorOptions.EngineOnly):
+// what triggers outside the store's direct path cost at this size.
+func BenchmarkTick100000Engine(b *testing.B) { benchmarkTickWith(b, 100_000, false, true) }
+
+func benchmarkTick(b *testing.B, n int, fair bool) { benchmarkTickWith(b, n, fair, false) }
+
+func benchmarkTickWith(b *testing.B, n int, fair, engineOnly bool) {
+	tick := newTickBenchWith(b, n, fair, engineOnly)
 	var before, after runtime.MemStats
 	b.ReportAllocs()
 	b.ResetTimer()
