@@ -294,7 +294,10 @@ func (e *Evaluator) Engine() *prom.Engine { return e.engine }
 
 // Eval implements Source. The query as written is held to the Evaluator's
 // Limits first, then its placeholders are replaced and the engine's parser
-// checks the result again before anything is evaluated.
+// checks the result again before anything is evaluated. The direct path
+// (fasteval.go) and the trees built from the written query's
+// (expansions.go) take only values that cannot change those checks'
+// answers.
 func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
 	if err := e.checked.answer(query, e.check); err != nil {
 		return Result{}, err
