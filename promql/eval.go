@@ -137,6 +137,14 @@ type EvaluatorOptions struct {
 	Registerer prometheus.Registerer
 	// Now is used when Eval is given a zero time. Default time.Now.
 	Now func() time.Time
+	// EngineOnly sends every query to Prometheus' engine. Without it, over
+	// a Store, the common trigger shapes (an aggregation without grouping
+	// of a selector, or of rate, irate, increase, avg_over_time,
+	// max_over_time or min_over_time over one, maybe with a number) are
+	// evaluated directly against the Store,
+	// with the same results and no parse per workload (see fasteval.go and
+	// docs/design.md).
+	EngineOnly bool
 }
 
 // Evaluator runs PromQL with Prometheus' own engine over a Queryable
@@ -151,6 +159,16 @@ type Evaluator struct {
 	// once rather than on every Eval.
 	checked checkCache
 	check   func(string) error
+	// expansions hands an expanded query's written query and values to
+	// the engine's parser.
+	expansions *expansions
+	// direct is the Store the direct path reads (nil: the engine
+	// evaluates everything), plans its plans, lookback the instant
+	// selectors' lookback, scratches its idle scratches.
+	direct    *Store
+	plans     planCache
+	lookback  time.Duration
+	scratches chan *directScratch
 }
 
 // NewEvaluator returns an evaluator over q. When q is a *Store, every query
@@ -161,15 +179,24 @@ func NewEvaluator(q storage.Queryable, opts EvaluatorOptions) *Evaluator {
 		opts.Now = time.Now
 	}
 	l := opts.Limits.WithDefaults()
-	e := &Evaluator{queryable: q, now: opts.Now, limits: l, check: l.Check}
+	e := &Evaluator{queryable: q, now: opts.Now, limits: l, check: l.Check, lookback: opts.LookbackDelta}
+	if e.lookback == 0 {
+		// The engine's default.
+		e.lookback = 5 * time.Minute
+	}
+	if s, ok := q.(*Store); ok && !opts.EngineOnly {
+		e.direct = s
+		e.scratches = make(chan *directScratch, maxIdleScratches)
+	}
 	engineOpts := EngineOptions(l.Timeout, l.MaxSamples, opts.LookbackDelta, opts.Registerer)
 	// The engine's parser holds every query to the limits, whichever way
 	// it reached the engine (Eval, or Engine() directly).
-	engineOpts.Parser = &exprCache{Parser: parser.NewParser(parserOptions), limits: &l}
+	e.expansions = &expansions{}
+	engineOpts.Parser = &exprCache{Parser: parser.NewParser(parserOptions), limits: &l, expansions: e.expansions}
 	if s, ok := q.(*Store); ok {
 		// The engine's parser requests the names, so a query is parsed
 		// once per evaluation, not once more to learn its names.
-		engineOpts.Parser = &registeringParser{Parser: engineOpts.Parser, registry: s.Registry()}
+		engineOpts.Parser = &registeringParser{Parser: engineOpts.Parser, registry: s.Registry(), expansions: e.expansions}
 	}
 	e.engine = prom.NewEngine(engineOpts)
 	return e
@@ -198,12 +225,22 @@ type registeringParser struct {
 	known    map[string][]string
 	// bytes is the length of the queries in known.
 	bytes int
+
+	// expansions knows the names of an expanded query built from its
+	// written query's tree.
+	expansions *expansions
 }
 
 func (p *registeringParser) ParseExpr(input string) (parser.Expr, error) {
 	expr, err := p.Parser.ParseExpr(input)
 	if err != nil {
 		return nil, err
+	}
+	if p.expansions != nil {
+		if names, ok := p.expansions.names(input); ok {
+			p.registry.addUnowned(names...)
+			return expr, nil
+		}
 	}
 	p.mtx.RLock()
 	names, ok := p.known[input]
@@ -257,19 +294,37 @@ func (e *Evaluator) Engine() *prom.Engine { return e.engine }
 
 // Eval implements Source. The query as written is held to the Evaluator's
 // Limits first, then its placeholders are replaced and the engine's parser
-// checks the result again before anything is evaluated.
+// checks the result again before anything is evaluated. The direct path
+// (fasteval.go) and the trees built from the written query's
+// (expansions.go) take only values that cannot change those checks'
+// answers.
 func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
 	if err := e.checked.answer(query, e.check); err != nil {
-		return Result{}, err
-	}
-	expanded, err := Expand(query, vars)
-	if err != nil {
 		return Result{}, err
 	}
 	if at.IsZero() {
 		at = e.now()
 	}
+	if e.direct != nil {
+		if r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars); ok {
+			if c := costOf(ctx); c != nil {
+				c.Samples += samples
+			}
+			return r, nil
+		}
+	}
+	expanded, err := Expand(query, vars)
+	if err != nil {
+		return Result{}, err
+	}
+	if expanded != query {
+		// The engine's parser builds the tree from query's.
+		e.expansions.begin(expanded, query, vars)
+	}
 	q, err := e.engine.NewInstantQuery(ctx, e.queryable, queryOpts, expanded, at)
+	if expanded != query {
+		e.expansions.end(expanded)
+	}
 	if err != nil {
 		var le *LimitError
 		if errors.As(err, &le) {
@@ -294,6 +349,24 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 		return Result{}, fmt.Errorf("evaluate %q: %w", expanded, res.Err)
 	}
 	return resultOf(res.Value)
+}
+
+// EvalDirect is Eval when the direct path answers the query from the
+// Store at once (see fasteval.go); ok is false when it does not, and Eval
+// must be called. It never waits on anything, so a caller may run it
+// without a timeout of its own.
+func (e *Evaluator) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, bool) {
+	if e.direct == nil || e.checked.answer(query, e.check) != nil {
+		return Result{}, false
+	}
+	if at.IsZero() {
+		at = e.now()
+	}
+	r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars)
+	if c := costOf(ctx); ok && c != nil {
+		c.Samples += samples
+	}
+	return r, ok
 }
 
 func queryError(query string, err error) error {

@@ -293,29 +293,47 @@ func (f *Fair) grantLocked(ns string, t *tenant) {
 	f.running.WithLabelValues(ns).Set(float64(t.running))
 }
 
+// tryAcquire takes one of ns's slots when Acquire would grant one at
+// once (ns is within its budget, has no waiters, and a slot is free); it
+// reports false, taking nothing, when Acquire would refuse or wait. Give
+// the slot back with release.
+func (f *Fair) tryAcquire(ns string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.tenantLocked(ns, f.opts.Now())
+	if f.overBudget(ns, t) != nil || f.free <= 0 || t.running >= f.opts.SlotsPerNamespace || len(t.queue) > 0 {
+		return false
+	}
+	f.grantLocked(ns, t)
+	return true
+}
+
 // releaser is the release func of one slot of ns.
 func (f *Fair) releaser(ns string) func(Cost) {
 	var once sync.Once
 	return func(c Cost) {
-		once.Do(func() {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			t := f.tenantLocked(ns, f.opts.Now())
-			t.running--
-			f.free++
-			t.samples -= float64(c.Samples)
-			t.time -= float64(c.Took)
-			f.running.WithLabelValues(ns).Set(float64(t.running))
-			f.samples.WithLabelValues(ns).Add(float64(c.Samples))
-			f.seconds.WithLabelValues(ns).Add(c.Took.Seconds())
-			f.dispatchLocked()
-			if t.running == 0 && len(t.queue) == 0 && t.samples >= float64(f.opts.SamplesPerMinute) && t.time >= float64(f.opts.EvalTimePerMinute) {
-				// Idle with its whole budget: forgotten, with its gauge, so
-				// namespaces that come and go leave nothing behind.
-				delete(f.tenants, ns)
-				f.running.DeleteLabelValues(ns)
-			}
-		})
+		once.Do(func() { f.release(ns, c) })
+	}
+}
+
+// release gives back one slot of ns, charging c to its budget.
+func (f *Fair) release(ns string, c Cost) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.tenantLocked(ns, f.opts.Now())
+	t.running--
+	f.free++
+	t.samples -= float64(c.Samples)
+	t.time -= float64(c.Took)
+	f.running.WithLabelValues(ns).Set(float64(t.running))
+	f.samples.WithLabelValues(ns).Add(float64(c.Samples))
+	f.seconds.WithLabelValues(ns).Add(c.Took.Seconds())
+	f.dispatchLocked()
+	if t.running == 0 && len(t.queue) == 0 && t.samples >= float64(f.opts.SamplesPerMinute) && t.time >= float64(f.opts.EvalTimePerMinute) {
+		// Idle with its whole budget: forgotten, with its gauge, so
+		// namespaces that come and go leave nothing behind.
+		delete(f.tenants, ns)
+		f.running.DeleteLabelValues(ns)
 	}
 }
 
@@ -408,6 +426,34 @@ func FairSource(src Source, f *Fair) Source { return fairSource{src: src, fair: 
 type fairSource struct {
 	src  Source
 	fair *Fair
+}
+
+// EvalDirect is Eval for a query the Evaluator's direct path answers
+// (see Evaluator.EvalDirect), when ns's slot is granted at once: it takes
+// the slot, evaluates and charges the cost as Eval does. ok is false,
+// with nothing taken or charged, when the query is not planned or the
+// slot would be refused or waited for; Eval then does both.
+func (s fairSource) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, bool) {
+	e, ok := s.src.(*Evaluator)
+	if !ok || !e.directPlanned(query, vars) {
+		return Result{}, false
+	}
+	ns := vars["namespace"]
+	if !s.fair.tryAcquire(ns) {
+		return Result{}, false
+	}
+	if at.IsZero() {
+		at = e.now()
+	}
+	start := time.Now()
+	r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars)
+	if !ok {
+		// The engine evaluates it, under a slot Eval takes again.
+		s.fair.release(ns, Cost{})
+		return Result{}, false
+	}
+	s.fair.release(ns, Cost{Samples: samples, Took: time.Since(start)})
+	return r, true
 }
 
 func (s fairSource) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {

@@ -99,7 +99,11 @@ func subtract(list, del []uint32) []uint32 {
 }
 
 // selectSeries returns the series matching every matcher, in slot order.
-func (s *Store) selectSeries(ms []*labels.Matcher) []*memSeries {
+func (s *Store) selectSeries(ms []*labels.Matcher) []*memSeries { return s.appendSeries(nil, ms) }
+
+// appendSeries is selectSeries reusing dst's array (a caller's buffer)
+// where it can.
+func (s *Store) appendSeries(dst []*memSeries, ms []*labels.Matcher) []*memSeries {
 	var (
 		listsBuf [4][]uint32
 		restBuf  [4]*labels.Matcher
@@ -149,8 +153,8 @@ func (s *Store) selectSeries(ms []*labels.Matcher) []*memSeries {
 		return s.scanAll(rest)
 	}
 	slices.SortFunc(lists, func(a, b []uint32) int { return len(a) - len(b) })
-	var out []*memSeries
-	if len(lists) == 1 && len(rest) == 0 {
+	out := dst
+	if out == nil && len(lists) == 1 && len(rest) == 0 {
 		out = make([]*memSeries, 0, len(lists[0]))
 	}
 	var posBuf [4]int

@@ -49,11 +49,20 @@ type exprCache struct {
 	exprs  map[string]parser.Expr
 	// bytes is the estimated memory of exprs (treeCost).
 	bytes int
+
+	// expansions, when set, builds the tree of an expanded query the
+	// Evaluator hands over from its written query's (see expansions).
+	expansions *expansions
 }
 
 func newExprCache(p parser.Parser) *exprCache { return &exprCache{Parser: p} }
 
 func (c *exprCache) ParseExpr(input string) (parser.Expr, error) {
+	if c.expansions != nil && c.limits != nil && len(input) <= max(maxExpandedQueryLength, 4*c.limits.MaxQueryLength) {
+		if e, _, ok := c.expansions.tree(input, c.parse); ok {
+			return e, nil
+		}
+	}
 	c.mtx.RLock()
 	cached, ok := c.exprs[input]
 	c.mtx.RUnlock()

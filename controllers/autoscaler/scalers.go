@@ -85,21 +85,33 @@ func (k *kindLoop) ensureScalers(ctx context.Context, st *workload, cfg *scaling
 // the triggers not read yet have no value on this tick, which keeps the
 // count as any invalid trigger does. Each sample is also bounded on its
 // own (sampleBounded), even when its scaler ignores its context.
+//
+// A scaler that takes its sample at once from memory
+// (scaling.DirectSampler) is read inline, without the goroutine and the
+// timeout a sample that may wait needs; the tick's budget is set up only
+// when a sample needs it, with the deadline it would have had.
 func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []scaling.TriggerResult {
 	out := make([]scaling.TriggerResult, len(st.scalers))
-	tick, cancelTick := context.WithTimeout(ctx, k.a.opts.TickTimeout)
-	defer cancelTick()
+	budget := tickBudget{parent: ctx, deadline: time.Now().Add(k.a.opts.TickTimeout)}
+	defer budget.end()
 	for i, b := range st.scalers {
 		out[i].Name = b.name
 		switch {
 		case b.err != nil:
 			out[i].Err = b.err
 			continue
-		case tick.Err() != nil && ctx.Err() == nil:
+		case budget.spent() && ctx.Err() == nil:
 			out[i].NotEvaluated = true
 			out[i].Err = fmt.Errorf("not read: the tick's %v for all triggers was spent on the triggers before it; make them faster or raise autoscaler.queries.tickTimeoutSeconds", k.a.opts.TickTimeout)
 			continue
 		}
+		if d, ok := b.scaler.(scaling.DirectSampler); ok && ctx.Err() == nil {
+			if s, ok := d.SampleDirect(ctx, now); ok {
+				out[i].Sample = s
+				continue
+			}
+		}
+		tick := budget.context()
 		out[i].Sample, out[i].Err = k.sampleBounded(tick, b.scaler, now)
 		// Throttled by the fair scheduler: the source was not asked, so
 		// it did not fail either (V12 counts only the source's failures).
@@ -110,6 +122,37 @@ func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []sc
 	}
 	st.throttled = throttledNote(out)
 	return out
+}
+
+// tickBudget is the time all samples of a tick share, as a context made
+// only when a sample needs one.
+type tickBudget struct {
+	parent   context.Context
+	deadline time.Time
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+func (b *tickBudget) context() context.Context {
+	if b.ctx == nil {
+		b.ctx, b.cancel = context.WithDeadline(b.parent, b.deadline)
+	}
+	return b.ctx
+}
+
+// spent reports whether the budget ended: its context did, or, before a
+// sample needed one, the deadline passed.
+func (b *tickBudget) spent() bool {
+	if b.ctx == nil {
+		return !time.Now().Before(b.deadline)
+	}
+	return b.ctx.Err() != nil
+}
+
+func (b *tickBudget) end() {
+	if b.cancel != nil {
+		b.cancel()
+	}
 }
 
 // throttledNote names the triggers the fair scheduler did not evaluate
@@ -189,6 +232,26 @@ func (m metricSource) Eval(ctx context.Context, query string, at time.Time, vars
 		return 0, false, nil
 	}
 	return r.Value, true, nil
+}
+
+// EvalDirect implements scaling.DirectMetricSource when src answers some
+// queries at once (the embedded Evaluator's direct path).
+func (m metricSource) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (float64, bool, bool) {
+	d, ok := m.src.(directSource)
+	if !ok {
+		return 0, false, false
+	}
+	r, answered := d.EvalDirect(ctx, query, at, vars)
+	if !answered {
+		return 0, false, false
+	}
+	return r.Value, r.Kind != promql.KindNoData, true
+}
+
+// directSource is a promql.Source that answers some queries at once, from
+// memory (promql.Evaluator).
+type directSource interface {
+	EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (promql.Result, bool)
 }
 
 // QuerySource is the trigger source of queries src evaluates: "promql"

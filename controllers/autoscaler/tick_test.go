@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -205,8 +206,15 @@ func BenchmarkTick1000Fair(b *testing.B) { benchmarkTick(b, 1_000, true) }
 // `make bench` runs it with -cpu 1.
 func BenchmarkTick100000(b *testing.B) { benchmarkTick(b, 100_000, false) }
 
-func benchmarkTick(b *testing.B, n int, fair bool) {
-	tick := newTickBench(b, n, fair)
+// BenchmarkTick100000Engine is BenchmarkTick100000 with every query
+// evaluated by Prometheus' engine (promql.EvaluatorOptions.EngineOnly):
+// what triggers outside the store's direct path cost at this size.
+func BenchmarkTick100000Engine(b *testing.B) { benchmarkTickWith(b, 100_000, false, true) }
+
+func benchmarkTick(b *testing.B, n int, fair bool) { benchmarkTickWith(b, n, fair, false) }
+
+func benchmarkTickWith(b *testing.B, n int, fair, engineOnly bool) {
+	tick := newTickBenchWith(b, n, fair, engineOnly)
 	var before, after runtime.MemStats
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -228,10 +236,19 @@ func benchmarkTick(b *testing.B, n int, fair bool) {
 // with the two triggers BenchmarkTick10000 describes, builds their
 // scalers and warms their History, and returns one tick over all of them.
 func newTickBench(tb testing.TB, n int, fair bool) func() {
+	return newTickBenchWith(tb, n, fair, false)
+}
+
+// newTickBenchWith is newTickBench, with every query sent to the engine
+// when engineOnly is set (promql.EvaluatorOptions.EngineOnly).
+func newTickBenchWith(tb testing.TB, n int, fair, engineOnly bool) func() {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	// The store's default limits hold 100,000 series; the benchmark
 	// keeps two per workload.
 	a, store := newStoreAutoscalerWith(tb, now, promql.Options{MaxSeries: -1, MaxBytes: -1})
+	if engineOnly {
+		a.opts.Sources = testSources(tb, promql.NewEvaluator(store, promql.EvaluatorOptions{Now: func() time.Time { return now }, EngineOnly: true}))
+	}
 	if fair {
 		f, err := promql.NewFair(promql.FairOptions{SamplesPerMinute: -1, EvalTimePerMinute: -1})
 		if err != nil {
@@ -275,6 +292,9 @@ func newTickBench(tb testing.TB, n int, fair bool) func() {
 // machine, so this runs in `make test`; time does, and only `make bench`
 // compares it.
 func TestTickAllocationsWithinBaseline(t *testing.T) {
+	if raceDetector() {
+		t.Skip("the race detector makes sync.Pool drop entries (fmt's among them), so allocation counts are not the baseline's")
+	}
 	base, err := benchcmp.ParseFile("../../hack/bench/baseline.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -298,11 +318,28 @@ func TestTickAllocationsWithinBaseline(t *testing.T) {
 // left by an earlier one (see workers.RunDetached), not on a new goroutine whose
 // stack the query engine must grow again.
 func TestSamplesRunOnReusedGoroutines(t *testing.T) {
-	tick := newTickBench(t, 50, false)
+	tick := newTickBenchWith(t, 50, false, true)
 	before := workers.DetachedStarted()
 	tick()
 	if started := workers.DetachedStarted() - before; started > 2 {
 		t.Errorf("100 samples taken one after the other started %d goroutines, want at most 2", started)
+	}
+}
+
+// TestDirectSamplesTakenInline: samples the store's direct path answers
+// (scaling.DirectSampler) are taken on the tick's goroutine, with the same
+// values the engine gives (newTickBench checks them): no goroutine, no
+// timeout of their own.
+func TestDirectSamplesTakenInline(t *testing.T) {
+	tick := newTickBench(t, 50, false)
+	before := workers.DetachedStarted()
+	allocs := testing.AllocsPerRun(2, tick)
+	if started := workers.DetachedStarted() - before; started != 0 {
+		t.Errorf("100 samples the direct path answers started %d goroutines, want none", started)
+	}
+	// The engine's path allocates over a hundred times per sample.
+	if allocs/50 > 20 {
+		t.Errorf("a tick allocates %.1f times per workload, want at most 20: the samples did not take the direct path", allocs/50)
 	}
 }
 
@@ -353,4 +390,18 @@ func TestV10TickTimeout(t *testing.T) {
 	if d.Desired != 2 {
 		t.Errorf("desired = %d, want the current 2 kept", d.Desired)
 	}
+}
+
+// raceDetector reports whether the test binary was built with -race.
+func raceDetector() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }
