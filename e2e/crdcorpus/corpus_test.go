@@ -67,8 +67,8 @@ func TestMain(m *testing.M) {
 	go func() {
 		defer close(binary.done)
 		binary.path = filepath.Join(dir, "scaleplane")
-		build := exec.Command("go", "build", "-o", binary.path, "./cmd/scaleplane")
-		build.Dir = framework.RepoRoot()
+		build := exec.Command("go", "build", "-o", binary.path, ".")
+		build.Dir = framework.BinaryModuleDir()
 		if out, err := build.CombinedOutput(); err != nil {
 			binary.err = fmt.Errorf("build scaleplane: %w\n%s", err, out)
 		}
