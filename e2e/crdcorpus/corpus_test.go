@@ -143,7 +143,7 @@ func TestCompatibilityDocIsTheTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(string(want), got); diff != "" {
-			t.Errorf("%s disagrees with the table in e2e/crdcorpus/corpus.go; regenerate it with UPDATE_GOLDEN=1 go test ./e2e/crdcorpus -run TestCompatibilityDoc (-file +table):\n%s", file, diff)
+			t.Errorf("%s disagrees with the table in e2e/crdcorpus/corpus.go; regenerate it with UPDATE_GOLDEN=1 go -C e2e test ./crdcorpus -run TestCompatibilityDoc (-file +table):\n%s", file, diff)
 		}
 	}
 }
