@@ -154,7 +154,9 @@ $(CONTROLLER_GEN):
 	@rm -rf $@.tmp && GOBIN=$(CURDIR)/$@.tmp $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	@mv $@.tmp/controller-gen $@ && rmdir $@.tmp
 
-generate: $(CONTROLLER_GEN) ## deepcopy and the ScaleProfile CRD from api/ (controller-gen), the Helm chart's copy of the CRD, and the KEDA external scaler's gRPC stubs (externalscaler/pb, without protoc)
+generate: $(CONTROLLER_GEN) ## scaling's config types from api/ (hack/configgen), deepcopy and the ScaleProfile CRD from api/ (controller-gen), the Helm chart's copy of the CRD, and the KEDA external scaler's gRPC stubs (externalscaler/pb, without protoc)
+	$(GO) run ./hack/configgen -in api/v1alpha1/autoscaling_types.go -out scaling/zz_generated.config.go
+	$(CONTROLLER_GEN) object paths=./scaling/...
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	cp config/crd/bases/*.yaml config/helm/scaleplane/files/crds/

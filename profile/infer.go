@@ -71,9 +71,6 @@ func Infer(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Infe
 		if len(cfg) > 1 {
 			in.note("other candidates for scaleConfig.path: %s", strings.Join(cfg[1:], ", "))
 		}
-		if lacks := configLacks(lookupProps(spec, strings.TrimPrefix(cfg[0], ".spec."))); len(lacks) > 0 {
-			in.missing("%s has no %s in the CRD's schema: the API server drops them, so a scale config there can only pin or give a range (use the annotation to autoscale with metrics or triggers)", cfg[0], strings.Join(lacks, ", "))
-		}
 	} else {
 		s.ScaleConfig.Annotation = v1alpha1.AnnotationScaleConfig
 		in.note("scaleConfig.annotation %s: the spec has no object with integer minReplicas and maxReplicas (a scale config in the spec needs both)", v1alpha1.AnnotationScaleConfig)
@@ -112,7 +109,14 @@ func Infer(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Infe
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("the profile inferred from CRD %s does not match it: %w", crd.Name, errs.ToAggregate())
 	}
+	// A config object that prunes fields is something to fix in the CRD,
+	// not a fact inferred from it.
+	dropped := lim.DroppedConfig
+	lim.DroppedConfig = nil
 	in.schemaNotes(lim, s)
+	if len(dropped) > 0 {
+		in.missing("%s", DroppedConfigNote(s.ScaleConfig.Path, dropped))
+	}
 	return in, nil
 }
 
@@ -141,10 +145,19 @@ func SchemaNotes(lim scaling.Schema, spec v1alpha1.ScaleProfileSpec) []string {
 		lo, _ := lim.Members.Accepted()
 		out = append(out, fmt.Sprintf("%s[*].%s cannot reach 0: %s; replicas are copied to every group, so the kind cannot be scaled to zero: scale configs need minReplicas %d or more and kubectl scale to 0 is refused (M7, S2)", spec.MemberGroups.Path, spec.MemberGroups.MembersField, why, max(lo, 1)))
 	}
+	if d := lim.DroppedConfig; len(d) > 0 && spec.ScaleConfig.Path != "" {
+		out = append(out, DroppedConfigNote(spec.ScaleConfig.Path, d))
+	}
 	if m := lim.Members.Maximum; m != nil && spec.MemberGroups != nil {
 		out = append(out, fmt.Sprintf("%s[*].%s: the CRD's schema allows at most %v; a scale beyond it is refused (S2)", spec.MemberGroups.Path, spec.MemberGroups.MembersField, *m))
 	}
 	return out
+}
+
+// DroppedConfigNote says which scale config fields at path the CRD's
+// schema would prune, and what to do about it.
+func DroppedConfigNote(path string, dropped []string) string {
+	return fmt.Sprintf("the CRD's schema declares no %s.{%s}: the API server drops these fields from objects before scaleplane sees them, without an error; add them to the schema at %s (or mark it x-kubernetes-preserve-unknown-fields), or keep the scale config in the annotation, to use them", path, strings.Join(dropped, ","), path)
 }
 
 func (in *Inference) note(format string, args ...any) {
@@ -253,21 +266,6 @@ func findConfig(p *apiextensionsv1.JSONSchemaProps, path string, depth int) []st
 		deeper = append(deeper, findConfig(c, path+"."+n, depth+1)...)
 	}
 	return append(here, deeper...)
-}
-
-// configLacks lists the scale config fields scaleplane uses that the
-// object's schema would prune.
-func configLacks(p *apiextensionsv1.JSONSchemaProps) []string {
-	if p == nil || preserves(p) {
-		return nil
-	}
-	var out []string
-	for _, f := range []string{"metrics", "behavior", "triggers", "idle"} {
-		if _, ok := p.Properties[f]; !ok {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // Field names that usually hold a member group's count, best first.

@@ -3,6 +3,8 @@ package profile
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -107,6 +109,7 @@ func CheckCRD(spec v1alpha1.ScaleProfileSpec, crd *apiextensionsv1.CustomResourc
 		} else if !open {
 			s.MinReplicas = limitsOf(cfg.Properties["minReplicas"])
 			s.MaxReplicas = limitsOf(cfg.Properties["maxReplicas"])
+			s.DroppedConfig = droppedConfigFields(cfg)
 			for _, b := range []string{"minReplicas", "maxReplicas"} {
 				if _, ok := cfg.Properties[b]; !ok {
 					errs = append(errs, field.Invalid(fp.Child("scaleConfig", "path"), cp,
@@ -307,4 +310,39 @@ func (w schemaWalker) groupStatus(st *v1alpha1.MemberGroupStatus, fp *field.Path
 	need(st.ReadyMembersField, "integer", "readyMembersField")
 	need(st.ObservedGenerationField, "integer", "observedGenerationField")
 	return errs
+}
+
+// configFields are the JSON names of the scale config's top-level fields,
+// read from the API type so that a field added there is checked here too.
+var configFields = func() []string {
+	var names []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "-":
+			case name == "" && f.Anonymous && strings.Contains(opts, "inline"):
+				walk(f.Type)
+			case name != "":
+				names = append(names, name)
+			}
+		}
+	}
+	walk(reflect.TypeFor[v1alpha1.TriggerAutoscaling]())
+	slices.Sort(names)
+	return names
+}()
+
+// droppedConfigFields lists the config fields cfg, a closed object schema,
+// does not declare: structural pruning removes them from stored objects.
+func droppedConfigFields(cfg *apiextensionsv1.JSONSchemaProps) []string {
+	var out []string
+	for _, n := range configFields {
+		if _, ok := cfg.Properties[n]; !ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }

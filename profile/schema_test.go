@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
@@ -49,10 +50,70 @@ func TestWithCRDReadsTheLimitsOfEveryWrittenField(t *testing.T) {
 		MinReplicas: scaling.Limits{Known: true, Type: "integer", Minimum: f64(1)},
 		MaxReplicas: scaling.Limits{Known: true, Type: "integer", Minimum: f64(1)},
 		Members:     scaling.Limits{Known: true, Type: "integer", Minimum: f64(0), Maximum: f64(10)},
+		// This test CRD's config object declares only the range.
+		DroppedConfig: []string{"behavior", "dependsOn", "fallback", "idle", "metrics", "pollingIntervalSeconds", "scalingModifiers", "schedule", "triggers"},
 	}
 	if diff := cmp.Diff(want, v.Layout().Schema); diff != "" {
 		t.Errorf("Layout().Schema (-want +got):\n%s", diff)
 	}
+}
+
+// A scale config object whose schema lacks a config field loses that
+// field to the API server's pruning before admission: the profile's
+// notes name every such field, and a schema that declares them all, or
+// preserves unknown fields, has none.
+func TestSchemaNotesNameConfigFieldsTheSchemaPrunes(t *testing.T) {
+	spec := profiletest.ScaledApp()
+	profile.Default(&spec)
+	crd := scaledAppCRD(t)
+	lim, errs := profile.CheckCRD(spec, crd, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var note string
+	for _, n := range profile.SchemaNotes(lim, spec) {
+		if strings.Contains(n, "drops these fields") {
+			note = n
+		}
+	}
+	if !strings.Contains(note, spec.ScaleConfig.Path+".{behavior,dependsOn,fallback,idle,metrics,pollingIntervalSeconds,scalingModifiers,schedule,triggers}") {
+		t.Errorf("SchemaNotes gives no note naming the pruned config fields; got %q", note)
+	}
+
+	editSchemaAt(t, crd, spec.ScaleConfig.Path, func(cfg *apiextensionsv1.JSONSchemaProps) {
+		for _, f := range []string{"behavior", "dependsOn", "fallback", "idle", "metrics", "pollingIntervalSeconds", "scalingModifiers", "schedule", "triggers"} {
+			cfg.Properties[f] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+		}
+	})
+	if lim, _ := profile.CheckCRD(spec, crd, nil); lim.DroppedConfig != nil {
+		t.Errorf("a schema declaring every config field drops %v", lim.DroppedConfig)
+	}
+	editSchemaAt(t, crd, spec.ScaleConfig.Path, func(cfg *apiextensionsv1.JSONSchemaProps) {
+		*cfg = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+	})
+	if lim, _ := profile.CheckCRD(spec, crd, nil); lim.DroppedConfig != nil {
+		t.Errorf("a config object preserving unknown fields drops %v", lim.DroppedConfig)
+	}
+}
+
+// editSchemaAt changes, with edit, the schema of the field at path
+// (dotted, from the object's root) in crd's first version.
+func editSchemaAt(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, path string, edit func(*apiextensionsv1.JSONSchemaProps)) {
+	t.Helper()
+	var at func(p *apiextensionsv1.JSONSchemaProps, segs []string)
+	at = func(p *apiextensionsv1.JSONSchemaProps, segs []string) {
+		if len(segs) == 0 {
+			edit(p)
+			return
+		}
+		child, ok := p.Properties[segs[0]]
+		if !ok {
+			t.Fatalf("CRD %s has no %s in its schema", crd.Name, path)
+		}
+		at(&child, segs[1:])
+		p.Properties[segs[0]] = child
+	}
+	at(crd.Spec.Versions[0].Schema.OpenAPIV3Schema, strings.Split(strings.TrimPrefix(path, "."), "."))
 }
 
 // The sample profiles match the sample CRDs: the binary activates them

@@ -1,10 +1,6 @@
 package scaling
 
 import (
-	"maps"
-	"slices"
-
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
@@ -166,59 +162,6 @@ func (w Workload) deepCopy() Workload {
 				ReadyMembers:       clonePtr(s.ReadyMembers),
 				ObservedGeneration: clonePtr(s.ObservedGeneration),
 			}
-		}
-	}
-	return out
-}
-
-// DeepCopy returns a copy of c that shares no memory with it, nil for nil.
-// Nil and empty lists stay distinct: an explicit empty behavior policy list
-// is an error (V4) where an absent one is not.
-func (c *Config) DeepCopy() *Config {
-	if c == nil {
-		return nil
-	}
-	out := &Config{
-		MinReplicas:            clonePtr(c.MinReplicas),
-		MaxReplicas:            clonePtr(c.MaxReplicas),
-		Behavior:               c.Behavior.DeepCopy(),
-		DependsOn:              slices.Clone(c.DependsOn),
-		PollingIntervalSeconds: clonePtr(c.PollingIntervalSeconds),
-	}
-	if c.Metrics != nil {
-		out.Metrics = make([]autoscalingv2.MetricSpec, len(c.Metrics))
-		for i := range c.Metrics {
-			c.Metrics[i].DeepCopyInto(&out.Metrics[i])
-		}
-	}
-	if c.Triggers != nil {
-		out.Triggers = make([]Trigger, len(c.Triggers))
-		for i, t := range c.Triggers {
-			t.ActivationThreshold = clonePtr(t.ActivationThreshold)
-			t.Metadata = maps.Clone(t.Metadata)
-			out.Triggers[i] = t
-		}
-	}
-	if c.Idle != nil {
-		out.Idle = &Idle{
-			ReplicasAtStart: clonePtr(c.Idle.ReplicasAtStart),
-			TimeoutSeconds:  clonePtr(c.Idle.TimeoutSeconds),
-		}
-	}
-	if c.Fallback != nil {
-		f := *c.Fallback
-		out.Fallback = &f
-	}
-	if c.ScalingModifiers != nil {
-		m := *c.ScalingModifiers
-		m.ActivationTarget = clonePtr(m.ActivationTarget)
-		out.ScalingModifiers = &m
-	}
-	if c.Schedule != nil {
-		out.Schedule = &Schedule{
-			TimeZone:         c.Schedule.TimeZone,
-			WakeUp:           slices.Clone(c.Schedule.WakeUp),
-			ScaleDownTimeout: slices.Clone(c.Schedule.ScaleDownTimeout),
 		}
 	}
 	return out

@@ -15,30 +15,16 @@ import (
 	"k8s.io/utils/lru"
 )
 
-// ScalingModifiers combine the triggers' values into one metric, KEDA's
-// advanced.scalingModifiers (V13): Formula, a CEL expression over the
-// triggers' names, gives the value that is compared with Target as a
-// trigger of MetricType would be; the triggers' own thresholds are then
-// not used.
+// ScalingModifiers (zz_generated.config.go) combine the triggers' values
+// into one metric, KEDA's advanced.scalingModifiers (V13): Formula, a CEL
+// expression over the triggers' names, gives the value that is compared
+// with Target as a trigger of MetricType would be; the triggers' own
+// thresholds are then not used.
 //
 // CEL rather than KEDA's expr-lang: it is already in every Kubernetes
 // module graph (the API server's validation rules and admission policies
 // run it), it is typed and checked before it runs, and it estimates and
 // limits a program's cost, which a formula any tenant writes needs.
-type ScalingModifiers struct {
-	// Formula is a CEL expression of type double over the triggers'
-	// names, each bound to its value, e.g. "(queue + backlog) / 2.0" or
-	// "rps > 100.0 ? rps : 0.0". Numbers are doubles: write 2.0, not 2.
-	Formula string `json:"formula"`
-	// Target is the value one replica takes (AverageValue) or the value
-	// to hold (Value). > 0.
-	Target float64 `json:"target"`
-	// ActivationTarget is the value above which a workload at zero wakes.
-	// Default 0.
-	ActivationTarget *float64 `json:"activationTarget,omitempty"`
-	// MetricType is AverageValue (the default) or Value.
-	MetricType TargetType `json:"metricType,omitempty"`
-}
 
 // errInputNoData: a formula's input had no data.
 var errInputNoData = errors.New("no data")

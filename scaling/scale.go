@@ -37,7 +37,7 @@ type ScaleNames struct {
 // parent workload; when it does not, the webhook answers without reading it.
 func ScaleNeedsParent(r ScaleRequest, l Layout) bool {
 	return r.Replicas >= 0 && !keepsCount(r) && !(l.MaxReplicas > 0 && r.Replicas > l.MaxReplicas) &&
-		(l.TargetSelf || l.Schema != (Schema{}))
+		(l.TargetSelf || !l.Schema.limitsNothing())
 }
 
 // keepsCount: a write that keeps the count (an HPA or KEDA re-asserting it)

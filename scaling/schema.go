@@ -39,6 +39,18 @@ type Schema struct {
 	MinReplicas, MaxReplicas Limits
 	// Members is one member group's count field.
 	Members Limits
+	// DroppedConfig names, sorted, the scale config's fields that the
+	// schema at a spec path neither declares nor preserves: the API server
+	// prunes them from every object before admission, so a config that
+	// sets them loses them without an error. Empty for an annotation or an
+	// open schema.
+	DroppedConfig []string
+}
+
+// limitsNothing reports whether the schema sets no limit on any field
+// scaleplane writes (what it drops from the config is no limit).
+func (s Schema) limitsNothing() bool {
+	return s.Replicas == (Limits{}) && s.MinReplicas == (Limits{}) && s.MaxReplicas == (Limits{}) && s.Members == (Limits{})
 }
 
 // Refuses returns why the schema refuses v, naming the limit, or "" when it
@@ -115,7 +127,7 @@ func membersField(l Layout) string {
 // cur, the request) that the schema refuses, and says why in a warning.
 // Values the user wrote are not its business: the API server judges them.
 func fitSchema(cur Workload, w *Workload, l Layout) []string {
-	if l.Schema == (Schema{}) {
+	if l.Schema.limitsNothing() {
 		return nil
 	}
 	var warns []string
@@ -210,7 +222,7 @@ func sameValue(a, b *int32) bool {
 // started. The error is at the Scale's spec.replicas and names the field
 // and the schema's limit.
 func ScaleFollowUp(w Workload, r int32, l Layout) *field.Error {
-	if l.Schema == (Schema{}) {
+	if l.Schema.limitsNothing() {
 		return nil
 	}
 	w.Replicas = &r
@@ -380,7 +392,7 @@ func countRefusal(l Layout, n int32) (string, string) {
 // groups, so a bound the schema refuses there becomes a write the API server
 // refuses on every poll. lo and hi are the effective bounds (M2).
 func validateRangeSchema(lo, hi int32, l Layout, minP, maxP *field.Path) field.ErrorList {
-	if lo >= hi || l.Schema == (Schema{}) {
+	if lo >= hi || l.Schema.limitsNothing() {
 		return nil
 	}
 	okLo, okHi := CountLimits(l)

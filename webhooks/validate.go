@@ -156,19 +156,7 @@ func sameScaling(a, b scaling.Workload) bool {
 		}
 	}
 	// Semantic equality compares quantities by value, so a config the API
-	// server re-encoded still counts as unchanged. It boxes every field it
-	// walks, so configs that differ at a glance are told apart first.
-	return !differentConfigs(a.Config, b.Config) && equality.Semantic.DeepEqual(a.Config, b.Config)
-}
-
-// differentConfigs reports differences semantic equality would find too:
-// bounds, and the lengths of the lists (equal for nil and empty, which it
-// treats alike).
-func differentConfigs(a, b *scaling.Config) bool {
-	if a == nil || b == nil {
-		return a != b
-	}
-	return !sameInt32(a.MinReplicas, b.MinReplicas) || !sameInt32(a.MaxReplicas, b.MaxReplicas) ||
-		len(a.Metrics) != len(b.Metrics) || len(a.Triggers) != len(b.Triggers) ||
-		len(a.DependsOn) != len(b.DependsOn)
+	// server re-encoded still counts as unchanged, and treats nil and empty
+	// lists alike. It runs only for a request with errors (ratcheting).
+	return equality.Semantic.DeepEqual(a.Config, b.Config)
 }

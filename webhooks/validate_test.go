@@ -8,8 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -307,29 +305,6 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestDifferentConfigs: the quick look never calls configs different that
-// semantic equality calls equal.
-func TestDifferentConfigs(t *testing.T) {
-	one, two := int32(1), int32(2)
-	configs := []*scaling.Config{
-		nil,
-		{},
-		{MinReplicas: &one},
-		{MinReplicas: &two, MaxReplicas: &two},
-		{Metrics: []autoscalingv2.MetricSpec{}, Triggers: []scaling.Trigger{}, DependsOn: []string{}},
-		{Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType}}},
-		{Triggers: []scaling.Trigger{{Name: "a"}}},
-		{DependsOn: []string{"db"}},
-	}
-	for _, a := range configs {
-		for _, b := range configs {
-			if differentConfigs(a, b) && equality.Semantic.DeepEqual(a, b) {
-				t.Errorf("differentConfigs(%+v, %+v), but they are semantically equal", a, b)
-			}
-		}
 	}
 }
 

@@ -21,11 +21,13 @@ import (
 // an HPA's metric targets are).
 type Autoscaling struct {
 	// MinReplicas is the lower bound of the autoscaling range. Left out,
-	// scaleplane pins the range to spec.replicas (M1).
+	// 1, or 0 when maxReplicas is 0 (M2). A workload with replicas and no
+	// scale config at all gets one pinned to spec.replicas (M1).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
-	// MaxReplicas is the upper bound of the autoscaling range.
+	// MaxReplicas is the upper bound of the autoscaling range. Left out,
+	// the larger of minReplicas and spec.replicas (M2).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
@@ -34,7 +36,8 @@ type Autoscaling struct {
 	// +listType=atomic
 	// +optional
 	Metrics []autoscalingv2.MetricSpec `json:"metrics,omitempty"`
-	// Behavior tunes scaling speed and stabilization, as an HPA's does.
+	// Behavior tunes scaling speed and stabilization, as an HPA's does,
+	// for the built-in HPA and the trigger autoscaler alike.
 	// +optional
 	Behavior *autoscalingv2.HorizontalPodAutoscalerBehavior `json:"behavior,omitempty"`
 }
@@ -124,7 +127,8 @@ type Fallback struct {
 
 // Trigger is one signal of the trigger autoscaler.
 type Trigger struct {
-	// Name identifies the trigger in events, metrics and explanations.
+	// Name identifies the trigger in events, metrics and explanations;
+	// unique among the triggers.
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 	// Type says how the value compares with the threshold: Value (the

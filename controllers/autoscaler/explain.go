@@ -48,24 +48,31 @@ type Explanation struct {
 // stabilization window play out.
 const DefaultHistoryLength = 20
 
-// ring keeps the last len(buf) records, overwriting the oldest.
+// ring keeps the last max records, overwriting the oldest. Its buffer
+// grows with the records it is given: most workloads (pinned ones, those
+// without triggers) never record a tick, and a buffer made whole up front
+// cost every one of them max records (about 5.7 KB at the default).
 type ring struct {
 	buf  []Record
 	next int
-	full bool
+	max  int
 }
 
 func newRing(n int) ring {
 	if n <= 0 {
 		n = DefaultHistoryLength
 	}
-	return ring{buf: make([]Record, 0, n)}
+	return ring{max: n}
 }
 
 func (r *ring) add(rec Record) {
-	if !r.full && len(r.buf) < cap(r.buf) {
+	if len(r.buf) < r.max {
+		if len(r.buf) == cap(r.buf) {
+			grown := make([]Record, len(r.buf), min(r.max, max(4, 2*cap(r.buf))))
+			copy(grown, r.buf)
+			r.buf = grown
+		}
 		r.buf = append(r.buf, rec)
-		r.full = len(r.buf) == cap(r.buf)
 		return
 	}
 	r.buf[r.next] = rec

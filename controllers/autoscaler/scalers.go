@@ -142,14 +142,9 @@ type scalersKey struct {
 }
 
 func newScalersKey(ts []scaling.Trigger, defaultSource string) *scalersKey {
-	k := &scalersKey{triggers: slices.Clone(ts), defaultSource: defaultSource}
-	for i := range k.triggers {
-		t := &k.triggers[i]
-		if t.ActivationThreshold != nil {
-			v := *t.ActivationThreshold
-			t.ActivationThreshold = &v
-		}
-		t.Metadata = maps.Clone(t.Metadata)
+	k := &scalersKey{triggers: make([]scaling.Trigger, len(ts)), defaultSource: defaultSource}
+	for i := range ts {
+		ts[i].DeepCopyInto(&k.triggers[i])
 	}
 	return k
 }

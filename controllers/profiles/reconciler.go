@@ -281,7 +281,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		states[i] = r.withAccess(ctx, p, r.withSchema(ctx, p, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static)))
+		states[i] = r.withAccess(ctx, p, withPruningNote(r.withSchema(ctx, p, EvaluateWith(p, list.Items, r.mgr.GetRESTMapper(), r.static))))
 		if s := states[i]; s.Active() {
 			want[s.View.GVK().GroupKind()] = &activeKind{profile: p.Name, spec: p.Spec, crd: crdVersion{s.CRDUID, s.CRDGeneration}, view: s.View}
 		} else if s.Condition.Reason == v1alpha1.ProfileReasonCRDNotServed || s.Condition.Reason == v1alpha1.ProfileReasonRBACMissing {
@@ -417,6 +417,19 @@ func (r *Reconciler) withSchema(ctx context.Context, p *v1alpha1.ScaleProfile, s
 		return s
 	}
 	s.View, s.CRDGeneration, s.CRDUID = view, crd.Generation, crd.UID
+	return s
+}
+
+// withPruningNote adds to an active state's message the scale config
+// fields its CRD's schema prunes: objects that set them lose them before
+// admission, so the profile's status is where a user can learn why.
+func withPruningNote(s State) State {
+	if !s.Active() || s.View == nil {
+		return s
+	}
+	if d := s.View.Layout().Schema.DroppedConfig; len(d) > 0 {
+		s.Condition.Message += "; " + profile.DroppedConfigNote(s.View.Spec().ScaleConfig.Path, d)
+	}
 	return s
 }
 

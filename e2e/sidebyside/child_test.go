@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"testing"
@@ -104,7 +106,62 @@ func serveChild(s childSettings) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	go writeHeapProfiles(ctx, filepath.Join(s.Dir, "heap.pprof"))
 	return a.Run(ctx)
+}
+
+// writeHeapProfiles writes the child's heap profile to file on every
+// SIGUSR1: what scaleplane keeps in memory, for the parent to read while
+// the state it measures is still held.
+func writeHeapProfiles(ctx context.Context, file string) {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-usr1:
+		}
+		runtime.GC()
+		tmp := file + ".tmp"
+		f, err := os.Create(tmp)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "scaleplane child: heap profile: %v\n", err)
+			continue
+		}
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, file)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "scaleplane child: heap profile: %v\n", err)
+		}
+	}
+}
+
+// heapProfile asks the child for its heap profile and copies it to dst.
+func (c *scaleplaneChild) heapProfile(t *testing.T, dst string) {
+	t.Helper()
+	src := filepath.Join(c.dir, "heap.pprof")
+	_ = os.Remove(src)
+	if err := c.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, time.Minute, func(context.Context) (bool, string) {
+		_, err := os.Stat(src)
+		return err == nil, "the child has not written its heap profile"
+	})
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // scaleplaneChild is a running scaleplane child process.
@@ -112,6 +169,7 @@ type scaleplaneChild struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	log  string
+	dir  string
 }
 
 // startScaleplane runs scaleplane in a child process of the test binary;
@@ -127,7 +185,7 @@ func startScaleplane(t *testing.T, name string, s childSettings) *scaleplaneChil
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &scaleplaneChild{log: filepath.Join(s.Dir, "scaleplane.log"), done: make(chan struct{})}
+	c := &scaleplaneChild{log: filepath.Join(s.Dir, "scaleplane.log"), dir: s.Dir, done: make(chan struct{})}
 	logFile, err := os.Create(c.log)
 	if err != nil {
 		t.Fatal(err)

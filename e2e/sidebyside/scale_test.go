@@ -25,6 +25,10 @@ import (
 // scaleOutVar names the file the scale test's figures go to.
 const scaleOutVar = "SCALEPLANE_SCALE_OUT"
 
+// scaleHeapVar names a file for scaleplane's heap profile, taken once every
+// workload has its Scaling: what it keeps per workload.
+const scaleHeapVar = "SCALEPLANE_SCALE_HEAP"
+
 // firsts records, through a watch, when each object of a namespace first
 // satisfied ok.
 type firsts struct {
@@ -186,4 +190,8 @@ func TestManyWorkloadsAdmittedFannedOutAndGivenScalings(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("figures written to %s", out)
+	if heap := os.Getenv(scaleHeapVar); heap != "" {
+		sp.heapProfile(t, heap)
+		t.Logf("scaleplane's heap profile written to %s (go tool pprof -sample_index=inuse_space)", heap)
+	}
 }
