@@ -13,12 +13,19 @@ FROM golang:1.26 AS build
 ARG VERSION=(devel)
 ARG COMMIT=unknown
 WORKDIR /src
+# The binary is module cmd/scaleplane; its go.mod replaces the other
+# scaleplane modules by their folders, whose go.mod files it reads.
 COPY go.mod go.sum ./
-RUN go mod download
+COPY promql/go.mod promql/go.sum promql/
+COPY controllers/autoscaler/go.mod controllers/autoscaler/go.sum controllers/autoscaler/
+COPY externalscaler/go.mod externalscaler/go.sum externalscaler/
+COPY certs/go.mod certs/go.sum certs/
+COPY cmd/scaleplane/go.mod cmd/scaleplane/go.sum cmd/scaleplane/
+RUN cd cmd/scaleplane && go mod download
 COPY . .
-RUN CGO_ENABLED=0 GOOS=linux GOFLAGS= go build -trimpath -buildvcs=false -tags nodev \
+RUN CGO_ENABLED=0 GOOS=linux GOFLAGS= go build -C ./cmd/scaleplane -trimpath -buildvcs=false -tags nodev \
     -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
-    -o /out/scaleplane ./cmd/scaleplane
+    -o /out/scaleplane .
 
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=(devel)

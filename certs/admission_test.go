@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/internal/load"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -123,7 +123,7 @@ func TestSelfSignedAdmissionThroughCARotation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	load := framework.StartLoad(t.Context(), 20*time.Millisecond, create)
+	load := load.Start(t.Context(), 20*time.Millisecond, create)
 
 	waitFor(t, "a certificate of a new CA presented by the server", func(ctx context.Context) (bool, error) {
 		s, err := getSecret(ctx, c, o)

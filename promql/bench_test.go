@@ -4,7 +4,7 @@ package promql
 // (tsdb.Head) on the same generated data, through the same storage
 // interfaces and the same engine. Run them side by side with
 //
-//	go test ./promql -run '^$' -bench . -benchtime 3x
+//	go -C promql test . -run '^$' -bench . -benchtime 3x
 //
 // Reported metrics: samples/s (ingest), bytes/sample (heap growth, plus the
 // head's memory-mapped chunk files, divided by samples) and ns/op per query.

@@ -1,7 +1,11 @@
 package webhooks
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,26 +14,61 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
-	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/profile/profiletest"
-	"github.com/scaleplane/scaleplane/promql"
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-// testSources are the trigger sources of scaleplane's autoscaler (cron and
-// promql over an embedded store) with the default query limits, built once:
-// the validating handler admits triggers against them.
+// testSources are the trigger sources a program with scaleplane's trigger
+// autoscaler registers, built once: the real "cron" source and, as
+// "promql", stubQuerySource. The real query source runs the PromQL engine,
+// which lives in module controllers/autoscaler (this module does not
+// require it); its checks are held there by TestV5PromQLSource,
+// TestV10PromQLSourceCost and TestV11PromQLSourceReferences. The
+// validating handler admits triggers against these sources.
 var testSources = sync.OnceValue(func() *scaling.Sources {
-	s, err := autoscaler.NewSources(promql.NewEvaluator(promql.NewStore(promql.Options{}), promql.EvaluatorOptions{}), nil, promql.Limits{})
-	if err != nil {
+	s := scaling.NewSources()
+	if err := s.Register(scaling.SourceCron, scaling.CronSource()); err != nil {
+		panic(err)
+	}
+	if err := s.Register(scaling.SourcePromQL, stubQuerySource()); err != nil {
 		panic(err)
 	}
 	return s
 })
+
+// stubRefusal starts a query stubQuerySource refuses; the rest of the query
+// is the message of the refusal.
+const stubRefusal = "refuse: "
+
+// stubQuerySource checks a query trigger as the PromQL source does, without
+// the engine: a query is required and metadata is forbidden, and a query
+// that starts with stubRefusal is invalid, as one the engine cannot parse
+// or one over a cost bound is. Every other query is accepted.
+func stubQuerySource() scaling.Source {
+	return scaling.Source{
+		Validate: func(t scaling.Trigger, p *field.Path) field.ErrorList {
+			var errs field.ErrorList
+			switch {
+			case strings.TrimSpace(t.Query) == "":
+				errs = append(errs, field.Required(p.Child("query"), "must be a query"))
+			case strings.HasPrefix(t.Query, stubRefusal):
+				errs = append(errs, field.Invalid(p.Child("query"), t.Query, strings.TrimPrefix(t.Query, stubRefusal)))
+			}
+			for _, key := range slices.Sorted(maps.Keys(t.Metadata)) {
+				errs = append(errs, field.Forbidden(p.Child("metadata").Key(key), "a query trigger reads no metadata"))
+			}
+			return errs
+		},
+		New: func(context.Context, scaling.ScalerConfig) (scaling.Scaler, error) {
+			return nil, errors.New("stubQuerySource builds no scaler")
+		},
+	}
+}
 
 // obj is a JSON object literal for test objects.
 type obj = map[string]interface{}

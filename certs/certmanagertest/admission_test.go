@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/scaleplane/scaleplane/certs"
-	"github.com/scaleplane/scaleplane/e2e/framework"
+	"github.com/scaleplane/scaleplane/internal/load"
 )
 
 const mutatedLabel = "certs.scaleplane.io/mutated"
@@ -166,7 +166,7 @@ func TestAdmissionThroughRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	load := framework.StartLoad(t.Context(), 20*time.Millisecond, create)
+	load := load.Start(t.Context(), 20*time.Millisecond, create)
 
 	// Admissions flow before the renewal too, so the measurement spans it.
 	_ = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {

@@ -59,13 +59,13 @@ func SkipUnlessAvailable(t testing.TB) {
 	}
 }
 
-// CRDDir returns deploy/crds of the cert-manager module the scaleplane
-// module requires, as resolved by `go list -m`, falling back to the module
-// cache path of certs.CertManagerVersion.
+// CRDDir returns deploy/crds of the cert-manager module that module certs
+// requires, as resolved by `go list -m` in the checkout's certs folder,
+// falling back to the module cache path of certs.CertManagerVersion.
 func CRDDir() (string, error) {
 	cmd := exec.Command("go", "list", "-m", "-json", module)
 	if root, err := repoRoot(); err == nil {
-		cmd.Dir = root
+		cmd.Dir = filepath.Join(root, "certs")
 	}
 	out, err := cmd.Output()
 	if err == nil {

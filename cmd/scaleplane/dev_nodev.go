@@ -14,6 +14,6 @@ import (
 // read-only root file system (the image e2e test found it). A pod has no
 // use for an embedded control plane anyway.
 func devMain([]string) int {
-	fmt.Fprintln(os.Stderr, "scaleplane dev: this build has no dev mode (built with -tags nodev, as the container image is); run it from source: go run ./cmd/scaleplane dev, or make demo")
+	fmt.Fprintln(os.Stderr, "scaleplane dev: this build has no dev mode (built with -tags nodev, as the container image is); run it from source: make demo in a scaleplane checkout")
 	return 2
 }

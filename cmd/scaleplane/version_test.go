@@ -118,7 +118,7 @@ func TestVersionStampedBuild(t *testing.T) {
 	// The release build has no dev mode, and says how to get one.
 	out, err = exec.Command(bin, "dev").CombinedOutput()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !bytes.Contains(out, []byte("go run ./cmd/scaleplane dev")) {
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !bytes.Contains(out, []byte("make demo")) {
 		t.Errorf("scaleplane dev in a -tags nodev build: %v %s; want exit 2 saying how to run dev mode", err, out)
 	}
 }

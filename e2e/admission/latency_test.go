@@ -55,7 +55,7 @@ import (
 // take turns create by create, in a rotating order, so that load from
 // other processes falls on all of them alike.
 //
-//	go test -run '^$' -bench CreateLatency -benchtime 300x ./e2e/admission/
+//	go -C e2e test -run '^$' -bench CreateLatency -benchtime 300x ./admission/
 
 // noopSide is one set of control webhooks.
 type noopSide struct {

@@ -138,8 +138,8 @@ func testRequestRateScalesUpAndDown(t *testing.T, e *env) {
 func kubectlPlugin(t *testing.T, args ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-scaleplane"), "./cmd/scaleplane")
-	build.Dir = framework.RepoRoot()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-scaleplane"), ".")
+	build.Dir = framework.BinaryModuleDir()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build kubectl-scaleplane: %v\n%s", err, out)
 	}

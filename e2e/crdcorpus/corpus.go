@@ -275,10 +275,10 @@ func Markdown() string {
 	b.WriteString(`# CRD compatibility
 
 <!-- Generated from the table in e2e/crdcorpus/corpus.go; do not edit by hand.
-Regenerate with: UPDATE_GOLDEN=1 go test ./e2e/crdcorpus -run TestCompatibilityDoc -->
+Regenerate with: UPDATE_GOLDEN=1 go -C e2e test ./crdcorpus -run TestCompatibilityDoc -->
 
 Real upstream workload CRDs, vendored unchanged in ` + "`testdata/crds`" + ` (see its README), and what
-scaleplane does with each today. ` + "`go test ./e2e/crdcorpus`" + ` runs every one through the whole path with
+scaleplane does with each today. ` + "`go -C e2e test ./crdcorpus`" + ` runs every one through the whole path with
 the real binaries (kube-apiserver, kube-controller-manager with its HPA controller, kubectl and
 the scaleplane binary). The columns, in the order the test runs them:
 
@@ -377,7 +377,7 @@ func README() string {
 	b.WriteString(`# Upstream workload CRDs
 
 <!-- Generated from the table in e2e/crdcorpus/corpus.go; do not edit by hand.
-Regenerate with: UPDATE_GOLDEN=1 go test ./e2e/crdcorpus -run TestCompatibilityDoc -->
+Regenerate with: UPDATE_GOLDEN=1 go -C e2e test ./crdcorpus -run TestCompatibilityDoc -->
 
 Real CustomResourceDefinitions of workload operators, vendored as test data for the verified-CRD
 matrix (` + "`e2e/crdcorpus`" + `, [docs/crd-compatibility.md](../../docs/crd-compatibility.md)). Each file starts with a

@@ -67,8 +67,8 @@ func TestMain(m *testing.M) {
 	go func() {
 		defer close(binary.done)
 		binary.path = filepath.Join(dir, "scaleplane")
-		build := exec.Command("go", "build", "-o", binary.path, "./cmd/scaleplane")
-		build.Dir = framework.RepoRoot()
+		build := exec.Command("go", "build", "-o", binary.path, ".")
+		build.Dir = framework.BinaryModuleDir()
 		if out, err := build.CombinedOutput(); err != nil {
 			binary.err = fmt.Errorf("build scaleplane: %w\n%s", err, out)
 		}
@@ -143,7 +143,7 @@ func TestCompatibilityDocIsTheTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(string(want), got); diff != "" {
-			t.Errorf("%s disagrees with the table in e2e/crdcorpus/corpus.go; regenerate it with UPDATE_GOLDEN=1 go test ./e2e/crdcorpus -run TestCompatibilityDoc (-file +table):\n%s", file, diff)
+			t.Errorf("%s disagrees with the table in e2e/crdcorpus/corpus.go; regenerate it with UPDATE_GOLDEN=1 go -C e2e test ./crdcorpus -run TestCompatibilityDoc (-file +table):\n%s", file, diff)
 		}
 	}
 }

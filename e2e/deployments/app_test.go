@@ -137,8 +137,8 @@ func (e *env) post(t *testing.T, path string) {
 func kubectlPlugin(t *testing.T, args ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-scaleplane"), "./cmd/scaleplane")
-	build.Dir = framework.RepoRoot()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-scaleplane"), ".")
+	build.Dir = framework.BinaryModuleDir()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build kubectl-scaleplane: %v\n%s", err, out)
 	}

@@ -70,8 +70,8 @@ func deploy(t *testing.T) *deployment {
 	ctx := context.Background()
 	d := &deployment{dir: t.TempDir()}
 	d.bin = filepath.Join(d.dir, "scaleplane")
-	build := exec.Command("go", "build", "-o", d.bin, "./cmd/scaleplane")
-	build.Dir = framework.RepoRoot()
+	build := exec.Command("go", "build", "-o", d.bin, ".")
+	build.Dir = framework.BinaryModuleDir()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build scaleplane: %v\n%s", err, out)
 	}

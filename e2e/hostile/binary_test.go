@@ -78,8 +78,8 @@ type binary struct {
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "scaleplane")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/scaleplane")
-	cmd.Dir = framework.RepoRoot()
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = framework.BinaryModuleDir()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build scaleplane: %v\n%s", err, out)
 	}

@@ -117,8 +117,8 @@ func startAppWith(t *testing.T, owner, admission string, leaderElection bool) (p
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "scaleplane")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/scaleplane")
-	build.Dir = framework.RepoRoot()
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = framework.BinaryModuleDir()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build scaleplane: %v\n%s", err, out)
 	}

@@ -96,8 +96,8 @@ func inferAll() ([]*profile.Compiled, error) {
 
 func TestProfileInitAppliesAsIs(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "scaleplane")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/scaleplane")
-	build.Dir = framework.RepoRoot()
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = framework.BinaryModuleDir()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build scaleplane: %v\n%s", err, out)
 	}

@@ -33,8 +33,8 @@ func TestProfileInitHandleThroughTheBinary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	bin := filepath.Join(t.TempDir(), "scaleplane")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/scaleplane")
-	build.Dir = framework.RepoRoot()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Dir = framework.BinaryModuleDir()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build scaleplane: %v\n%s", err, out)
 	}

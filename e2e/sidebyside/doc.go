@@ -11,7 +11,7 @@
 //
 // Both tests are heavy and run only when asked for:
 //
-//	SCALEPLANE_SIDE_BY_SIDE=1 SCALEPLANE_SIDE_BY_SIDE_N=1000 go test -count=1 -timeout 90m ./e2e/sidebyside/
+//	SCALEPLANE_SIDE_BY_SIDE=1 SCALEPLANE_SIDE_BY_SIDE_N=1000 go -C e2e test -count=1 -timeout 90m ./sidebyside/
 //
 // (make bench-keda). Without the variable only the unit tests of the
 // measuring helpers in this file's package run. docs/performance.md records

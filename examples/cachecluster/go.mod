@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/scaleplane/scaleplane v0.0.0
+	github.com/scaleplane/scaleplane/cmd/scaleplane v0.0.0
+	github.com/scaleplane/scaleplane/controllers/autoscaler v0.0.0
 	k8s.io/api v0.37.1
 	k8s.io/apimachinery v0.37.1
 	k8s.io/client-go v0.37.1
@@ -65,6 +67,9 @@ require (
 	github.com/prometheus/common v0.72.1 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/prometheus/prometheus v0.314.0 // indirect
+	github.com/scaleplane/scaleplane/certs v0.0.0 // indirect
+	github.com/scaleplane/scaleplane/externalscaler v0.0.0 // indirect
+	github.com/scaleplane/scaleplane/promql v0.0.0 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
@@ -111,4 +116,11 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/scaleplane/scaleplane => ../..
+replace (
+	github.com/scaleplane/scaleplane => ../..
+	github.com/scaleplane/scaleplane/certs => ../../certs
+	github.com/scaleplane/scaleplane/cmd/scaleplane => ../../cmd/scaleplane
+	github.com/scaleplane/scaleplane/controllers/autoscaler => ../../controllers/autoscaler
+	github.com/scaleplane/scaleplane/externalscaler => ../../externalscaler
+	github.com/scaleplane/scaleplane/promql => ../../promql
+)

@@ -2,7 +2,7 @@
 // with a baseline file and exits 1 when a benchmark allocates more than
 // the margin allows, or takes far longer (see internal/benchcmp).
 //
-//	go test -run '^$' -bench Tick1000 -benchmem ./controllers/autoscaler/ | go run ./hack/benchcmp -baseline hack/bench/baseline.txt
+//	go -C controllers/autoscaler test -run '^$' -bench Tick1000 -benchmem . | go run ./hack/benchcmp -baseline hack/bench/baseline.txt
 package main
 
 import (

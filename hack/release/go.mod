@@ -5,7 +5,10 @@ go 1.26.0
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
-	github.com/scaleplane/scaleplane v0.0.0-00010101000000-000000000000
+	github.com/scaleplane/scaleplane v0.0.0
+	github.com/scaleplane/scaleplane/certs v0.0.0
+	github.com/scaleplane/scaleplane/cmd/scaleplane v0.0.0
+	github.com/scaleplane/scaleplane/e2e v0.0.0
 	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	golang.org/x/sys v0.49.0
 	gopkg.in/yaml.v3 v3.0.1
@@ -119,6 +122,9 @@ require (
 	github.com/rubenv/sql-migrate v1.8.1 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/scaleplane/scaleplane/controllers/autoscaler v0.0.0 // indirect
+	github.com/scaleplane/scaleplane/externalscaler v0.0.0 // indirect
+	github.com/scaleplane/scaleplane/promql v0.0.0 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/cast v1.7.0 // indirect
@@ -171,4 +177,12 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-replace github.com/scaleplane/scaleplane => ../..
+replace (
+	github.com/scaleplane/scaleplane => ../..
+	github.com/scaleplane/scaleplane/certs => ../../certs
+	github.com/scaleplane/scaleplane/cmd/scaleplane => ../../cmd/scaleplane
+	github.com/scaleplane/scaleplane/controllers/autoscaler => ../../controllers/autoscaler
+	github.com/scaleplane/scaleplane/e2e => ../../e2e
+	github.com/scaleplane/scaleplane/externalscaler => ../../externalscaler
+	github.com/scaleplane/scaleplane/promql => ../../promql
+)

@@ -69,6 +69,12 @@ func SBOM(bi *debug.BuildInfo, name, version string, created time.Time) ([]byte,
 		return ref{Category: "PACKAGE-MANAGER", Type: "purl", Locator: "pkg:golang/" + path + "@" + v}
 	}
 	mod := func(m *debug.Module) pkg {
+		if m.Replace != nil && (m.Replace.Version == "" || m.Replace.Version == "(devel)") {
+			// A folder of the checkout (the binary's module replaces the
+			// other scaleplane modules so): built at the release's version.
+			return pkg{Name: m.Path, SPDXID: id(m.Path), Version: version, DownloadLocation: "NOASSERTION",
+				ExternalRefs: []ref{purl(m.Path, version)}, Comment: "built from the release's checkout (" + m.Replace.Path + ")"}
+		}
 		if m.Replace != nil {
 			m = m.Replace
 		}

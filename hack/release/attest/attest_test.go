@@ -20,17 +20,20 @@ import (
 // buildInfo is what `go version -m` prints of a release binary, shortened.
 const buildInfo = "go\tgo1.26.8\n" +
 	"path\tgithub.com/scaleplane/scaleplane/cmd/scaleplane\n" +
-	"mod\tgithub.com/scaleplane/scaleplane\t(devel)\t\n" +
+	"mod\tgithub.com/scaleplane/scaleplane/cmd/scaleplane\t(devel)\t\n" +
 	"dep\tgithub.com/google/go-containerregistry\tv0.22.1\th1:47DAoSdbHxW5nP3oqfiTq1HkVMJ6pLfTuaVXZjyf5BE=\n" +
 	"dep\tk8s.io/api\tv0.37.1\th1:Y0eIivqvK5t3Tu0nK7OVpN5yM9HX9HlA+dL+NO8Ewf4=\n" +
 	"dep\texample.com/forked\tv1.0.0\th1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n" +
 	"=>\texample.com/fork\tv1.0.1\th1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB=\n" +
+	"dep\tgithub.com/scaleplane/scaleplane/promql\tv0.0.0\t\n" +
+	"=>\t../../promql\t(devel)\t\n" +
 	"build\tCGO_ENABLED=0\n"
 
 // TestSBOMListsEveryLinkedModule: the SBOM of a binary describes the main
 // module and has one package per module the binary links, with a purl and
 // the go.sum hash as a SHA256 checksum; a replaced module is listed as its
-// replacement.
+// replacement, and a module replaced by a folder of the checkout (the
+// other scaleplane modules) under its own path at the release's version.
 func TestSBOMListsEveryLinkedModule(t *testing.T) {
 	bi, err := debug.ParseBuildInfo(buildInfo)
 	if err != nil {
@@ -83,6 +86,9 @@ func TestSBOMListsEveryLinkedModule(t *testing.T) {
 	}
 	if !strings.Contains(string(data), `"pkg:golang/example.com/fork@v1.0.1"`) || strings.Contains(string(data), `"example.com/forked"`) {
 		t.Errorf("a replaced module should be listed as its replacement:\n%s", data)
+	}
+	if !strings.Contains(string(data), `"pkg:golang/github.com/scaleplane/scaleplane/promql@v1.2.3"`) || strings.Contains(string(data), `"../../promql"`) {
+		t.Errorf("a module replaced by a folder should be listed under its path at the release's version:\n%s", data)
 	}
 }
 

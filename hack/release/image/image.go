@@ -57,7 +57,9 @@ const (
 	Home = "/home/nonroot"
 	// DefaultSource is the org.opencontainers.image.source label.
 	DefaultSource = "https://github.com/scaleplane/scaleplane"
-	// Package is the main package built into the image.
+	// Package is the main package built into the image. It is the folder
+	// of module cmd/scaleplane, so go build runs in it (-C, the first flag):
+	// that module's go.mod requires the others.
 	Package = "./cmd/scaleplane"
 )
 
@@ -191,16 +193,22 @@ func GoBuildFlags(version, commit string) []string {
 
 // BuildBinary builds the static scaleplane binary for p into out.
 func BuildBinary(ctx context.Context, repoRoot, out string, p v1.Platform, version, commit string) error {
-	args := append([]string{"build", "-o", out}, GoBuildFlags(version, commit)...)
-	args = append(args, Package)
+	// -C makes a relative -o relative to Package.
+	out, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	args := append([]string{"build", "-C", Package, "-o", out}, GoBuildFlags(version, commit)...)
+	args = append(args, ".")
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(),
 		"CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
-		// The machine's GOFLAGS must not change what is built; the
+		// The machine's GOFLAGS (or a go.work above the module) must not
+		// change what is built; the
 		// instruction-set levels are pinned to Go's defaults for the same
 		// reason.
-		"GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0",
+		"GOFLAGS=", "GOWORK=off", "GOAMD64=v1", "GOARM64=v8.0",
 	)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
