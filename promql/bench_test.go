@@ -432,7 +432,12 @@ func BenchmarkSeriesOverhead(b *testing.B) {
 		}
 		after := heapInUse()
 		u := s.Usage()
-		labelBytes = float64(u.UsedBytes-int64(u.Bytes))/n - seriesOverhead
+		labelBytes = 0
+		for _, ls := range lsets {
+			labelBytes += float64(ls.ByteSize()) / n
+		}
+		// The encoded samples; the head buffers' spare capacity counts
+		// as overhead.
 		chunkBytes = float64(u.Bytes) / n
 		overhead = (float64(after)-float64(before))/n - labelBytes - chunkBytes
 		runtime.KeepAlive(s)

@@ -255,9 +255,9 @@ func (s *Store) Usage() Usage {
 					u.Samples += chk.NumSamples()
 				}
 			}
-			if h := ser.head.chunk; h != nil {
-				u.Bytes += len(h.Bytes())
-				u.Samples += h.NumSamples()
+			if _, b, n, _, _, ok := ser.head(); ok {
+				u.Bytes += len(b)
+				u.Samples += n
 			}
 			ser.mtx.Unlock()
 		}

@@ -590,10 +590,17 @@ type lastHistogram struct {
 	fh *histogram.FloatHistogram
 }
 
-// chunkMeta is the head chunk, which still takes samples.
-type chunkMeta struct {
+// otherHead is a head chunk of another encoding than classic XOR: XOR2
+// (float samples with a start timestamp) or a native histogram chunk. Such
+// heads are rare, so the series holds them by pointer.
+type otherHead struct {
 	chunk      chunkenc.Chunk
+	app        chunkenc.Appender
 	minT, maxT int64
+	lastV      float64
+	// lastHist is the previous histogram sample, for the duplicate check;
+	// nil after a float sample.
+	lastHist *lastHistogram
 }
 
 // closedChunk is a chunk that takes no more samples, as a query sees it:
@@ -645,36 +652,52 @@ type memSeries struct {
 	mtx sync.Mutex
 	// closed holds the closed chunks (see nextClosed).
 	closed string
-	head   chunkMeta
-	app    chunkenc.Appender
-	lastV  float64
-	// lastHist is the previous histogram sample, for the duplicate check;
-	// nil for float series, which are the common case.
-	lastHist *lastHistogram
+	// The head chunk, which still takes samples, is xor when active,
+	// other when not nil, or neither when the series has no head.
+	xor   xorHead
+	other *otherHead
 	// deleted is set (under mtx) when Trim removed the series from the
 	// index; appenders holding it re-resolve by labels.
 	deleted atomic.Bool
 }
 
-func (s *memSeries) empty() bool { return s.head.chunk == nil && s.closed == "" }
+func (s *memSeries) empty() bool { return !s.hasHead() && s.closed == "" }
+
+func (s *memSeries) hasHead() bool { return s.xor.active() || s.other != nil }
 
 // chunkBytes is what the series' chunks take, as charged against
-// Options.MaxBytes: the closed chunks' string and the head's bytes.
+// Options.MaxBytes: the closed chunks' string and the head's buffer,
+// spare capacity included (it is memory the series holds).
 func (s *memSeries) chunkBytes() int {
-	n := len(s.closed)
-	if s.head.chunk != nil {
-		n += len(s.head.chunk.Bytes())
+	n := len(s.closed) + cap(s.xor.b)
+	if s.other != nil {
+		n += len(s.other.chunk.Bytes())
 	}
 	return n
+}
+
+// head describes the head chunk: its encoding, bytes, sample count and
+// time range; ok is false when the series has none.
+func (s *memSeries) head() (enc chunkenc.Encoding, b []byte, samples int, minT, maxT int64, ok bool) {
+	switch {
+	case s.xor.active():
+		return chunkenc.EncXOR, s.xor.b, s.xor.samples(), s.xor.minT, s.xor.t, true
+	case s.other != nil:
+		return s.other.chunk.Encoding(), s.other.chunk.Bytes(), s.other.chunk.NumSamples(), s.other.minT, s.other.maxT, true
+	}
+	return chunkenc.EncNone, nil, 0, 0, 0, false
 }
 
 // lastT is the timestamp of the newest sample: the head's end. A series
 // without a head has no samples left (Trim drops the head last).
 func (s *memSeries) lastT() int64 {
-	if s.head.chunk == nil {
-		return math.MinInt64
+	switch {
+	case s.xor.active():
+		return s.xor.t
+	case s.other != nil:
+		return s.other.maxT
 	}
-	return s.head.maxT
+	return math.MinInt64
 }
 
 // appendChunks appends the closed chunks and a copy of the head, all of
@@ -689,8 +712,7 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 			dst = append(dst, c)
 		}
 	}
-	if h := s.head; h.chunk != nil && (!inRange || h.maxT >= mint && h.minT <= maxt) {
-		b := h.chunk.Bytes()
+	if enc, b, _, minT, maxT, ok := s.head(); ok && (!inRange || maxT >= mint && minT <= maxt) {
 		if cap(arena)-len(arena) < 1+len(b) {
 			// Earlier copies keep the old arena alive; nothing moves. The
 			// first arena was sized for every head, so a smaller one
@@ -698,10 +720,10 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 			arena = make([]byte, 0, max(cap(arena)/2, 1+len(b)))
 		}
 		from := len(arena)
-		arena = append(arena, byte(h.chunk.Encoding()))
+		arena = append(arena, byte(enc))
 		arena = append(arena, b...)
 		data := arena[from:]
-		dst = append(dst, closedChunk{data: unsafe.String(unsafe.SliceData(data), len(data)), minT: h.minT, maxT: h.maxT})
+		dst = append(dst, closedChunk{data: unsafe.String(unsafe.SliceData(data), len(data)), minT: minT, maxT: maxT})
 	}
 	return dst, arena
 }
@@ -718,17 +740,21 @@ func (s *memSeries) lastClosedEncoding() chunkenc.Encoding {
 	return enc
 }
 
-// closeHead moves the head chunk to the closed ones.
-func (s *memSeries) closeHead() {
-	b := s.head.chunk.Bytes()
+// closeHead moves the head chunk to the closed ones and returns its
+// length. An XOR head's buffer stays for the next chunk.
+func (s *memSeries) closeHead() int {
+	enc, b, _, minT, maxT, _ := s.head()
 	buf := make([]byte, 0, len(s.closed)+closedHeader+1+len(b))
 	buf = append(buf, s.closed...)
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(s.head.minT))
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(s.head.maxT))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(minT))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(maxT))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(1+len(b)))
-	buf = append(buf, byte(s.head.chunk.Encoding()))
+	buf = append(buf, byte(enc))
 	buf = append(buf, b...)
 	s.closed = unsafe.String(unsafe.SliceData(buf), len(buf))
+	s.xor.b = s.xor.b[:0]
+	s.other = nil
+	return len(b)
 }
 
 // trim drops the chunks entirely older than cut and returns the bytes it
@@ -747,23 +773,30 @@ func (s *memSeries) trim(cut int64) int {
 		// A copy, so the expired chunks' memory is freed.
 		s.closed = strings.Clone(rest)
 	}
-	if s.head.chunk != nil && s.head.maxT < cut {
-		s.head = chunkMeta{}
-		s.app = nil
+	if s.hasHead() && s.lastT() < cut {
+		s.xor = xorHead{}
+		s.other = nil
 	}
 	return before - s.chunkBytes()
 }
 
 // cutHead closes the head chunk and starts a new one of encoding enc.
 func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) error {
-	if s.head.chunk != nil {
-		s.closeHead()
+	sizeHint := 0
+	if s.hasHead() {
+		sizeHint = s.closeHead()
 	}
 	if minValid != math.MinInt64 {
 		// The caller measures the chunk bytes before and after, which
 		// counts what this frees.
 		_ = s.trim(minValid)
 	}
+	if enc == chunkenc.EncXOR {
+		s.xor.start(t, sizeHint)
+		return nil
+	}
+	// Another encoding: the XOR buffer is not needed any more.
+	s.xor = xorHead{}
 	c, err := chunkenc.NewEmptyChunk(enc)
 	if err != nil {
 		return fmt.Errorf("new chunk: %w", err)
@@ -772,8 +805,7 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 	if err != nil {
 		return fmt.Errorf("chunk appender: %w", err)
 	}
-	s.head = chunkMeta{chunk: c, minT: t, maxT: t}
-	s.app = app
+	s.other = &otherHead{chunk: c, app: app, minT: t, maxT: t}
 	return nil
 }
 
@@ -801,7 +833,10 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		return s.lastHist == nil && math.Float64bits(s.lastV) == math.Float64bits(v)
+		if s.xor.active() {
+			return math.Float64bits(s.xor.v) == math.Float64bits(v)
+		}
+		return s.other.lastHist == nil && math.Float64bits(s.other.lastV) == math.Float64bits(v)
 	})
 	if dup || err != nil {
 		return 0, err
@@ -816,15 +851,19 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 	if st != 0 {
 		enc = chunkenc.EncXOR2
 	}
-	if cur := s.head.chunk; cur == nil || s.head.chunk.NumSamples() >= samplesPerChunk ||
-		(cur.Encoding() != enc && cur.Encoding() != chunkenc.EncXOR2) {
+	if cur, _, n, _, _, ok := s.head(); !ok || n >= samplesPerChunk ||
+		(cur != enc && cur != chunkenc.EncXOR2) {
 		if err := s.cutHead(enc, t, minValid); err != nil {
 			return 0, err
 		}
 	}
-	s.app.Append(st, t, v)
-	s.head.maxT = t
-	s.lastV, s.lastHist = v, nil
+	if s.xor.active() {
+		s.xor.append(t, v)
+		return 0, nil
+	}
+	s.other.app.Append(st, t, v)
+	s.other.maxT = t
+	s.other.lastV, s.other.lastHist = v, nil
 	return 0, nil
 }
 
@@ -837,13 +876,14 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		if s.lastHist == nil {
+		if s.other == nil || s.other.lastHist == nil {
 			return false
 		}
+		last := s.other.lastHist
 		if h != nil {
-			return s.lastHist.h != nil && h.Equals(s.lastHist.h)
+			return last.h != nil && h.Equals(last.h)
 		}
-		return s.lastHist.fh != nil && fh.Equals(s.lastHist.fh)
+		return last.fh != nil && fh.Equals(last.fh)
 	})
 	if dup || err != nil {
 		return 0, err
@@ -854,9 +894,13 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	if h != nil {
 		enc = chunkenc.EncHistogramST
 	}
-	prev := s.app
-	if s.head.chunk == nil || s.head.chunk.Encoding() != enc ||
-		s.head.chunk.NumSamples() >= samplesPerChunk || len(s.head.chunk.Bytes()) >= maxHistogramChunkBytes {
+	// Only a histogram head's appender can be the previous one (an XOR
+	// head's encoding differs, so it would be dropped below).
+	var prev chunkenc.Appender
+	if s.other != nil {
+		prev = s.other.app
+	}
+	if cur, b, n, _, _, ok := s.head(); !ok || cur != enc || n >= samplesPerChunk || len(b) >= maxHistogramChunkBytes {
 		if err := s.cutHead(enc, t, minValid); err != nil {
 			return 0, err
 		}
@@ -871,29 +915,31 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	var (
 		c       chunkenc.Chunk
 		recoded bool
+		app     chunkenc.Appender
 	)
 	if h != nil {
-		c, recoded, s.app, err = s.app.AppendHistogram(prev, st, t, h, false)
+		c, recoded, app, err = s.other.app.AppendHistogram(prev, st, t, h, false)
 	} else {
-		c, recoded, s.app, err = s.app.AppendFloatHistogram(prev, st, t, fh, false)
+		c, recoded, app, err = s.other.app.AppendFloatHistogram(prev, st, t, fh, false)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("append histogram: %w", err)
 	}
+	s.other.app = app
 	switch {
 	case c == nil:
 	case recoded:
-		s.head.chunk = c
+		s.other.chunk = c
 	default:
 		s.closeHead()
-		s.head = chunkMeta{chunk: c, minT: t}
+		s.other = &otherHead{chunk: c, app: app, minT: t}
 	}
-	s.head.maxT = t
+	s.other.maxT = t
 	// Keep a copy: callers may reuse the histogram they passed in.
 	if h != nil {
-		s.lastHist = &lastHistogram{h: h.Copy()}
+		s.other.lastHist = &lastHistogram{h: h.Copy()}
 	} else {
-		s.lastHist = &lastHistogram{fh: fh.Copy()}
+		s.other.lastHist = &lastHistogram{fh: fh.Copy()}
 	}
 	return 0, nil
 }
