@@ -619,24 +619,31 @@ func (c closedChunk) bytes() []byte {
 }
 
 // A series' closed chunks are stored back to back, oldest first, in one
-// exactly sized string: per chunk minT and maxT (8 bytes each, little
-// endian), the length of what follows the header (4 bytes), then the
-// encoding byte and the chunk's bytes. One allocation per series instead
-// of a slice of chunk objects: the list changes once per chunk (every 10
-// minutes at 5 s) and lives for the whole retention.
-const closedHeader = 8 + 8 + 4
+// exactly sized string: per chunk a header of three varints (the length
+// of what follows the header, minT, and maxT-minT: about 11 bytes where
+// fixed-width fields take 20), then the encoding byte and the chunk's
+// bytes. One allocation per series instead of a slice of chunk objects:
+// the list changes once per chunk (every 10 minutes at 5 s) and lives for
+// the whole retention.
+const maxClosedHeader = 3 * binary.MaxVarintLen64
+
+// appendClosedHeader appends the header of a closed chunk of n bytes
+// (encoding byte included) spanning [minT, maxT].
+func appendClosedHeader(b []byte, n int, minT, maxT int64) []byte {
+	b = binary.AppendUvarint(b, uint64(n))
+	b = binary.AppendVarint(b, minT)
+	return binary.AppendUvarint(b, uint64(maxT-minT))
+}
 
 // nextClosed decodes the first chunk of a closed-chunk string and returns
 // the rest.
 func nextClosed(closed string) (closedChunk, string) {
-	n := int(binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(closed[16:]), 4)))
-	b := unsafe.Slice(unsafe.StringData(closed), closedHeader)
-	c := closedChunk{
-		data: closed[closedHeader : closedHeader+n],
-		minT: int64(binary.LittleEndian.Uint64(b[0:])),
-		maxT: int64(binary.LittleEndian.Uint64(b[8:])),
-	}
-	return c, closed[closedHeader+n:]
+	b := unsafe.Slice(unsafe.StringData(closed), min(len(closed), maxClosedHeader))
+	n, i := binary.Uvarint(b)
+	minT, j := binary.Varint(b[i:])
+	span, k := binary.Uvarint(b[i+j:])
+	h := i + j + k
+	return closedChunk{data: closed[h : h+int(n)], minT: minT, maxT: minT + int64(span)}, closed[h+int(n):]
 }
 
 // memSeries is one series. Closed chunks are immutable once cut, so queries
@@ -744,11 +751,11 @@ func (s *memSeries) lastClosedEncoding() chunkenc.Encoding {
 // length. An XOR head's buffer stays for the next chunk.
 func (s *memSeries) closeHead() int {
 	enc, b, _, minT, maxT, _ := s.head()
-	buf := make([]byte, 0, len(s.closed)+closedHeader+1+len(b))
+	var hdr [maxClosedHeader]byte
+	h := appendClosedHeader(hdr[:0], 1+len(b), minT, maxT)
+	buf := make([]byte, 0, len(s.closed)+len(h)+1+len(b))
 	buf = append(buf, s.closed...)
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(minT))
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(maxT))
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(1+len(b)))
+	buf = append(buf, h...)
 	buf = append(buf, byte(enc))
 	buf = append(buf, b...)
 	s.closed = unsafe.String(unsafe.SliceData(buf), len(buf))
