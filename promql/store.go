@@ -148,11 +148,12 @@ func (o Options) withDefaults() Options {
 type Store struct {
 	opts Options
 
-	// mtx guards the index (byHash, postings); each series has its own
-	// lock so appends to different series never contend on it for long.
+	// mtx guards the index (byLabels, postings); series have their own
+	// locks (seriesLocks) so appends to different series never contend
+	// on it for long.
 	mtx sync.RWMutex
-	// byHash chains series with equal label hashes through hashNext.
-	byHash map[uint64]*memSeries
+	// byLabels finds a series by its labels.
+	byLabels seriesTable
 	// postings is the inverted index Select intersects: label name, then
 	// value, then the slots of the series carrying that pair.
 	postings map[string]map[string]*postingList
@@ -192,7 +193,6 @@ type Store struct {
 func NewStore(opts Options) *Store {
 	s := &Store{
 		opts:         opts.withDefaults(),
-		byHash:       map[uint64]*memSeries{},
 		postings:     map[string]map[string]*postingList{},
 		perNamespace: map[string]*nsAccount{},
 	}
@@ -287,18 +287,16 @@ func (s *Store) Trim() {
 	s.mtx.RLock()
 	var empty []*memSeries
 	freed := 0
-	for _, ser := range s.byHash {
-		for ; ser != nil; ser = ser.hashNext {
-			ser.mtx.Lock()
-			n := ser.trim(cut)
-			ser.acct.used.Add(-int64(n))
-			freed += n
-			if ser.empty() {
-				empty = append(empty, ser)
-			}
-			ser.mtx.Unlock()
+	s.eachSeries(func(ser *memSeries) {
+		ser.lock()
+		n := ser.trim(cut)
+		ser.acct.used.Add(-int64(n))
+		freed += n
+		if ser.empty() {
+			empty = append(empty, ser)
 		}
-	}
+		ser.unlock()
+	})
 	s.mtx.RUnlock()
 	s.used.Add(-int64(freed))
 	if len(empty) == 0 {
@@ -307,42 +305,28 @@ func (s *Store) Trim() {
 	s.mtx.Lock()
 	gone := empty[:0]
 	for _, ser := range empty {
-		ser.mtx.Lock()
+		ser.lock()
 		// An append may have revived the series between the two locks.
 		if ser.empty() {
 			s.removeLocked(ser)
 			gone = append(gone, ser)
 		}
-		ser.mtx.Unlock()
+		ser.unlock()
 	}
 	s.removePostings(gone)
 	s.mtx.Unlock()
 }
 
-// removeLocked takes ser out of byHash and the slab; the caller holds
-// s.mtx and ser.mtx, and removes ser from the postings afterwards, which
-// it does for many series at once.
+// removeLocked takes ser out of byLabels and the slab; the caller holds
+// s.mtx and ser's lock, and removes ser from the postings afterwards,
+// which it does for many series at once.
 func (s *Store) removeLocked(ser *memSeries) {
-	ser.deleted.Store(true)
-	h := ser.lset.Hash()
-	if first := s.byHash[h]; first == ser {
-		if ser.hashNext == nil {
-			delete(s.byHash, h)
-		} else {
-			s.byHash[h] = ser.hashNext
-		}
-	} else {
-		for p := first; p != nil; p = p.hashNext {
-			if p.hashNext == ser {
-				p.hashNext = ser.hashNext
-				break
-			}
-		}
-	}
+	ser.gen.Store(0)
+	s.byLabels.remove(ser.lset.Hash(), ser.idx)
 	cost := seriesCost(ser.lset) + int64(ser.chunkBytes())
 	s.used.Add(-cost)
 	ser.acct.used.Add(-cost)
-	idx := uint32(ser.ref)
+	idx := ser.idx
 	s.slabMtx.Lock()
 	s.slot(idx).Store(nil)
 	s.gens[idx]++
@@ -370,9 +354,9 @@ func (s *Store) Delete(lsets []labels.Labels) int {
 		if ser == nil {
 			continue
 		}
-		ser.mtx.Lock()
+		ser.lock()
 		s.removeLocked(ser)
-		ser.mtx.Unlock()
+		ser.unlock()
 		gone = append(gone, ser)
 	}
 	s.removePostings(gone)
@@ -407,7 +391,7 @@ func (s *Store) byRef(ref storage.SeriesRef) *memSeries {
 	if sl == nil {
 		return nil
 	}
-	if ser := sl.Load(); ser != nil && ser.ref == ref {
+	if ser := sl.Load(); ser != nil && ser.ref() == ref {
 		return ser
 	}
 	return nil
@@ -434,17 +418,22 @@ func (s *Store) allocRef(ser *memSeries) {
 			s.pages.Store(&pages)
 		}
 	}
-	ser.ref = storage.SeriesRef(uint64(s.gens[idx])<<32 | uint64(idx))
+	ser.idx = idx
+	ser.gen.Store(s.gens[idx])
 	s.slot(idx).Store(ser)
 }
 
-func (s *Store) lookup(lset labels.Labels, h uint64) *memSeries {
-	for ser := s.byHash[h]; ser != nil; ser = ser.hashNext {
-		if labels.Equal(ser.lset, lset) {
-			return ser
+// eachSeries calls f with every series; the caller holds s.mtx.
+func (s *Store) eachSeries(f func(*memSeries)) {
+	for idx := range s.slots {
+		if ser := s.slot(idx).Load(); ser != nil {
+			f(ser)
 		}
 	}
-	return nil
+}
+
+func (s *Store) lookup(lset labels.Labels, h uint64) *memSeries {
+	return s.byLabels.find(s, lset, h)
 }
 
 func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
@@ -494,9 +483,9 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 	if acct.series == 0 {
 		s.perNamespace[ns] = acct
 	}
-	ser = &memSeries{lset: lset.Copy(), hashNext: s.byHash[h], acct: acct}
+	ser = &memSeries{lset: lset.Copy(), acct: acct}
 	s.allocRef(ser)
-	s.byHash[h] = ser
+	s.byLabels.insert(h, ser.idx)
 	s.addPostings(ser)
 	s.all++
 	acct.series++
@@ -545,33 +534,31 @@ func (s *Store) Stats() Stats {
 	var it chunkenc.Iterator
 	s.mtx.RLock()
 	defer s.mtx.RUnlock()
-	for _, ser := range s.byHash {
-		for ; ser != nil; ser = ser.hashNext {
-			st.SeriesCount++
-			ser.mtx.Lock()
-			chunks, _ := ser.appendChunks(nil, nil, false, 0, 0)
-			for _, c := range chunks {
-				chk, err := chunkenc.FromData(c.encoding(), c.bytes())
-				if err != nil {
-					continue
-				}
-				st.ChunkBytes += len(c.data) - 1
-				st.TotalPoints += chk.NumSamples()
-				if first || c.minT < st.MinTime {
-					st.MinTime = c.minT
-				}
-				if first || c.maxT > st.MaxTime {
-					st.MaxTime = c.maxT
-				}
-				first = false
-				it = chk.Iterator(it)
-				for it.Next() != chunkenc.ValNone {
-					ts[it.AtT()] = struct{}{}
-				}
+	s.eachSeries(func(ser *memSeries) {
+		st.SeriesCount++
+		ser.lock()
+		chunks, _ := ser.appendChunks(nil, nil, false, 0, 0)
+		for _, c := range chunks {
+			chk, err := chunkenc.FromData(c.encoding(), c.bytes())
+			if err != nil {
+				continue
 			}
-			ser.mtx.Unlock()
+			st.ChunkBytes += len(c.data) - 1
+			st.TotalPoints += chk.NumSamples()
+			if first || c.minT < st.MinTime {
+				st.MinTime = c.minT
+			}
+			if first || c.maxT > st.MaxTime {
+				st.MaxTime = c.maxT
+			}
+			first = false
+			it = chk.Iterator(it)
+			for it.Next() != chunkenc.ValNone {
+				ts[it.AtT()] = struct{}{}
+			}
 		}
-	}
+		ser.unlock()
+	})
 	st.TimestampBuckets = len(ts)
 	return st
 }
@@ -647,26 +634,36 @@ func nextClosed(closed string) (closedChunk, string) {
 }
 
 // memSeries is one series. Closed chunks are immutable once cut, so queries
-// share them; only the head chunk is copied for a query.
+// share them; only the head chunk is copied for a query. It is 112 bytes:
+// a series' bookkeeping is most of what the store holds besides samples.
 type memSeries struct {
-	ref      storage.SeriesRef
-	lset     labels.Labels
-	hashNext *memSeries // guarded by Store.mtx
+	// idx is the series' slot, gen the slot's generation when the series
+	// took it; together they are its reference. gen is 0 once the series
+	// is removed from the index (by Trim or Delete): appenders holding it
+	// then re-resolve by labels.
+	idx  uint32
+	gen  atomic.Uint32
+	lset labels.Labels
 	// acct is the series' namespace's account, which its bytes are
 	// charged to.
 	acct *nsAccount
 
-	mtx sync.Mutex
+	// The fields below are guarded by the series' lock (lock, unlock).
 	// closed holds the closed chunks (see nextClosed).
 	closed string
 	// The head chunk, which still takes samples, is xor when active,
 	// other when not nil, or neither when the series has no head.
 	xor   xorHead
 	other *otherHead
-	// deleted is set (under mtx) when Trim removed the series from the
-	// index; appenders holding it re-resolve by labels.
-	deleted atomic.Bool
 }
+
+// ref is the series' reference, as appenders hand it out.
+func (s *memSeries) ref() storage.SeriesRef {
+	return storage.SeriesRef(uint64(s.gen.Load())<<32 | uint64(s.idx))
+}
+
+// deleted reports whether the series left the index.
+func (s *memSeries) deleted() bool { return s.gen.Load() == 0 }
 
 func (s *memSeries) empty() bool { return !s.hasHead() && s.closed == "" }
 
@@ -688,7 +685,7 @@ func (s *memSeries) chunkBytes() int {
 func (s *memSeries) head() (enc chunkenc.Encoding, b []byte, samples int, minT, maxT int64, ok bool) {
 	switch {
 	case s.xor.active():
-		return chunkenc.EncXOR, s.xor.b, s.xor.samples(), s.xor.minT, s.xor.t, true
+		return chunkenc.EncXOR, s.xor.b, s.xor.samples(), s.xor.minT(), s.xor.t, true
 	case s.other != nil:
 		return s.other.chunk.Encoding(), s.other.chunk.Bytes(), s.other.chunk.NumSamples(), s.other.minT, s.other.maxT, true
 	}
@@ -710,7 +707,7 @@ func (s *memSeries) lastT() int64 {
 // appendChunks appends the closed chunks and a copy of the head, all of
 // them or (inRange) those overlapping [mint, maxt], to dst. The head's
 // bytes are copied to the end of arena, so that one query's copies share
-// an allocation. The caller holds s.mtx.
+// an allocation. The caller holds the series' lock.
 func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, mint, maxt int64) ([]closedChunk, []byte) {
 	for rest := s.closed; rest != ""; {
 		var c closedChunk
@@ -834,9 +831,9 @@ func (s *memSeries) checkOrder(t int64, same func() bool) (dup bool, err error) 
 // chunks grew by (negative when cutting a chunk let retention drop older
 // ones), for the store's byte account.
 func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown int, err error) {
-	s.mtx.Lock()
-	defer s.mtx.Unlock()
-	if s.deleted.Load() {
+	s.lock()
+	defer s.unlock()
+	if s.deleted() {
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
@@ -877,9 +874,9 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 // appendHistogram appends one histogram sample and returns how many bytes
 // its chunks grew by, as appendFloat does.
 func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, minValid int64) (grown int, err error) {
-	s.mtx.Lock()
-	defer s.mtx.Unlock()
-	if s.deleted.Load() {
+	s.lock()
+	defer s.unlock()
+	if s.deleted() {
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {

@@ -19,11 +19,11 @@ type xorHead struct {
 	// when the series has no XOR head; its capacity may be kept for the
 	// next chunk.
 	b []byte
-	// minT is the first sample's timestamp, t and v the last sample's,
-	// tDelta the last timestamp delta.
-	minT, t int64
-	tDelta  uint64
-	v       float64
+	// t and v are the last sample's timestamp and value, tDelta the last
+	// timestamp delta.
+	t      int64
+	tDelta uint64
+	v      float64
 	// leading and trailing are the zero bits of the last value delta
 	// written with its own widths (leading is 0xff before the first).
 	leading, trailing uint8
@@ -43,6 +43,15 @@ func (h *xorHead) active() bool { return len(h.b) != 0 }
 
 func (h *xorHead) samples() int { return int(binary.BigEndian.Uint16(h.b)) }
 
+// minT is the first sample's timestamp, which the chunk starts with.
+func (h *xorHead) minT() int64 {
+	if h.samples() == 0 {
+		return h.t
+	}
+	t, _ := binary.Varint(h.b[2:])
+	return t
+}
+
 // start begins a new chunk at t, reusing the buffer when its capacity
 // suits sizeHint (the length of the series' previous chunk): a buffer much
 // larger than the chunks it holds is given back.
@@ -52,7 +61,7 @@ func (h *xorHead) start(t int64, sizeHint int) {
 		h.b = sized(nil, want)
 	}
 	h.b = append(h.b[:0], 0, 0)
-	h.minT, h.t, h.tDelta, h.v = t, t, 0, 0
+	h.t, h.tDelta, h.v = t, 0, 0
 	h.leading, h.trailing, h.free = 0xff, 0, 0
 }
 
