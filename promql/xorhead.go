@@ -56,8 +56,8 @@ func (h *xorHead) minT() int64 {
 // suits sizeHint (the length of the series' previous chunk): a buffer much
 // larger than the chunks it holds is given back.
 func (h *xorHead) start(t int64, sizeHint int) {
-	want := max(xorHeadMin, sizeHint+sizeHint/8)
-	if cap(h.b) < want/2 || cap(h.b) > want+want/2 {
+	want := max(xorHeadMin, sizeHint+sizeHint/32)
+	if cap(h.b) < want || cap(h.b) > want+want/16+16 {
 		h.b = sized(nil, want)
 	}
 	h.b = append(h.b[:0], 0, 0)
@@ -72,10 +72,28 @@ func sized(b []byte, n int) []byte {
 	return append(out[:0], b...)
 }
 
+// predictSize is the capacity to grow a full buffer to: what a chunk of
+// samplesPerChunk samples takes at the bytes per sample written so far
+// (the first sample, which takes about 16 bytes, left aside), with a
+// little room, and at least one more sample's worth. Growing by a fixed
+// factor would leave a quarter of the last growth unused on average.
+func (h *xorHead) predictSize() int {
+	n := len(h.b)
+	least := n + maxXORSampleBytes
+	num := h.samples()
+	if num < 2 {
+		return least
+	}
+	const first = 2 + 16
+	per := float64(n-first) / float64(num-1)
+	want := n + int(per*float64(samplesPerChunk-num)*17/16)
+	return min(max(least, want), 2*n+maxXORSampleBytes)
+}
+
 // append adds one sample, as chunkenc's xorAppender.Append does.
 func (h *xorHead) append(t int64, v float64) {
 	if cap(h.b)-len(h.b) < maxXORSampleBytes {
-		h.b = sized(h.b, len(h.b)+max(maxXORSampleBytes, len(h.b)/4))
+		h.b = sized(h.b, h.predictSize())
 	}
 	var tDelta uint64
 	num := binary.BigEndian.Uint16(h.b)
