@@ -404,10 +404,11 @@ func BenchmarkPairedQuery(b *testing.B) {
 }
 
 // BenchmarkSeriesOverhead measures what a series costs the heap besides
-// its labels and chunk bytes (the seriesOverhead the store charges against
-// Options.MaxBytes): 100,000 series of scrape-like labels (pod, namespace,
-// workload, code, method), each with 12 samples, in the store, the heap
-// growth per series minus its label and chunk bytes.
+// its labels and chunk buffers (the seriesOverhead the store charges
+// against Options.MaxBytes): 100,000 series of scrape-like labels (pod,
+// namespace, workload, code, method), each with 12 samples, in the store,
+// the heap growth per series minus its labels' bytes and what the store
+// charges for its chunks (their bytes and the head buffer's capacity).
 func BenchmarkSeriesOverhead(b *testing.B) {
 	const n = 100_000
 	lsets := make([]labels.Labels, n)
@@ -431,14 +432,15 @@ func BenchmarkSeriesOverhead(b *testing.B) {
 			}
 		}
 		after := heapInUse()
-		u := s.Usage()
 		labelBytes = 0
 		for _, ls := range lsets {
 			labelBytes += float64(ls.ByteSize()) / n
 		}
-		// The encoded samples; the head buffers' spare capacity counts
-		// as overhead.
-		chunkBytes = float64(u.Bytes) / n
+		// What the store charges for chunks: their bytes and the head
+		// buffers' spare capacity.
+		var charged int
+		s.eachSeries(func(ser *memSeries) { charged += ser.chunkBytes() })
+		chunkBytes = float64(charged) / n
 		overhead = (float64(after)-float64(before))/n - labelBytes - chunkBytes
 		runtime.KeepAlive(s)
 	}

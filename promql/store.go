@@ -28,19 +28,19 @@ const (
 	DefaultMaxSeries = 100_000
 	// DefaultMaxBytes bounds what the series' labels, bookkeeping and
 	// chunks may take together: 100,000 series of typical scrape data
-	// (about 600 bytes of labels and bookkeeping and 700 of chunks each
+	// (about 320 bytes of labels and bookkeeping and 760 of chunks each
 	// over 30 minutes at 5 s) fit in it, so for such data MaxSeries binds
 	// first; series with long labels or values that do not compress hit it
 	// instead. docs/profiles.md has the arithmetic for a 512 MiB pod.
 	DefaultMaxBytes = 128 << 20
 
 	// seriesOverhead is what a series costs besides its labels and chunk
-	// bytes, as charged against MaxBytes: the series record (128 bytes),
-	// its head chunk and appender objects, its entries in the hash and
-	// inverted indexes and in the slab. BenchmarkSeriesOverhead measures
-	// about 370 bytes with a young head chunk; the rest is room for the head
-	// chunk's spare capacity.
-	seriesOverhead = 512
+	// buffers, as charged against MaxBytes: the series record (112
+	// bytes), its labels' allocation slack, its cells in the label table,
+	// the slab and the inverted index. BenchmarkSeriesOverhead measures
+	// about 195 bytes. The head chunk's spare capacity is charged with
+	// the chunks (memSeries.chunkBytes).
+	seriesOverhead = 224
 
 	// samplesPerChunk matches Prometheus' head (120 samples = 10 minutes at
 	// 5 s): fewer samples lose compression, more make retention coarser.
