@@ -10,9 +10,9 @@ import (
 // what every scraped float sample goes to: the chunk's bytes and the
 // encoder's state held in the series itself. chunkenc's XORChunk and its
 // appender are two more objects per series (80 bytes) and grow the chunk
-// by doubling; this writes the same bytes (TestXORHeadMatchesChunkenc),
-// grows by a quarter, and reuses the buffer for the series' next chunk,
-// sized after the chunk before it.
+// by doubling; this writes the same bytes (TestXORHeadMatchesChunkenc)
+// and grows by what the series' previous chunk and the samples so far
+// predict (start, predictSize).
 type xorHead struct {
 	// b is the chunk as chunkenc.FromData(chunkenc.EncXOR, b) reads it:
 	// the sample count (2 bytes, big endian), then the bit stream. Empty
@@ -52,12 +52,15 @@ func (h *xorHead) minT() int64 {
 	return t
 }
 
-// start begins a new chunk at t, reusing the buffer when its capacity
-// suits sizeHint (the length of the series' previous chunk): a buffer much
-// larger than the chunks it holds is given back.
+// start begins a new chunk at t. Its buffer is sized for half of
+// sizeHint (the length of the series' previous chunk) and grows by halves
+// of what the samples so far predict for the full chunk (predictSize): a
+// buffer sized for the whole chunk at once would carry half a chunk of
+// spare capacity on average over the chunk's life, halves carry a
+// quarter, for one more allocation per chunk.
 func (h *xorHead) start(t int64, sizeHint int) {
-	want := max(xorHeadMin, sizeHint+sizeHint/32)
-	if cap(h.b) < want || cap(h.b) > want+want/16+16 {
+	want := max(xorHeadMin, (sizeHint+sizeHint/32)/2)
+	if cap(h.b) < want || cap(h.b) > want+want/4 {
 		h.b = sized(nil, want)
 	}
 	h.b = append(h.b[:0], 0, 0)
@@ -72,11 +75,10 @@ func sized(b []byte, n int) []byte {
 	return append(out[:0], b...)
 }
 
-// predictSize is the capacity to grow a full buffer to: what a chunk of
-// samplesPerChunk samples takes at the bytes per sample written so far
-// (the first sample, which takes about 16 bytes, left aside), with a
-// little room, and at least one more sample's worth. Growing by a fixed
-// factor would leave a quarter of the last growth unused on average.
+// predictSize is the capacity to grow a full buffer to: half more of
+// what a chunk of samplesPerChunk samples takes at the bytes per sample
+// written so far (the first sample, about 16 bytes, left aside), up to
+// that size with a little room, and at least one more sample's worth.
 func (h *xorHead) predictSize() int {
 	n := len(h.b)
 	least := n + maxXORSampleBytes
@@ -86,8 +88,8 @@ func (h *xorHead) predictSize() int {
 	}
 	const first = 2 + 16
 	per := float64(n-first) / float64(num-1)
-	want := n + int(per*float64(samplesPerChunk-num)*17/16)
-	return min(max(least, want), 2*n+maxXORSampleBytes)
+	full := n + int(per*float64(samplesPerChunk-num)*33/32)
+	return min(max(least, min(n+full/2, full)), 2*n+maxXORSampleBytes)
 }
 
 // append adds one sample, as chunkenc's xorAppender.Append does.
