@@ -52,3 +52,35 @@ func TestXORHeadMatchesChunkenc(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreChargesCloseToItsEncodedSamples ingests the benchmarks' 1,000
+// series (30 minutes at 5 s) and holds what the store takes and charges
+// against Options.MaxBytes to the encoded samples: the chunk buffers
+// (chunk headers and the heads' spare capacity included) within 10% of
+// them, and everything charged (labels and bookkeeping included) within
+// 60%. BenchmarkBytesPerSample measures the heap itself.
+func TestStoreChargesCloseToItsEncodedSamples(t *testing.T) {
+	s := NewStore(Options{Retention: -1})
+	ingest(t, s, benchDataset)
+	u := s.Usage()
+	var buffers int
+	s.mtx.RLock()
+	s.eachSeries(func(ser *memSeries) {
+		ser.lock()
+		buffers += ser.chunkBytes()
+		ser.unlock()
+	})
+	s.mtx.RUnlock()
+	payload := float64(u.Bytes)
+	t.Logf("%d series, %d samples: %.3f encoded bytes, %.3f in chunk buffers, %.3f charged per sample",
+		u.Series, u.Samples, payload/float64(u.Samples), float64(buffers)/float64(u.Samples), float64(u.UsedBytes)/float64(u.Samples))
+	if u.Samples != benchSeries*benchSamples {
+		t.Fatalf("%d samples stored, want %d", u.Samples, benchSeries*benchSamples)
+	}
+	if r := float64(buffers) / payload; r > 1.10 {
+		t.Errorf("chunk buffers take %.3f times the encoded samples, want at most 1.10", r)
+	}
+	if r := float64(u.UsedBytes) / payload; r > 1.60 {
+		t.Errorf("the store charges %.3f times the encoded samples, want at most 1.60", r)
+	}
+}
