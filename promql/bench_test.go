@@ -238,43 +238,39 @@ func heapInUse() uint64 {
 }
 
 // BenchmarkBytesPerSample reports the heap growth per sample after the
-// whole dataset (360 scrapes: three full chunks per series, every head
-// chunk just full) and after 300 scrapes (every head chunk half full). A
-// store's memory goes up and down over a chunk's life (a head buffer
-// sized for a full chunk, or grown by doubling, is emptiest when the chunk
-// starts), so the second figure keeps a store from looking smaller than it
-// is by being measured only where its heads are full.
-func BenchmarkBytesPerSample(b *testing.B) {
+// whole dataset: 360 scrapes, three full chunks per series, every head
+// chunk just full.
+func BenchmarkBytesPerSample(b *testing.B) { benchBytesPerSample(b, benchSamples) }
+
+// BenchmarkBytesPerSampleMidChunk reports it after 300 scrapes, every head
+// chunk half full. A store's memory goes up and down over a chunk's life
+// (a head buffer sized for a full chunk, or grown by doubling, is
+// emptiest when the chunk starts), so this keeps a store from looking
+// smaller than it is by being measured only where its heads are full.
+func BenchmarkBytesPerSampleMidChunk(b *testing.B) {
+	benchBytesPerSample(b, benchSamples-samplesPerChunk/2)
+}
+
+func benchBytesPerSample(b *testing.B, scrapes int) {
 	d := benchDataset
-	const mid = benchSamples - samplesPerChunk/2
+	samples := float64(scrapes * len(d.labels))
 	for _, be := range backends() {
 		b.Run(be.name, func(b *testing.B) {
-			var perSample, midPerSample, chunkPerSample float64
+			var perSample, chunkPerSample float64
 			for b.Loop() {
-				for _, scrapes := range []int{benchSamples, mid} {
-					before := heapInUse()
-					app, _, closeFn := be.open(b)
-					ingestScrapes(b, app, d, scrapes)
-					samples := float64(scrapes * len(d.labels))
-					if s, ok := app.(*Store); ok {
-						s.Trim()
-						if scrapes == benchSamples {
-							chunkPerSample = float64(s.Stats().ChunkBytes) / samples
-						}
-					}
-					after := heapInUse()
-					growth := (float64(after) - float64(before) + float64(be.extraBytes())) / samples
-					if scrapes == benchSamples {
-						perSample = growth
-					} else {
-						midPerSample = growth
-					}
-					runtime.KeepAlive(app)
-					closeFn()
+				before := heapInUse()
+				app, _, closeFn := be.open(b)
+				ingestScrapes(b, app, d, scrapes)
+				if s, ok := app.(*Store); ok {
+					s.Trim()
+					chunkPerSample = float64(s.Stats().ChunkBytes) / samples
 				}
+				after := heapInUse()
+				perSample = (float64(after) - float64(before) + float64(be.extraBytes())) / samples
+				runtime.KeepAlive(app)
+				closeFn()
 			}
 			b.ReportMetric(perSample, "bytes/sample")
-			b.ReportMetric(midPerSample, "mid-chunk-bytes/sample")
 			if chunkPerSample > 0 {
 				// The encoded samples alone, without series and index.
 				b.ReportMetric(chunkPerSample, "chunkbytes/sample")
