@@ -329,7 +329,10 @@ func (s *Store) removeLocked(ser *memSeries) {
 	idx := ser.idx
 	s.slabMtx.Lock()
 	s.slot(idx).Store(nil)
-	s.gens[idx]++
+	// Generation 0 marks a removed series, so a wrapping counter skips it.
+	if s.gens[idx]++; s.gens[idx] == 0 {
+		s.gens[idx] = 1
+	}
 	s.free = append(s.free, idx)
 	s.slabMtx.Unlock()
 	s.all--
