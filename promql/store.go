@@ -637,7 +637,7 @@ func nextClosed(closed string) (closedChunk, string) {
 }
 
 // memSeries is one series. Closed chunks are immutable once cut, so queries
-// share them; only the head chunk is copied for a query. It is 112 bytes:
+// share them; only the head chunk is copied for a query. It is 96 bytes:
 // a series' bookkeeping is most of what the store holds besides samples.
 type memSeries struct {
 	// idx is the series' slot, gen the slot's generation when the series
@@ -676,7 +676,7 @@ func (s *memSeries) hasHead() bool { return s.xor.active() || s.other != nil }
 // Options.MaxBytes: the closed chunks' string and the head's buffer,
 // spare capacity included (it is memory the series holds).
 func (s *memSeries) chunkBytes() int {
-	n := len(s.closed) + cap(s.xor.b)
+	n := len(s.closed) + s.xor.capacity()
 	if s.other != nil {
 		n += len(s.other.chunk.Bytes())
 	}
@@ -688,7 +688,7 @@ func (s *memSeries) chunkBytes() int {
 func (s *memSeries) head() (enc chunkenc.Encoding, b []byte, samples int, minT, maxT int64, ok bool) {
 	switch {
 	case s.xor.active():
-		return chunkenc.EncXOR, s.xor.b, s.xor.samples(), s.xor.minT(), s.xor.t, true
+		return chunkenc.EncXOR, s.xor.bytes(), s.xor.samples(), s.xor.minT(), s.xor.t, true
 	case s.other != nil:
 		return s.other.chunk.Encoding(), s.other.chunk.Bytes(), s.other.chunk.NumSamples(), s.other.minT, s.other.maxT, true
 	}
@@ -759,7 +759,7 @@ func (s *memSeries) closeHead() int {
 	buf = append(buf, byte(enc))
 	buf = append(buf, b...)
 	s.closed = unsafe.String(unsafe.SliceData(buf), len(buf))
-	s.xor.b = s.xor.b[:0]
+	s.xor.n = 0
 	s.other = nil
 	return len(b)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"unsafe"
 )
 
 // xorHead is a series' head chunk when it is a classic XOR chunk, which is
@@ -14,21 +15,24 @@ import (
 // and grows by what the series' previous chunk and the samples so far
 // predict (start, predictSize).
 type xorHead struct {
-	// b is the chunk as chunkenc.FromData(chunkenc.EncXOR, b) reads it:
-	// the sample count (2 bytes, big endian), then the bit stream. Empty
-	// when the series has no XOR head; its capacity may be kept for the
-	// next chunk.
-	b []byte
-	// t and v are the last sample's timestamp and value, tDelta the last
-	// timestamp delta.
-	t      int64
-	tDelta uint64
-	v      float64
+	// p, n and c are the chunk's buffer (bytes), as a pointer and 16-bit
+	// length and capacity where a slice takes 24 bytes: a chunk of
+	// samplesPerChunk samples is at most 2,402 bytes. The chunk is what
+	// chunkenc.FromData(chunkenc.EncXOR, b) reads: the sample count (2
+	// bytes, big endian), then the bit stream. Empty when the series has
+	// no XOR head; its capacity may be kept for the next chunk.
+	p    *byte
+	n, c uint16
 	// leading and trailing are the zero bits of the last value delta
 	// written with its own widths (leading is 0xff before the first).
 	leading, trailing uint8
 	// free is how many low bits of the last byte are not written yet.
 	free uint8
+	// t and v are the last sample's timestamp and value, tDelta the last
+	// timestamp delta.
+	t      int64
+	tDelta uint64
+	v      float64
 }
 
 // xorHeadMin is the capacity of a series' first XOR head.
@@ -39,16 +43,37 @@ const xorHeadMin = 32
 // 77-bit value delta.
 const maxXORSampleBytes = 20
 
-func (h *xorHead) active() bool { return len(h.b) != 0 }
+// bytes returns the chunk's bytes, with the buffer's capacity.
+func (h *xorHead) bytes() []byte {
+	if h.p == nil {
+		return nil
+	}
+	return unsafe.Slice(h.p, h.c)[:h.n]
+}
 
-func (h *xorHead) samples() int { return int(binary.BigEndian.Uint16(h.b)) }
+// setBytes makes b the chunk's buffer.
+func (h *xorHead) setBytes(b []byte) {
+	if cap(b) == 0 {
+		*h = xorHead{t: h.t, tDelta: h.tDelta, v: h.v, leading: h.leading, trailing: h.trailing, free: h.free}
+		return
+	}
+	b = b[:len(b):min(cap(b), math.MaxUint16)]
+	h.p, h.n, h.c = unsafe.SliceData(b), uint16(len(b)), uint16(cap(b))
+}
+
+// capacity is what the buffer holds, spare room included.
+func (h *xorHead) capacity() int { return int(h.c) }
+
+func (h *xorHead) active() bool { return h.n != 0 }
+
+func (h *xorHead) samples() int { return int(binary.BigEndian.Uint16(h.bytes())) }
 
 // minT is the first sample's timestamp, which the chunk starts with.
 func (h *xorHead) minT() int64 {
 	if h.samples() == 0 {
 		return h.t
 	}
-	t, _ := binary.Varint(h.b[2:])
+	t, _ := binary.Varint(h.bytes()[2:])
 	return t
 }
 
@@ -60,10 +85,11 @@ func (h *xorHead) minT() int64 {
 // quarter, for one more allocation per chunk.
 func (h *xorHead) start(t int64, sizeHint int) {
 	want := max(xorHeadMin, (sizeHint+sizeHint/32)/2)
-	if cap(h.b) < want || cap(h.b) > want+want/4 {
-		h.b = sized(nil, want)
+	b := h.bytes()
+	if cap(b) < want || cap(b) > want+want/4 {
+		b = sized(nil, want)
 	}
-	h.b = append(h.b[:0], 0, 0)
+	h.setBytes(append(b[:0], 0, 0))
 	h.t, h.tDelta, h.v = t, 0, 0
 	h.leading, h.trailing, h.free = 0xff, 0, 0
 }
@@ -80,7 +106,7 @@ func sized(b []byte, n int) []byte {
 // written so far (the first sample, about 16 bytes, left aside), up to
 // that size with a little room, and at least one more sample's worth.
 func (h *xorHead) predictSize() int {
-	n := len(h.b)
+	n := int(h.n)
 	least := n + maxXORSampleBytes
 	num := h.samples()
 	if num < 2 {
@@ -94,42 +120,45 @@ func (h *xorHead) predictSize() int {
 
 // append adds one sample, as chunkenc's xorAppender.Append does.
 func (h *xorHead) append(t int64, v float64) {
-	if cap(h.b)-len(h.b) < maxXORSampleBytes {
-		h.b = sized(h.b, h.predictSize())
+	w := bitWriter{b: h.bytes(), free: h.free}
+	if cap(w.b)-len(w.b) < maxXORSampleBytes {
+		w.b = sized(w.b, h.predictSize())
 	}
 	var tDelta uint64
-	num := binary.BigEndian.Uint16(h.b)
+	num := binary.BigEndian.Uint16(w.b)
 	switch num {
 	case 0:
-		h.b = binary.AppendVarint(h.b, t)
-		h.writeBits(math.Float64bits(v), 64)
+		w.b = binary.AppendVarint(w.b, t)
+		w.writeBits(math.Float64bits(v), 64)
 	case 1:
 		tDelta = uint64(t - h.t)
 		// The first sample took whole bytes, so the stream is aligned.
-		h.b = binary.AppendUvarint(h.b, tDelta)
-		h.writeValue(v)
+		w.b = binary.AppendUvarint(w.b, tDelta)
+		h.writeValue(&w, v)
 	default:
 		tDelta = uint64(t - h.t)
 		dod := int64(tDelta - h.tDelta)
 		switch {
 		case dod == 0:
-			h.writeBits(0, 1)
+			w.writeBits(0, 1)
 		case bitRange(dod, 14):
-			h.writeBits(0b10<<14|uint64(dod)&(1<<14-1), 16)
+			w.writeBits(0b10<<14|uint64(dod)&(1<<14-1), 16)
 		case bitRange(dod, 17):
-			h.writeBits(0b110, 3)
-			h.writeBits(uint64(dod), 17)
+			w.writeBits(0b110, 3)
+			w.writeBits(uint64(dod), 17)
 		case bitRange(dod, 20):
-			h.writeBits(0b1110, 4)
-			h.writeBits(uint64(dod), 20)
+			w.writeBits(0b1110, 4)
+			w.writeBits(uint64(dod), 20)
 		default:
-			h.writeBits(0b1111, 4)
-			h.writeBits(uint64(dod), 64)
+			w.writeBits(0b1111, 4)
+			w.writeBits(uint64(dod), 64)
 		}
-		h.writeValue(v)
+		h.writeValue(&w, v)
 	}
 	h.t, h.v, h.tDelta = t, v, tDelta
-	binary.BigEndian.PutUint16(h.b, num+1)
+	binary.BigEndian.PutUint16(w.b, num+1)
+	h.setBytes(w.b)
+	h.free = w.free
 }
 
 // bitRange reports whether x fits in nbits bits as the XOR encoding's
@@ -139,10 +168,10 @@ func bitRange(x int64, nbits uint8) bool {
 }
 
 // writeValue writes v as its XOR with the previous value.
-func (h *xorHead) writeValue(v float64) {
+func (h *xorHead) writeValue(w *bitWriter, v float64) {
 	delta := math.Float64bits(v) ^ math.Float64bits(h.v)
 	if delta == 0 {
-		h.writeBits(0, 1)
+		w.writeBits(0, 1)
 		return
 	}
 	leading := uint8(bits.LeadingZeros64(delta))
@@ -150,29 +179,36 @@ func (h *xorHead) writeValue(v float64) {
 	// Five bits hold the leading zeros.
 	leading = min(leading, 31)
 	if h.leading != 0xff && leading >= h.leading && trailing >= h.trailing {
-		h.writeBits(0b10, 2)
-		h.writeBits(delta>>h.trailing, 64-int(h.leading)-int(h.trailing))
+		w.writeBits(0b10, 2)
+		w.writeBits(delta>>h.trailing, 64-int(h.leading)-int(h.trailing))
 		return
 	}
 	h.leading, h.trailing = leading, trailing
 	sig := 64 - leading - trailing
 	// 64 significant bits are written as 0 in the 6-bit field.
-	h.writeBits(0b11<<11|uint64(leading)<<6|uint64(sig)&(1<<6-1), 13)
-	h.writeBits(delta>>trailing, int(sig))
+	w.writeBits(0b11<<11|uint64(leading)<<6|uint64(sig)&(1<<6-1), 13)
+	w.writeBits(delta>>trailing, int(sig))
+}
+
+// bitWriter appends bits to a chunk while a sample is written.
+type bitWriter struct {
+	b []byte
+	// free is how many low bits of the last byte are not written yet.
+	free uint8
 }
 
 // writeBits writes the low nbits of u, most significant first. The caller
 // made room for them.
-func (h *xorHead) writeBits(u uint64, nbits int) {
+func (w *bitWriter) writeBits(u uint64, nbits int) {
 	for nbits > 0 {
-		if h.free == 0 {
-			h.b = append(h.b, 0)
-			h.free = 8
+		if w.free == 0 {
+			w.b = append(w.b, 0)
+			w.free = 8
 		}
-		n := min(int(h.free), nbits)
+		n := min(int(w.free), nbits)
 		part := byte(u>>(nbits-n)) & byte(1<<n-1)
-		h.b[len(h.b)-1] |= part << (int(h.free) - n)
-		h.free -= uint8(n)
+		w.b[len(w.b)-1] |= part << (int(w.free) - n)
+		w.free -= uint8(n)
 		nbits -= n
 	}
 }

@@ -44,8 +44,8 @@ func TestXORHeadMatchesChunkenc(t *testing.T) {
 					v = next(i, v)
 					app.Append(0, ts, v)
 					got.append(ts, v)
-					if !bytes.Equal(got.b, want.Bytes()) {
-						t.Fatalf("first %d, sample %d (t=%d v=%v): bytes\n%x\nwant\n%x", first, i, ts, v, got.b, want.Bytes())
+					if !bytes.Equal(got.bytes(), want.Bytes()) {
+						t.Fatalf("first %d, sample %d (t=%d v=%v): bytes\n%x\nwant\n%x", first, i, ts, v, got.bytes(), want.Bytes())
 					}
 				}
 			}
