@@ -35,10 +35,10 @@ const (
 	DefaultMaxBytes = 128 << 20
 
 	// seriesOverhead is what a series costs besides its labels and chunk
-	// buffers, as charged against MaxBytes: the series record (112
+	// buffers, as charged against MaxBytes: the series record (96
 	// bytes), its labels' allocation slack, its cells in the label table,
 	// the slab and the inverted index. BenchmarkSeriesOverhead measures
-	// about 195 bytes. The head chunk's spare capacity is charged with
+	// about 180 bytes. The head chunk's spare capacity is charged with
 	// the chunks (memSeries.chunkBytes).
 	seriesOverhead = 224
 
