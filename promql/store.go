@@ -712,14 +712,20 @@ func (s *memSeries) lastT() int64 {
 // bytes are copied to the end of arena, so that one query's copies share
 // an allocation. The caller holds the series' lock.
 func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, mint, maxt int64) ([]closedChunk, []byte) {
-	for rest := s.closed; rest != ""; {
-		var c closedChunk
-		c, rest = nextClosed(rest)
-		if !inRange || c.maxT >= mint && c.minT <= maxt {
-			dst = append(dst, c)
+	enc, b, _, minT, maxT, ok := s.head()
+	// Closed chunks end before the head begins, so a range starting in
+	// the head (a rate over the last minute) needs none of them, and their
+	// headers are not even read.
+	if !inRange || !ok || mint < minT {
+		for rest := s.closed; rest != ""; {
+			var c closedChunk
+			c, rest = nextClosed(rest)
+			if !inRange || c.maxT >= mint && c.minT <= maxt {
+				dst = append(dst, c)
+			}
 		}
 	}
-	if enc, b, _, minT, maxT, ok := s.head(); ok && (!inRange || maxT >= mint && minT <= maxt) {
+	if ok && (!inRange || maxT >= mint && minT <= maxt) {
 		if cap(arena)-len(arena) < 1+len(b) {
 			// Earlier copies keep the old arena alive; nothing moves. The
 			// first arena was sized for every head, so a smaller one

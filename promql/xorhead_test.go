@@ -2,10 +2,12 @@ package promql
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -82,5 +84,43 @@ func TestStoreChargesCloseToItsEncodedSamples(t *testing.T) {
 	}
 	if r := float64(u.UsedBytes) / payload; r > 1.60 {
 		t.Errorf("the store charges %.3f times the encoded samples, want at most 1.60", r)
+	}
+}
+
+// TestSelectAroundTheHeadChunksStart queries ranges starting before, at
+// and after the first sample of the head chunk (closed chunks are left
+// unread when the range starts in the head): every range gets exactly its
+// samples, whichever chunks hold them.
+func TestSelectAroundTheHeadChunksStart(t *testing.T) {
+	s := NewStore(Options{Retention: -1})
+	const n = 2*samplesPerChunk + 30 // two closed chunks and a head
+	for i := range n {
+		if err := s.Append(labels.FromStrings("__name__", "x"), int64(i)*1000, float64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	headStart := int64(2*samplesPerChunk) * 1000
+	for _, mint := range []int64{0, 5_000, headStart - 1000, headStart - 1, headStart, headStart + 1, headStart + 7000, int64(n-1) * 1000} {
+		q, err := s.Querier(mint, math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "x"))
+		var got []int64
+		for set.Next() {
+			it := set.At().Iterator(nil)
+			for it.Next() != chunkenc.ValNone {
+				got = append(got, it.AtT())
+			}
+		}
+		var want []int64
+		for i := range n {
+			if ts := int64(i) * 1000; ts >= mint {
+				want = append(want, ts)
+			}
+		}
+		if len(got) != len(want) || (len(got) > 0 && (got[0] != want[0] || got[len(got)-1] != want[len(want)-1])) {
+			t.Errorf("from %d: %d samples %v..., want %d from %d", mint, len(got), got[:min(3, len(got))], len(want), want[0])
+		}
 	}
 }
