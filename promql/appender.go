@@ -52,7 +52,7 @@ func (a *appender) release() {
 
 func (a *appender) series(ref storage.SeriesRef, lset labels.Labels) (*memSeries, error) {
 	if ref != 0 {
-		if ser := a.store.byRef(ref); ser != nil && !ser.deleted.Load() {
+		if ser := a.store.byRef(ref); ser != nil && !ser.deleted() {
 			return ser, nil
 		}
 	}
@@ -70,7 +70,7 @@ func (a *appender) add(ref storage.SeriesRef, lset labels.Labels, p pending) (st
 		a.pending = *pendingPool.Get().(*[]pending)
 	}
 	a.pending = append(a.pending, p)
-	return ser.ref, nil
+	return ser.ref(), nil
 }
 
 func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
@@ -122,7 +122,7 @@ func (a *appender) Commit() error {
 	for _, p := range a.pending {
 		err := errSeriesDeleted
 		for errors.Is(err, errSeriesDeleted) {
-			if p.ser.deleted.Load() {
+			if p.ser.deleted() {
 				if p.ser, _, err = a.store.getOrCreate(p.ser.lset); err != nil {
 					break
 				}

@@ -122,8 +122,13 @@ func generateBenchData() *benchData {
 // ingest appends the dataset one scrape (timestamp) per transaction, reusing
 // series references as Prometheus' scrape loop does.
 func ingest(tb testing.TB, a storage.Appendable, d *benchData) {
+	ingestScrapes(tb, a, d, len(d.values))
+}
+
+// ingestScrapes appends the dataset's first n scrapes, as ingest does.
+func ingestScrapes(tb testing.TB, a storage.Appendable, d *benchData, n int) {
 	refs := make([]storage.SeriesRef, len(d.labels))
-	for i, row := range d.values {
+	for i, row := range d.values[:n] {
 		app := a.Appender(context.Background())
 		ts := d.start + int64(i)*benchInterval.Milliseconds()
 		for j, v := range row {
@@ -232,21 +237,36 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
-func BenchmarkBytesPerSample(b *testing.B) {
+// BenchmarkBytesPerSample reports the heap growth per sample after the
+// whole dataset: 360 scrapes, three full chunks per series, every head
+// chunk just full.
+func BenchmarkBytesPerSample(b *testing.B) { benchBytesPerSample(b, benchSamples) }
+
+// BenchmarkBytesPerSampleMidChunk reports it after 300 scrapes, every head
+// chunk half full. A store's memory goes up and down over a chunk's life
+// (a head buffer sized for a full chunk, or grown by doubling, is
+// emptiest when the chunk starts), so this keeps a store from looking
+// smaller than it is by being measured only where its heads are full.
+func BenchmarkBytesPerSampleMidChunk(b *testing.B) {
+	benchBytesPerSample(b, benchSamples-samplesPerChunk/2)
+}
+
+func benchBytesPerSample(b *testing.B, scrapes int) {
 	d := benchDataset
+	samples := float64(scrapes * len(d.labels))
 	for _, be := range backends() {
 		b.Run(be.name, func(b *testing.B) {
 			var perSample, chunkPerSample float64
 			for b.Loop() {
 				before := heapInUse()
 				app, _, closeFn := be.open(b)
-				ingest(b, app, d)
+				ingestScrapes(b, app, d, scrapes)
 				if s, ok := app.(*Store); ok {
 					s.Trim()
-					chunkPerSample = float64(s.Stats().ChunkBytes) / float64(totalSamples(d))
+					chunkPerSample = float64(s.Stats().ChunkBytes) / samples
 				}
 				after := heapInUse()
-				perSample = (float64(after) - float64(before) + float64(be.extraBytes())) / float64(totalSamples(d))
+				perSample = (float64(after) - float64(before) + float64(be.extraBytes())) / samples
 				runtime.KeepAlive(app)
 				closeFn()
 			}
@@ -404,10 +424,11 @@ func BenchmarkPairedQuery(b *testing.B) {
 }
 
 // BenchmarkSeriesOverhead measures what a series costs the heap besides
-// its labels and chunk bytes (the seriesOverhead the store charges against
-// Options.MaxBytes): 100,000 series of scrape-like labels (pod, namespace,
-// workload, code, method), each with 12 samples, in the store, the heap
-// growth per series minus its label and chunk bytes.
+// its labels and chunk buffers (the seriesOverhead the store charges
+// against Options.MaxBytes): 100,000 series of scrape-like labels (pod,
+// namespace, workload, code, method), each with 12 samples, in the store,
+// the heap growth per series minus its labels' bytes and what the store
+// charges for its chunks (their bytes and the head buffer's capacity).
 func BenchmarkSeriesOverhead(b *testing.B) {
 	const n = 100_000
 	lsets := make([]labels.Labels, n)
@@ -431,9 +452,15 @@ func BenchmarkSeriesOverhead(b *testing.B) {
 			}
 		}
 		after := heapInUse()
-		u := s.Usage()
-		labelBytes = float64(u.UsedBytes-int64(u.Bytes))/n - seriesOverhead
-		chunkBytes = float64(u.Bytes) / n
+		labelBytes = 0
+		for _, ls := range lsets {
+			labelBytes += float64(ls.ByteSize()) / n
+		}
+		// What the store charges for chunks: their bytes and the head
+		// buffers' spare capacity.
+		var charged int
+		s.eachSeries(func(ser *memSeries) { charged += ser.chunkBytes() })
+		chunkBytes = float64(charged) / n
 		overhead = (float64(after)-float64(before))/n - labelBytes - chunkBytes
 		runtime.KeepAlive(s)
 	}

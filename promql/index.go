@@ -24,7 +24,7 @@ const maxSetMatches = 64
 type postingList struct{ slots []uint32 }
 
 func (s *Store) addPostings(ser *memSeries) {
-	idx := uint32(ser.ref)
+	idx := ser.idx
 	ser.lset.Range(func(l labels.Label) {
 		vals := s.postings[l.Name]
 		if vals == nil {
@@ -55,7 +55,7 @@ func (s *Store) removePostings(gone []*memSeries) {
 	type pair struct{ name, value string }
 	dead := map[pair][]uint32{}
 	for _, ser := range gone {
-		idx := uint32(ser.ref)
+		idx := ser.idx
 		ser.lset.Range(func(l labels.Label) {
 			k := pair{l.Name, l.Value}
 			dead[k] = append(dead[k], idx)

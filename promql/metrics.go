@@ -243,24 +243,22 @@ func (s *Store) Usage() Usage {
 	}
 	s.mtx.RLock()
 	defer s.mtx.RUnlock()
-	for _, ser := range s.byHash {
-		for ; ser != nil; ser = ser.hashNext {
-			u.Series++
-			ser.mtx.Lock()
-			for rest := ser.closed; rest != ""; {
-				var c closedChunk
-				c, rest = nextClosed(rest)
-				u.Bytes += len(c.data) - 1
-				if chk, err := chunkenc.FromData(c.encoding(), c.bytes()); err == nil {
-					u.Samples += chk.NumSamples()
-				}
+	s.eachSeries(func(ser *memSeries) {
+		u.Series++
+		ser.lock()
+		for rest := ser.closed; rest != ""; {
+			var c closedChunk
+			c, rest = nextClosed(rest)
+			u.Bytes += len(c.data) - 1
+			if chk, err := chunkenc.FromData(c.encoding(), c.bytes()); err == nil {
+				u.Samples += chk.NumSamples()
 			}
-			if h := ser.head.chunk; h != nil {
-				u.Bytes += len(h.Bytes())
-				u.Samples += h.NumSamples()
-			}
-			ser.mtx.Unlock()
 		}
-	}
+		if _, b, n, _, _, ok := ser.head(); ok {
+			u.Bytes += len(b)
+			u.Samples += n
+		}
+		ser.unlock()
+	})
 	return u
 }

@@ -80,13 +80,13 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 	}
 	for _, ser := range cands {
 		from := len(all)
-		ser.mtx.Lock()
+		ser.lock()
 		if !labelsOnly {
 			// Closed chunks are shared; the head chunk keeps growing under
 			// appends, so the query gets its own copy of it.
 			all, arena = ser.appendChunks(all, arena, true, mint, maxt)
 		}
-		ser.mtx.Unlock()
+		ser.unlock()
 		if len(all) > from || labelsOnly {
 			set.series = append(set.series, snapshotSeries{lset: ser.lset, chunks: all[from:len(all):len(all)], mint: mint, maxt: maxt})
 		}

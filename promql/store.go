@@ -28,19 +28,19 @@ const (
 	DefaultMaxSeries = 100_000
 	// DefaultMaxBytes bounds what the series' labels, bookkeeping and
 	// chunks may take together: 100,000 series of typical scrape data
-	// (about 600 bytes of labels and bookkeeping and 700 of chunks each
+	// (about 320 bytes of labels and bookkeeping and 760 of chunks each
 	// over 30 minutes at 5 s) fit in it, so for such data MaxSeries binds
 	// first; series with long labels or values that do not compress hit it
 	// instead. docs/profiles.md has the arithmetic for a 512 MiB pod.
 	DefaultMaxBytes = 128 << 20
 
 	// seriesOverhead is what a series costs besides its labels and chunk
-	// bytes, as charged against MaxBytes: the series record (128 bytes),
-	// its head chunk and appender objects, its entries in the hash and
-	// inverted indexes and in the slab. BenchmarkSeriesOverhead measures
-	// about 370 bytes with a young head chunk; the rest is room for the head
-	// chunk's spare capacity.
-	seriesOverhead = 512
+	// buffers, as charged against MaxBytes: the series record (96
+	// bytes), its labels' allocation slack, its cells in the label table,
+	// the slab and the inverted index. BenchmarkSeriesOverhead measures
+	// about 180 bytes. The head chunk's spare capacity is charged with
+	// the chunks (memSeries.chunkBytes).
+	seriesOverhead = 224
 
 	// samplesPerChunk matches Prometheus' head (120 samples = 10 minutes at
 	// 5 s): fewer samples lose compression, more make retention coarser.
@@ -148,11 +148,12 @@ func (o Options) withDefaults() Options {
 type Store struct {
 	opts Options
 
-	// mtx guards the index (byHash, postings); each series has its own
-	// lock so appends to different series never contend on it for long.
+	// mtx guards the index (byLabels, postings); series have their own
+	// locks (seriesLocks) so appends to different series never contend
+	// on it for long.
 	mtx sync.RWMutex
-	// byHash chains series with equal label hashes through hashNext.
-	byHash map[uint64]*memSeries
+	// byLabels finds a series by its labels.
+	byLabels seriesTable
 	// postings is the inverted index Select intersects: label name, then
 	// value, then the slots of the series carrying that pair.
 	postings map[string]map[string]*postingList
@@ -192,7 +193,6 @@ type Store struct {
 func NewStore(opts Options) *Store {
 	s := &Store{
 		opts:         opts.withDefaults(),
-		byHash:       map[uint64]*memSeries{},
 		postings:     map[string]map[string]*postingList{},
 		perNamespace: map[string]*nsAccount{},
 	}
@@ -287,18 +287,16 @@ func (s *Store) Trim() {
 	s.mtx.RLock()
 	var empty []*memSeries
 	freed := 0
-	for _, ser := range s.byHash {
-		for ; ser != nil; ser = ser.hashNext {
-			ser.mtx.Lock()
-			n := ser.trim(cut)
-			ser.acct.used.Add(-int64(n))
-			freed += n
-			if ser.empty() {
-				empty = append(empty, ser)
-			}
-			ser.mtx.Unlock()
+	s.eachSeries(func(ser *memSeries) {
+		ser.lock()
+		n := ser.trim(cut)
+		ser.acct.used.Add(-int64(n))
+		freed += n
+		if ser.empty() {
+			empty = append(empty, ser)
 		}
-	}
+		ser.unlock()
+	})
 	s.mtx.RUnlock()
 	s.used.Add(-int64(freed))
 	if len(empty) == 0 {
@@ -307,45 +305,34 @@ func (s *Store) Trim() {
 	s.mtx.Lock()
 	gone := empty[:0]
 	for _, ser := range empty {
-		ser.mtx.Lock()
+		ser.lock()
 		// An append may have revived the series between the two locks.
 		if ser.empty() {
 			s.removeLocked(ser)
 			gone = append(gone, ser)
 		}
-		ser.mtx.Unlock()
+		ser.unlock()
 	}
 	s.removePostings(gone)
 	s.mtx.Unlock()
 }
 
-// removeLocked takes ser out of byHash and the slab; the caller holds
-// s.mtx and ser.mtx, and removes ser from the postings afterwards, which
-// it does for many series at once.
+// removeLocked takes ser out of byLabels and the slab; the caller holds
+// s.mtx and ser's lock, and removes ser from the postings afterwards,
+// which it does for many series at once.
 func (s *Store) removeLocked(ser *memSeries) {
-	ser.deleted.Store(true)
-	h := ser.lset.Hash()
-	if first := s.byHash[h]; first == ser {
-		if ser.hashNext == nil {
-			delete(s.byHash, h)
-		} else {
-			s.byHash[h] = ser.hashNext
-		}
-	} else {
-		for p := first; p != nil; p = p.hashNext {
-			if p.hashNext == ser {
-				p.hashNext = ser.hashNext
-				break
-			}
-		}
-	}
+	ser.gen.Store(0)
+	s.byLabels.remove(ser.lset.Hash(), ser.idx)
 	cost := seriesCost(ser.lset) + int64(ser.chunkBytes())
 	s.used.Add(-cost)
 	ser.acct.used.Add(-cost)
-	idx := uint32(ser.ref)
+	idx := ser.idx
 	s.slabMtx.Lock()
 	s.slot(idx).Store(nil)
-	s.gens[idx]++
+	// Generation 0 marks a removed series, so a wrapping counter skips it.
+	if s.gens[idx]++; s.gens[idx] == 0 {
+		s.gens[idx] = 1
+	}
 	s.free = append(s.free, idx)
 	s.slabMtx.Unlock()
 	s.all--
@@ -370,9 +357,9 @@ func (s *Store) Delete(lsets []labels.Labels) int {
 		if ser == nil {
 			continue
 		}
-		ser.mtx.Lock()
+		ser.lock()
 		s.removeLocked(ser)
-		ser.mtx.Unlock()
+		ser.unlock()
 		gone = append(gone, ser)
 	}
 	s.removePostings(gone)
@@ -407,7 +394,7 @@ func (s *Store) byRef(ref storage.SeriesRef) *memSeries {
 	if sl == nil {
 		return nil
 	}
-	if ser := sl.Load(); ser != nil && ser.ref == ref {
+	if ser := sl.Load(); ser != nil && ser.ref() == ref {
 		return ser
 	}
 	return nil
@@ -434,17 +421,22 @@ func (s *Store) allocRef(ser *memSeries) {
 			s.pages.Store(&pages)
 		}
 	}
-	ser.ref = storage.SeriesRef(uint64(s.gens[idx])<<32 | uint64(idx))
+	ser.idx = idx
+	ser.gen.Store(s.gens[idx])
 	s.slot(idx).Store(ser)
 }
 
-func (s *Store) lookup(lset labels.Labels, h uint64) *memSeries {
-	for ser := s.byHash[h]; ser != nil; ser = ser.hashNext {
-		if labels.Equal(ser.lset, lset) {
-			return ser
+// eachSeries calls f with every series; the caller holds s.mtx.
+func (s *Store) eachSeries(f func(*memSeries)) {
+	for idx := range s.slots {
+		if ser := s.slot(idx).Load(); ser != nil {
+			f(ser)
 		}
 	}
-	return nil
+}
+
+func (s *Store) lookup(lset labels.Labels, h uint64) *memSeries {
+	return s.byLabels.find(s, lset, h)
 }
 
 func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
@@ -494,9 +486,9 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 	if acct.series == 0 {
 		s.perNamespace[ns] = acct
 	}
-	ser = &memSeries{lset: lset.Copy(), hashNext: s.byHash[h], acct: acct}
+	ser = &memSeries{lset: lset.Copy(), acct: acct}
 	s.allocRef(ser)
-	s.byHash[h] = ser
+	s.byLabels.insert(h, ser.idx)
 	s.addPostings(ser)
 	s.all++
 	acct.series++
@@ -545,33 +537,31 @@ func (s *Store) Stats() Stats {
 	var it chunkenc.Iterator
 	s.mtx.RLock()
 	defer s.mtx.RUnlock()
-	for _, ser := range s.byHash {
-		for ; ser != nil; ser = ser.hashNext {
-			st.SeriesCount++
-			ser.mtx.Lock()
-			chunks, _ := ser.appendChunks(nil, nil, false, 0, 0)
-			for _, c := range chunks {
-				chk, err := chunkenc.FromData(c.encoding(), c.bytes())
-				if err != nil {
-					continue
-				}
-				st.ChunkBytes += len(c.data) - 1
-				st.TotalPoints += chk.NumSamples()
-				if first || c.minT < st.MinTime {
-					st.MinTime = c.minT
-				}
-				if first || c.maxT > st.MaxTime {
-					st.MaxTime = c.maxT
-				}
-				first = false
-				it = chk.Iterator(it)
-				for it.Next() != chunkenc.ValNone {
-					ts[it.AtT()] = struct{}{}
-				}
+	s.eachSeries(func(ser *memSeries) {
+		st.SeriesCount++
+		ser.lock()
+		chunks, _ := ser.appendChunks(nil, nil, false, 0, 0)
+		for _, c := range chunks {
+			chk, err := chunkenc.FromData(c.encoding(), c.bytes())
+			if err != nil {
+				continue
 			}
-			ser.mtx.Unlock()
+			st.ChunkBytes += len(c.data) - 1
+			st.TotalPoints += chk.NumSamples()
+			if first || c.minT < st.MinTime {
+				st.MinTime = c.minT
+			}
+			if first || c.maxT > st.MaxTime {
+				st.MaxTime = c.maxT
+			}
+			first = false
+			it = chk.Iterator(it)
+			for it.Next() != chunkenc.ValNone {
+				ts[it.AtT()] = struct{}{}
+			}
 		}
-	}
+		ser.unlock()
+	})
 	st.TimestampBuckets = len(ts)
 	return st
 }
@@ -590,10 +580,17 @@ type lastHistogram struct {
 	fh *histogram.FloatHistogram
 }
 
-// chunkMeta is the head chunk, which still takes samples.
-type chunkMeta struct {
+// otherHead is a head chunk of another encoding than classic XOR: XOR2
+// (float samples with a start timestamp) or a native histogram chunk. Such
+// heads are rare, so the series holds them by pointer.
+type otherHead struct {
 	chunk      chunkenc.Chunk
+	app        chunkenc.Appender
 	minT, maxT int64
+	lastV      float64
+	// lastHist is the previous histogram sample, for the duplicate check;
+	// nil after a float sample.
+	lastHist *lastHistogram
 }
 
 // closedChunk is a chunk that takes no more samples, as a query sees it:
@@ -612,85 +609,123 @@ func (c closedChunk) bytes() []byte {
 }
 
 // A series' closed chunks are stored back to back, oldest first, in one
-// exactly sized string: per chunk minT and maxT (8 bytes each, little
-// endian), the length of what follows the header (4 bytes), then the
-// encoding byte and the chunk's bytes. One allocation per series instead
-// of a slice of chunk objects: the list changes once per chunk (every 10
-// minutes at 5 s) and lives for the whole retention.
-const closedHeader = 8 + 8 + 4
+// exactly sized string: per chunk a header of three varints (the length
+// of what follows the header, minT, and maxT-minT: about 11 bytes where
+// fixed-width fields take 20), then the encoding byte and the chunk's
+// bytes. One allocation per series instead of a slice of chunk objects:
+// the list changes once per chunk (every 10 minutes at 5 s) and lives for
+// the whole retention.
+const maxClosedHeader = 3 * binary.MaxVarintLen64
+
+// appendClosedHeader appends the header of a closed chunk of n bytes
+// (encoding byte included) spanning [minT, maxT].
+func appendClosedHeader(b []byte, n int, minT, maxT int64) []byte {
+	b = binary.AppendUvarint(b, uint64(n))
+	b = binary.AppendVarint(b, minT)
+	return binary.AppendUvarint(b, uint64(maxT-minT))
+}
 
 // nextClosed decodes the first chunk of a closed-chunk string and returns
 // the rest.
 func nextClosed(closed string) (closedChunk, string) {
-	n := int(binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(closed[16:]), 4)))
-	b := unsafe.Slice(unsafe.StringData(closed), closedHeader)
-	c := closedChunk{
-		data: closed[closedHeader : closedHeader+n],
-		minT: int64(binary.LittleEndian.Uint64(b[0:])),
-		maxT: int64(binary.LittleEndian.Uint64(b[8:])),
-	}
-	return c, closed[closedHeader+n:]
+	b := unsafe.Slice(unsafe.StringData(closed), min(len(closed), maxClosedHeader))
+	n, i := binary.Uvarint(b)
+	minT, j := binary.Varint(b[i:])
+	span, k := binary.Uvarint(b[i+j:])
+	h := i + j + k
+	return closedChunk{data: closed[h : h+int(n)], minT: minT, maxT: minT + int64(span)}, closed[h+int(n):]
 }
 
 // memSeries is one series. Closed chunks are immutable once cut, so queries
-// share them; only the head chunk is copied for a query.
+// share them; only the head chunk is copied for a query. It is 96 bytes:
+// a series' bookkeeping is most of what the store holds besides samples.
 type memSeries struct {
-	ref      storage.SeriesRef
-	lset     labels.Labels
-	hashNext *memSeries // guarded by Store.mtx
+	// idx is the series' slot, gen the slot's generation when the series
+	// took it; together they are its reference. gen is 0 once the series
+	// is removed from the index (by Trim or Delete): appenders holding it
+	// then re-resolve by labels.
+	idx  uint32
+	gen  atomic.Uint32
+	lset labels.Labels
 	// acct is the series' namespace's account, which its bytes are
 	// charged to.
 	acct *nsAccount
 
-	mtx sync.Mutex
+	// The fields below are guarded by the series' lock (lock, unlock).
 	// closed holds the closed chunks (see nextClosed).
 	closed string
-	head   chunkMeta
-	app    chunkenc.Appender
-	lastV  float64
-	// lastHist is the previous histogram sample, for the duplicate check;
-	// nil for float series, which are the common case.
-	lastHist *lastHistogram
-	// deleted is set (under mtx) when Trim removed the series from the
-	// index; appenders holding it re-resolve by labels.
-	deleted atomic.Bool
+	// The head chunk, which still takes samples, is xor when active,
+	// other when not nil, or neither when the series has no head.
+	xor   xorHead
+	other *otherHead
 }
 
-func (s *memSeries) empty() bool { return s.head.chunk == nil && s.closed == "" }
+// ref is the series' reference, as appenders hand it out.
+func (s *memSeries) ref() storage.SeriesRef {
+	return storage.SeriesRef(uint64(s.gen.Load())<<32 | uint64(s.idx))
+}
+
+// deleted reports whether the series left the index.
+func (s *memSeries) deleted() bool { return s.gen.Load() == 0 }
+
+func (s *memSeries) empty() bool { return !s.hasHead() && s.closed == "" }
+
+func (s *memSeries) hasHead() bool { return s.xor.active() || s.other != nil }
 
 // chunkBytes is what the series' chunks take, as charged against
-// Options.MaxBytes: the closed chunks' string and the head's bytes.
+// Options.MaxBytes: the closed chunks' string and the head's buffer,
+// spare capacity included (it is memory the series holds).
 func (s *memSeries) chunkBytes() int {
-	n := len(s.closed)
-	if s.head.chunk != nil {
-		n += len(s.head.chunk.Bytes())
+	n := len(s.closed) + s.xor.capacity()
+	if s.other != nil {
+		n += len(s.other.chunk.Bytes())
 	}
 	return n
+}
+
+// head describes the head chunk: its encoding, bytes, sample count and
+// time range; ok is false when the series has none.
+func (s *memSeries) head() (enc chunkenc.Encoding, b []byte, samples int, minT, maxT int64, ok bool) {
+	switch {
+	case s.xor.active():
+		return chunkenc.EncXOR, s.xor.bytes(), s.xor.samples(), s.xor.minT(), s.xor.t, true
+	case s.other != nil:
+		return s.other.chunk.Encoding(), s.other.chunk.Bytes(), s.other.chunk.NumSamples(), s.other.minT, s.other.maxT, true
+	}
+	return chunkenc.EncNone, nil, 0, 0, 0, false
 }
 
 // lastT is the timestamp of the newest sample: the head's end. A series
 // without a head has no samples left (Trim drops the head last).
 func (s *memSeries) lastT() int64 {
-	if s.head.chunk == nil {
-		return math.MinInt64
+	switch {
+	case s.xor.active():
+		return s.xor.t
+	case s.other != nil:
+		return s.other.maxT
 	}
-	return s.head.maxT
+	return math.MinInt64
 }
 
 // appendChunks appends the closed chunks and a copy of the head, all of
 // them or (inRange) those overlapping [mint, maxt], to dst. The head's
 // bytes are copied to the end of arena, so that one query's copies share
-// an allocation. The caller holds s.mtx.
+// an allocation. The caller holds the series' lock.
 func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, mint, maxt int64) ([]closedChunk, []byte) {
-	for rest := s.closed; rest != ""; {
-		var c closedChunk
-		c, rest = nextClosed(rest)
-		if !inRange || c.maxT >= mint && c.minT <= maxt {
-			dst = append(dst, c)
+	enc, b, _, minT, maxT, ok := s.head()
+	// Closed chunks end before the head begins, so a range starting in
+	// the head (a rate over the last minute) needs none of them, and their
+	// headers are not even read.
+	if !inRange || !ok || mint < minT {
+		for rest := s.closed; rest != ""; {
+			var c closedChunk
+			c, rest = nextClosed(rest)
+			if !inRange || c.maxT >= mint && c.minT <= maxt {
+				dst = append(dst, c)
+			}
 		}
 	}
-	if h := s.head; h.chunk != nil && (!inRange || h.maxT >= mint && h.minT <= maxt) {
-		b := h.chunk.Bytes()
+	if ok && (!inRange || maxT >= mint && minT <= maxt) {
 		if cap(arena)-len(arena) < 1+len(b) {
 			// Earlier copies keep the old arena alive; nothing moves. The
 			// first arena was sized for every head, so a smaller one
@@ -698,10 +733,10 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 			arena = make([]byte, 0, max(cap(arena)/2, 1+len(b)))
 		}
 		from := len(arena)
-		arena = append(arena, byte(h.chunk.Encoding()))
+		arena = append(arena, byte(enc))
 		arena = append(arena, b...)
 		data := arena[from:]
-		dst = append(dst, closedChunk{data: unsafe.String(unsafe.SliceData(data), len(data)), minT: h.minT, maxT: h.maxT})
+		dst = append(dst, closedChunk{data: unsafe.String(unsafe.SliceData(data), len(data)), minT: minT, maxT: maxT})
 	}
 	return dst, arena
 }
@@ -718,17 +753,21 @@ func (s *memSeries) lastClosedEncoding() chunkenc.Encoding {
 	return enc
 }
 
-// closeHead moves the head chunk to the closed ones.
-func (s *memSeries) closeHead() {
-	b := s.head.chunk.Bytes()
-	buf := make([]byte, 0, len(s.closed)+closedHeader+1+len(b))
+// closeHead moves the head chunk to the closed ones and returns its
+// length. An XOR head's buffer stays for the next chunk.
+func (s *memSeries) closeHead() int {
+	enc, b, _, minT, maxT, _ := s.head()
+	var hdr [maxClosedHeader]byte
+	h := appendClosedHeader(hdr[:0], 1+len(b), minT, maxT)
+	buf := make([]byte, 0, len(s.closed)+len(h)+1+len(b))
 	buf = append(buf, s.closed...)
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(s.head.minT))
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(s.head.maxT))
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(1+len(b)))
-	buf = append(buf, byte(s.head.chunk.Encoding()))
+	buf = append(buf, h...)
+	buf = append(buf, byte(enc))
 	buf = append(buf, b...)
 	s.closed = unsafe.String(unsafe.SliceData(buf), len(buf))
+	s.xor.n = 0
+	s.other = nil
+	return len(b)
 }
 
 // trim drops the chunks entirely older than cut and returns the bytes it
@@ -747,23 +786,30 @@ func (s *memSeries) trim(cut int64) int {
 		// A copy, so the expired chunks' memory is freed.
 		s.closed = strings.Clone(rest)
 	}
-	if s.head.chunk != nil && s.head.maxT < cut {
-		s.head = chunkMeta{}
-		s.app = nil
+	if s.hasHead() && s.lastT() < cut {
+		s.xor = xorHead{}
+		s.other = nil
 	}
 	return before - s.chunkBytes()
 }
 
 // cutHead closes the head chunk and starts a new one of encoding enc.
 func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) error {
-	if s.head.chunk != nil {
-		s.closeHead()
+	sizeHint := 0
+	if s.hasHead() {
+		sizeHint = s.closeHead()
 	}
 	if minValid != math.MinInt64 {
 		// The caller measures the chunk bytes before and after, which
 		// counts what this frees.
 		_ = s.trim(minValid)
 	}
+	if enc == chunkenc.EncXOR {
+		s.xor.start(t, sizeHint)
+		return nil
+	}
+	// Another encoding: the XOR buffer is not needed any more.
+	s.xor = xorHead{}
 	c, err := chunkenc.NewEmptyChunk(enc)
 	if err != nil {
 		return fmt.Errorf("new chunk: %w", err)
@@ -772,8 +818,7 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 	if err != nil {
 		return fmt.Errorf("chunk appender: %w", err)
 	}
-	s.head = chunkMeta{chunk: c, minT: t, maxT: t}
-	s.app = app
+	s.other = &otherHead{chunk: c, app: app, minT: t, maxT: t}
 	return nil
 }
 
@@ -795,13 +840,16 @@ func (s *memSeries) checkOrder(t int64, same func() bool) (dup bool, err error) 
 // chunks grew by (negative when cutting a chunk let retention drop older
 // ones), for the store's byte account.
 func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown int, err error) {
-	s.mtx.Lock()
-	defer s.mtx.Unlock()
-	if s.deleted.Load() {
+	s.lock()
+	defer s.unlock()
+	if s.deleted() {
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		return s.lastHist == nil && math.Float64bits(s.lastV) == math.Float64bits(v)
+		if s.xor.active() {
+			return math.Float64bits(s.xor.v) == math.Float64bits(v)
+		}
+		return s.other.lastHist == nil && math.Float64bits(s.other.lastV) == math.Float64bits(v)
 	})
 	if dup || err != nil {
 		return 0, err
@@ -816,34 +864,39 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 	if st != 0 {
 		enc = chunkenc.EncXOR2
 	}
-	if cur := s.head.chunk; cur == nil || s.head.chunk.NumSamples() >= samplesPerChunk ||
-		(cur.Encoding() != enc && cur.Encoding() != chunkenc.EncXOR2) {
+	if cur, _, n, _, _, ok := s.head(); !ok || n >= samplesPerChunk ||
+		(cur != enc && cur != chunkenc.EncXOR2) {
 		if err := s.cutHead(enc, t, minValid); err != nil {
 			return 0, err
 		}
 	}
-	s.app.Append(st, t, v)
-	s.head.maxT = t
-	s.lastV, s.lastHist = v, nil
+	if s.xor.active() {
+		s.xor.append(t, v)
+		return 0, nil
+	}
+	s.other.app.Append(st, t, v)
+	s.other.maxT = t
+	s.other.lastV, s.other.lastHist = v, nil
 	return 0, nil
 }
 
 // appendHistogram appends one histogram sample and returns how many bytes
 // its chunks grew by, as appendFloat does.
 func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram, minValid int64) (grown int, err error) {
-	s.mtx.Lock()
-	defer s.mtx.Unlock()
-	if s.deleted.Load() {
+	s.lock()
+	defer s.unlock()
+	if s.deleted() {
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		if s.lastHist == nil {
+		if s.other == nil || s.other.lastHist == nil {
 			return false
 		}
+		last := s.other.lastHist
 		if h != nil {
-			return s.lastHist.h != nil && h.Equals(s.lastHist.h)
+			return last.h != nil && h.Equals(last.h)
 		}
-		return s.lastHist.fh != nil && fh.Equals(s.lastHist.fh)
+		return last.fh != nil && fh.Equals(last.fh)
 	})
 	if dup || err != nil {
 		return 0, err
@@ -854,9 +907,13 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	if h != nil {
 		enc = chunkenc.EncHistogramST
 	}
-	prev := s.app
-	if s.head.chunk == nil || s.head.chunk.Encoding() != enc ||
-		s.head.chunk.NumSamples() >= samplesPerChunk || len(s.head.chunk.Bytes()) >= maxHistogramChunkBytes {
+	// Only a histogram head's appender can be the previous one (an XOR
+	// head's encoding differs, so it would be dropped below).
+	var prev chunkenc.Appender
+	if s.other != nil {
+		prev = s.other.app
+	}
+	if cur, b, n, _, _, ok := s.head(); !ok || cur != enc || n >= samplesPerChunk || len(b) >= maxHistogramChunkBytes {
 		if err := s.cutHead(enc, t, minValid); err != nil {
 			return 0, err
 		}
@@ -871,29 +928,31 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	var (
 		c       chunkenc.Chunk
 		recoded bool
+		app     chunkenc.Appender
 	)
 	if h != nil {
-		c, recoded, s.app, err = s.app.AppendHistogram(prev, st, t, h, false)
+		c, recoded, app, err = s.other.app.AppendHistogram(prev, st, t, h, false)
 	} else {
-		c, recoded, s.app, err = s.app.AppendFloatHistogram(prev, st, t, fh, false)
+		c, recoded, app, err = s.other.app.AppendFloatHistogram(prev, st, t, fh, false)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("append histogram: %w", err)
 	}
+	s.other.app = app
 	switch {
 	case c == nil:
 	case recoded:
-		s.head.chunk = c
+		s.other.chunk = c
 	default:
 		s.closeHead()
-		s.head = chunkMeta{chunk: c, minT: t}
+		s.other = &otherHead{chunk: c, app: app, minT: t}
 	}
-	s.head.maxT = t
+	s.other.maxT = t
 	// Keep a copy: callers may reuse the histogram they passed in.
 	if h != nil {
-		s.lastHist = &lastHistogram{h: h.Copy()}
+		s.other.lastHist = &lastHistogram{h: h.Copy()}
 	} else {
-		s.lastHist = &lastHistogram{fh: fh.Copy()}
+		s.other.lastHist = &lastHistogram{fh: fh.Copy()}
 	}
 	return 0, nil
 }

@@ -364,11 +364,9 @@ func TestStoreByteAccount(t *testing.T) {
 	}
 	s.Trim()
 	var want int64
-	for _, ser := range s.byHash {
-		for ; ser != nil; ser = ser.hashNext {
-			want += seriesCost(ser.lset) + int64(ser.chunkBytes())
-		}
-	}
+	s.eachSeries(func(ser *memSeries) {
+		want += seriesCost(ser.lset) + int64(ser.chunkBytes())
+	})
 	u := s.Usage()
 	if u.UsedBytes != want {
 		t.Errorf("charged %d bytes, the series hold %d", u.UsedBytes, want)

@@ -1,0 +1,100 @@
+package promql
+
+import (
+	"sync"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// seriesTable finds a series by its labels: open addressing with linear
+// probing, each cell the low 32 bits of the labels' hash and the series'
+// slot plus one (zero is an empty cell). It takes 8 to 16 bytes a series,
+// where a map of hashes to series and a chain pointer in every series for
+// equal hashes took about 40. It is guarded by Store.mtx.
+type seriesTable struct {
+	cells []uint64
+	n     int
+}
+
+func tableCell(h uint64, idx uint32) uint64 { return h<<32 | (uint64(idx) + 1) }
+
+// find returns the series with these labels, whose hash is h.
+func (t *seriesTable) find(s *Store, lset labels.Labels, h uint64) *memSeries {
+	if len(t.cells) == 0 {
+		return nil
+	}
+	mask := uint64(len(t.cells) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		c := t.cells[i]
+		if c == 0 {
+			return nil
+		}
+		if uint32(c>>32) != uint32(h) {
+			continue
+		}
+		if ser := s.slot(uint32(c) - 1).Load(); ser != nil && labels.Equal(ser.lset, lset) {
+			return ser
+		}
+	}
+}
+
+// insert adds the series in slot idx, whose labels hash to h.
+func (t *seriesTable) insert(h uint64, idx uint32) {
+	if 4*(t.n+1) > 3*len(t.cells) {
+		old := t.cells
+		t.cells = make([]uint64, max(64, 2*len(old)))
+		t.n = 0
+		for _, c := range old {
+			if c != 0 {
+				t.put(c)
+			}
+		}
+	}
+	t.put(tableCell(h, idx))
+}
+
+func (t *seriesTable) put(c uint64) {
+	mask := uint64(len(t.cells) - 1)
+	i := (c >> 32) & mask
+	for t.cells[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.cells[i] = c
+	t.n++
+}
+
+// remove takes out the series in slot idx, whose labels hash to h, and
+// moves the cells after it back so that no probe stops early.
+func (t *seriesTable) remove(h uint64, idx uint32) {
+	if len(t.cells) == 0 {
+		return
+	}
+	mask := uint64(len(t.cells) - 1)
+	want := tableCell(h, idx)
+	i := h & mask
+	for t.cells[i] != want {
+		if t.cells[i] == 0 {
+			return
+		}
+		i = (i + 1) & mask
+	}
+	for j := (i + 1) & mask; t.cells[j] != 0; j = (j + 1) & mask {
+		// The cell at j may fill the hole at i unless its home lies
+		// cyclically in (i, j].
+		home := (t.cells[j] >> 32) & mask
+		if (j-home)&mask >= (j-i)&mask {
+			t.cells[i] = t.cells[j]
+			i = j
+		}
+	}
+	t.cells[i] = 0
+	t.n--
+}
+
+// seriesLocks guard the series' chunks and head: a lock per series would
+// take 8 bytes of every series, and appends to one series are short, so
+// series share 1,024 locks by slot.
+var seriesLocks [1024]sync.Mutex
+
+func (s *memSeries) lock()   { seriesLocks[s.idx%uint32(len(seriesLocks))].Lock() }
+func (s *memSeries) unlock() { seriesLocks[s.idx%uint32(len(seriesLocks))].Unlock() }
