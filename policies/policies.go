@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // Set is one profile's policies and their bindings.
@@ -49,6 +51,9 @@ type layout struct {
 	maxReplicas              int32
 	targetSelf               bool
 	namesInSelector          bool
+	// schema is the CRD's limits on what the mutations write (M7); the
+	// zero value when the profile was compiled without its CRD.
+	schema scaling.Schema
 }
 
 func newLayout(p *profile.Compiled) layout {
@@ -59,6 +64,7 @@ func newLayout(p *profile.Compiled) layout {
 		maxReplicas:     l.MaxReplicas,
 		targetSelf:      l.TargetSelf,
 		namesInSelector: l.GroupNamesInSelector,
+		schema:          l.Schema,
 	}
 	if g := spec.MemberGroups; g != nil {
 		out.groups = segments(g.Path)
@@ -365,12 +371,17 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admis
 		// M2 only where it is present; M2's maximum reads the minimum
 		// with the default M2's minimum writes (1 when no maximum).
 		first := len(out)
-		add("M1", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", r, c),
+		// M7: a value the CRD's schema refuses is not written; M1's and
+		// M3's pins as a whole, M2's bounds one by one.
+		pinFits := fits(l.schema.MinReplicas, r+".value()") + fits(l.schema.MaxReplicas, r+".value()")
+		add("M1", fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", r, c, pinFits),
 			fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: {'minReplicas': %s.value(), 'maxReplicas': %s.value()}}]", l.parents(l.config, l.replicas), quote(cp), r, r), "")
-		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", c, cmin),
-			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s.orValue(1) == 0 ? 0 : 1}]", quote(cp+"/minReplicas"), cmax), "")
-		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", c, cmax),
-			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1)}]", quote(cp+"/maxReplicas"), r, r, cmin, r, cmin), "")
+		minFill := fmt.Sprintf("(%s.orValue(1) == 0 ? 0 : 1)", cmax)
+		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", c, cmin, fits(l.schema.MinReplicas, minFill)),
+			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(cp+"/minReplicas"), minFill), "")
+		maxFill := fmt.Sprintf("(%s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1))", r, r, cmin, r, cmin)
+		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", c, cmax, fits(l.schema.MaxReplicas, maxFill)),
+			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(cp+"/maxReplicas"), maxFill), "")
 		join(first)
 		// M3, as scaling's pinsFollow: the old config, with M2's bounds,
 		// pinned to the old R, and the request's config (after M2) the
@@ -382,11 +393,11 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admis
 		bounds := "['minReplicas', 'maxReplicas']"
 		add("M3", fmt.Sprintf("request.operation == 'UPDATE' && %[1]s.hasValue() && %[2]s.hasValue() && %[1]s.value() != %[2]s.value() && %[3]s.hasValue() && %[4]s.hasValue() && "+
 			"%[5]s == %[1]s.value() && %[6]s == %[1]s.value() && %[7]s.orValue(-1) == %[5]s && %[8]s.orValue(-1) == %[6]s && "+
-			"%[3]s.value().all(k, k in %[9]s || (k in %[4]s.value() && %[3]s.value()[k] == %[4]s.value()[k])) && %[4]s.value().all(k, k in %[9]s || k in %[3]s.value())",
-			oldR, r, c, oldC, oldLo, oldHi, cmin, cmax, bounds),
+			"%[3]s.value().all(k, k in %[9]s || (k in %[4]s.value() && %[3]s.value()[k] == %[4]s.value()[k])) && %[4]s.value().all(k, k in %[9]s || k in %[3]s.value())%[10]s",
+			oldR, r, c, oldC, oldLo, oldHi, cmin, cmax, bounds, pinFits),
 			fmt.Sprintf("[JSONPatch{op: 'replace', path: %[1]s, value: %[2]s.value()}, JSONPatch{op: 'replace', path: %[3]s, value: %[2]s.value()}]", quote(cp+"/minReplicas"), r, quote(cp+"/maxReplicas")), "")
 		if l.targetSelf {
-			add("M4", fmt.Sprintf("!%s.hasValue() && %s.orValue(1) < %s.orValue(0)", r, cmin, cmax),
+			add("M4", fmt.Sprintf("!%s.hasValue() && %s.orValue(1) < %s.orValue(0)%s", r, cmin, cmax, fits(l.schema.Replicas, cmin+".orValue(1)")),
 				fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: %s.value()}]", l.parents(l.replicas, l.config), quote(pointer(l.replicas)), cmin), "")
 		}
 	}
@@ -396,9 +407,9 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admis
 		// the webhook's M5 writes nothing over a value it could not read.
 		m := celField(l.members)
 		filter := fmt.Sprintf("type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s.value()))", m, m, m, r)
-		add("M5", r+".hasValue()",
+		add("M5", r+".hasValue()"+fits(l.schema.Members, r+".value()"),
 			fmt.Sprintf("%s.orValue([]).transformList(i, g, %s, JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s.value()})", optional("object", l.groups), filter, quote(pointer(l.groups)+"/"), quote("/"+l.members), r),
-			fmt.Sprintf("%s.hasValue() && %s.orValue([]).exists(g, %s)", r, optional("object", l.groups), filter))
+			fmt.Sprintf("%s.hasValue()%s && %s.orValue([]).exists(g, %s)", r, fits(l.schema.Members, r+".value()"), optional("object", l.groups), filter))
 	}
 	// The policy runs only when some mutation writes a patch: the first
 	// that does, does so to the object as sent (those before it left it
@@ -408,6 +419,16 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admis
 	need := admissionregistrationv1.MatchCondition{Name: "scaling-fields-need-defaulting", Expression: "false"}
 	if len(needs) > 0 {
 		need.Expression = strings.Join(needs, " || ")
+	}
+	if len(out) == 0 {
+		// A config in an annotation and no member groups: nothing CEL
+		// defaults. The API server refuses a policy without a mutation, so
+		// it gets one that patches nothing (typed as a list of patches, as
+		// the API server requires), behind a condition that never holds.
+		out = append(out, admissionregistrationv1.Mutation{
+			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "[JSONPatch{op: 'test', path: '/kind', value: object.kind}].filter(p, false)"},
+		})
 	}
 	// M2 is two mutations, one rule.
 	return out, slices.Compact(rules), need
@@ -425,6 +446,22 @@ func (l layout) parents(segs, known []string) string {
 			continue
 		}
 		fmt.Fprintf(&b, "(%s.hasValue() ? [] : [JSONPatch{op: 'add', path: %s, value: {}}]) + ", optional("object", prefix), quote(pointer(prefix)))
+	}
+	return b.String()
+}
+
+// fits is " && <x is a value lim accepts>", or "" when lim accepts every
+// integer: M7's check of a value a mutation would write, as
+// scaling.Limits.Refuses makes it, with the bounds as the integers
+// Limits.Accepted gives.
+func fits(lim scaling.Limits, x string) string {
+	lo, hi := lim.Accepted()
+	var b strings.Builder
+	if lo != math.MinInt32 {
+		fmt.Fprintf(&b, " && %s >= %d", x, lo)
+	}
+	if hi != math.MaxInt32 {
+		fmt.Fprintf(&b, " && %s <= %d", x, hi)
 	}
 	return b.String()
 }

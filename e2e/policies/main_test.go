@@ -45,6 +45,10 @@ func TestMain(m *testing.M) {
 	opts := framework.Options{CRDPaths: []string{
 		filepath.Join(framework.RepoRoot(), "config", "samples", "crd"),
 		filepath.Join(framework.RepoRoot(), "e2e", "admission", "testdata", "crd"),
+		// The real-CRD corpus (e2e/crdcorpus) and scaleplane's own kinds
+		// (the ScaleHandle that profiles a kind without /scale).
+		filepath.Join(framework.RepoRoot(), "testdata", "crds"),
+		filepath.Join(framework.RepoRoot(), "config", "crd", "bases"),
 	}}
 	os.Exit(framework.Run(m, opts, &cluster))
 }
