@@ -99,7 +99,7 @@ func For(p *profile.Compiled) Set {
 	typeMeta := func(kind string) metav1.TypeMeta {
 		return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
 	}
-	causes, vrules := l.causes()
+	causes, ok, vrules := l.causes()
 	variables := append(l.variables(), admissionregistrationv1.Variable{Name: "causes", Expression: causes})
 	mutations, mrules, needed := l.mutations()
 	return Set{
@@ -130,7 +130,7 @@ func For(p *profile.Compiled) Set {
 				MatchConditions:  []admissionregistrationv1.MatchCondition{l.ratchet()},
 				Variables:        variables,
 				Validations: []admissionregistrationv1.Validation{{
-					Expression:        "size(variables.causes) == 0",
+					Expression:        ok,
 					MessageExpression: "variables.causes.join('; ')",
 					// The API server's fallback, should the message fail.
 					Message: "the scaling fields break the scale contract (docs/contract.md)",
@@ -236,10 +236,19 @@ func (l layout) variables() []admissionregistrationv1.Variable {
 // validation and a Validation has no field path of its own, so the
 // policy has one validation over this list: one refusal names every
 // cause, as the webhook's one 422 does.
-func (l layout) causes() (string, []string) {
-	var parts []string
-	add := func(expr, msg string) { parts = append(parts, fmt.Sprintf("(%s ? [] : [%s])", expr, msg)) }
-	each := func(list, msg string) { parts = append(parts, fmt.Sprintf("variables.%s.map(i, %s)", list, msg)) }
+func (l layout) causes() (string, string, []string) {
+	// parts are the causes' lists; oks the same checks as booleans, for
+	// the validation itself: the causes (strings built, lists
+	// concatenated) are computed only for the message of a refusal.
+	var parts, oks []string
+	add := func(expr, msg string) {
+		parts = append(parts, fmt.Sprintf("(%s ? [] : [%s])", expr, msg))
+		oks = append(oks, "("+expr+")")
+	}
+	each := func(list, msg string) {
+		parts = append(parts, fmt.Sprintf("variables.%s.map(i, %s)", list, msg))
+		oks = append(oks, fmt.Sprintf("size(variables.%s) == 0", list))
+	}
 	r := dotted(l.replicas)
 	rules := []string{"V1"}
 	add("!variables.replicas.hasValue() || variables.replicas.value() >= 0",
@@ -268,7 +277,10 @@ func (l layout) causes() (string, []string) {
 	if l.config != nil {
 		rules = append(rules, "V4")
 		for _, dir := range []string{"scaleUp", "scaleDown"} {
-			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), add, func(list string) { parts = append(parts, list) })
+			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), add, func(list, ok string) {
+				parts = append(parts, list)
+				oks = append(oks, ok)
+			})
 		}
 	}
 	if l.groups != nil {
@@ -290,7 +302,7 @@ func (l layout) causes() (string, []string) {
 		}
 		each("negativeMembers", fmt.Sprintf("%s + ': Invalid value: ' + string(variables.groups[i].%s) + ': must be greater than or equal to 0'", at(l.members), celField(l.members)))
 	}
-	return strings.Join(parts, " + "), rules
+	return strings.Join(parts, " + "), strings.Join(oks, " && "), rules
 }
 
 // The HPA's limits V4 checks, as scaling's validateScalingRules states
@@ -303,7 +315,7 @@ const (
 // behaviorCauses are V4 for one direction of C's behavior at segs, in the
 // webhook's sentences. A tolerance is a quantity, which CEL reads as text
 // or a number; its check stays with the webhook.
-func (l layout) behaviorCauses(segs []string, add func(expr, msg string), list func(string)) {
+func (l layout) behaviorCauses(segs []string, add func(expr, msg string), list func(causes, ok string)) {
 	p := dotted(segs)
 	at := func(f string) string { return optional("object", append(slices.Clone(segs), f)) }
 	w := at("stabilizationWindowSeconds")
@@ -319,7 +331,8 @@ func (l layout) behaviorCauses(segs []string, add func(expr, msg string), list f
 	// One sentence per policy that breaks a limit; an absent field is the
 	// Go decoder's zero, as the webhook reads it.
 	each := func(filter, msg string) {
-		list(fmt.Sprintf("%s.orValue([]).transformList(i, q, %s, %s)", pl, filter, msg))
+		list(fmt.Sprintf("%s.orValue([]).transformList(i, q, %s, %s)", pl, filter, msg),
+			fmt.Sprintf("%s.orValue([]).all(q, !(%s))", pl, filter))
 	}
 	typ, val, period := "(has(q.type) ? string(q.type) : '')", "(has(q.value) ? q.value : 0)", "(has(q.periodSeconds) ? q.periodSeconds : 0)"
 	each("!("+typ+" in ['Pods', 'Percent'])",
@@ -329,76 +342,79 @@ func (l layout) behaviorCauses(segs []string, add func(expr, msg string), list f
 		item("periodSeconds")+" + ': Invalid value: ' + string("+period+fmt.Sprintf(") + ': must be between 1 and %d seconds'", maxPolicyPeriodSeconds))
 }
 
-// mutations are M1–M5 as JSON patches, in the contract's order: each
-// mutation sees the object as the ones before it left it. Every patch is
+// mutations are M1–M5 as one JSON-patch mutation: the API server encodes
+// and decodes the whole object once per mutation, patch or not, so one
+// mutation costs a third of three. Each rule's condition and values are
+// written against the object as sent, with what the rules before it
+// write computed inline (M2's bounds for M3 and M4, M4's R for M5), and
+// the rules' patches are concatenated in the contract's order, so each
+// patch applies to the object the earlier ones left. Every patch is
 // written only where the value differs, so an object that needs nothing
 // gets no patch (M6).
 func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admissionregistrationv1.MatchCondition) {
-	var out []admissionregistrationv1.Mutation
-	var rules, needs []string
+	var rules, parts, needs []string
 	// add appends "cond ? patches : []"; need (cond when empty) holds
-	// when the mutation writes a patch to the object as sent.
+	// when the rule writes a patch.
 	add := func(rule, cond, patches, need string) {
-		rules = append(rules, rule)
+		if len(rules) == 0 || rules[len(rules)-1] != rule {
+			rules = append(rules, rule)
+		}
 		if need == "" {
 			need = cond
 		}
 		needs = append(needs, "("+need+")")
-		out = append(out, admissionregistrationv1.Mutation{
-			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: cond + " ? " + patches + " : []"},
-		})
-	}
-	// join makes the mutations added since from one mutation: their
-	// lists concatenated. Only for mutations none of which reads what an
-	// earlier one writes (or reads it as the earlier one writes it).
-	join := func(from int) {
-		var parts []string
-		for _, m := range out[from:] {
-			parts = append(parts, "("+m.JSONPatch.Expression+")")
-		}
-		out = append(out[:from], admissionregistrationv1.Mutation{
-			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: strings.Join(parts, " + ")},
-		})
+		parts = append(parts, "("+cond+" ? "+patches+" : [])")
 	}
 	r := optional("object", l.replicas)
+	// hasR and valR are R after M4 (R as sent unless M4 writes it).
+	hasR, valR := r+".hasValue()", r+".value()"
 	if l.config != nil {
 		c := optional("object", l.config)
 		cmin, cmax := optional("object", append(slices.Clone(l.config), "minReplicas")), optional("object", append(slices.Clone(l.config), "maxReplicas"))
 		cp := pointer(l.config)
-		// M1 and M2 are one mutation: M1 writes only where C is absent,
-		// M2 only where it is present; M2's maximum reads the minimum
-		// with the default M2's minimum writes (1 when no maximum).
-		first := len(out)
 		// M7: a value the CRD's schema refuses is not written; M1's and
 		// M3's pins as a whole, M2's bounds one by one.
 		pinFits := fits(l.schema.MinReplicas, r+".value()") + fits(l.schema.MaxReplicas, r+".value()")
-		add("M1", fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", r, c, pinFits),
+		// M1 writes only where C is absent, M2 only where it is present;
+		// M2's maximum reads the minimum with the default M2's minimum
+		// writes (1 when no maximum).
+		m1 := fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", r, c, pinFits)
+		add("M1", m1,
 			fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: {'minReplicas': %s.value(), 'maxReplicas': %s.value()}}]", l.parents(l.config, l.replicas), quote(cp), r, r), "")
 		minFill := fmt.Sprintf("(%s.orValue(1) == 0 ? 0 : 1)", cmax)
-		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", c, cmin, fits(l.schema.MinReplicas, minFill)),
-			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(cp+"/minReplicas"), minFill), "")
+		m2min := fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", c, cmin, fits(l.schema.MinReplicas, minFill))
+		add("M2", m2min, fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(cp+"/minReplicas"), minFill), "")
 		maxFill := fmt.Sprintf("(%s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1))", r, r, cmin, r, cmin)
-		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", c, cmax, fits(l.schema.MaxReplicas, maxFill)),
-			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(cp+"/maxReplicas"), maxFill), "")
-		join(first)
+		m2max := fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", c, cmax, fits(l.schema.MaxReplicas, maxFill))
+		add("M2", m2max, fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(cp+"/maxReplicas"), maxFill), "")
+		// A bound of C as M1 and M2 leave it, or absent (def).
+		after := func(bound, fill, cond string) func(def string) string {
+			return func(def string) string {
+				return fmt.Sprintf("((%s) ? %s.value() : (%s.hasValue() ? %s.value() : ((%s) ? %s : %s)))", m1, r, bound, bound, cond, fill, def)
+			}
+		}
+		minAfter, maxAfter := after(cmin, minFill, m2min), after(cmax, maxFill, m2max)
 		// M3, as scaling's pinsFollow: the old config, with M2's bounds,
 		// pinned to the old R, and the request's config (after M2) the
-		// same in its bounds and every other field.
+		// same in its bounds and every other field. M1 never runs beside
+		// it: M1's pin is at R, which M3 requires to differ from the old
+		// R.
 		oldR, oldC := optional("oldObject", l.replicas), optional("oldObject", l.config)
 		oldMin, oldMax := optional("oldObject", append(slices.Clone(l.config), "minReplicas")), optional("oldObject", append(slices.Clone(l.config), "maxReplicas"))
 		oldLo := fmt.Sprintf("%s.orValue(%s.orValue(1) == 0 ? 0 : 1)", oldMin, oldMax)
 		oldHi := fmt.Sprintf("%s.orValue(%s.value() > %s ? %s.value() : %s)", oldMax, oldR, oldLo, oldR, oldLo)
 		bounds := "['minReplicas', 'maxReplicas']"
 		add("M3", fmt.Sprintf("request.operation == 'UPDATE' && %[1]s.hasValue() && %[2]s.hasValue() && %[1]s.value() != %[2]s.value() && %[3]s.hasValue() && %[4]s.hasValue() && "+
-			"%[5]s == %[1]s.value() && %[6]s == %[1]s.value() && %[7]s.orValue(-1) == %[5]s && %[8]s.orValue(-1) == %[6]s && "+
+			"%[5]s == %[1]s.value() && %[6]s == %[1]s.value() && %[7]s == %[5]s && %[8]s == %[6]s && "+
 			"%[3]s.value().all(k, k in %[9]s || (k in %[4]s.value() && %[3]s.value()[k] == %[4]s.value()[k])) && %[4]s.value().all(k, k in %[9]s || k in %[3]s.value())%[10]s",
-			oldR, r, c, oldC, oldLo, oldHi, cmin, cmax, bounds, pinFits),
+			oldR, r, c, oldC, oldLo, oldHi, minAfter("-1"), maxAfter("-1"), bounds, pinFits),
 			fmt.Sprintf("[JSONPatch{op: 'replace', path: %[1]s, value: %[2]s.value()}, JSONPatch{op: 'replace', path: %[3]s, value: %[2]s.value()}]", quote(cp+"/minReplicas"), r, quote(cp+"/maxReplicas")), "")
 		if l.targetSelf {
-			add("M4", fmt.Sprintf("!%s.hasValue() && %s.orValue(1) < %s.orValue(0)%s", r, cmin, cmax, fits(l.schema.Replicas, cmin+".orValue(1)")),
-				fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: %s.value()}]", l.parents(l.replicas, l.config), quote(pointer(l.replicas)), cmin), "")
+			// M3 needs R, so M4 reads C as M1 and M2 leave it.
+			m4 := fmt.Sprintf("!%s.hasValue() && %s < %s%s", r, minAfter("1"), maxAfter("0"), fits(l.schema.Replicas, minAfter("1")))
+			add("M4", m4, fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: %s}]", l.parents(l.replicas, l.config), quote(pointer(l.replicas)), minAfter("1")), "")
+			hasR = fmt.Sprintf("(%s.hasValue() || (%s))", r, m4)
+			valR = fmt.Sprintf("(%s.hasValue() ? %s.value() : %s)", r, r, minAfter("1"))
 		}
 	}
 	if l.groups != nil {
@@ -406,32 +422,31 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admis
 		// is left for the schema (or the webhook) to refuse at its path:
 		// the webhook's M5 writes nothing over a value it could not read.
 		m := celField(l.members)
-		filter := fmt.Sprintf("type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s.value()))", m, m, m, r)
-		add("M5", r+".hasValue()"+fits(l.schema.Members, r+".value()"),
-			fmt.Sprintf("%s.orValue([]).transformList(i, g, %s, JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s.value()})", optional("object", l.groups), filter, quote(pointer(l.groups)+"/"), quote("/"+l.members), r),
-			fmt.Sprintf("%s.hasValue()%s && %s.orValue([]).exists(g, %s)", r, fits(l.schema.Members, r+".value()"), optional("object", l.groups), filter))
+		filter := fmt.Sprintf("type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s))", m, m, m, valR)
+		cond := hasR + fits(l.schema.Members, valR)
+		add("M5", cond,
+			fmt.Sprintf("%s.orValue([]).transformList(i, g, %s, JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s})", optional("object", l.groups), filter, quote(pointer(l.groups)+"/"), quote("/"+l.members), valR),
+			fmt.Sprintf("%s && %s.orValue([]).exists(g, %s)", cond, optional("object", l.groups), filter))
 	}
-	// The policy runs only when some mutation writes a patch: the first
-	// that does, does so to the object as sent (those before it left it
-	// as it was), so "any mutation needed on the object as sent" is exact.
-	// The API server encodes and decodes the whole object once per
-	// mutation, patch or not; an object that needs nothing is spared that.
+	// The policy runs only when some rule writes a patch: every condition
+	// reads the object as sent, so "any rule writes" is exact. The API
+	// server encodes and decodes the whole object once per mutation,
+	// patch or not; an object that needs nothing is spared that.
 	need := admissionregistrationv1.MatchCondition{Name: "scaling-fields-need-defaulting", Expression: "false"}
+	expr := strings.Join(parts, " + ")
 	if len(needs) > 0 {
 		need.Expression = strings.Join(needs, " || ")
-	}
-	if len(out) == 0 {
+	} else {
 		// A config in an annotation and no member groups: nothing CEL
 		// defaults. The API server refuses a policy without a mutation, so
 		// it gets one that patches nothing (typed as a list of patches, as
 		// the API server requires), behind a condition that never holds.
-		out = append(out, admissionregistrationv1.Mutation{
-			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "[JSONPatch{op: 'test', path: '/kind', value: object.kind}].filter(p, false)"},
-		})
+		expr = "[JSONPatch{op: 'test', path: '/kind', value: object.kind}].filter(p, false)"
 	}
-	// M2 is two mutations, one rule.
-	return out, slices.Compact(rules), need
+	return []admissionregistrationv1.Mutation{{
+		PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+		JSONPatch: &admissionregistrationv1.JSONPatch{Expression: expr},
+	}}, rules, need
 }
 
 // parents is the CEL list of patches that create the missing objects

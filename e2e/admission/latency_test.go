@@ -156,6 +156,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 			sides = append(sides, &side{name: "policies", want: shape.want},
 				&side{name: "policies-mutating", want: shape.want},
 				&side{name: "policies-validating", want: "[" + members(shape.members) + "]"},
+				&side{name: "policies-trivial", want: "[" + members(shape.members) + "]"},
 				&side{name: "none", want: "[" + members(shape.members) + "]"})
 			for _, s := range sides {
 				s.setUp(b)
@@ -242,7 +243,9 @@ func (s *side) webhookless() bool { return strings.HasPrefix(s.name, "policies")
 // policies, bound to namespaces labelled noopLabel=<side> only, and waits
 // until the API server enforces them on a dry-run create in ns. The
 // "policies-mutating" and "policies-validating" sides get one policy of
-// the two, to tell their costs apart.
+// the two, to tell their costs apart; "policies-trivial" gets a validating
+// policy with one comparison of the name, the API server's own cost of
+// running a policy at all.
 func installBenchPolicies(b *testing.B, side, ns string) {
 	var view *profile.Compiled
 	for _, v := range views {
@@ -260,6 +263,11 @@ func installBenchPolicies(b *testing.B, side, ns string) {
 		objects = objects[:2]
 	case "policies-validating":
 		objects = objects[2:]
+	case "policies-trivial":
+		objects = objects[2:]
+		vap := objects[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+		vap.Spec.MatchConditions, vap.Spec.Variables = nil, nil
+		vap.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "object.metadata.name != 'probe-bad'"}}
 	}
 	for _, obj := range objects {
 		if err := cluster.Client.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -277,9 +285,9 @@ func installBenchPolicies(b *testing.B, side, ns string) {
 			return false, err.Error()
 		}
 		got := fmt.Sprint(groupSizes(u, "spec.racks", "members"))
-		if side == "policies-validating" {
+		if side == "policies-validating" || side == "policies-trivial" {
 			bad := u.DeepCopy()
-			_ = unstructured.SetNestedField(bad.Object, int64(-1), "spec", "replicas")
+			_ = unstructured.SetNestedSlice(bad.Object, racks("a", int64(1), "a", int64(1)), "spec", "racks")
 			bad.SetName("probe-bad")
 			err := cluster.Client.Create(ctx, bad, client.DryRunAll)
 			return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), fmt.Sprintf("the benchmark's validating policy is not enforced yet: %v", err)
