@@ -208,26 +208,43 @@ func (l layout) variables() []admissionregistrationv1.Variable {
 			admissionregistrationv1.Variable{Name: "lo", Expression: "variables.min.orValue(variables.max.orValue(1) == 0 ? 0 : 1)"},
 			admissionregistrationv1.Variable{Name: "hi", Expression: "variables.max.orValue(variables.replicas.hasValue() && variables.replicas.value() > variables.lo ? variables.replicas.value() : variables.lo)"},
 		)
+		// Each behavior direction as a map (empty when absent), read
+		// with has(): one walk down the object instead of one per check.
+		for _, dir := range behaviorDirections {
+			vars = append(vars, admissionregistrationv1.Variable{Name: dir, Expression: optional("object", append(slices.Clone(l.config), "behavior", dir)) + ".orValue({})"})
+		}
 	}
 	if l.groups != nil {
-		n, m := celField(l.name), celField(l.members)
-		vars = append(vars,
-			admissionregistrationv1.Variable{Name: "groups", Expression: optional("object", l.groups) + ".orValue([])"},
-			admissionregistrationv1.Variable{Name: "unnamed", Expression: fmt.Sprintf("variables.groups.transformList(i, g, type(g) == map && (!has(g.%s) || g.%s == ''), i)", n, n)},
-			admissionregistrationv1.Variable{Name: "duplicates", Expression: fmt.Sprintf(
-				"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && g.%s != '' && variables.groups.exists(j, h, j < i && type(h) == map && has(h.%s) && h.%s == g.%s), i)", n, n, n, n, n)},
-			admissionregistrationv1.Variable{Name: "negativeMembers", Expression: fmt.Sprintf("variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == int && g.%s < 0, i)", m, m, m)},
-		)
-		if l.namesInSelector {
-			vars = append(vars,
-				admissionregistrationv1.Variable{Name: "unlabelledNames", Expression: fmt.Sprintf(
-					"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == string && g.%s != '' && !g.%s.matches(%s), i)", n, n, n, n, celString("^"+labelValueRegexp+"$"))},
-				admissionregistrationv1.Variable{Name: "longNames", Expression: fmt.Sprintf(
-					"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == string && size(g.%s) > %d, i)", n, n, n, validation.LabelValueMaxLength)},
-			)
+		vars = append(vars, admissionregistrationv1.Variable{Name: "groups", Expression: optional("object", l.groups) + ".orValue([])"})
+		for _, f := range l.groupFilters() {
+			vars = append(vars, admissionregistrationv1.Variable{Name: f.name, Expression: fmt.Sprintf("variables.groups.transformList(i, g, %s, i)", f.filter)})
 		}
 	}
 	return vars
+}
+
+// behaviorDirections are the directions of a behavior, as V4 checks them.
+var behaviorDirections = []string{"scaleUp", "scaleDown"}
+
+// groupFilter is one V8 check: filter holds for the group g at index i of
+// variables.groups that breaks it; name is the variable listing their
+// indices, for the refusal's sentences.
+type groupFilter struct{ name, filter string }
+
+func (l layout) groupFilters() []groupFilter {
+	n, m := celField(l.name), celField(l.members)
+	out := []groupFilter{
+		{"unnamed", fmt.Sprintf("type(g) == map && (!has(g.%s) || g.%s == '')", n, n)},
+		{"duplicates", fmt.Sprintf("type(g) == map && has(g.%s) && g.%s != '' && variables.groups.exists(j, h, j < i && type(h) == map && has(h.%s) && h.%s == g.%s)", n, n, n, n, n)},
+		{"negativeMembers", fmt.Sprintf("type(g) == map && has(g.%s) && type(g.%s) == int && g.%s < 0", m, m, m)},
+	}
+	if l.namesInSelector {
+		out = append(out,
+			groupFilter{"unlabelledNames", fmt.Sprintf("type(g) == map && has(g.%s) && type(g.%s) == string && g.%s != '' && !g.%s.matches(%s)", n, n, n, n, celString("^"+labelValueRegexp+"$"))},
+			groupFilter{"longNames", fmt.Sprintf("type(g) == map && has(g.%s) && type(g.%s) == string && size(g.%s) > %d", n, n, n, validation.LabelValueMaxLength)},
+		)
+	}
+	return out
 }
 
 // causes are V1, V2 and V4 (at a spec path) and V8, as one CEL list of the
@@ -245,9 +262,10 @@ func (l layout) causes() (string, string, []string) {
 		parts = append(parts, fmt.Sprintf("(%s ? [] : [%s])", expr, msg))
 		oks = append(oks, "("+expr+")")
 	}
+	// each is a V8 check's sentences; the checks are one pass over the
+	// groups in oks (below).
 	each := func(list, msg string) {
 		parts = append(parts, fmt.Sprintf("variables.%s.map(i, %s)", list, msg))
-		oks = append(oks, fmt.Sprintf("size(variables.%s) == 0", list))
 	}
 	r := dotted(l.replicas)
 	rules := []string{"V1"}
@@ -276,8 +294,8 @@ func (l layout) causes() (string, string, []string) {
 	}
 	if l.config != nil {
 		rules = append(rules, "V4")
-		for _, dir := range []string{"scaleUp", "scaleDown"} {
-			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), add, func(list, ok string) {
+		for _, dir := range behaviorDirections {
+			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), "variables."+dir, add, func(list, ok string) {
 				parts = append(parts, list)
 				oks = append(oks, ok)
 			})
@@ -301,6 +319,11 @@ func (l layout) causes() (string, string, []string) {
 			}
 		}
 		each("negativeMembers", fmt.Sprintf("%s + ': Invalid value: ' + string(variables.groups[i].%s) + ': must be greater than or equal to 0'", at(l.members), celField(l.members)))
+		var none []string
+		for _, f := range l.groupFilters() {
+			none = append(none, "!("+f.filter+")")
+		}
+		oks = append(oks, fmt.Sprintf("variables.groups.all(i, g, %s)", strings.Join(none, " && ")))
 	}
 	return strings.Join(parts, " + "), strings.Join(oks, " && "), rules
 }
@@ -315,31 +338,41 @@ const (
 // behaviorCauses are V4 for one direction of C's behavior at segs, in the
 // webhook's sentences. A tolerance is a quantity, which CEL reads as text
 // or a number; its check stays with the webhook.
-func (l layout) behaviorCauses(segs []string, add func(expr, msg string), list func(causes, ok string)) {
+func (l layout) behaviorCauses(segs []string, d string, add func(expr, msg string), list func(causes, ok string)) {
 	p := dotted(segs)
-	at := func(f string) string { return optional("object", append(slices.Clone(segs), f)) }
-	w := at("stabilizationWindowSeconds")
-	add(fmt.Sprintf("!%[1]s.hasValue() || (%[1]s.value() >= 0 && %[1]s.value() <= %[2]d)", w, maxStabilizationWindowSeconds),
-		quote(p+".stabilizationWindowSeconds: Invalid value: ")+fmt.Sprintf(" + string(%s.orValue(0)) + ': must be between 0 and %d seconds'", w, maxStabilizationWindowSeconds))
-	sp := at("selectPolicy")
-	add(fmt.Sprintf("!%[1]s.hasValue() || %[1]s.value() in ['Disabled', 'Max', 'Min']", sp),
-		quote(p+".selectPolicy: Unsupported value: \"")+fmt.Sprintf(" + string(%s.orValue('')) + '\": supported values: \"Disabled\", \"Max\", \"Min\"'", sp))
-	pl := at("policies")
-	add(fmt.Sprintf("!%[1]s.hasValue() || size(%[1]s.value()) > 0", pl),
+	// d is the direction's map; a direction that is not a map is the
+	// schema's to refuse.
+	guard := "type(" + d + ") != map || "
+	w := d + ".stabilizationWindowSeconds"
+	add(fmt.Sprintf("%[3]s!has(%[1]s) || (%[1]s >= 0 && %[1]s <= %[2]d)", w, maxStabilizationWindowSeconds, guard),
+		quote(p+".stabilizationWindowSeconds: Invalid value: ")+fmt.Sprintf(" + string(%s) + ': must be between 0 and %d seconds'", w, maxStabilizationWindowSeconds))
+	sp := d + ".selectPolicy"
+	add(fmt.Sprintf("%[2]s!has(%[1]s) || %[1]s in ['Disabled', 'Max', 'Min']", sp, guard),
+		quote(p+".selectPolicy: Unsupported value: \"")+fmt.Sprintf(" + string(%s) + '\": supported values: \"Disabled\", \"Max\", \"Min\"'", sp))
+	pl := d + ".policies"
+	add(fmt.Sprintf("%[2]s!has(%[1]s) || size(%[1]s) > 0", pl, guard),
 		quote(p+".policies: Required value: must list at least one policy; remove policies to get the default ones"))
 	item := func(f string) string { return quote(p+".policies[") + " + string(i) + " + quote("]."+f) }
 	// One sentence per policy that breaks a limit; an absent field is the
 	// Go decoder's zero, as the webhook reads it.
-	each := func(filter, msg string) {
-		list(fmt.Sprintf("%s.orValue([]).transformList(i, q, %s, %s)", pl, filter, msg),
-			fmt.Sprintf("%s.orValue([]).all(q, !(%s))", pl, filter))
-	}
+	policies := fmt.Sprintf("(type(%[1]s) == map && has(%[2]s) ? %[2]s : [])", d, pl)
 	typ, val, period := "(has(q.type) ? string(q.type) : '')", "(has(q.value) ? q.value : 0)", "(has(q.periodSeconds) ? q.periodSeconds : 0)"
-	each("!("+typ+" in ['Pods', 'Percent'])",
-		item("type")+" + ': Unsupported value: \"' + "+typ+" + '\": supported values: \"Percent\", \"Pods\"'")
-	each(val+" <= 0", item("value")+" + ': Invalid value: ' + string("+val+") + ': must be greater than 0'")
-	each(fmt.Sprintf("%[1]s < 1 || %[1]s > %[2]d", period, maxPolicyPeriodSeconds),
-		item("periodSeconds")+" + ': Invalid value: ' + string("+period+fmt.Sprintf(") + ': must be between 1 and %d seconds'", maxPolicyPeriodSeconds))
+	filters := []string{
+		"!(" + typ + " in ['Pods', 'Percent'])",
+		val + " <= 0",
+		fmt.Sprintf("%[1]s < 1 || %[1]s > %[2]d", period, maxPolicyPeriodSeconds),
+	}
+	msgs := []string{
+		item("type") + " + ': Unsupported value: \"' + " + typ + " + '\": supported values: \"Percent\", \"Pods\"'",
+		item("value") + " + ': Invalid value: ' + string(" + val + ") + ': must be greater than 0'",
+		item("periodSeconds") + " + ': Invalid value: ' + string(" + period + fmt.Sprintf(") + ': must be between 1 and %d seconds'", maxPolicyPeriodSeconds),
+	}
+	var causes, none []string
+	for i, f := range filters {
+		causes = append(causes, fmt.Sprintf("%s.transformList(i, q, %s, %s)", policies, f, msgs[i]))
+		none = append(none, "!("+f+")")
+	}
+	list(strings.Join(causes, " + "), fmt.Sprintf("%s.all(q, %s)", policies, strings.Join(none, " && ")))
 }
 
 // mutations are M1–M5 as one JSON-patch mutation: the API server encodes
