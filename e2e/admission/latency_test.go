@@ -157,6 +157,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 				&side{name: "policies-mutating", want: shape.want},
 				&side{name: "policies-validating", want: "[" + members(shape.members) + "]"},
 				&side{name: "policies-trivial", want: "[" + members(shape.members) + "]"},
+				&side{name: "policies-trivial-mutating", want: "[" + members(shape.members) + "]"},
 				&side{name: "none", want: "[" + members(shape.members) + "]"})
 			for _, s := range sides {
 				s.setUp(b)
@@ -245,7 +246,9 @@ func (s *side) webhookless() bool { return strings.HasPrefix(s.name, "policies")
 // "policies-mutating" and "policies-validating" sides get one policy of
 // the two, to tell their costs apart; "policies-trivial" gets a validating
 // policy with one comparison of the name, the API server's own cost of
-// running a policy at all.
+// running a policy at all; "policies-trivial-mutating" a mutating policy
+// with one mutation, no condition and one small patch (a label), its cost
+// of applying a mutation at all.
 func installBenchPolicies(b *testing.B, side, ns string) {
 	var view *profile.Compiled
 	for _, v := range views {
@@ -263,6 +266,12 @@ func installBenchPolicies(b *testing.B, side, ns string) {
 		objects = objects[:2]
 	case "policies-validating":
 		objects = objects[2:]
+	case "policies-trivial-mutating":
+		objects = objects[:2]
+		m := objects[0].(*admissionregistrationv1.MutatingAdmissionPolicy)
+		m.Spec.MatchConditions = nil
+		m.Spec.Mutations = []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{
+			Expression: "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'e2e.scaleplane.io/mutated': 'true'}}]"}}}
 	case "policies-trivial":
 		objects = objects[2:]
 		vap := objects[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
@@ -285,6 +294,9 @@ func installBenchPolicies(b *testing.B, side, ns string) {
 			return false, err.Error()
 		}
 		got := fmt.Sprint(groupSizes(u, "spec.racks", "members"))
+		if side == "policies-trivial-mutating" {
+			return u.GetLabels()["e2e.scaleplane.io/mutated"] == "true", "the benchmark's mutating policy is not enforced yet"
+		}
 		if side == "policies-validating" || side == "policies-trivial" {
 			bad := u.DeepCopy()
 			_ = unstructured.SetNestedSlice(bad.Object, racks("a", int64(1), "a", int64(1)), "spec", "racks")
