@@ -48,7 +48,11 @@ import (
 //     handlers;
 //   - "policies" calls no webhook: the RackedCluster profile's own
 //     admission policies (package policies, webhook.admission: policies)
-//     default and validate in the API server;
+//     default and validate in the API server; "policies-mutating" and
+//     "policies-validating" install one of the two, "policies-trivial" a
+//     validating policy with one comparison and "policies-trivial-mutating"
+//     a mutating one with one constant patch: the API server's own cost of
+//     a policy and of a mutation, the floor the policies are held to;
 //   - "none" has no admission at all, the floor "policies" is measured
 //     against.
 //
