@@ -295,8 +295,8 @@ func (l layout) causes() (string, string, []string) {
 	if l.config != nil {
 		rules = append(rules, "V4")
 		for _, dir := range behaviorDirections {
-			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), "variables."+dir, add, func(list, ok string) {
-				parts = append(parts, list)
+			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), "variables."+dir, func(causes, ok string) {
+				parts = append(parts, causes)
 				oks = append(oks, ok)
 			})
 		}
@@ -319,11 +319,14 @@ func (l layout) causes() (string, string, []string) {
 			}
 		}
 		each("negativeMembers", fmt.Sprintf("%s + ': Invalid value: ' + string(variables.groups[i].%s) + ': must be greater than or equal to 0'", at(l.members), celField(l.members)))
-		var none []string
-		for _, f := range l.groupFilters() {
-			none = append(none, "!("+f.filter+")")
+		// The same checks as one pass, each field read once.
+		n, m := celField(l.name), celField(l.members)
+		label := ""
+		if l.namesInSelector {
+			label = fmt.Sprintf(" && (type(g.%[1]s) != string || (size(g.%[1]s) <= %[2]d && g.%[1]s.matches(%[3]s)))", n, validation.LabelValueMaxLength, celString("^"+labelValueRegexp+"$"))
 		}
-		oks = append(oks, fmt.Sprintf("variables.groups.all(i, g, %s)", strings.Join(none, " && ")))
+		oks = append(oks, fmt.Sprintf("variables.groups.all(i, g, type(g) != map || (has(g.%[1]s) && g.%[1]s != '' && "+
+			"!variables.groups.exists(j, h, j < i && type(h) == map && has(h.%[1]s) && h.%[1]s == g.%[1]s)%[3]s && (!has(g.%[2]s) || type(g.%[2]s) != int || g.%[2]s >= 0)))", n, m, label))
 	}
 	return strings.Join(parts, " + "), strings.Join(oks, " && "), rules
 }
@@ -338,41 +341,36 @@ const (
 // behaviorCauses are V4 for one direction of C's behavior at segs, in the
 // webhook's sentences. A tolerance is a quantity, which CEL reads as text
 // or a number; its check stays with the webhook.
-func (l layout) behaviorCauses(segs []string, d string, add func(expr, msg string), list func(causes, ok string)) {
+func (l layout) behaviorCauses(segs []string, d string, add func(causes, ok string)) {
 	p := dotted(segs)
-	// d is the direction's map; a direction that is not a map is the
-	// schema's to refuse.
-	guard := "type(" + d + ") != map || "
-	w := d + ".stabilizationWindowSeconds"
-	add(fmt.Sprintf("%[3]s!has(%[1]s) || (%[1]s >= 0 && %[1]s <= %[2]d)", w, maxStabilizationWindowSeconds, guard),
-		quote(p+".stabilizationWindowSeconds: Invalid value: ")+fmt.Sprintf(" + string(%s) + ': must be between 0 and %d seconds'", w, maxStabilizationWindowSeconds))
-	sp := d + ".selectPolicy"
-	add(fmt.Sprintf("%[2]s!has(%[1]s) || %[1]s in ['Disabled', 'Max', 'Min']", sp, guard),
-		quote(p+".selectPolicy: Unsupported value: \"")+fmt.Sprintf(" + string(%s) + '\": supported values: \"Disabled\", \"Max\", \"Min\"'", sp))
-	pl := d + ".policies"
-	add(fmt.Sprintf("%[2]s!has(%[1]s) || size(%[1]s) > 0", pl, guard),
-		quote(p+".policies: Required value: must list at least one policy; remove policies to get the default ones"))
-	item := func(f string) string { return quote(p+".policies[") + " + string(i) + " + quote("]."+f) }
+	w, sp, pl := d+".stabilizationWindowSeconds", d+".selectPolicy", d+".policies"
 	// One sentence per policy that breaks a limit; an absent field is the
 	// Go decoder's zero, as the webhook reads it.
-	policies := fmt.Sprintf("(type(%[1]s) == map && has(%[2]s) ? %[2]s : [])", d, pl)
+	item := func(f string) string { return quote(p+".policies[") + " + string(i) + " + quote("]."+f) }
 	typ, val, period := "(has(q.type) ? string(q.type) : '')", "(has(q.value) ? q.value : 0)", "(has(q.periodSeconds) ? q.periodSeconds : 0)"
-	filters := []string{
-		"!(" + typ + " in ['Pods', 'Percent'])",
-		val + " <= 0",
-		fmt.Sprintf("%[1]s < 1 || %[1]s > %[2]d", period, maxPolicyPeriodSeconds),
+	causes := []string{
+		fmt.Sprintf("(!has(%[1]s) || (%[1]s >= 0 && %[1]s <= %[2]d) ? [] : [%[3]s + string(%[1]s) + ': must be between 0 and %[2]d seconds'])",
+			w, maxStabilizationWindowSeconds, quote(p+".stabilizationWindowSeconds: Invalid value: ")),
+		fmt.Sprintf("(!has(%[1]s) || %[1]s in ['Disabled', 'Max', 'Min'] ? [] : [%[2]s + string(%[1]s) + '\": supported values: \"Disabled\", \"Max\", \"Min\"'])",
+			sp, quote(p+".selectPolicy: Unsupported value: \"")),
+		fmt.Sprintf("(!has(%[1]s) || size(%[1]s) > 0 ? [] : [%[2]s])",
+			pl, quote(p+".policies: Required value: must list at least one policy; remove policies to get the default ones")),
 	}
-	msgs := []string{
-		item("type") + " + ': Unsupported value: \"' + " + typ + " + '\": supported values: \"Percent\", \"Pods\"'",
-		item("value") + " + ': Invalid value: ' + string(" + val + ") + ': must be greater than 0'",
-		item("periodSeconds") + " + ': Invalid value: ' + string(" + period + fmt.Sprintf(") + ': must be between 1 and %d seconds'", maxPolicyPeriodSeconds),
+	policies := fmt.Sprintf("(has(%[1]s) ? %[1]s : [])", pl)
+	for _, c := range []struct{ filter, msg string }{
+		{"!(" + typ + " in ['Pods', 'Percent'])", item("type") + " + ': Unsupported value: \"' + " + typ + " + '\": supported values: \"Percent\", \"Pods\"'"},
+		{val + " <= 0", item("value") + " + ': Invalid value: ' + string(" + val + ") + ': must be greater than 0'"},
+		{fmt.Sprintf("%[1]s < 1 || %[1]s > %[2]d", period, maxPolicyPeriodSeconds), item("periodSeconds") + " + ': Invalid value: ' + string(" + period + fmt.Sprintf(") + ': must be between 1 and %d seconds'", maxPolicyPeriodSeconds)},
+	} {
+		causes = append(causes, fmt.Sprintf("%s.transformList(i, q, %s, %s)", policies, c.filter, c.msg))
 	}
-	var causes, none []string
-	for i, f := range filters {
-		causes = append(causes, fmt.Sprintf("%s.transformList(i, q, %s, %s)", policies, f, msgs[i]))
-		none = append(none, "!("+f+")")
-	}
-	list(strings.Join(causes, " + "), fmt.Sprintf("%s.all(q, %s)", policies, strings.Join(none, " && ")))
+	// The same checks as one boolean, each field read once; a direction
+	// that is not a map is the schema's to refuse.
+	ok := fmt.Sprintf("(type(%[1]s) != map || ((!has(%[2]s) || (%[2]s >= 0 && %[2]s <= %[3]d)) && (!has(%[4]s) || %[4]s in ['Disabled', 'Max', 'Min']) && "+
+		"(!has(%[5]s) || (size(%[5]s) > 0 && %[5]s.all(q, has(q.type) && string(q.type) in ['Pods', 'Percent'] && has(q.value) && q.value > 0 && has(q.periodSeconds) && q.periodSeconds >= 1 && q.periodSeconds <= %[6]d)))))",
+		d, w, maxStabilizationWindowSeconds, sp, pl, maxPolicyPeriodSeconds)
+	// The sentences read the direction as a map.
+	add(fmt.Sprintf("(type(%s) != map ? [] : %s)", d, strings.Join(causes, " + ")), ok)
 }
 
 // mutations are M1–M5 as one JSON-patch mutation: the API server encodes

@@ -14,7 +14,7 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-func compile(t *testing.T, spec v1alpha1.ScaleProfileSpec) *profile.Compiled {
+func compile(t testing.TB, spec v1alpha1.ScaleProfileSpec) *profile.Compiled {
 	t.Helper()
 	p, err := profile.Compile(spec)
 	if err != nil {
@@ -24,7 +24,7 @@ func compile(t *testing.T, spec v1alpha1.ScaleProfileSpec) *profile.Compiled {
 }
 
 // sample is the sample profile of kind.
-func sample(t *testing.T, kind string) v1alpha1.ScaleProfileSpec {
+func sample(t testing.TB, kind string) v1alpha1.ScaleProfileSpec {
 	t.Helper()
 	for _, s := range profile.Samples() {
 		if s.Target.Kind == kind {
