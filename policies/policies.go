@@ -131,7 +131,11 @@ func For(p *profile.Compiled) Set {
 				Variables:        variables,
 				Validations: []admissionregistrationv1.Validation{{
 					Expression:        ok,
-					MessageExpression: "variables.causes.join('; ')",
+					// The API server evaluates the message on every
+					// request, refused or not (k8s.io/apiserver's
+					// validating Validator): the causes are built only
+					// when the checks fail.
+					MessageExpression: "(" + ok + ") ? '' : variables.causes.join('; ')",
 					// The API server's fallback, should the message fail.
 					Message: "the scaling fields break the scale contract (docs/contract.md)",
 					Reason:  ptr(metav1.StatusReasonInvalid),
