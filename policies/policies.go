@@ -3,6 +3,7 @@ package policies
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -127,15 +128,20 @@ func For(p *profile.Compiled) Set {
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 				MatchConstraints: match,
 				FailurePolicy:    &fail,
-				MatchConditions:  []admissionregistrationv1.MatchCondition{l.ratchet()},
-				Variables:        variables,
+				// The API server evaluates a validation's message on
+				// every request it validates, refused or not
+				// (k8s.io/apiserver's validating Validator), and match
+				// conditions cannot read variables: the checks are a
+				// match condition, written out, so that a valid object
+				// skips the policy after one evaluation of them, and an
+				// invalid one meets a validation that refuses with every
+				// cause.
+				MatchConditions: []admissionregistrationv1.MatchCondition{l.ratchet(),
+					{Name: "scaling-fields-invalid", Expression: "!(" + inline(ok, variables) + ")"}},
+				Variables: variables,
 				Validations: []admissionregistrationv1.Validation{{
-					Expression:        ok,
-					// The API server evaluates the message on every
-					// request, refused or not (k8s.io/apiserver's
-					// validating Validator): the causes are built only
-					// when the checks fail.
-					MessageExpression: "(" + ok + ") ? '' : variables.causes.join('; ')",
+					Expression:        "false",
+					MessageExpression: "variables.causes.join('; ')",
 					// The API server's fallback, should the message fail.
 					Message: "the scaling fields break the scale contract (docs/contract.md)",
 					Reason:  ptr(metav1.StatusReasonInvalid),
@@ -153,6 +159,30 @@ func For(p *profile.Compiled) Set {
 		Rules: append(mrules, vrules...),
 	}
 }
+
+// inline is expr with every variables.<name> replaced by the variable's
+// expression (itself inlined), in parentheses.
+func inline(expr string, vars []admissionregistrationv1.Variable) string {
+	byName := map[string]string{}
+	for _, v := range vars {
+		byName[v.Name] = v.Expression
+	}
+	var expand func(string) string
+	expand = func(e string) string {
+		return variableRef.ReplaceAllStringFunc(e, func(ref string) string {
+			name := strings.TrimPrefix(ref, "variables.")
+			def, ok := byName[name]
+			if !ok {
+				return ref
+			}
+			return "(" + expand(def) + ")"
+		})
+	}
+	return expand(expr)
+}
+
+// variableRef is a reference to a variable in an expression.
+var variableRef = regexp.MustCompile(`variables\.[A-Za-z_][A-Za-z0-9_]*`)
 
 // ratchet skips validation of an UPDATE that leaves R, C and G as stored,
 // as the webhook does: an object stored before a rule applied can still
