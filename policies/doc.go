@@ -1,7 +1,8 @@
 // Package policies compiles a profile into the API server's own admission
 // policies (admissionregistration.k8s.io/v1): a ValidatingAdmissionPolicy
 // that enforces the validation rules CEL can express (V1, V2, V4, V8) and a
-// MutatingAdmissionPolicy that does the defaulting and the fan-out (M1–M5),
+// MutatingAdmissionPolicy that does the defaulting and the fan-out (M1–M5,
+// and M7 with the limits of the CRD the profile was compiled with),
 // each with its binding. The API server runs them in CEL, with no call to
 // scaleplane, so they keep working while scaleplane is down.
 //

@@ -2,6 +2,8 @@ package policies
 
 import (
 	"fmt"
+	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // Set is one profile's policies and their bindings.
@@ -49,6 +52,9 @@ type layout struct {
 	maxReplicas              int32
 	targetSelf               bool
 	namesInSelector          bool
+	// schema is the CRD's limits on what the mutations write (M7); the
+	// zero value when the profile was compiled without its CRD.
+	schema scaling.Schema
 }
 
 func newLayout(p *profile.Compiled) layout {
@@ -59,6 +65,7 @@ func newLayout(p *profile.Compiled) layout {
 		maxReplicas:     l.MaxReplicas,
 		targetSelf:      l.TargetSelf,
 		namesInSelector: l.GroupNamesInSelector,
+		schema:          l.Schema,
 	}
 	if g := spec.MemberGroups; g != nil {
 		out.groups = segments(g.Path)
@@ -93,7 +100,7 @@ func For(p *profile.Compiled) Set {
 	typeMeta := func(kind string) metav1.TypeMeta {
 		return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
 	}
-	causes, vrules := l.causes()
+	causes, ok, vrules := l.causes()
 	variables := append(l.variables(), admissionregistrationv1.Variable{Name: "causes", Expression: causes})
 	mutations, mrules, needed := l.mutations()
 	return Set{
@@ -121,10 +128,19 @@ func For(p *profile.Compiled) Set {
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 				MatchConstraints: match,
 				FailurePolicy:    &fail,
-				MatchConditions:  []admissionregistrationv1.MatchCondition{l.ratchet()},
-				Variables:        variables,
+				// The API server evaluates a validation's message on
+				// every request it validates, refused or not
+				// (k8s.io/apiserver's validating Validator), and match
+				// conditions cannot read variables: the checks are a
+				// match condition, written out, so that a valid object
+				// skips the policy after one evaluation of them, and an
+				// invalid one meets a validation that refuses with every
+				// cause.
+				MatchConditions: []admissionregistrationv1.MatchCondition{l.ratchet(),
+					{Name: "scaling-fields-invalid", Expression: "!(" + inline(ok, variables) + ")"}},
+				Variables: variables,
 				Validations: []admissionregistrationv1.Validation{{
-					Expression:        "size(variables.causes) == 0",
+					Expression:        "false",
 					MessageExpression: "variables.causes.join('; ')",
 					// The API server's fallback, should the message fail.
 					Message: "the scaling fields break the scale contract (docs/contract.md)",
@@ -143,6 +159,30 @@ func For(p *profile.Compiled) Set {
 		Rules: append(mrules, vrules...),
 	}
 }
+
+// inline is expr with every variables.<name> replaced by the variable's
+// expression (itself inlined), in parentheses.
+func inline(expr string, vars []admissionregistrationv1.Variable) string {
+	byName := map[string]string{}
+	for _, v := range vars {
+		byName[v.Name] = v.Expression
+	}
+	var expand func(string) string
+	expand = func(e string) string {
+		return variableRef.ReplaceAllStringFunc(e, func(ref string) string {
+			name := strings.TrimPrefix(ref, "variables.")
+			def, ok := byName[name]
+			if !ok {
+				return ref
+			}
+			return "(" + expand(def) + ")"
+		})
+	}
+	return expand(expr)
+}
+
+// variableRef is a reference to a variable in an expression.
+var variableRef = regexp.MustCompile(`variables\.[A-Za-z_][A-Za-z0-9_]*`)
 
 // ratchet skips validation of an UPDATE that leaves R, C and G as stored,
 // as the webhook does: an object stored before a rule applied can still
@@ -202,26 +242,43 @@ func (l layout) variables() []admissionregistrationv1.Variable {
 			admissionregistrationv1.Variable{Name: "lo", Expression: "variables.min.orValue(variables.max.orValue(1) == 0 ? 0 : 1)"},
 			admissionregistrationv1.Variable{Name: "hi", Expression: "variables.max.orValue(variables.replicas.hasValue() && variables.replicas.value() > variables.lo ? variables.replicas.value() : variables.lo)"},
 		)
+		// Each behavior direction as a map (empty when absent), read
+		// with has(): one walk down the object instead of one per check.
+		for _, dir := range behaviorDirections {
+			vars = append(vars, admissionregistrationv1.Variable{Name: dir, Expression: optional("object", append(slices.Clone(l.config), "behavior", dir)) + ".orValue({})"})
+		}
 	}
 	if l.groups != nil {
-		n, m := celField(l.name), celField(l.members)
-		vars = append(vars,
-			admissionregistrationv1.Variable{Name: "groups", Expression: optional("object", l.groups) + ".orValue([])"},
-			admissionregistrationv1.Variable{Name: "unnamed", Expression: fmt.Sprintf("variables.groups.transformList(i, g, type(g) == map && (!has(g.%s) || g.%s == ''), i)", n, n)},
-			admissionregistrationv1.Variable{Name: "duplicates", Expression: fmt.Sprintf(
-				"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && g.%s != '' && variables.groups.exists(j, h, j < i && type(h) == map && has(h.%s) && h.%s == g.%s), i)", n, n, n, n, n)},
-			admissionregistrationv1.Variable{Name: "negativeMembers", Expression: fmt.Sprintf("variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == int && g.%s < 0, i)", m, m, m)},
-		)
-		if l.namesInSelector {
-			vars = append(vars,
-				admissionregistrationv1.Variable{Name: "unlabelledNames", Expression: fmt.Sprintf(
-					"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == string && g.%s != '' && !g.%s.matches(%s), i)", n, n, n, n, celString("^"+labelValueRegexp+"$"))},
-				admissionregistrationv1.Variable{Name: "longNames", Expression: fmt.Sprintf(
-					"variables.groups.transformList(i, g, type(g) == map && has(g.%s) && type(g.%s) == string && size(g.%s) > %d, i)", n, n, n, validation.LabelValueMaxLength)},
-			)
+		vars = append(vars, admissionregistrationv1.Variable{Name: "groups", Expression: optional("object", l.groups) + ".orValue([])"})
+		for _, f := range l.groupFilters() {
+			vars = append(vars, admissionregistrationv1.Variable{Name: f.name, Expression: fmt.Sprintf("variables.groups.transformList(i, g, %s, i)", f.filter)})
 		}
 	}
 	return vars
+}
+
+// behaviorDirections are the directions of a behavior, as V4 checks them.
+var behaviorDirections = []string{"scaleUp", "scaleDown"}
+
+// groupFilter is one V8 check: filter holds for the group g at index i of
+// variables.groups that breaks it; name is the variable listing their
+// indices, for the refusal's sentences.
+type groupFilter struct{ name, filter string }
+
+func (l layout) groupFilters() []groupFilter {
+	n, m := celField(l.name), celField(l.members)
+	out := []groupFilter{
+		{"unnamed", fmt.Sprintf("type(g) == map && (!has(g.%s) || g.%s == '')", n, n)},
+		{"duplicates", fmt.Sprintf("type(g) == map && has(g.%s) && g.%s != '' && variables.groups.exists(j, h, j < i && type(h) == map && has(h.%s) && h.%s == g.%s)", n, n, n, n, n)},
+		{"negativeMembers", fmt.Sprintf("type(g) == map && has(g.%s) && type(g.%s) == int && g.%s < 0", m, m, m)},
+	}
+	if l.namesInSelector {
+		out = append(out,
+			groupFilter{"unlabelledNames", fmt.Sprintf("type(g) == map && has(g.%s) && type(g.%s) == string && g.%s != '' && !g.%s.matches(%s)", n, n, n, n, celString("^"+labelValueRegexp+"$"))},
+			groupFilter{"longNames", fmt.Sprintf("type(g) == map && has(g.%s) && type(g.%s) == string && size(g.%s) > %d", n, n, n, validation.LabelValueMaxLength)},
+		)
+	}
+	return out
 }
 
 // causes are V1, V2 and V4 (at a spec path) and V8, as one CEL list of the
@@ -230,10 +287,20 @@ func (l layout) variables() []admissionregistrationv1.Variable {
 // validation and a Validation has no field path of its own, so the
 // policy has one validation over this list: one refusal names every
 // cause, as the webhook's one 422 does.
-func (l layout) causes() (string, []string) {
-	var parts []string
-	add := func(expr, msg string) { parts = append(parts, fmt.Sprintf("(%s ? [] : [%s])", expr, msg)) }
-	each := func(list, msg string) { parts = append(parts, fmt.Sprintf("variables.%s.map(i, %s)", list, msg)) }
+func (l layout) causes() (string, string, []string) {
+	// parts are the causes' lists; oks the same checks as booleans, for
+	// the validation itself: the causes (strings built, lists
+	// concatenated) are computed only for the message of a refusal.
+	var parts, oks []string
+	add := func(expr, msg string) {
+		parts = append(parts, fmt.Sprintf("(%s ? [] : [%s])", expr, msg))
+		oks = append(oks, "("+expr+")")
+	}
+	// each is a V8 check's sentences; the checks are one pass over the
+	// groups in oks (below).
+	each := func(list, msg string) {
+		parts = append(parts, fmt.Sprintf("variables.%s.map(i, %s)", list, msg))
+	}
 	r := dotted(l.replicas)
 	rules := []string{"V1"}
 	add("!variables.replicas.hasValue() || variables.replicas.value() >= 0",
@@ -261,8 +328,11 @@ func (l layout) causes() (string, []string) {
 	}
 	if l.config != nil {
 		rules = append(rules, "V4")
-		for _, dir := range []string{"scaleUp", "scaleDown"} {
-			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), add, func(list string) { parts = append(parts, list) })
+		for _, dir := range behaviorDirections {
+			l.behaviorCauses(append(slices.Clone(l.config), "behavior", dir), "variables."+dir, func(causes, ok string) {
+				parts = append(parts, causes)
+				oks = append(oks, ok)
+			})
 		}
 	}
 	if l.groups != nil {
@@ -283,8 +353,16 @@ func (l layout) causes() (string, []string) {
 			}
 		}
 		each("negativeMembers", fmt.Sprintf("%s + ': Invalid value: ' + string(variables.groups[i].%s) + ': must be greater than or equal to 0'", at(l.members), celField(l.members)))
+		// The same checks as one pass, each field read once.
+		n, m := celField(l.name), celField(l.members)
+		label := ""
+		if l.namesInSelector {
+			label = fmt.Sprintf(" && (type(g.%[1]s) != string || (size(g.%[1]s) <= %[2]d && g.%[1]s.matches(%[3]s)))", n, validation.LabelValueMaxLength, celString("^"+labelValueRegexp+"$"))
+		}
+		oks = append(oks, fmt.Sprintf("variables.groups.all(i, g, type(g) != map || (has(g.%[1]s) && g.%[1]s != '' && "+
+			"!variables.groups.exists(j, h, j < i && type(h) == map && has(h.%[1]s) && h.%[1]s == g.%[1]s)%[3]s && (!has(g.%[2]s) || type(g.%[2]s) != int || g.%[2]s >= 0)))", n, m, label))
 	}
-	return strings.Join(parts, " + "), rules
+	return strings.Join(parts, " + "), strings.Join(oks, " && "), rules
 }
 
 // The HPA's limits V4 checks, as scaling's validateScalingRules states
@@ -297,97 +375,111 @@ const (
 // behaviorCauses are V4 for one direction of C's behavior at segs, in the
 // webhook's sentences. A tolerance is a quantity, which CEL reads as text
 // or a number; its check stays with the webhook.
-func (l layout) behaviorCauses(segs []string, add func(expr, msg string), list func(string)) {
+func (l layout) behaviorCauses(segs []string, d string, add func(causes, ok string)) {
 	p := dotted(segs)
-	at := func(f string) string { return optional("object", append(slices.Clone(segs), f)) }
-	w := at("stabilizationWindowSeconds")
-	add(fmt.Sprintf("!%[1]s.hasValue() || (%[1]s.value() >= 0 && %[1]s.value() <= %[2]d)", w, maxStabilizationWindowSeconds),
-		quote(p+".stabilizationWindowSeconds: Invalid value: ")+fmt.Sprintf(" + string(%s.orValue(0)) + ': must be between 0 and %d seconds'", w, maxStabilizationWindowSeconds))
-	sp := at("selectPolicy")
-	add(fmt.Sprintf("!%[1]s.hasValue() || %[1]s.value() in ['Disabled', 'Max', 'Min']", sp),
-		quote(p+".selectPolicy: Unsupported value: \"")+fmt.Sprintf(" + string(%s.orValue('')) + '\": supported values: \"Disabled\", \"Max\", \"Min\"'", sp))
-	pl := at("policies")
-	add(fmt.Sprintf("!%[1]s.hasValue() || size(%[1]s.value()) > 0", pl),
-		quote(p+".policies: Required value: must list at least one policy; remove policies to get the default ones"))
-	item := func(f string) string { return quote(p+".policies[") + " + string(i) + " + quote("]."+f) }
+	w, sp, pl := d+".stabilizationWindowSeconds", d+".selectPolicy", d+".policies"
 	// One sentence per policy that breaks a limit; an absent field is the
 	// Go decoder's zero, as the webhook reads it.
-	each := func(filter, msg string) {
-		list(fmt.Sprintf("%s.orValue([]).transformList(i, q, %s, %s)", pl, filter, msg))
-	}
+	item := func(f string) string { return quote(p+".policies[") + " + string(i) + " + quote("]."+f) }
 	typ, val, period := "(has(q.type) ? string(q.type) : '')", "(has(q.value) ? q.value : 0)", "(has(q.periodSeconds) ? q.periodSeconds : 0)"
-	each("!("+typ+" in ['Pods', 'Percent'])",
-		item("type")+" + ': Unsupported value: \"' + "+typ+" + '\": supported values: \"Percent\", \"Pods\"'")
-	each(val+" <= 0", item("value")+" + ': Invalid value: ' + string("+val+") + ': must be greater than 0'")
-	each(fmt.Sprintf("%[1]s < 1 || %[1]s > %[2]d", period, maxPolicyPeriodSeconds),
-		item("periodSeconds")+" + ': Invalid value: ' + string("+period+fmt.Sprintf(") + ': must be between 1 and %d seconds'", maxPolicyPeriodSeconds))
+	causes := []string{
+		fmt.Sprintf("(!has(%[1]s) || (%[1]s >= 0 && %[1]s <= %[2]d) ? [] : [%[3]s + string(%[1]s) + ': must be between 0 and %[2]d seconds'])",
+			w, maxStabilizationWindowSeconds, quote(p+".stabilizationWindowSeconds: Invalid value: ")),
+		fmt.Sprintf("(!has(%[1]s) || %[1]s in ['Disabled', 'Max', 'Min'] ? [] : [%[2]s + string(%[1]s) + '\": supported values: \"Disabled\", \"Max\", \"Min\"'])",
+			sp, quote(p+".selectPolicy: Unsupported value: \"")),
+		fmt.Sprintf("(!has(%[1]s) || size(%[1]s) > 0 ? [] : [%[2]s])",
+			pl, quote(p+".policies: Required value: must list at least one policy; remove policies to get the default ones")),
+	}
+	policies := fmt.Sprintf("(has(%[1]s) ? %[1]s : [])", pl)
+	for _, c := range []struct{ filter, msg string }{
+		{"!(" + typ + " in ['Pods', 'Percent'])", item("type") + " + ': Unsupported value: \"' + " + typ + " + '\": supported values: \"Percent\", \"Pods\"'"},
+		{val + " <= 0", item("value") + " + ': Invalid value: ' + string(" + val + ") + ': must be greater than 0'"},
+		{fmt.Sprintf("%[1]s < 1 || %[1]s > %[2]d", period, maxPolicyPeriodSeconds), item("periodSeconds") + " + ': Invalid value: ' + string(" + period + fmt.Sprintf(") + ': must be between 1 and %d seconds'", maxPolicyPeriodSeconds)},
+	} {
+		causes = append(causes, fmt.Sprintf("%s.transformList(i, q, %s, %s)", policies, c.filter, c.msg))
+	}
+	// The same checks as one boolean, each field read once; a direction
+	// that is not a map is the schema's to refuse.
+	ok := fmt.Sprintf("(type(%[1]s) != map || ((!has(%[2]s) || (%[2]s >= 0 && %[2]s <= %[3]d)) && (!has(%[4]s) || %[4]s in ['Disabled', 'Max', 'Min']) && "+
+		"(!has(%[5]s) || (size(%[5]s) > 0 && %[5]s.all(q, has(q.type) && string(q.type) in ['Pods', 'Percent'] && has(q.value) && q.value > 0 && has(q.periodSeconds) && q.periodSeconds >= 1 && q.periodSeconds <= %[6]d)))))",
+		d, w, maxStabilizationWindowSeconds, sp, pl, maxPolicyPeriodSeconds)
+	// The sentences read the direction as a map.
+	add(fmt.Sprintf("(type(%s) != map ? [] : %s)", d, strings.Join(causes, " + ")), ok)
 }
 
-// mutations are M1–M5 as JSON patches, in the contract's order: each
-// mutation sees the object as the ones before it left it. Every patch is
+// mutations are M1–M5 as one JSON-patch mutation: the API server encodes
+// and decodes the whole object once per mutation, patch or not, so one
+// mutation costs a third of three. Each rule's condition and values are
+// written against the object as sent, with what the rules before it
+// write computed inline (M2's bounds for M3 and M4, M4's R for M5), and
+// the rules' patches are concatenated in the contract's order, so each
+// patch applies to the object the earlier ones left. Every patch is
 // written only where the value differs, so an object that needs nothing
 // gets no patch (M6).
 func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admissionregistrationv1.MatchCondition) {
-	var out []admissionregistrationv1.Mutation
-	var rules, needs []string
+	var rules, parts, needs []string
 	// add appends "cond ? patches : []"; need (cond when empty) holds
-	// when the mutation writes a patch to the object as sent.
+	// when the rule writes a patch.
 	add := func(rule, cond, patches, need string) {
-		rules = append(rules, rule)
+		if len(rules) == 0 || rules[len(rules)-1] != rule {
+			rules = append(rules, rule)
+		}
 		if need == "" {
 			need = cond
 		}
 		needs = append(needs, "("+need+")")
-		out = append(out, admissionregistrationv1.Mutation{
-			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: cond + " ? " + patches + " : []"},
-		})
-	}
-	// join makes the mutations added since from one mutation: their
-	// lists concatenated. Only for mutations none of which reads what an
-	// earlier one writes (or reads it as the earlier one writes it).
-	join := func(from int) {
-		var parts []string
-		for _, m := range out[from:] {
-			parts = append(parts, "("+m.JSONPatch.Expression+")")
-		}
-		out = append(out[:from], admissionregistrationv1.Mutation{
-			PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: strings.Join(parts, " + ")},
-		})
+		parts = append(parts, "("+cond+" ? "+patches+" : [])")
 	}
 	r := optional("object", l.replicas)
+	// hasR and valR are R after M4 (R as sent unless M4 writes it).
+	hasR, valR := r+".hasValue()", r+".value()"
 	if l.config != nil {
 		c := optional("object", l.config)
 		cmin, cmax := optional("object", append(slices.Clone(l.config), "minReplicas")), optional("object", append(slices.Clone(l.config), "maxReplicas"))
 		cp := pointer(l.config)
-		// M1 and M2 are one mutation: M1 writes only where C is absent,
-		// M2 only where it is present; M2's maximum reads the minimum
-		// with the default M2's minimum writes (1 when no maximum).
-		first := len(out)
-		add("M1", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", r, c),
+		// M7: a value the CRD's schema refuses is not written; M1's and
+		// M3's pins as a whole, M2's bounds one by one.
+		pinFits := fits(l.schema.MinReplicas, r+".value()") + fits(l.schema.MaxReplicas, r+".value()")
+		// M1 writes only where C is absent, M2 only where it is present;
+		// M2's maximum reads the minimum with the default M2's minimum
+		// writes (1 when no maximum).
+		m1 := fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", r, c, pinFits)
+		add("M1", m1,
 			fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: {'minReplicas': %s.value(), 'maxReplicas': %s.value()}}]", l.parents(l.config, l.replicas), quote(cp), r, r), "")
-		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", c, cmin),
-			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s.orValue(1) == 0 ? 0 : 1}]", quote(cp+"/minReplicas"), cmax), "")
-		add("M2", fmt.Sprintf("%s.hasValue() && !%s.hasValue()", c, cmax),
-			fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1)}]", quote(cp+"/maxReplicas"), r, r, cmin, r, cmin), "")
-		join(first)
+		minFill := fmt.Sprintf("(%s.orValue(1) == 0 ? 0 : 1)", cmax)
+		m2min := fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", c, cmin, fits(l.schema.MinReplicas, minFill))
+		add("M2", m2min, fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(cp+"/minReplicas"), minFill), "")
+		maxFill := fmt.Sprintf("(%s.hasValue() && %s.value() > %s.orValue(1) ? %s.value() : %s.orValue(1))", r, r, cmin, r, cmin)
+		m2max := fmt.Sprintf("%s.hasValue() && !%s.hasValue()%s", c, cmax, fits(l.schema.MaxReplicas, maxFill))
+		add("M2", m2max, fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", quote(cp+"/maxReplicas"), maxFill), "")
+		// A bound of C as M1 and M2 leave it, or absent (def).
+		after := func(bound, fill, cond string) func(def string) string {
+			return func(def string) string {
+				return fmt.Sprintf("((%s) ? %s.value() : (%s.hasValue() ? %s.value() : ((%s) ? %s : %s)))", m1, r, bound, bound, cond, fill, def)
+			}
+		}
+		minAfter, maxAfter := after(cmin, minFill, m2min), after(cmax, maxFill, m2max)
 		// M3, as scaling's pinsFollow: the old config, with M2's bounds,
 		// pinned to the old R, and the request's config (after M2) the
-		// same in its bounds and every other field.
+		// same in its bounds and every other field. M1 never runs beside
+		// it: M1's pin is at R, which M3 requires to differ from the old
+		// R.
 		oldR, oldC := optional("oldObject", l.replicas), optional("oldObject", l.config)
 		oldMin, oldMax := optional("oldObject", append(slices.Clone(l.config), "minReplicas")), optional("oldObject", append(slices.Clone(l.config), "maxReplicas"))
 		oldLo := fmt.Sprintf("%s.orValue(%s.orValue(1) == 0 ? 0 : 1)", oldMin, oldMax)
 		oldHi := fmt.Sprintf("%s.orValue(%s.value() > %s ? %s.value() : %s)", oldMax, oldR, oldLo, oldR, oldLo)
 		bounds := "['minReplicas', 'maxReplicas']"
 		add("M3", fmt.Sprintf("request.operation == 'UPDATE' && %[1]s.hasValue() && %[2]s.hasValue() && %[1]s.value() != %[2]s.value() && %[3]s.hasValue() && %[4]s.hasValue() && "+
-			"%[5]s == %[1]s.value() && %[6]s == %[1]s.value() && %[7]s.orValue(-1) == %[5]s && %[8]s.orValue(-1) == %[6]s && "+
-			"%[3]s.value().all(k, k in %[9]s || (k in %[4]s.value() && %[3]s.value()[k] == %[4]s.value()[k])) && %[4]s.value().all(k, k in %[9]s || k in %[3]s.value())",
-			oldR, r, c, oldC, oldLo, oldHi, cmin, cmax, bounds),
+			"%[5]s == %[1]s.value() && %[6]s == %[1]s.value() && %[7]s == %[5]s && %[8]s == %[6]s && "+
+			"%[3]s.value().all(k, k in %[9]s || (k in %[4]s.value() && %[3]s.value()[k] == %[4]s.value()[k])) && %[4]s.value().all(k, k in %[9]s || k in %[3]s.value())%[10]s",
+			oldR, r, c, oldC, oldLo, oldHi, minAfter("-1"), maxAfter("-1"), bounds, pinFits),
 			fmt.Sprintf("[JSONPatch{op: 'replace', path: %[1]s, value: %[2]s.value()}, JSONPatch{op: 'replace', path: %[3]s, value: %[2]s.value()}]", quote(cp+"/minReplicas"), r, quote(cp+"/maxReplicas")), "")
 		if l.targetSelf {
-			add("M4", fmt.Sprintf("!%s.hasValue() && %s.orValue(1) < %s.orValue(0)", r, cmin, cmax),
-				fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: %s.value()}]", l.parents(l.replicas, l.config), quote(pointer(l.replicas)), cmin), "")
+			// M3 needs R, so M4 reads C as M1 and M2 leave it.
+			m4 := fmt.Sprintf("!%s.hasValue() && %s < %s%s", r, minAfter("1"), maxAfter("0"), fits(l.schema.Replicas, minAfter("1")))
+			add("M4", m4, fmt.Sprintf("%s[JSONPatch{op: 'add', path: %s, value: %s}]", l.parents(l.replicas, l.config), quote(pointer(l.replicas)), minAfter("1")), "")
+			hasR = fmt.Sprintf("(%s.hasValue() || (%s))", r, m4)
+			valR = fmt.Sprintf("(%s.hasValue() ? %s.value() : %s)", r, r, minAfter("1"))
 		}
 	}
 	if l.groups != nil {
@@ -395,22 +487,31 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admis
 		// is left for the schema (or the webhook) to refuse at its path:
 		// the webhook's M5 writes nothing over a value it could not read.
 		m := celField(l.members)
-		filter := fmt.Sprintf("type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s.value()))", m, m, m, r)
-		add("M5", r+".hasValue()",
-			fmt.Sprintf("%s.orValue([]).transformList(i, g, %s, JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s.value()})", optional("object", l.groups), filter, quote(pointer(l.groups)+"/"), quote("/"+l.members), r),
-			fmt.Sprintf("%s.hasValue() && %s.orValue([]).exists(g, %s)", r, optional("object", l.groups), filter))
+		filter := fmt.Sprintf("type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s))", m, m, m, valR)
+		cond := hasR + fits(l.schema.Members, valR)
+		add("M5", cond,
+			fmt.Sprintf("%s.orValue([]).transformList(i, g, %s, JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s})", optional("object", l.groups), filter, quote(pointer(l.groups)+"/"), quote("/"+l.members), valR),
+			fmt.Sprintf("%s && %s.orValue([]).exists(g, %s)", cond, optional("object", l.groups), filter))
 	}
-	// The policy runs only when some mutation writes a patch: the first
-	// that does, does so to the object as sent (those before it left it
-	// as it was), so "any mutation needed on the object as sent" is exact.
-	// The API server encodes and decodes the whole object once per
-	// mutation, patch or not; an object that needs nothing is spared that.
+	// The policy runs only when some rule writes a patch: every condition
+	// reads the object as sent, so "any rule writes" is exact. The API
+	// server encodes and decodes the whole object once per mutation,
+	// patch or not; an object that needs nothing is spared that.
 	need := admissionregistrationv1.MatchCondition{Name: "scaling-fields-need-defaulting", Expression: "false"}
+	expr := strings.Join(parts, " + ")
 	if len(needs) > 0 {
 		need.Expression = strings.Join(needs, " || ")
+	} else {
+		// A config in an annotation and no member groups: nothing CEL
+		// defaults. The API server refuses a policy without a mutation, so
+		// it gets one that patches nothing (typed as a list of patches, as
+		// the API server requires), behind a condition that never holds.
+		expr = "[JSONPatch{op: 'test', path: '/kind', value: object.kind}].filter(p, false)"
 	}
-	// M2 is two mutations, one rule.
-	return out, slices.Compact(rules), need
+	return []admissionregistrationv1.Mutation{{
+		PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+		JSONPatch: &admissionregistrationv1.JSONPatch{Expression: expr},
+	}}, rules, need
 }
 
 // parents is the CEL list of patches that create the missing objects
@@ -425,6 +526,22 @@ func (l layout) parents(segs, known []string) string {
 			continue
 		}
 		fmt.Fprintf(&b, "(%s.hasValue() ? [] : [JSONPatch{op: 'add', path: %s, value: {}}]) + ", optional("object", prefix), quote(pointer(prefix)))
+	}
+	return b.String()
+}
+
+// fits is " && <x is a value lim accepts>", or "" when lim accepts every
+// integer: M7's check of a value a mutation would write, as
+// scaling.Limits.Refuses makes it, with the bounds as the integers
+// Limits.Accepted gives.
+func fits(lim scaling.Limits, x string) string {
+	lo, hi := lim.Accepted()
+	var b strings.Builder
+	if lo != math.MinInt32 {
+		fmt.Fprintf(&b, " && %s >= %d", x, lo)
+	}
+	if hi != math.MaxInt32 {
+		fmt.Fprintf(&b, " && %s <= %d", x, hi)
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,9 +11,10 @@ import (
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/profile"
 	"github.com/scaleplane/scaleplane/profile/profiletest"
+	"github.com/scaleplane/scaleplane/scaling"
 )
 
-func compile(t *testing.T, spec v1alpha1.ScaleProfileSpec) *profile.Compiled {
+func compile(t testing.TB, spec v1alpha1.ScaleProfileSpec) *profile.Compiled {
 	t.Helper()
 	p, err := profile.Compile(spec)
 	if err != nil {
@@ -22,7 +24,7 @@ func compile(t *testing.T, spec v1alpha1.ScaleProfileSpec) *profile.Compiled {
 }
 
 // sample is the sample profile of kind.
-func sample(t *testing.T, kind string) v1alpha1.ScaleProfileSpec {
+func sample(t testing.TB, kind string) v1alpha1.ScaleProfileSpec {
 	t.Helper()
 	for _, s := range profile.Samples() {
 		if s.Target.Kind == kind {
@@ -49,21 +51,27 @@ func expressions(s Set) string {
 }
 
 // TestRulesCompiledPerProfile: each profile gets the rules its shape
-// (M1 and M2 in one mutation)
+// (M1–M5 in one mutation)
 // allows: M4 only with the HPA on the workload itself, M5 and V8 only
 // with member groups, and of a config in an annotation (JSON the policies
 // do not read) only what lies outside it.
 func TestRulesCompiledPerProfile(t *testing.T) {
+	annotationOnly := profiletest.ZonedDatabase()
+	annotationOnly.MemberGroups = nil
+	annotationOnly.Pods.MemberGroupLabel = ""
 	cases := []struct {
 		spec      v1alpha1.ScaleProfileSpec
 		name      string
 		rules     []string
 		mutations int
 	}{
-		{sample(t, "RackedCluster"), "scaleplane-rackedclusters.samples.scaleplane.io", []string{"M1", "M2", "M3", "M4", "M5", "V1", "V2", "V4", "V8"}, 4},
-		{sample(t, "Function"), "scaleplane-samplefunctions.samples.scaleplane.io", []string{"M1", "M2", "M3", "V1", "V2", "V4"}, 2},
-		{sample(t, "WorkerGroup"), "scaleplane-workergroups.samples.scaleplane.io", []string{"M1", "M2", "M3", "M4", "V1", "V2", "V4"}, 3},
+		{sample(t, "RackedCluster"), "scaleplane-rackedclusters.samples.scaleplane.io", []string{"M1", "M2", "M3", "M4", "M5", "V1", "V2", "V4", "V8"}, 1},
+		{sample(t, "Function"), "scaleplane-samplefunctions.samples.scaleplane.io", []string{"M1", "M2", "M3", "V1", "V2", "V4"}, 1},
+		{sample(t, "WorkerGroup"), "scaleplane-workergroups.samples.scaleplane.io", []string{"M1", "M2", "M3", "M4", "V1", "V2", "V4"}, 1},
 		{profiletest.ZonedDatabase(), "scaleplane-zoneddatabases.data.example.org", []string{"M5", "V1", "V8"}, 1},
+		// Nothing for CEL to default: the API server still requires one
+		// mutation, which never runs.
+		{annotationOnly, "scaleplane-zoneddatabases.data.example.org", []string{"V1"}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.spec.Target.Kind, func(t *testing.T) {
@@ -73,6 +81,11 @@ func TestRulesCompiledPerProfile(t *testing.T) {
 			}
 			if got := len(s.Mutating.Spec.Mutations); got != tc.mutations {
 				t.Errorf("%d mutations, want %d", got, tc.mutations)
+			}
+			if !slices.ContainsFunc(s.Rules, func(r string) bool { return strings.HasPrefix(r, "M") }) {
+				if got := s.Mutating.Spec.MatchConditions[1].Expression; got != "false" {
+					t.Errorf("the policy that writes nothing runs when %s, want never", got)
+				}
 			}
 			for _, obj := range s.Objects() {
 				if obj.GetName() != tc.name {
@@ -176,5 +189,28 @@ func TestCELFieldNames(t *testing.T) {
 	}
 	if got, want := celString(`it's a \ path`), `'it\'s a \\ path'`; got != want {
 		t.Errorf("celString = %s, want %s", got, want)
+	}
+}
+
+// TestM7GuardsTheWritesWithTheSchemasLimits: a value a mutation would
+// write is tested against the integers the CRD's schema accepts there
+// (exclusive bounds made inclusive), and a field typed otherwise accepts
+// none; a field without limits adds no test.
+func TestM7GuardsTheWritesWithTheSchemasLimits(t *testing.T) {
+	one, ten := 1.0, 10.0
+	cases := []struct {
+		name string
+		lim  scaling.Limits
+		want string
+	}{
+		{"no limits", scaling.Limits{}, ""},
+		{"minimum", scaling.Limits{Known: true, Type: "integer", Minimum: &one}, " && x >= 1"},
+		{"exclusive bounds", scaling.Limits{Known: true, Minimum: &one, ExclusiveMinimum: true, Maximum: &ten, ExclusiveMaximum: true}, " && x >= 2 && x <= 9"},
+		{"a string", scaling.Limits{Known: true, Type: "string"}, " && x >= 1 && x <= 0"},
+	}
+	for _, tc := range cases {
+		if got := fits(tc.lim, "x"); got != tc.want {
+			t.Errorf("%s: fits = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

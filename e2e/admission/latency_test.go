@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,7 +48,11 @@ import (
 //     handlers;
 //   - "policies" calls no webhook: the RackedCluster profile's own
 //     admission policies (package policies, webhook.admission: policies)
-//     default and validate in the API server;
+//     default and validate in the API server; "policies-mutating" and
+//     "policies-validating" install one of the two, "policies-trivial" a
+//     validating policy with one comparison and "policies-trivial-mutating"
+//     a mutating one with one constant patch: the API server's own cost of
+//     a policy and of a mutation, the floor the policies are held to;
 //   - "none" has no admission at all, the floor "policies" is measured
 //     against.
 //
@@ -152,7 +157,12 @@ func BenchmarkCreateLatency(b *testing.B) {
 			if len(patch) > 0 {
 				sides = append(sides, &side{name: "patch", want: shape.want})
 			}
-			sides = append(sides, &side{name: "policies", want: shape.want}, &side{name: "none", want: "[" + members(shape.members) + "]"})
+			sides = append(sides, &side{name: "policies", want: shape.want},
+				&side{name: "policies-mutating", want: shape.want},
+				&side{name: "policies-validating", want: "[" + members(shape.members) + "]"},
+				&side{name: "policies-trivial", want: "[" + members(shape.members) + "]"},
+				&side{name: "policies-trivial-mutating", want: "[" + members(shape.members) + "]"},
+				&side{name: "none", want: "[" + members(shape.members) + "]"})
 			for _, s := range sides {
 				s.setUp(b)
 			}
@@ -226,29 +236,53 @@ func (s *side) setUp(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), ns) })
 	s.namespace = ns.Name
-	if s.name == "policies" {
-		installBenchPolicies(b, s.namespace)
+	if strings.HasPrefix(s.name, "policies") {
+		installBenchPolicies(b, s.name, s.namespace)
 	}
 }
 
 // webhookless reports whether the side's creates call no webhook.
-func (s *side) webhookless() bool { return s.name == "policies" || s.name == "none" }
+func (s *side) webhookless() bool { return strings.HasPrefix(s.name, "policies") || s.name == "none" }
 
 // installBenchPolicies creates the RackedCluster profile's admission
-// policies, bound to namespaces labelled noopLabel=policies only, and
-// waits until the API server defaults a dry-run create in ns with them.
-func installBenchPolicies(b *testing.B, ns string) {
+// policies, bound to namespaces labelled noopLabel=<side> only, and waits
+// until the API server enforces them on a dry-run create in ns. The
+// "policies-mutating" and "policies-validating" sides get one policy of
+// the two, to tell their costs apart; "policies-trivial" gets a validating
+// policy with one comparison of the name, the API server's own cost of
+// running a policy at all; "policies-trivial-mutating" a mutating policy
+// with one mutation, no condition and one small patch (a label), its cost
+// of applying a mutation at all.
+func installBenchPolicies(b *testing.B, side, ns string) {
 	var view *profile.Compiled
 	for _, v := range views {
 		if v.GVK() == gvks["RackedCluster"] {
 			view = v
 		}
 	}
-	set := policies.ForOwner(view, "e2e-bench")
-	only := &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{noopLabel: "policies"}}}
+	set := policies.ForOwner(view, "e2e-bench-"+side)
+	only := &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{noopLabel: side}}}
 	set.MutatingBinding.Spec.MatchResources = only.DeepCopy()
 	set.ValidatingBinding.Spec.MatchResources = only.DeepCopy()
-	for _, obj := range set.Objects() {
+	objects := set.Objects()
+	switch side {
+	case "policies-mutating":
+		objects = objects[:2]
+	case "policies-validating":
+		objects = objects[2:]
+	case "policies-trivial-mutating":
+		objects = objects[:2]
+		m := objects[0].(*admissionregistrationv1.MutatingAdmissionPolicy)
+		m.Spec.MatchConditions = nil
+		m.Spec.Mutations = []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{
+			Expression: "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'e2e.scaleplane.io/mutated': 'true'}}]"}}}
+	case "policies-trivial":
+		objects = objects[2:]
+		vap := objects[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+		vap.Spec.MatchConditions, vap.Spec.Variables = nil, nil
+		vap.Spec.Validations = []admissionregistrationv1.Validation{{Expression: "object.metadata.name != 'probe-bad'"}}
+	}
+	for _, obj := range objects {
 		if err := cluster.Client.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			b.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
 		}
@@ -264,6 +298,16 @@ func installBenchPolicies(b *testing.B, ns string) {
 			return false, err.Error()
 		}
 		got := fmt.Sprint(groupSizes(u, "spec.racks", "members"))
+		if side == "policies-trivial-mutating" {
+			return u.GetLabels()["e2e.scaleplane.io/mutated"] == "true", "the benchmark's mutating policy is not enforced yet"
+		}
+		if side == "policies-validating" || side == "policies-trivial" {
+			bad := u.DeepCopy()
+			_ = unstructured.SetNestedSlice(bad.Object, racks("a", int64(1), "a", int64(1)), "spec", "racks")
+			bad.SetName("probe-bad")
+			err := cluster.Client.Create(ctx, bad, client.DryRunAll)
+			return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"), fmt.Sprintf("the benchmark's validating policy is not enforced yet: %v", err)
+		}
 		return got == "[3]", "the benchmark's policies are not enforced yet: racks " + got
 	})
 }

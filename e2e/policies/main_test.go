@@ -45,16 +45,22 @@ func TestMain(m *testing.M) {
 	opts := framework.Options{CRDPaths: []string{
 		filepath.Join(framework.RepoRoot(), "config", "samples", "crd"),
 		filepath.Join(framework.RepoRoot(), "e2e", "admission", "testdata", "crd"),
+		// The real-CRD corpus (e2e/crdcorpus) and scaleplane's own kinds
+		// (the ScaleHandle that profiles a kind without /scale).
+		filepath.Join(framework.RepoRoot(), "testdata", "crds"),
+		filepath.Join(framework.RepoRoot(), "config", "crd", "bases"),
 	}}
 	os.Exit(framework.Run(m, opts, &cluster))
 }
 
 var installOnce sync.Once
 
-// install applies every view's policies once and
-// waits until the API server enforces them: a probe object is defaulted
-// and an invalid one is refused. Policies take effect when the API
-// server's informers see them; both kinds' are created before the probe.
+// install applies every view's policies once and waits until the API
+// server enforces each kind's: a probe object with R and one group is
+// defaulted as the webhook defaults it, and one with R over the
+// profile's bound is refused by the validating policy (not by the schema).
+// Policies take effect when the API server's informers see them, which
+// can take seconds after many policies were compiled.
 func install(t *testing.T) {
 	t.Helper()
 	installOnce.Do(func() {
@@ -69,22 +75,32 @@ func install(t *testing.T) {
 	})
 	ns := cluster.Namespace(t)
 	n := 0
-	framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
-		n++
-		probe := framework.RackedCluster(ns, fmt.Sprintf("probe-%d", n), 2, 1)
-		if err := cluster.Client.Create(ctx, probe); err != nil {
-			return false, fmt.Sprintf("create probe: %v", err)
+	for _, view := range views {
+		segs := strings.Split(strings.TrimPrefix(view.Spec().ReplicasPath, "."), ".")
+		probe := func(name string, r int64) *unstructured.Unstructured {
+			u := object(view, ns, name, obj{}, "")
+			_ = unstructured.SetNestedField(u.Object, r, segs...)
+			if g := view.Spec().MemberGroups; g != nil {
+				group := map[string]interface{}{g.NameField: "a", g.MembersField: int64(1)}
+				_ = unstructured.SetNestedSlice(u.Object, []interface{}{group}, strings.Split(strings.TrimPrefix(g.Path, "."), ".")...)
+			}
+			return u
 		}
-		if _, ok, _ := unstructured.NestedMap(probe.Object, "spec", "scaleConfig"); !ok {
-			return false, "the mutating policy is not enforced yet"
-		}
-		bad := framework.RackedCluster(ns, fmt.Sprintf("bad-%d", n), -1)
-		err := cluster.Client.Create(ctx, bad)
-		if err == nil {
-			return false, "the validating policy is not enforced yet"
-		}
-		return apierrors.IsInvalid(err), fmt.Sprintf("invalid probe: %v", err)
-	})
+		framework.Eventually(t, 0, func(ctx context.Context) (bool, string) {
+			n++
+			sent := probe(fmt.Sprintf("probe-%d", n), 2)
+			want, _ := webhookDecision(view, nil, sent)
+			got, err := create(ctx, sent)
+			if err != nil {
+				return false, fmt.Sprintf("create probe: %v", err)
+			}
+			if diff := decisionDiff(want, nil, got, nil); diff != "" {
+				return false, fmt.Sprintf("%s: the mutating policy is not enforced yet: %s", view.GVK().Kind, diff)
+			}
+			_, err = create(ctx, probe(fmt.Sprintf("bad-%d", n), int64(view.Layout().MaxReplicas)+1))
+			return err != nil && fromPolicy(err), fmt.Sprintf("%s: the validating policy is not enforced yet: %v", view.GVK().Kind, err)
+		})
+	}
 }
 
 // create sends u and returns the stored object or the refusal.
