@@ -350,9 +350,9 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	sc.series = store.appendSeries(sc.series[:0], ms)
 	for _, ser := range sc.series {
 		sc.chunks, sc.arena = sc.chunks[:0], sc.arena[:0]
-		ser.mtx.Lock()
+		ser.lock()
 		sc.chunks, sc.arena = ser.appendChunks(sc.chunks, sc.arena, true, mint, ts)
-		ser.mtx.Unlock()
+		ser.unlock()
 		snap := snapshotSeries{chunks: sc.chunks, mint: mint, maxt: ts}
 		it := snap.Iterator(&sc.it).(*seriesIterator)
 		sc.floats = sc.floats[:0]
