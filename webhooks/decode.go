@@ -48,7 +48,14 @@ func (o *object) read(view *profile.Compiled) (scaling.Workload, field.ErrorList
 type decoder struct {
 	keys []string
 	typ  reflect.Type
+	// whole: decode the whole object into unstructured form, the reference
+	// decode (wholeDecoder).
+	whole bool
 }
+
+// wholeDecoder decodes every field of the object, as the API machinery
+// does: the reference the view's decoder is held equal to.
+func wholeDecoder() *decoder { return &decoder{whole: true} }
 
 // metaCore are the metadata fields every view reads.
 type metaCore struct {
@@ -132,6 +139,13 @@ func (d *decoder) decode(raw []byte) (*object, error) {
 	}
 	if data[0] != '{' {
 		return nil, fmt.Errorf("the object is not a JSON object but %.20q", data)
+	}
+	if d.whole {
+		var m map[string]interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil {
+			return nil, fmt.Errorf("the object is not valid JSON: %w", err)
+		}
+		return &object{u: &unstructured.Unstructured{Object: m}}, nil
 	}
 	o := &object{u: &unstructured.Unstructured{Object: make(map[string]interface{}, 2)}}
 	top := reflect.New(d.typ)
