@@ -7,7 +7,7 @@ import (
 )
 
 // largeObject is a RackedCluster the size of a large operator-managed
-// object, about 100 KB as the API server sends it: written by 20 managers
+// object, about 100 KB as the API server sends it: applied by 20 managers
 // (20 managedFields entries, each owning 15 annotations and 5 labels, as
 // e2e/admission's BenchmarkUpdateLatency has the API server record them),
 // a 40 KB pod template kept in an annotation, and a status. The view reads
@@ -29,7 +29,7 @@ func largeObject(edit, replicas int) *objBuilder {
 			labels[k] = fmt.Sprintf("v%d", i)
 			lab["f:"+k] = obj{}
 		}
-		managed = append(managed, obj{"manager": fmt.Sprintf("tooling-%02d", m), "operation": "Update",
+		managed = append(managed, obj{"manager": fmt.Sprintf("tooling-%02d", m), "operation": "Apply",
 			"apiVersion": "samples.scaleplane.io/v1alpha1", "time": "2026-11-22T01:00:00Z", "fieldsType": "FieldsV1",
 			"fieldsV1": obj{"f:metadata": obj{"f:annotations": ann, "f:labels": lab}}})
 	}
@@ -40,11 +40,11 @@ func largeObject(edit, replicas int) *objBuilder {
 	return b
 }
 
-// podTemplateJSON is a pod template of four containers with 60 variables,
+// podTemplateJSON is a pod template of seven containers with 60 variables,
 // mounts and resources each: about 40 KB.
 func podTemplateJSON() string {
 	var containers list
-	for c := range 4 {
+	for c := range 7 {
 		var env, mounts list
 		for i := range 60 {
 			env = append(env, obj{"name": fmt.Sprintf("SETTING_%d_%02d", c, i), "value": fmt.Sprintf("value-%02d-of-container-%d-with-some-length", i, c)})
