@@ -25,10 +25,11 @@ import (
 	"github.com/scaleplane/scaleplane/webhooks"
 )
 
-// BenchmarkUpdateLatency weighs the admission shortcuts (webhooks.FastPaths)
-// where they should matter most: an UPDATE, end to end through the real
+// BenchmarkUpdateLatency weighs admission's one fast path, the view's
+// decoder (webhooks.NewReferenceMutator has the switch), where it should
+// matter most: an UPDATE, end to end through the real
 // kube-apiserver, of a large object. The object (largeRackedCluster) is a
-// RackedCluster of about 100 KB: 20 field managers apply 15 annotations and 5
+// RackedCluster of about 90 KB: 20 field managers apply 15 annotations and 5
 // labels each (21 managedFields entries), and an annotation holds a 40 KB
 // pod template; the API server sends it twice per review (object and
 // oldObject), to both webhooks.
@@ -36,12 +37,11 @@ import (
 // The sides, each in a namespace only its webhooks select, take turns
 // update by update in a rotating order:
 //
-//   - "fast" is scaleplane's webhooks as webhooks.Setup serves them;
-//   - "decodeonly" keeps the view's decoder and takes the reference path
-//     for the rest (the stored object decoded on every UPDATE, the patch by
-//     diff);
-//   - "reference" takes the reference path for everything: the whole
-//     object decoded, defaulted, diffed;
+//   - "fast" is scaleplane's webhooks as webhooks.Setup serves them: only
+//     the fields the view reads are decoded, defaulted and diffed;
+//   - "reference" is the same handlers on the reference path
+//     (NewReferenceMutator, NewReferenceValidator): the whole object
+//     decoded, defaulted and diffed;
 //   - "noop" is the control webhooks of BenchmarkCreateLatency (allow, no
 //     patch), served the same way.
 //
@@ -51,10 +51,7 @@ import (
 //
 //	SCALEPLANE_CONTROLPLANE_DIR=bin/controlplane go test -run '^$' -bench UpdateLatency -benchtime 40x ./e2e/admission/
 func BenchmarkUpdateLatency(b *testing.B) {
-	arms := []struct {
-		name string
-		fp   webhooks.FastPaths
-	}{{"decodeonly", webhooks.FastPaths{Decode: true}}, {"reference", webhooks.FastPaths{}}}
+	arms := []string{"reference"}
 	startWebhooksWith(b, func(m *framework.Manager) {
 		registerNoop(m)
 		limits := promql.Limits{}
@@ -67,9 +64,9 @@ func BenchmarkUpdateLatency(b *testing.B) {
 		for _, arm := range arms {
 			for _, v := range views {
 				gvr := v.GVR()
-				srv.Register(noopPath(arm.name, webhooks.MutatePath(gvr)), &webhook.Admission{Handler: webhooks.NewMutatorWithFastPaths(v, arm.fp)})
-				srv.Register(noopPath(arm.name, webhooks.ValidatePath(gvr)), &webhook.Admission{Handler: webhooks.NewValidatorWithFastPaths(v, sources, arm.fp)})
-				srv.Register(noopPath(arm.name, webhooks.ValidateScalePath(gvr)), &webhook.Admission{Handler: allow})
+				srv.Register(noopPath(arm, webhooks.MutatePath(gvr)), &webhook.Admission{Handler: webhooks.NewReferenceMutator(v)})
+				srv.Register(noopPath(arm, webhooks.ValidatePath(gvr)), &webhook.Admission{Handler: webhooks.NewReferenceValidator(v, sources)})
+				srv.Register(noopPath(arm, webhooks.ValidateScalePath(gvr)), &webhook.Admission{Handler: allow})
 			}
 		}
 	})
@@ -78,7 +75,7 @@ func BenchmarkUpdateLatency(b *testing.B) {
 		return admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: cluster.CAData}
 	}
 	for _, arm := range arms {
-		mc, vc := noopConfigurations(noopSide{name: arm.name}, url)
+		mc, vc := noopConfigurations(noopSide{name: arm}, url)
 		for _, o := range []client.Object{mc, vc} {
 			if err := cluster.Client.Create(context.Background(), o); err != nil {
 				b.Fatalf("create %s: %v", o.GetName(), err)
@@ -86,7 +83,7 @@ func BenchmarkUpdateLatency(b *testing.B) {
 			b.Cleanup(func() { _ = cluster.Client.Delete(context.Background(), o) })
 		}
 	}
-	sides := []*updateSide{{name: "fast"}, {name: "decodeonly"}, {name: "reference"}, {name: "noop"}}
+	sides := []*updateSide{{name: "fast"}, {name: "reference"}, {name: "noop"}}
 	for _, s := range sides {
 		s.setUp(b)
 	}
@@ -209,7 +206,7 @@ func largeRackedCluster(b *testing.B, ns string) *unstructured.Unstructured {
 		b.Fatal(err)
 	}
 	if len(u.GetManagedFields()) < 21 || len(data) < 85_000 {
-		b.Fatalf("the large object has %d managedFields entries and %d bytes, want 21 and about 100 KB", len(u.GetManagedFields()), len(data))
+		b.Fatalf("the large object has %d managedFields entries and %d bytes, want 21 and about 90 KB", len(u.GetManagedFields()), len(data))
 	}
 	return u
 }
