@@ -9,7 +9,7 @@ import (
 )
 
 // largeObject is a RackedCluster the size of a large operator-managed
-// object, about 100 KB as the API server sends it: applied by 20 managers
+// object, about 95 KB as the API server sends it: applied by 20 managers
 // (20 managedFields entries, each owning 15 annotations and 5 labels, as
 // e2e/admission's BenchmarkUpdateLatency has the API server record them),
 // a 40 KB pod template kept in an annotation, and a status. The view reads
