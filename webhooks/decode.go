@@ -45,10 +45,25 @@ func (o *object) read(view *profile.Compiled) (scaling.Workload, field.ErrorList
 // fields it keeps are decoded as the API machinery decodes an object
 // (sigs.k8s.io/json into unstructured form), so the view reads the values
 // the API server stores, by the same decoder as everywhere else.
+//
+// This decoder is admission's one fast path, and whole is its switch
+// (NewReferenceMutator, NewReferenceValidator): on an UPDATE of a 90 KB
+// object written by 21 field managers, decoding the whole object and
+// diffing it cost the mutating review about four times the CPU and the
+// update 7 ms at the client (BenchmarkLargeObject, BenchmarkUpdateLatency in
+// e2e/admission; docs/design.md). checkDecoder and checkReference
+// (FuzzMutate, FuzzValidate) hold it equal to the whole decode.
 type decoder struct {
 	keys []string
 	typ  reflect.Type
+	// whole: decode the whole object into unstructured form, the reference
+	// decode (wholeDecoder).
+	whole bool
 }
+
+// wholeDecoder decodes every field of the object, as the API machinery
+// does: the reference the view's decoder is held equal to.
+func wholeDecoder() *decoder { return &decoder{whole: true} }
 
 // metaCore are the metadata fields every view reads.
 type metaCore struct {
@@ -132,6 +147,13 @@ func (d *decoder) decode(raw []byte) (*object, error) {
 	}
 	if data[0] != '{' {
 		return nil, fmt.Errorf("the object is not a JSON object but %.20q", data)
+	}
+	if d.whole {
+		var m map[string]interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil {
+			return nil, fmt.Errorf("the object is not valid JSON: %w", err)
+		}
+		return &object{u: &unstructured.Unstructured{Object: m}}, nil
 	}
 	o := &object{u: &unstructured.Unstructured{Object: make(map[string]interface{}, 2)}}
 	top := reflect.New(d.typ)

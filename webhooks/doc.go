@@ -13,11 +13,8 @@
 // a config says; let package scaling
 // decide, and translate the answer back into a JSON patch or into one 422
 // Invalid that lists every field error. The patch is defined as the
-// jsonpatch diff of the decoded object before and after Compiled.WriteSpec;
-// for profiles with plain paths it is computed from the scaling.Workload
-// before and after defaulting instead (the few fields WriteSpec owns), which
-// TestDirectPatch and FuzzMutate hold to that diff, and anything unusual
-// still takes the diff (see patch.go).
+// jsonpatch diff of the decoded object before and after Compiled.WriteSpec,
+// for every request; only the decode is a fast path (see decoder).
 // Warnings (W1, W2) travel as admission warnings, which kubectl prints.
 //
 // It must not make scaling decisions of its own (that is package scaling)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -224,7 +225,8 @@ func TestMutate(t *testing.T) {
 			if !resp.Allowed {
 				t.Fatalf("refused: %+v", resp.Result)
 			}
-			if diff := cmp.Diff(tc.want, resp.Patches); diff != "" {
+			// An empty patch and no patch are the same answer.
+			if diff := cmp.Diff(tc.want, resp.Patches, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("patch (-want +got):\n%s", diff)
 			}
 			if len(tc.want) == 0 && resp.PatchType != nil {
