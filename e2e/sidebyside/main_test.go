@@ -20,6 +20,9 @@ const (
 	enableVar = "SCALEPLANE_SIDE_BY_SIDE"
 	nVar      = "SCALEPLANE_SIDE_BY_SIDE_N"
 	scaleNVar = "SCALEPLANE_SCALE_N"
+	// noKEDAVar, when set, runs the side-by-side test's scaleplane arms
+	// alone (A and B), leaving out arm C, KEDA with the HPA controller.
+	noKEDAVar = "SCALEPLANE_SIDE_BY_SIDE_NO_KEDA"
 	outVar    = "SCALEPLANE_SIDE_BY_SIDE_OUT"
 )
 

@@ -63,18 +63,25 @@ func TestScaleplaneAndKEDASideBySide(t *testing.T) {
 	names := workloadNames(n)
 
 	embedded, remote := scaleplaneArms(t, c, pr, ex, prom, names)
-	// KEDA alone: scaleplane's webhook configurations go with it.
-	wc := profile.SampleConfiguration().Webhook
-	for _, obj := range []client.Object{
-		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.MutatingConfigurationName}},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.ValidatingConfigurationName}},
-	} {
-		if err := c.Delete(ctx, obj); err != nil {
-			t.Fatalf("delete scaleplane's webhook configuration %s: %v", obj.GetName(), err)
+	arms := []ArmResult{embedded, remote}
+	if os.Getenv(noKEDAVar) == "" {
+		// KEDA alone: scaleplane's webhook configurations go with it.
+		wc := profile.SampleConfiguration().Webhook
+		for _, obj := range []client.Object{
+			&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.MutatingConfigurationName}},
+			&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: wc.ValidatingConfigurationName}},
+		} {
+			if err := c.Delete(ctx, obj); err != nil {
+				t.Fatalf("delete scaleplane's webhook configuration %s: %v", obj.GetName(), err)
+			}
 		}
+		arms = append(arms, kedaArm(t, c, pr, ex, prom, names))
 	}
-	keda := kedaArm(t, c, pr, ex, prom, names)
-	table := FormatTable(n, pollInterval, []ArmResult{embedded, remote, keda})
+	table := FormatTable(n, pollInterval, arms)
+	if len(arms) == 2 {
+		// Without KEDA there is no reference to give ratios against.
+		table = FormatTable(n, pollInterval, arms[:1]) + FormatTable(n, pollInterval, arms[1:])
+	}
 	t.Log("\n" + table)
 	fmt.Println(table)
 	out := os.Getenv(outVar)
