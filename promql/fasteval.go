@@ -308,7 +308,8 @@ func safeValue(v string) bool {
 
 // evalDirect evaluates query by its plan, and says how many samples it
 // loaded as the engine counts them; ok is false when the engine must
-// evaluate it instead.
+// evaluate it instead, with the samples loaded before it declined, which
+// the namespace is charged all the same.
 func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, at time.Time, vars map[string]string) (_ Result, samples int64, ok bool) {
 	if ctx.Err() != nil {
 		return Result{}, 0, false
@@ -365,7 +366,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 			}
 			if vt != chunkenc.ValFloat || p.counter && it.AtST() != 0 {
 				// Native histograms and start timestamps are the engine's.
-				return Result{}, 0, false
+				return Result{}, samples, false
 			}
 			t, f := it.At()
 			switch {
@@ -378,7 +379,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 			}
 		}
 		if it.Err() != nil {
-			return Result{}, 0, false
+			return Result{}, samples, false
 		}
 		var (
 			f    float64
@@ -396,7 +397,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		}
 		if samples > int64(e.limits.MaxSamples)/2 {
 			// Near the bound the engine's own count decides.
-			return Result{}, 0, false
+			return Result{}, samples, false
 		}
 		if have {
 			agg.add(f)
@@ -404,7 +405,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	}
 	if time.Since(start) > e.limits.Timeout {
 		// Over the timeout: the engine evaluates it again and says so.
-		return Result{}, 0, false
+		return Result{}, samples, false
 	}
 	if !agg.seen {
 		return Result{Kind: KindNoData}, samples, true
