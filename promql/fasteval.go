@@ -349,7 +349,12 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 
 	agg := aggregate{op: p.op}
 	sc.series = store.appendSeries(sc.series[:0], ms)
-	for _, ser := range sc.series {
+	for i, ser := range sc.series {
+		if i%256 == 255 && (ctx.Err() != nil || time.Since(start) > e.limits.Timeout) {
+			// Ended or over the timeout while reading many series:
+			// the engine says so.
+			return Result{}, samples, false
+		}
 		sc.chunks, sc.arena = sc.chunks[:0], sc.arena[:0]
 		ser.mtx.Lock()
 		sc.chunks, sc.arena = ser.appendChunks(sc.chunks, sc.arena, true, mint, ts)

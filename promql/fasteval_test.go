@@ -361,3 +361,38 @@ func TestFairDirectPathChargesTheSamplesItLoadedBeforeDeclining(t *testing.T) {
 		t.Errorf("the namespace was charged %v samples for a direct evaluation that loaded more than 200", spent)
 	}
 }
+
+// cancelAfterFirstCheck is a context whose first Err is nil and every
+// later one context.Canceled: it ends while an evaluation runs.
+type cancelAfterFirstCheck struct {
+	context.Context
+	checks int
+}
+
+func (c *cancelAfterFirstCheck) Err() error {
+	if c.checks++; c.checks > 1 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestDirectPathStopsWhenItsContextEnds: a selector matching many series
+// does not keep the direct path reading them after the caller's context
+// ended (a timeout, a lost lease); it declines, and Eval's engine reports
+// the context's error.
+func TestDirectPathStopsWhenItsContextEnds(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	s := NewStore(Options{Now: func() time.Time { return now }})
+	for i := range 5000 {
+		_ = s.Append(labels.FromStrings("__name__", "m", "namespace", "n0", "job", "j0", "i", strconv.Itoa(i)), now.Add(-time.Second).UnixMilli(), 1)
+	}
+	ev, _ := directPair(s, now)
+	q := `sum(m{namespace="${namespace}",job="${name}"})`
+	vars := TriggerVars("n0", "j0", "Kind", "kinds")
+	if r, ok := ev.EvalDirect(context.Background(), q, now, vars); !ok || r.Value != 5000 {
+		t.Fatalf("with a live context: %+v %v", r, ok)
+	}
+	if r, ok := ev.EvalDirect(&cancelAfterFirstCheck{Context: context.Background()}, q, now, vars); ok {
+		t.Errorf("the direct path read every series after its context ended: %+v", r)
+	}
+}
