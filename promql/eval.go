@@ -306,10 +306,12 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 		at = e.now()
 	}
 	if e.direct != nil {
-		if r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars); ok {
-			if c := costOf(ctx); c != nil {
-				c.Samples += samples
-			}
+		r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars)
+		if c := costOf(ctx); c != nil {
+			// Charged even when it declined: the samples were loaded.
+			c.Samples += samples
+		}
+		if ok {
 			return r, nil
 		}
 	}
@@ -363,7 +365,7 @@ func (e *Evaluator) EvalDirect(ctx context.Context, query string, at time.Time, 
 		at = e.now()
 	}
 	r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars)
-	if c := costOf(ctx); ok && c != nil {
+	if c := costOf(ctx); c != nil {
 		c.Samples += samples
 	}
 	return r, ok

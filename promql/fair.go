@@ -448,8 +448,9 @@ func (s fairSource) EvalDirect(ctx context.Context, query string, at time.Time, 
 	start := time.Now()
 	r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars)
 	if !ok {
-		// The engine evaluates it, under a slot Eval takes again.
-		s.fair.release(ns, Cost{})
+		// The engine evaluates it, under a slot Eval takes again; what
+		// the direct path loaded before it declined is charged.
+		s.fair.release(ns, Cost{Samples: samples, Took: time.Since(start)})
 		return Result{}, false
 	}
 	s.fair.release(ns, Cost{Samples: samples, Took: time.Since(start)})

@@ -308,7 +308,8 @@ func safeValue(v string) bool {
 
 // evalDirect evaluates query by its plan, and says how many samples it
 // loaded as the engine counts them; ok is false when the engine must
-// evaluate it instead.
+// evaluate it instead, with the samples loaded before it declined, which
+// the namespace is charged all the same.
 func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, at time.Time, vars map[string]string) (_ Result, samples int64, ok bool) {
 	if ctx.Err() != nil {
 		return Result{}, 0, false
@@ -348,7 +349,12 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 
 	agg := aggregate{op: p.op}
 	sc.series = store.appendSeries(sc.series[:0], ms)
-	for _, ser := range sc.series {
+	for i, ser := range sc.series {
+		if i%256 == 255 && (ctx.Err() != nil || time.Since(start) > e.limits.Timeout) {
+			// Ended or over the timeout while reading many series:
+			// the engine says so.
+			return Result{}, samples, false
+		}
 		sc.chunks, sc.arena = sc.chunks[:0], sc.arena[:0]
 		ser.lock()
 		sc.chunks, sc.arena = ser.appendChunks(sc.chunks, sc.arena, true, mint, ts)
@@ -365,7 +371,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 			}
 			if vt != chunkenc.ValFloat || p.counter && it.AtST() != 0 {
 				// Native histograms and start timestamps are the engine's.
-				return Result{}, 0, false
+				return Result{}, samples, false
 			}
 			t, f := it.At()
 			switch {
@@ -378,7 +384,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 			}
 		}
 		if it.Err() != nil {
-			return Result{}, 0, false
+			return Result{}, samples, false
 		}
 		var (
 			f    float64
@@ -396,7 +402,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		}
 		if samples > int64(e.limits.MaxSamples)/2 {
 			// Near the bound the engine's own count decides.
-			return Result{}, 0, false
+			return Result{}, samples, false
 		}
 		if have {
 			agg.add(f)
@@ -404,7 +410,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	}
 	if time.Since(start) > e.limits.Timeout {
 		// Over the timeout: the engine evaluates it again and says so.
-		return Result{}, 0, false
+		return Result{}, samples, false
 	}
 	if !agg.seen {
 		return Result{Kind: KindNoData}, samples, true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -325,5 +326,73 @@ func TestDirectPathConcurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestFairDirectPathChargesTheSamplesItLoadedBeforeDeclining: a query the
+// direct path starts and leaves to the engine near Limits.MaxSamples has
+// still loaded its samples; under a Fair the namespace is charged for
+// them, so a tenant cannot make every evaluation cost more than its
+// budget shows.
+func TestFairDirectPathChargesTheSamplesItLoadedBeforeDeclining(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	s := NewStore(Options{Now: func() time.Time { return now }})
+	for i := range 4 {
+		lset := labels.FromStrings("__name__", "m_total", "namespace", "n0", "job", "j0", "i", strconv.Itoa(i))
+		for j := 119; j >= 0; j-- {
+			_ = s.Append(lset, now.Add(-time.Duration(j)*time.Second).UnixMilli(), float64(120-j))
+		}
+	}
+	ev := NewEvaluator(s, EvaluatorOptions{Now: func() time.Time { return now }, Limits: Limits{MaxSamples: 400}})
+	f, err := NewFair(FairOptions{Slots: 2, SlotsPerNamespace: 1, SamplesPerMinute: 1_000_000, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := `sum(rate(m_total{namespace="${namespace}",job="${name}"}[2m]))`
+	vars := TriggerVars("n0", "j0", "Kind", "kinds")
+	if _, ok := FairSource(ev, f).(fairSource).EvalDirect(context.Background(), q, now, vars); ok {
+		t.Fatal("the direct path answered a query over half of MaxSamples")
+	}
+	spent := 0.0
+	if tn := f.tenants["n0"]; tn != nil {
+		spent = 1_000_000 - tn.samples
+	}
+	if spent < 200 {
+		t.Errorf("the namespace was charged %v samples for a direct evaluation that loaded more than 200", spent)
+	}
+}
+
+// cancelAfterFirstCheck is a context whose first Err is nil and every
+// later one context.Canceled: it ends while an evaluation runs.
+type cancelAfterFirstCheck struct {
+	context.Context
+	checks int
+}
+
+func (c *cancelAfterFirstCheck) Err() error {
+	if c.checks++; c.checks > 1 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestDirectPathStopsWhenItsContextEnds: a selector matching many series
+// does not keep the direct path reading them after the caller's context
+// ended (a timeout, a lost lease); it declines, and Eval's engine reports
+// the context's error.
+func TestDirectPathStopsWhenItsContextEnds(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	s := NewStore(Options{Now: func() time.Time { return now }})
+	for i := range 5000 {
+		_ = s.Append(labels.FromStrings("__name__", "m", "namespace", "n0", "job", "j0", "i", strconv.Itoa(i)), now.Add(-time.Second).UnixMilli(), 1)
+	}
+	ev, _ := directPair(s, now)
+	q := `sum(m{namespace="${namespace}",job="${name}"})`
+	vars := TriggerVars("n0", "j0", "Kind", "kinds")
+	if r, ok := ev.EvalDirect(context.Background(), q, now, vars); !ok || r.Value != 5000 {
+		t.Fatalf("with a live context: %+v %v", r, ok)
+	}
+	if r, ok := ev.EvalDirect(&cancelAfterFirstCheck{Context: context.Background()}, q, now, vars); ok {
+		t.Errorf("the direct path read every series after its context ended: %+v", r)
 	}
 }
