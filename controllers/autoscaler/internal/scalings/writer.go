@@ -352,6 +352,13 @@ func (w *Writer) next(now time.Time) (*item, write, time.Time) {
 		h := &w.urgent
 		if !w.urgent.ready(now) {
 			h = &w.soft
+		} else if w.soft.ready(now) {
+			// A refresh due behind an urgent backlog: its namespace
+			// wants a write too, so the backlog's namespace may not
+			// borrow past its share and starve it.
+			if it := w.items[w.soft[0].key]; it != nil {
+				w.sawWanting(it.key.Namespace, now)
+			}
 		}
 		if h.Len() == 0 {
 			return nil, write{}, w.earliest()

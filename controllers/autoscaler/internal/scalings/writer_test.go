@@ -374,3 +374,53 @@ func TestScalingWritesOfOneNamespaceLeaveOthersTheirShare(t *testing.T) {
 		t.Errorf("the other namespace's Scaling offered at %s was written at %s, want at once", offeredAt.Sub(t0), writtenAt.Sub(t0))
 	}
 }
+
+// A refresh of another namespace's values, due while one namespace
+// borrows the process's budget for a backlog of new Scalings, is written
+// within the borrower's share, not after its whole backlog: the urgent
+// backlog would otherwise keep the refresh from ever being looked at.
+func TestRefreshOfAnotherNamespaceIsNotStarvedByABorrower(t *testing.T) {
+	c, _, _ := countingClient(t)
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	opts := Writes{}
+	opts.defaults()
+	w := NewWriter(c, Writes{}, func() time.Time { return t0 })
+	w.MarkServed()
+	ctx := context.Background()
+	quiet := Object(rackedCluster("quiet", "cart"), "ns")
+	w.Offer(quiet, statusWith(1, "1"), t0)
+	w.Flush(ctx, t0)
+	if w.writtenIn("quiet") != 1 {
+		t.Fatal("the quiet namespace's Scaling was not written")
+	}
+	// Its value alone changes: a refresh, due one RefreshInterval on.
+	w.Offer(quiet, statusWith(1, "2"), t0.Add(time.Second))
+	due := t0.Add(opts.RefreshInterval)
+	// A backlog of new Scalings in another namespace, 40 s of the
+	// process's budget, starts just before the refresh is due.
+	start := due.Add(-time.Second)
+	for i := range 1000 {
+		w.Offer(Object(rackedCluster("flood", fmt.Sprintf("db-%d", i)), "ns"), statusWith(3, "1"), start)
+	}
+	refreshed := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for key, it := range w.items {
+			if key.Namespace == "quiet" {
+				return it.wroteFull == it.full
+			}
+		}
+		return false
+	}
+	for step := range 200 {
+		now := start.Add(time.Duration(step) * 100 * time.Millisecond)
+		w.Flush(ctx, now)
+		if refreshed() {
+			if late := now.Sub(due); late > 2*time.Second {
+				t.Errorf("the refresh due at %s was written %s late", due.Sub(t0), late)
+			}
+			return
+		}
+	}
+	t.Errorf("the refresh due at %s was not written within 20 s of a borrower's backlog", due.Sub(t0))
+}
