@@ -37,7 +37,7 @@ func (s *suite) scalingInputs(t *testing.T) {
 			Scalings                     int
 			TwinActivity, SampleActivity bool
 		}
-		status := s.post(t, "/activity/"+s.ns+"/rackedclusters."+twinGVK.Group+"/twin")
+		status := s.postOnceSeen(t, "/activity/"+s.ns+"/rackedclusters."+twinGVK.Group+"/twin")
 		var got outcome
 		err := within(framework.DefaultTimeout, func(ctx context.Context) error {
 			got = outcome{Status: status}
@@ -77,7 +77,7 @@ func (s *suite) scalingInputs(t *testing.T) {
 			Status    int
 			TargetRef string
 		}
-		got := outcome{Status: s.post(t, "/activity/"+s.ns+"/rackedclusters/"+name)}
+		got := outcome{Status: s.postOnceSeen(t, "/activity/"+s.ns+"/rackedclusters/"+name)}
 		err := within(framework.DefaultTimeout, func(ctx context.Context) error {
 			sc, err := readScaling(ctx, s.ns, autoscaler.ScalingName(name, framework.RackedClusterGVK.GroupKind()))
 			if err != nil {
@@ -159,6 +159,21 @@ func (s *suite) post(t *testing.T, path string) int {
 		t.Logf("POST %s: %d %.500s", path, r.Status, data)
 	}
 	return r.Status
+}
+
+// postOnceSeen is post for a workload just created: scaleplane answers
+// 404 until its cache has seen the workload, as it should, so the POST is
+// repeated while it says so, until the deadline.
+func (s *suite) postOnceSeen(t *testing.T, path string) int {
+	t.Helper()
+	status := 0
+	_ = within(framework.DefaultTimeout, func(context.Context) error {
+		if status = s.post(t, path); status == http.StatusNotFound {
+			return fmt.Errorf("POST %s: 404", path)
+		}
+		return nil
+	})
+	return status
 }
 
 // readScaling reads the Scaling ns/name.
