@@ -337,7 +337,12 @@ var configFields = func() []string {
 
 // droppedConfigFields lists the config fields cfg, a closed object schema,
 // does not declare: structural pruning removes them from stored objects.
+// A cfg that preserves unknown fields, properties declared or not, keeps
+// them all.
 func droppedConfigFields(cfg *apiextensionsv1.JSONSchemaProps) []string {
+	if preserves(cfg) {
+		return nil
+	}
 	var out []string
 	for _, n := range configFields {
 		if _, ok := cfg.Properties[n]; !ok {
