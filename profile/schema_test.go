@@ -3,6 +3,7 @@ package profile_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,6 +121,37 @@ func TestSchemaNotesNameNoFieldsAConfigPreservingUnknownFieldsKeeps(t *testing.T
 	}
 	if !lim.MinReplicas.Known || !lim.MaxReplicas.Known {
 		t.Errorf("the declared range's limits are lost: %+v %+v", lim.MinReplicas, lim.MaxReplicas)
+	}
+}
+
+// Pruning is not only of the config object's own fields: a declared
+// field whose schema is a closed object loses the fields it does not
+// declare, however deep. A triggers list whose items declare no
+// threshold or metadata loses them from every trigger.
+func TestSchemaNotesNameNestedConfigFieldsTheSchemaPrunes(t *testing.T) {
+	spec := profiletest.ScaledApp()
+	profile.Default(&spec)
+	crd := scaledAppCRD(t)
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	editSchemaAt(t, crd, spec.ScaleConfig.Path, func(cfg *apiextensionsv1.JSONSchemaProps) {
+		cfg.XPreserveUnknownFields = nil
+		for _, f := range []string{"behavior", "dependsOn", "fallback", "idle", "metrics", "pollingIntervalSeconds", "scalingModifiers", "schedule"} {
+			cfg.Properties[f] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+		}
+		cfg.Properties["triggers"] = apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"name": str, "type": str, "source": str, "query": str, "activationThreshold": {XIntOrString: true},
+				"metadata": {Type: "object"},
+			},
+		}}}
+	})
+	lim, errs := profile.CheckCRD(spec, crd, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if want := []string{"triggers[*].metadata", "triggers[*].threshold"}; !slices.Equal(lim.DroppedConfig, want) {
+		t.Errorf("dropped %v, want %v", lim.DroppedConfig, want)
 	}
 }
 
