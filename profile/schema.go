@@ -312,37 +312,68 @@ func (w schemaWalker) groupStatus(st *v1alpha1.MemberGroupStatus, fp *field.Path
 	return errs
 }
 
-// configFields are the JSON names of the scale config's top-level fields,
-// read from the API type so that a field added there is checked here too.
-var configFields = func() []string {
-	var names []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			switch {
-			case name == "-":
-			case name == "" && f.Anonymous && strings.Contains(opts, "inline"):
-				walk(f.Type)
-			case name != "":
-				names = append(names, name)
-			}
-		}
-	}
-	walk(reflect.TypeFor[v1alpha1.TriggerAutoscaling]())
-	slices.Sort(names)
-	return names
-}()
-
 // droppedConfigFields lists the config fields cfg, a closed object schema,
 // does not declare: structural pruning removes them from stored objects.
+// A cfg that preserves unknown fields, properties declared or not, keeps
+// them all. Declared fields are followed down the API type: a nested
+// object that does not declare a field loses it too (named with its path,
+// a list's items as [*]), and a map whose schema declares neither
+// additionalProperties nor unknown fields loses every key.
 func droppedConfigFields(cfg *apiextensionsv1.JSONSchemaProps) []string {
 	var out []string
-	for _, n := range configFields {
-		if _, ok := cfg.Properties[n]; !ok {
-			out = append(out, n)
+	prunedFields(reflect.TypeFor[v1alpha1.TriggerAutoscaling](), cfg, "", &out)
+	slices.Sort(out)
+	return out
+}
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// prunedFields appends to out the fields of a value of type t that schema
+// p prunes, each named after prefix.
+func prunedFields(t reflect.Type, p *apiextensionsv1.JSONSchemaProps, prefix string, out *[]string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	// A type with its own JSON form (quantities, times, raw JSON) is a
+	// leaf, as are int-or-string and embedded objects.
+	if p.XIntOrString || p.XEmbeddedResource || reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return
+	}
+	name := strings.TrimSuffix(prefix, ".")
+	switch t.Kind() {
+	case reflect.Struct:
+		if p.Type != "object" && p.Type != "" {
+			return
+		}
+		var walk func(t reflect.Type)
+		walk = func(t reflect.Type) {
+			for i := range t.NumField() {
+				f := t.Field(i)
+				n, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+				switch {
+				case n == "-":
+				case n == "" && f.Anonymous && strings.Contains(opts, "inline"):
+					walk(f.Type)
+				case n != "":
+					if sub, ok := p.Properties[n]; ok {
+						prunedFields(f.Type, &sub, prefix+n+".", out)
+					} else if !preserves(p) {
+						*out = append(*out, prefix+n)
+					}
+				}
+			}
+		}
+		walk(t)
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() != reflect.Uint8 && p.Items != nil && p.Items.Schema != nil {
+			prunedFields(t.Elem(), p.Items.Schema, name+"[*].", out)
+		}
+	case reflect.Map:
+		switch {
+		case p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil:
+			prunedFields(t.Elem(), p.AdditionalProperties.Schema, name+".*.", out)
+		case p.AdditionalProperties == nil && !preserves(p) && len(p.Properties) == 0 && (p.Type == "object" || p.Type == ""):
+			*out = append(*out, name)
 		}
 	}
-	return out
 }

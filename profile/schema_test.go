@@ -3,6 +3,7 @@ package profile_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,8 +51,8 @@ func TestWithCRDReadsTheLimitsOfEveryWrittenField(t *testing.T) {
 		MinReplicas: scaling.Limits{Known: true, Type: "integer", Minimum: f64(1)},
 		MaxReplicas: scaling.Limits{Known: true, Type: "integer", Minimum: f64(1)},
 		Members:     scaling.Limits{Known: true, Type: "integer", Minimum: f64(0), Maximum: f64(10)},
-		// This test CRD's config object declares only the range.
-		DroppedConfig: []string{"behavior", "dependsOn", "fallback", "idle", "metrics", "pollingIntervalSeconds", "scalingModifiers", "schedule", "triggers"},
+		// This test CRD's config object declares only the range, and
+		// preserves unknown fields: nothing of it is pruned.
 	}
 	if diff := cmp.Diff(want, v.Layout().Schema); diff != "" {
 		t.Errorf("Layout().Schema (-want +got):\n%s", diff)
@@ -66,6 +67,11 @@ func TestSchemaNotesNameConfigFieldsTheSchemaPrunes(t *testing.T) {
 	spec := profiletest.ScaledApp()
 	profile.Default(&spec)
 	crd := scaledAppCRD(t)
+	// The config object declares only the range, and without
+	// x-kubernetes-preserve-unknown-fields prunes the rest.
+	editSchemaAt(t, crd, spec.ScaleConfig.Path, func(cfg *apiextensionsv1.JSONSchemaProps) {
+		cfg.XPreserveUnknownFields = nil
+	})
 	lim, errs := profile.CheckCRD(spec, crd, nil)
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -93,6 +99,59 @@ func TestSchemaNotesNameConfigFieldsTheSchemaPrunes(t *testing.T) {
 	})
 	if lim, _ := profile.CheckCRD(spec, crd, nil); lim.DroppedConfig != nil {
 		t.Errorf("a config object preserving unknown fields drops %v", lim.DroppedConfig)
+	}
+}
+
+// A config object that declares the range and also preserves unknown
+// fields keeps every other config field: the API server prunes nothing
+// under it, so the profile names none as dropped.
+func TestSchemaNotesNameNoFieldsAConfigPreservingUnknownFieldsKeeps(t *testing.T) {
+	spec := profiletest.ScaledApp()
+	profile.Default(&spec)
+	crd := scaledAppCRD(t)
+	editSchemaAt(t, crd, spec.ScaleConfig.Path, func(cfg *apiextensionsv1.JSONSchemaProps) {
+		cfg.XPreserveUnknownFields = ptr.To(true)
+	})
+	lim, errs := profile.CheckCRD(spec, crd, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if lim.DroppedConfig != nil {
+		t.Errorf("a config object with properties and x-kubernetes-preserve-unknown-fields drops %v, want none", lim.DroppedConfig)
+	}
+	if !lim.MinReplicas.Known || !lim.MaxReplicas.Known {
+		t.Errorf("the declared range's limits are lost: %+v %+v", lim.MinReplicas, lim.MaxReplicas)
+	}
+}
+
+// Pruning is not only of the config object's own fields: a declared
+// field whose schema is a closed object loses the fields it does not
+// declare, however deep. A triggers list whose items declare no
+// threshold or metadata loses them from every trigger.
+func TestSchemaNotesNameNestedConfigFieldsTheSchemaPrunes(t *testing.T) {
+	spec := profiletest.ScaledApp()
+	profile.Default(&spec)
+	crd := scaledAppCRD(t)
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	editSchemaAt(t, crd, spec.ScaleConfig.Path, func(cfg *apiextensionsv1.JSONSchemaProps) {
+		cfg.XPreserveUnknownFields = nil
+		for _, f := range []string{"behavior", "dependsOn", "fallback", "idle", "metrics", "pollingIntervalSeconds", "scalingModifiers", "schedule"} {
+			cfg.Properties[f] = apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+		}
+		cfg.Properties["triggers"] = apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"name": str, "type": str, "source": str, "query": str, "activationThreshold": {XIntOrString: true},
+				"metadata": {Type: "object"},
+			},
+		}}}
+	})
+	lim, errs := profile.CheckCRD(spec, crd, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if want := []string{"triggers[*].metadata", "triggers[*].threshold"}; !slices.Equal(lim.DroppedConfig, want) {
+		t.Errorf("dropped %v, want %v", lim.DroppedConfig, want)
 	}
 }
 

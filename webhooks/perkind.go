@@ -30,7 +30,11 @@ func (d *Dispatcher) servePerKindPaths(gvr schema.GroupVersionResource) {
 }
 
 // perKindRoute serves one role of one kind at its per-kind path. It
-// judges only its own resource (reviewHandler.misrouted).
+// judges only its own resource (reviewHandler.misrouted), and routes by the
+// review's own version, as the dispatch paths do: a review of another
+// version of the resource is judged by that version's active kind, or
+// refused while it has none, never by the view of the version the path
+// names.
 type perKindRoute struct {
 	d    *Dispatcher
 	gvr  schema.GroupVersionResource
@@ -38,5 +42,7 @@ type perKindRoute struct {
 }
 
 func (r perKindRoute) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return r.d.handle(ctx, r.gvr, r.role, req)
+	gvr := r.gvr
+	gvr.Version = req.Resource.Version
+	return r.d.handle(ctx, gvr, r.role, req)
 }

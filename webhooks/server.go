@@ -276,8 +276,10 @@ func (h reviewHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // view, and judging another resource's object by it (a misconfigured
 // webhook configuration, or a client that is not the API server) would
 // answer for the wrong kind, patches included. The resource is compared by
-// group and name: the API server converts an object to the version the
-// webhook's rule names before it sends it, whatever version was written.
+// group and name here; the version picks the active kind that judges it
+// (Dispatcher.handle, perKindRoute): the API server converts an object to
+// the version the webhook's rule names, and names that version in
+// request.resource, whatever version was written.
 func (h reviewHandler) misrouted(req *admissionv1.AdmissionRequest) string {
 	var gvr schema.GroupVersionResource
 	sub := ""

@@ -206,3 +206,49 @@ func TestPerKindPathsServeTheDispatchersKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestPerKindPathRefusesAnotherVersionsReview: a per-kind path serves the
+// version it was set up for. A review of another version of the same
+// resource (an entry edited to name that version at this path) is routed
+// by its own version, as the dispatch paths route it, so it is refused
+// while that version has no active kind instead of being judged by the
+// set-up version's view.
+func TestPerKindPathRefusesAnotherVersionsReview(t *testing.T) {
+	views := testViews(t)
+	mgr := newTestManager(t)
+	d, err := NewDispatcher(mgr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := views[function]
+	gvr := fn.GVR()
+	if err := d.SetupKind(fn, Options{Sources: testSources()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		req  admissionv1.AdmissionRequest
+	}{
+		{MutatePath(gvr), create(fn, makeObj(function, "x").replicas(2)).AdmissionRequest},
+		{ValidatePath(gvr), create(fn, makeObj(function, "x").replicas(2)).AdmissionRequest},
+		{ValidateScalePath(gvr), scaleRequest(fn, "x", 1, -1, "1").AdmissionRequest},
+	} {
+		req := c.req
+		req.Resource.Version = "v9"
+		body, _ := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request:  &req,
+		})
+		rec := httptest.NewRecorder()
+		hreq := httptest.NewRequest(http.MethodPost, c.path, bytes.NewReader(body))
+		hreq.Header.Set("Content-Type", "application/json")
+		mgr.GetWebhookServer().WebhookMux().ServeHTTP(rec, hreq)
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("%s: HTTP %d, bad review %s: %v", c.path, rec.Code, rec.Body, err)
+		}
+		if out.Response.Allowed || out.Response.Result == nil || !strings.Contains(out.Response.Result.Message, "no active profile for "+gvr.GroupResource().String()+" v9") {
+			t.Errorf("%s, review of version v9: %+v, want a refusal naming the version without an active kind", c.path, out.Response.Result)
+		}
+	}
+}

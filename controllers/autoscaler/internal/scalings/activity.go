@@ -56,7 +56,8 @@ type ActivityWriter struct {
 	mu   sync.Mutex
 	open map[types.NamespacedName]*activityEntry
 	// namespaces are the buckets of the namespaces with a window open,
-	// and how many each has: a bucket goes with its namespace's last one.
+	// and how many each has: a bucket goes once its namespace's last one
+	// has closed and it has refilled.
 	namespaces map[string]*namespaceBucket
 
 	writes atomic.Int64
@@ -118,14 +119,47 @@ func (w *ActivityWriter) opened(ns string) {
 	b.items++
 }
 
-// closed counts a window of ns less, dropping its bucket with its last.
-// Called with mu held.
+// closed counts a window of ns less, dropping its bucket with its last
+// once the bucket has refilled: a namespace that lets all its windows
+// close and posts again gets no fresh burst past its share. Called with
+// mu held.
 func (w *ActivityWriter) closed(ns string) {
-	if b := w.namespaces[ns]; b != nil {
-		if b.items--; b.items <= 0 {
-			delete(w.namespaces, ns)
-		}
+	b := w.namespaces[ns]
+	if b == nil {
+		return
 	}
+	if b.items--; b.items > 0 {
+		return
+	}
+	if b.refilled(w.Now()) {
+		delete(w.namespaces, ns)
+		return
+	}
+	if d, ok := b.untilRefilled(w.Now()); ok {
+		w.After(d, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.namespaces[ns] == b && b.items <= 0 && b.refilled(w.Now()) {
+				delete(w.namespaces, ns)
+			}
+		})
+	}
+}
+
+// refilled reports whether b's bucket is full at now (or b has none).
+func (b *namespaceBucket) refilled(now time.Time) bool {
+	return b.limiter == nil || b.limiter.TokensAt(now) >= float64(b.limiter.Burst())
+}
+
+// untilRefilled is how long b's bucket takes to fill from now; false when
+// it never does (no refill).
+func (b *namespaceBucket) untilRefilled(now time.Time) (time.Duration, bool) {
+	r := float64(b.limiter.Limit())
+	if r <= 0 {
+		return 0, false
+	}
+	missing := float64(b.limiter.Burst()) - b.limiter.TokensAt(now)
+	return time.Duration(missing/r*float64(time.Second)) + time.Millisecond, true
 }
 
 // ActivityWriteQPS and ActivityWriteBurst bound one replica's writes of

@@ -90,8 +90,10 @@ func TestActivityCoalescedNeverBack(t *testing.T) {
 			t.Errorf("at the window's end (-want +got):\n%s", diff)
 		}
 		windows[1]()
-		if n := aw.OpenEntries(); n != 0 || len(windows) != 2 {
-			t.Errorf("open entries %d, windows %d; want 0 and 2", n, len(windows))
+		// No window opens again; the one more timer drops the
+		// namespace's bucket once it has refilled.
+		if n := aw.OpenEntries(); n != 0 || len(windows) != 3 {
+			t.Errorf("open entries %d, timers %d; want 0 and 3", n, len(windows))
 		}
 	})
 	t.Run("never back", func(t *testing.T) {
@@ -209,5 +211,56 @@ func TestActivityOfOneNamespaceLeavesOthersTheirShare(t *testing.T) {
 	aw.mu.Unlock()
 	if n := aw.OpenEntries(); n != 0 || left != 0 {
 		t.Errorf("%d windows and %d namespace buckets left, want none", n, left)
+	}
+}
+
+// A namespace whose windows have all closed keeps its bucket until it has
+// refilled: letting every window close and posting again does not give
+// the namespace a fresh burst past its share.
+func TestActivityNamespaceGetsNoFreshBurstByLettingItsWindowsClose(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	var objs []client.Object
+	var keys []types.NamespacedName
+	for i := range 10 {
+		key := types.NamespacedName{Namespace: "flood", Name: fmt.Sprintf("fn-%d-rackedcluster.samples.scaleplane.io", i)}
+		objs = append(objs, &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+		keys = append(keys, key)
+	}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Scaling{}).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				patches++
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		}).Build()
+	aw := NewActivityWriter(c, c, "scaleplane-system")
+	aw.Limiter = rate.NewLimiter(0, 100)
+	aw.NamespaceLimiter = func() *rate.Limiter { return rate.NewLimiter(0, 5) }
+	var windows []func()
+	aw.After = func(_ time.Duration, f func()) { windows = append(windows, f) }
+	ctx := context.Background()
+	for i, key := range keys {
+		if i == 5 {
+			// Every written window closes with nothing pending.
+			for len(windows) > 0 {
+				f := windows[0]
+				windows = windows[1:]
+				f()
+			}
+			if aw.OpenEntries() != 0 {
+				t.Fatalf("%d windows open, want none", aw.OpenEntries())
+			}
+		}
+		if err := aw.Record(ctx, key, rackedCluster("flood", fmt.Sprintf("fn-%d", i)), t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if patches != 5 {
+		t.Errorf("%d writes of one namespace with a bucket of 5 that does not refill, want 5", patches)
 	}
 }
