@@ -222,13 +222,6 @@ func prop(p *apiextensionsv1.JSONSchemaProps, name string) *apiextensionsv1.JSON
 	return &c
 }
 
-func lookupProps(p *apiextensionsv1.JSONSchemaProps, dotted string) *apiextensionsv1.JSONSchemaProps {
-	for _, seg := range strings.Split(dotted, ".") {
-		p = prop(p, seg)
-	}
-	return p
-}
-
 func isInt(p *apiextensionsv1.JSONSchemaProps) bool {
 	return p != nil && p.Type == "integer"
 }

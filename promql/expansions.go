@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -191,7 +192,7 @@ func newWrittenTree(query string, vars map[string]string, parse func(string) (pa
 				continue
 			}
 			k, ok := keyOf[m.Value]
-			if !ok || m.Name == labels.MetricName || (m.Type != labels.MatchEqual && m.Type != labels.MatchNotEqual) {
+			if !ok || m.Name == model.MetricNameLabel || (m.Type != labels.MatchEqual && m.Type != labels.MatchNotEqual) {
 				bad = true
 				continue
 			}

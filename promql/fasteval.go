@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -210,7 +211,7 @@ func newDirectPlan(query string, vars map[string]string) *directPlan {
 			continue
 		}
 		k, ok := keyOf[m.Value]
-		if !ok || m.Name == labels.MetricName || (m.Type != labels.MatchEqual && m.Type != labels.MatchNotEqual) {
+		if !ok || m.Name == model.MetricNameLabel || (m.Type != labels.MatchEqual && m.Type != labels.MatchNotEqual) {
 			return nil
 		}
 		p.holes = append(p.holes, hole{at: i, key: k, written: len("${" + k + "}")})

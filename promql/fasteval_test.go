@@ -58,21 +58,21 @@ func fillRandom(t testing.TB, s *Store, r *rand.Rand, from, to time.Time) {
 				lset := labels.FromStrings("__name__", "m_total", "namespace", fmt.Sprintf("n%d", ns), "job", fmt.Sprintf("j%d", job), "pod", fmt.Sprintf("j%d", pod))
 				v := r.Float64() * 100
 				for at := from.Add(time.Duration(r.IntN(30)) * time.Second); at.Before(to); at = at.Add(time.Duration(1+r.IntN(20)) * time.Second) {
-					switch x := r.IntN(40); {
-					case x == 0:
+					switch r.IntN(40) {
+					case 0:
 						v = 0 // a reset
-					case x == 1:
+					case 1:
 						_ = s.Append(lset, at.UnixMilli(), math.Float64frombits(value.StaleNaN))
 						continue
-					case x == 2:
+					case 2:
 						_ = s.Append(lset, at.UnixMilli(), math.NaN())
 						continue
-					case x == 3:
+					case 3:
 						_ = s.Append(lset, at.UnixMilli(), math.Inf(1-2*r.IntN(2)))
 						continue
-					case x == 4:
+					case 4:
 						at = at.Add(2 * time.Minute) // a gap
-					case x == 5:
+					case 5:
 						v = -v
 					}
 					v += r.Float64() * 10
