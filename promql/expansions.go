@@ -151,11 +151,14 @@ func (x *expansions) tree(input string, parse func(string) (parser.Expr, error))
 	return e, t.names, true
 }
 
-// newWrittenTree parses query with stand-ins for the placeholders vars
-// names; nil when it is not substituted.
-func newWrittenTree(query string, vars map[string]string, parse func(string) (parser.Expr, error)) *writtenTree {
+// expandWithStandIns expands query with a stand-in value for each
+// placeholder vars names (placeholderPrefix and an index, in the names'
+// order), and returns which placeholder each stand-in is for; false when
+// query already holds such a value or does not expand. The direct path's
+// plans and the engine's written trees are both built from it.
+func expandWithStandIns(query string, vars map[string]string) (string, map[string]string, bool) {
 	if strings.Contains(query, placeholderPrefix) {
-		return nil
+		return "", nil, false
 	}
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
@@ -170,6 +173,16 @@ func newWrittenTree(query string, vars map[string]string, parse func(string) (pa
 	}
 	expanded, err := Expand(query, standIns)
 	if err != nil {
+		return "", nil, false
+	}
+	return expanded, keyOf, true
+}
+
+// newWrittenTree parses query with stand-ins for the placeholders vars
+// names; nil when it is not substituted.
+func newWrittenTree(query string, vars map[string]string, parse func(string) (parser.Expr, error)) *writtenTree {
+	expanded, keyOf, ok := expandWithStandIns(query, vars)
+	if !ok {
 		return nil
 	}
 	expr, err := parse(expanded)

@@ -3,8 +3,6 @@ package promql
 import (
 	"context"
 	"math"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -131,22 +129,8 @@ func (c *planCache) plan(query string, vars map[string]string) *directPlan {
 // newDirectPlan returns the plan of query, or nil when the direct path
 // leaves it to the engine. vars are only the placeholder names.
 func newDirectPlan(query string, vars map[string]string) *directPlan {
-	if strings.Contains(query, placeholderPrefix) {
-		return nil
-	}
-	keys := make([]string, 0, len(vars))
-	for k := range vars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	standIns := make(map[string]string, len(keys))
-	keyOf := make(map[string]string, len(keys))
-	for i, k := range keys {
-		v := placeholderPrefix + strconv.Itoa(i)
-		standIns[k], keyOf[v] = v, k
-	}
-	expanded, err := Expand(query, standIns)
-	if err != nil {
+	expanded, keyOf, ok := expandWithStandIns(query, vars)
+	if !ok {
 		return nil
 	}
 	expr, err := parser.NewParser(parserOptions).ParseExpr(expanded)
