@@ -331,14 +331,18 @@ func (s *side) paths() []string {
 	return paths
 }
 
-// served sums controller_runtime_webhook_latency_seconds over the side's
-// paths: the webhook server's time on its reviews, and how many.
+// served is the webhook server's time on the side's reviews, and how many.
 func (s *side) served(b *testing.B) (seconds float64, reviews uint64) {
+	return servedOn(b, s.paths())
+}
+
+// servedOn sums controller_runtime_webhook_latency_seconds over paths: the
+// webhook server's time on their reviews, and how many.
+func servedOn(b *testing.B, paths []string) (seconds float64, reviews uint64) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		b.Fatal(err)
 	}
-	paths := s.paths()
 	for _, f := range families {
 		if f.GetName() != "controller_runtime_webhook_latency_seconds" {
 			continue

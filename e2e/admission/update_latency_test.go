@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -254,28 +253,9 @@ func (s *updateSide) paths() []string {
 	return nil
 }
 
-// served sums controller_runtime_webhook_latency_seconds over the side's
-// paths: the webhook server's time on its reviews, and how many.
+// served is the webhook server's time on the side's reviews, and how many.
 func (s *updateSide) served(b *testing.B) (seconds float64, reviews uint64) {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	paths := s.paths()
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_webhook_latency_seconds" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "webhook" && (l.GetValue() == paths[0] || l.GetValue() == paths[1]) {
-					seconds += m.GetHistogram().GetSampleSum()
-					reviews += m.GetHistogram().GetSampleCount()
-				}
-			}
-		}
-	}
-	return seconds, reviews
+	return servedOn(b, s.paths())
 }
 
 // report gives the side's p50, p90 and mean update (ms), the webhook
