@@ -139,22 +139,29 @@ func TestSetupKindOnce(t *testing.T) {
 	}
 }
 
-// TestPerKindPathsServeTheDispatchersKinds: a kind set up at start is one
-// activation on the dispatcher; its per-kind paths and its dispatch paths
-// answer alike, each from the kind's own options, and stop answering
-// together when the kind is deactivated.
-func TestPerKindPathsServeTheDispatchersKinds(t *testing.T) {
-	views := testViews(t)
+// dispatcherWithFunction is a test manager's dispatcher with the function
+// kind set up at start.
+func dispatcherWithFunction(t *testing.T) (*Dispatcher, manager.Manager, *profile.Compiled) {
+	t.Helper()
 	mgr := newTestManager(t)
 	d, err := NewDispatcher(mgr, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fn := views[function]
-	gvr := fn.GVR()
+	fn := testViews(t)[function]
 	if err := d.SetupKind(fn, Options{Sources: testSources()}); err != nil {
 		t.Fatal(err)
 	}
+	return d, mgr, fn
+}
+
+// TestPerKindPathsServeTheDispatchersKinds: a kind set up at start is one
+// activation on the dispatcher; its per-kind paths and its dispatch paths
+// answer alike, each from the kind's own options, and stop answering
+// together when the kind is deactivated.
+func TestPerKindPathsServeTheDispatchersKinds(t *testing.T) {
+	d, mgr, fn := dispatcherWithFunction(t)
+	gvr := fn.GVR()
 	if got := d.Active(); len(got) != 1 || got[0] != fn {
 		t.Fatalf("active kinds %v, want the kind set up", got)
 	}
@@ -214,17 +221,8 @@ func TestPerKindPathsServeTheDispatchersKinds(t *testing.T) {
 // while that version has no active kind instead of being judged by the
 // set-up version's view.
 func TestPerKindPathRefusesAnotherVersionsReview(t *testing.T) {
-	views := testViews(t)
-	mgr := newTestManager(t)
-	d, err := NewDispatcher(mgr, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn := views[function]
+	_, mgr, fn := dispatcherWithFunction(t)
 	gvr := fn.GVR()
-	if err := d.SetupKind(fn, Options{Sources: testSources()}); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		path string
 		req  admissionv1.AdmissionRequest
