@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/scaleplane/scaleplane/controllers"
@@ -31,6 +32,6 @@ func ExampleSetup() {
 
 // The built-in HPA's name is deterministic, so users and tools can find it.
 func ExampleHPAName() {
-	fmt.Println(controllers.HPAName("demo", "RackedCluster"))
-	// Output: demo-rackedcluster
+	fmt.Println(controllers.HPAName("demo", schema.GroupKind{Group: "samples.scaleplane.io", Kind: "RackedCluster"}))
+	// Output: demo-rackedcluster.samples.scaleplane.io
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,7 +55,11 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 		return nil
 	}
 
-	name := HPAName(u.GetName(), r.kind)
+	name := HPAName(u.GetName(), r.view.GVK().GroupKind())
+	legacy, err := r.legacyHPA(ctx, u, name)
+	if err != nil {
+		return err
+	}
 	existing := &autoscalingv2.HorizontalPodAutoscaler{}
 	found := true
 	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: name}, existing); err != nil {
@@ -80,6 +85,11 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 				return err
 			}
 		}
+		if legacy != nil {
+			if err := r.deleteHPA(ctx, u, legacy, d.Reason); err != nil {
+				return err
+			}
+		}
 		// Warn only where the foreign autoscaler is what stops an HPA the
 		// config asks for; without a range there is nothing to contend.
 		if len(foreign) > 0 && scaling.DecideHPA(w, layout, r.defaultMetrics, nil).Want {
@@ -93,6 +103,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 	}
 	r.unwarn(nn, v1alpha1.ReasonForeignAutoscaler)
 	if found && !ours {
+		// An HPA of ours under the legacy name keeps scaling meanwhile.
 		r.warnOnce(u, ReasonHPANameTaken, fmt.Sprintf(
 			"HorizontalPodAutoscaler %s/%s exists and is not controlled by this %s: scaleplane will not edit it; delete or rename it", existing.Namespace, name, r.kind))
 		return nil
@@ -104,7 +115,7 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 		return err
 	}
 	if ours && hpaUpToDate(existing, desired) {
-		return nil
+		return r.retireLegacyHPA(ctx, u, legacy, name)
 	}
 	apply, err := applyObject(desired)
 	if err != nil {
@@ -121,7 +132,51 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 	note := fmt.Sprintf("%s HorizontalPodAutoscaler %s: replicas %d..%d on %d metric(s), target %s %s", op, name, d.Min, d.Max, len(d.Metrics), desired.Spec.ScaleTargetRef.Kind, desired.Spec.ScaleTargetRef.Name)
 	ctrl.LoggerFrom(ctx).Info("applied HPA", "hpa", name, "change", note)
 	r.events.Eventf(u, corev1.EventTypeNormal, v1alpha1.ReasonHPAApplied, "%s", note)
-	return nil
+	return r.retireLegacyHPA(ctx, u, legacy, name)
+}
+
+// legacyHPA is the HPA of u under LegacyHPAName, when it differs from name
+// and scaleplane made it: controlled by u, labelled managed by scaleplane
+// and, when it carries an owner label, labelled for this reconciler's
+// owner. Anything else under that name is someone else's and never
+// touched; nil when there is none of ours.
+func (r *Reconciler) legacyHPA(ctx context.Context, u *unstructured.Unstructured, name string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	old := LegacyHPAName(u.GetName(), r.kind)
+	if old == name {
+		return nil, nil
+	}
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
+	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: old}, hpa); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get HPA %s/%s: %w", u.GetNamespace(), old, err)
+	}
+	if !madeFor(hpa, u, r.owner) {
+		return nil, nil
+	}
+	return hpa, nil
+}
+
+// madeFor reports whether scaleplane's controller of owner made hpa for u.
+// An HPA without an owner label was made by a release that did not label
+// them, which only scaleplane's one owner ran.
+func madeFor(hpa *autoscalingv2.HorizontalPodAutoscaler, u *unstructured.Unstructured, owner string) bool {
+	if !metav1.IsControlledBy(hpa, u) || hpa.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
+		return false
+	}
+	o, labelled := hpa.Labels[v1alpha1.LabelOwner]
+	return !labelled || o == owner
+}
+
+// retireLegacyHPA deletes our HPA under the legacy name once the one under
+// name, with the same spec, is in place: the workload always has one
+// HPA of ours, and two only between these two writes.
+func (r *Reconciler) retireLegacyHPA(ctx context.Context, u *unstructured.Unstructured, legacy *autoscalingv2.HorizontalPodAutoscaler, name string) error {
+	if legacy == nil {
+		return nil
+	}
+	return r.deleteHPA(ctx, u, legacy, "renamed to "+name)
 }
 
 // deleteHPA deletes our HPA, with a UID precondition so that an HPA
@@ -141,12 +196,41 @@ func (r *Reconciler) deleteHPA(ctx context.Context, u *unstructured.Unstructured
 	return nil
 }
 
-// HPAName is the built-in HPA's name for a workload: "<name>-<kind in
-// lower case>", e.g. demo-rackedcluster. The kind keeps two profiled kinds
-// with same-named workloads in one namespace apart. A name that would pass
-// the 253-character limit is cut and given a hash of the full name, so it
+// HPAName is the built-in HPA's name for a workload of kind gk:
+// "<name>-<kind in lower case>.<group>", e.g.
+// demo-rackedcluster.samples.scaleplane.io, the name of its Scaling too.
+// The kind and the group keep same-named workloads of two profiled kinds
+// in one namespace apart, two kinds of one name in two API groups
+// included. A name that would pass the 253-character limit keeps the start
+// of the workload's name and a hash of group, kind and name (the suffix
+// drops the group, which the hash holds, when it alone is long), so it
 // stays unique and deterministic.
-func HPAName(workload, kind string) string {
+func HPAName(workload string, gk schema.GroupKind) string {
+	suffix := "-" + strings.ToLower(gk.Kind)
+	if gk.Group != "" {
+		suffix += "." + gk.Group
+	}
+	name := workload + suffix
+	if len(name) <= validation.DNS1123SubdomainMaxLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(gk.Group + "/" + gk.Kind + "/" + workload))
+	hash := hex.EncodeToString(sum[:])[:10]
+	if len(suffix) > maxHPASuffix {
+		suffix = "-" + strings.ToLower(gk.Kind)
+	}
+	keep := min(len(workload), validation.DNS1123SubdomainMaxLength-len(suffix)-len(hash)-1)
+	return strings.TrimRight(workload[:keep], "-.") + "-" + hash + suffix
+}
+
+// maxHPASuffix is the longest "-<kind>.<group>" a long workload name's HPA
+// keeps, so that enough of the workload's name is left to read.
+const maxHPASuffix = 120
+
+// LegacyHPAName is the name built-in HPAs had before the group was part of
+// it: "<name>-<kind in lower case>", cut with a hash of the whole past 253
+// characters. reconcileHPA moves an HPA of ours from it to HPAName.
+func LegacyHPAName(workload, kind string) string {
 	suffix := "-" + strings.ToLower(kind)
 	name := workload + suffix
 	if len(name) <= validation.DNS1123SubdomainMaxLength {
@@ -174,6 +258,9 @@ func desiredHPA(v *profile.Compiled, owner string, u *unstructured.Unstructured,
 	if len(validation.IsValidLabelValue(u.GetName())) == 0 {
 		labels[v1alpha1.LabelWorkloadName] = u.GetName()
 	}
+	if gvk.Group != "" && len(validation.IsValidLabelValue(gvk.Group)) == 0 {
+		labels[v1alpha1.LabelWorkloadGroup] = gvk.Group
+	}
 	if owner != "" && len(validation.IsValidLabelValue(owner)) == 0 {
 		labels[v1alpha1.LabelOwner] = owner
 	}
@@ -182,7 +269,7 @@ func desiredHPA(v *profile.Compiled, owner string, u *unstructured.Unstructured,
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{
 		TypeMeta: metav1.TypeMeta{APIVersion: autoscalingv2.SchemeGroupVersion.String(), Kind: "HorizontalPodAutoscaler"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      HPAName(u.GetName(), gvk.Kind),
+			Name:      HPAName(u.GetName(), gvk.GroupKind()),
 			Namespace: u.GetNamespace(),
 			Labels:    labels,
 			OwnerReferences: []metav1.OwnerReference{{

@@ -8,6 +8,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -15,31 +16,68 @@ import (
 	"github.com/scaleplane/scaleplane/scaling"
 )
 
-func TestHPAName(t *testing.T) {
+// HPAName carries group, kind and workload name, so two kinds of one name
+// in two API groups never share an HPA name, and stays a valid name of at
+// most 253 characters however long the parts are.
+func TestHPANameCarriesTheGroup(t *testing.T) {
+	long := strings.Repeat("x", 250)
+	longGroup := strings.Repeat("g", 60) + "." + strings.Repeat("h", 60) + ".example.com"
+	rackedCluster := schema.GroupKind{Group: "samples.scaleplane.io", Kind: "RackedCluster"}
+	const suffix = "-rackedcluster.samples.scaleplane.io"
+	tests := []struct {
+		name, workload string
+		gk             schema.GroupKind
+		want           string
+	}{
+		{"kind in lower case, then the group", "demo", rackedCluster, "demo" + suffix},
+		{"another group, same kind", "demo", schema.GroupKind{Group: "db.example.com", Kind: "RackedCluster"}, "demo-rackedcluster.db.example.com"},
+		{"core group: kind only", "hello", schema.GroupKind{Kind: "Function"}, "hello-function"},
+		{"too long: cut with a hash", long, rackedCluster, long[:253-len(suffix)-11] + "-HASH" + suffix},
+		{"too long with a long group: the hash holds the group", strings.Repeat("w", 150), schema.GroupKind{Group: longGroup, Kind: "RackedCluster"}, strings.Repeat("w", 150) + "-HASH-rackedcluster"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := HPAName(tt.workload, tt.gk)
+			if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+				t.Errorf("HPAName = %q, not a valid name: %v", got, errs)
+			}
+			want := tt.want
+			if before, after, ok := strings.Cut(want, "HASH"); ok && strings.HasPrefix(got, before) && strings.HasSuffix(got, after) {
+				want = got[:len(before)] + got[len(before):len(got)-len(after)] + after
+				if n := len(got) - len(before) - len(after); n != 10 {
+					t.Errorf("HPAName = %q: hash of %d characters, want 10", got, n)
+				}
+				other := tt.gk
+				other.Group += "x"
+				if HPAName(tt.workload+"y", tt.gk) == got || HPAName(tt.workload, other) == got {
+					t.Errorf("two workloads share the HPA name %q", got)
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("HPAName (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLegacyHPAName(t *testing.T) {
 	long := strings.Repeat("x", 250)
 	tests := []struct {
 		name, workload, kind, want string
 	}{
 		{"kind in lower case", "demo", "RackedCluster", "demo-rackedcluster"},
-		{"function", "hello", "Function", "hello-function"},
 		{"too long: cut with a hash", long, "RackedCluster", long[:253-len("-rackedcluster")-11] + "-" + "HASH" + "-rackedcluster"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := HPAName(tt.workload, tt.kind)
-			if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
-				t.Errorf("HPAName = %q, not a valid name: %v", got, errs)
-			}
+			got := LegacyHPAName(tt.workload, tt.kind)
 			want := tt.want
 			if strings.Contains(want, "HASH") {
 				hash := got[len(got)-len("-rackedcluster")-10 : len(got)-len("-rackedcluster")]
 				want = strings.Replace(want, "HASH", hash, 1)
-				if got2 := HPAName(tt.workload+"y", tt.kind); got2 == got {
-					t.Errorf("two long names give the same HPA name %q", got)
-				}
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("HPAName (-want +got):\n%s", diff)
+				t.Errorf("LegacyHPAName (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -84,9 +122,10 @@ func TestDesiredHPA(t *testing.T) {
 		want: &autoscalingv2.HorizontalPodAutoscaler{
 			TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name: "demo-rackedcluster", Namespace: "ns",
+				Name: "demo-rackedcluster.samples.scaleplane.io", Namespace: "ns",
 				Labels: map[string]string{
 					"app.kubernetes.io/managed-by": "scaleplane",
+					"scaleplane.io/workload-group": "samples.scaleplane.io",
 					"scaleplane.io/workload-kind":  "RackedCluster",
 					"scaleplane.io/workload-name":  "demo",
 					"scaleplane.io/owner":          "scaleplane",
@@ -106,9 +145,10 @@ func TestDesiredHPA(t *testing.T) {
 		want: &autoscalingv2.HorizontalPodAutoscaler{
 			TypeMeta: metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name: "hello-function", Namespace: "ns",
+				Name: "hello-function.samples.scaleplane.io", Namespace: "ns",
 				Labels: map[string]string{
 					"app.kubernetes.io/managed-by": "scaleplane",
+					"scaleplane.io/workload-group": "samples.scaleplane.io",
 					"scaleplane.io/workload-kind":  "Function",
 					"scaleplane.io/workload-name":  "hello",
 					"scaleplane.io/owner":          "scaleplane",

@@ -137,7 +137,7 @@ func TestReconcileHPAYieldsToForeignHPA(t *testing.T) {
 	}
 	got := drain(events)
 	want := []string{
-		"Normal HPADeleted deleted HorizontalPodAutoscaler auto-rackedcluster: foreign autoscaler HorizontalPodAutoscaler/ns/theirs targets this workload",
+		"Normal HPADeleted deleted HorizontalPodAutoscaler auto-rackedcluster.samples.scaleplane.io: foreign autoscaler HorizontalPodAutoscaler/ns/theirs targets this workload",
 		"Warning ForeignAutoscaler foreign autoscaler HorizontalPodAutoscaler/ns/theirs targets this workload: scaleplane creates no HPA of its own and leaves it alone; remove it to let scaleplane manage one",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -22,7 +22,8 @@ const (
 	LabelWorkloadKind = "scaleplane.io/workload-kind"
 	LabelWorkloadName = "scaleplane.io/workload-name"
 	// LabelWorkloadGroup is the API group of the workload's kind, on
-	// Scalings. A value longer than a label holds is cut and ends in a hash.
+	// Scalings and built-in HPAs (on an HPA only when the group is a valid
+	// label value). A value longer than a label holds is cut and ends in a hash.
 	LabelWorkloadGroup = "scaleplane.io/workload-group"
 	// LabelOwner marks the webhook configurations and the ScaleProfiles
 	// one scaleplane binary or embedding operator owns; its value is that

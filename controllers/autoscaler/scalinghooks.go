@@ -115,7 +115,7 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 	st.mu.Unlock()
 	if e.cache != nil && status.Mode(in.State, w, in.Layout, in.Defaults) == v1alpha1.ScalingModeHPA && u.GetNamespace() != "" {
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
-		if err := e.cache.Get(context.Background(), types.NamespacedName{Namespace: u.GetNamespace(), Name: controllers.HPAName(u.GetName(), k.kind)}, hpa); err == nil {
+		if err := e.cache.Get(context.Background(), types.NamespacedName{Namespace: u.GetNamespace(), Name: controllers.HPAName(u.GetName(), k.view.GVK().GroupKind())}, hpa); err == nil {
 			in.HPA = &hpa.Status
 		}
 	}

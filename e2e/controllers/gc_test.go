@@ -37,7 +37,7 @@ func TestGarbageCollectorDeletesTheHPA(t *testing.T) {
 			stop := startManager(t, controllers.Options{})
 			ns := cluster.Namespace(t)
 			kubectlApply(t, ns, autoscaled)
-			const ours = "auto-rackedcluster"
+			const ours = "auto-rackedcluster.samples.scaleplane.io"
 			waitHPA(t, ns, ours, minMax(2, 6))
 			stop()
 

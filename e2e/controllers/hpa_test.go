@@ -55,7 +55,7 @@ func TestHPALifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const name = "auto-rackedcluster"
+	const name = "auto-rackedcluster.samples.scaleplane.io"
 	h := waitHPA(t, ns, name, minMax(2, 6))
 	if !isControlledBy(h, u) {
 		t.Errorf("HPA owner references %v, want controller %s", h.OwnerReferences, u.GetUID())
@@ -111,7 +111,7 @@ func TestForeignHPA(t *testing.T) {
 	startManager(t, controllers.Options{})
 	ns := cluster.Namespace(t)
 	kubectlApply(t, ns, autoscaled)
-	const ours = "auto-rackedcluster"
+	const ours = "auto-rackedcluster.samples.scaleplane.io"
 	waitHPA(t, ns, ours, minMax(2, 6))
 
 	kubectlApply(t, ns, `
@@ -168,7 +168,7 @@ spec:
     minReplicas: 1
     maxReplicas: 4
 `)
-	const name = "hello-function"
+	const name = "hello-function.samples.scaleplane.io"
 	h := waitHPA(t, ns, name, minMax(1, 4))
 	want := autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "hello"}
 	if h.Spec.ScaleTargetRef != want {

@@ -44,7 +44,7 @@ func TestKEDAScaledObjectIsForeign(t *testing.T) {
 	startManager(t, controllers.Options{KEDADiscoveryInterval: 200 * time.Millisecond})
 	ns := cluster.Namespace(t)
 	kubectlApply(t, ns, autoscaled)
-	const ours = "auto-rackedcluster"
+	const ours = "auto-rackedcluster.samples.scaleplane.io"
 	waitHPA(t, ns, ours, minMax(2, 6))
 
 	installScaledObjectCRD(t)

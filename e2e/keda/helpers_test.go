@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -233,7 +234,9 @@ func waitNoHPA(t *testing.T, ns, name string) {
 }
 
 // ours and kedas name scaleplane's and KEDA's HPA of a RackedCluster.
-func ours(name string) string          { return controllers.HPAName(name, "RackedCluster") }
+func ours(name string) string {
+	return controllers.HPAName(name, schema.GroupKind{Group: profile.SampleGroup, Kind: "RackedCluster"})
+}
 func kedas(so string) string           { return "keda-hpa-" + so }
 func atLeast(n int64) func(int64) bool { return func(r int64) bool { return r >= n } }
 func exactly(n int64) func(int64) bool { return func(r int64) bool { return r == n } }
