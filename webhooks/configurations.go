@@ -18,8 +18,10 @@ import (
 // requests to the handlers Setup registers (views of built-in kinds, which
 // get no webhook, aside; profile.BuiltIn): for each kind a mutating and a
 // validating webhook on CREATE and UPDATE of the resource, and a validating
-// webhook on UPDATE of "<resource>/scale". clientConfig gives each webhook's
-// client configuration from its path (see ServiceClientConfig).
+// webhook on UPDATE of "<resource>/scale", each calling the dispatcher's
+// path of its role and kind (DispatchPath), as the binary's and the library
+// builder's entries do. clientConfig gives each webhook's client
+// configuration from its path (see ServiceClientConfig).
 //
 // Every field the API server would default is set, so a configuration read
 // back from the cluster compares equal to the one written. Both carry the
@@ -28,29 +30,27 @@ import (
 // come from wc, with the defaults of package api/config/v1alpha2 when
 // empty (owner scaleplane, the binary's).
 func Configurations(views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
-	return configurations(views, wc, clientConfig, kindPaths)
+	return configurations(views, wc, clientConfig, dispatchPaths)
 }
 
-// DispatchConfigurations is Configurations for a Dispatcher's kinds: each
-// entry calls the dispatcher's path of its role and kind (DispatchPath).
+// DispatchConfigurations is Configurations, under the name it had while
+// Configurations rendered the per-kind paths (perkind.go).
 func DispatchConfigurations(views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	return configurations(views, wc, clientConfig, dispatchPaths)
 }
 
-// handlerPaths name a kind's handler paths: one server path per kind and
-// role (SetupKind), or the dispatcher's.
+// handlerPaths name a kind's handler path of each role.
 type handlerPaths struct {
 	mutate, validate, scale func(schema.GroupVersionResource) string
 }
 
-var (
-	kindPaths     = handlerPaths{MutatePath, ValidatePath, ValidateScalePath}
-	dispatchPaths = handlerPaths{
-		func(gvr schema.GroupVersionResource) string { return DispatchPath(DispatchMutatePrefix, gvr) },
-		func(gvr schema.GroupVersionResource) string { return DispatchPath(DispatchValidatePrefix, gvr) },
-		func(gvr schema.GroupVersionResource) string { return DispatchPath(DispatchValidateScalePrefix, gvr) },
-	}
-)
+// dispatchPaths are the dispatcher's paths, the only ones entries are
+// written with.
+var dispatchPaths = handlerPaths{
+	func(gvr schema.GroupVersionResource) string { return DispatchPath(DispatchMutatePrefix, gvr) },
+	func(gvr schema.GroupVersionResource) string { return DispatchPath(DispatchValidatePrefix, gvr) },
+	func(gvr schema.GroupVersionResource) string { return DispatchPath(DispatchValidateScalePrefix, gvr) },
+}
 
 func configurations(views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, paths handlerPaths) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	owner := ownerOf(wc)

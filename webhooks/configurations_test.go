@@ -84,17 +84,17 @@ func TestConfigurations(t *testing.T) {
 		t.Errorf("validating labels (-want +got):\n%s", diff)
 	}
 	wantM := []entrySummary{
-		{"zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/mutate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
-		{"samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/mutate-samples-scaleplane-io-v1alpha1-samplefunctions", []string{"samplefunctions"}, createUpdate},
+		{"zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/mutate/data.example.org/v1beta1/zoneddatabases", []string{"zoneddatabases"}, createUpdate},
+		{"samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/mutate/samples.scaleplane.io/v1alpha1/samplefunctions", []string{"samplefunctions"}, createUpdate},
 	}
 	if diff := cmp.Diff(wantM, summarize(m.Webhooks)); diff != "" {
 		t.Errorf("mutating entries (-want +got):\n%s", diff)
 	}
 	wantV := []entrySummary{
-		{"zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases"}, createUpdate},
-		{"scale.zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-scale-data-example-org-v1beta1-zoneddatabases", []string{"zoneddatabases/scale"}, updateOnly},
-		{"samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-samples-scaleplane-io-v1alpha1-samplefunctions", []string{"samplefunctions"}, createUpdate},
-		{"scale.samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-scale-samples-scaleplane-io-v1alpha1-samplefunctions", []string{"samplefunctions/scale"}, updateOnly},
+		{"zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate/data.example.org/v1beta1/zoneddatabases", []string{"zoneddatabases"}, createUpdate},
+		{"scale.zoneddatabases.v1beta1.data.example.org.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-scale/data.example.org/v1beta1/zoneddatabases", []string{"zoneddatabases/scale"}, updateOnly},
+		{"samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate/samples.scaleplane.io/v1alpha1/samplefunctions", []string{"samplefunctions"}, createUpdate},
+		{"scale.samplefunctions.v1alpha1.samples.scaleplane.io.cache-operator.scaleplane.io", "https://127.0.0.1:9443/validate-scale/samples.scaleplane.io/v1alpha1/samplefunctions", []string{"samplefunctions/scale"}, updateOnly},
 	}
 	if diff := cmp.Diff(wantV, summarize(v.Webhooks)); diff != "" {
 		t.Errorf("validating entries (-want +got):\n%s", diff)
@@ -444,37 +444,100 @@ func TestOwnership(t *testing.T) {
 	}
 }
 
-// TestSyncSetsTheHandlerPath: an entry's path is the handler's, so a kind
-// moved to the dispatcher gets the dispatcher's path, keeping its Service
-// and CA bundle.
-func TestSyncSetsTheHandlerPath(t *testing.T) {
+// Configurations renders the entries the binary and the library builder
+// write: every entry calls the dispatcher's path of its role and kind, the
+// same configurations as DispatchConfigurations, for low-level users of
+// Setup too.
+func TestConfigurationsCallTheDispatchPaths(t *testing.T) {
 	views := testViews(t)
-	fn := []*profile.Compiled{views[function]}
-	wc := ConfigurationOptions{}
-	m, v := Configurations(fn, wc, func(path string) admissionregistrationv1.WebhookClientConfig {
+	all := []*profile.Compiled{views[rackedCluster], views[zonedDatabase], views[function]}
+	m, v := Configurations(all, ConfigurationOptions{}, urlConfig)
+	dm, dv := DispatchConfigurations(all, ConfigurationOptions{}, urlConfig)
+	if diff := cmp.Diff(dm, m); diff != "" {
+		t.Errorf("mutating configuration (-DispatchConfigurations +Configurations):\n%s", diff)
+	}
+	if diff := cmp.Diff(dv, v); diff != "" {
+		t.Errorf("validating configuration (-DispatchConfigurations +Configurations):\n%s", diff)
+	}
+	var got, want []string
+	for _, view := range all {
+		gvr := view.GVR()
+		want = append(want, DispatchPath(DispatchMutatePrefix, gvr), DispatchPath(DispatchValidatePrefix, gvr), DispatchPath(DispatchValidateScalePrefix, gvr))
+	}
+	for i := range m.Webhooks {
+		got = append(got, strings.TrimPrefix(*m.Webhooks[i].ClientConfig.URL, "https://127.0.0.1:9443"))
+		for _, w := range v.Webhooks[2*i : 2*i+2] {
+			got = append(got, strings.TrimPrefix(*w.ClientConfig.URL, "https://127.0.0.1:9443"))
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+}
+
+// perKindEntries is what an older release wrote for views: Configurations'
+// entries calling the per-kind paths (perkind.go), at the Service ns/svc
+// with a CA bundle.
+func perKindEntries(views []*profile.Compiled, wc ConfigurationOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	m, v := Configurations(views, wc, func(path string) admissionregistrationv1.WebhookClientConfig {
 		cc := ServiceClientConfig("ns", "svc", 443)(path)
 		cc.CABundle = []byte("CA")
 		return cc
 	})
-	c := fakeClient(t, m, v)
-	if err := SyncDispatchConfigurations(context.Background(), c, fn, wc, nil); err != nil {
-		t.Fatal(err)
+	for i, view := range views {
+		gvr := view.GVR()
+		m.Webhooks[i].ClientConfig.Service.Path = ptr.To(MutatePath(gvr))
+		v.Webhooks[2*i].ClientConfig.Service.Path = ptr.To(ValidatePath(gvr))
+		v.Webhooks[2*i+1].ClientConfig.Service.Path = ptr.To(ValidateScalePath(gvr))
 	}
-	got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: v.Name}, got); err != nil {
-		t.Fatal(err)
+	return m, v
+}
+
+// TestSyncSetsTheHandlerPath: every sync, SyncConfigurations' and
+// SyncConfigurationsWith's as the dispatcher's, moves an entry an older
+// release wrote on a per-kind path to the dispatcher's path, keeping its
+// Service and CA bundle.
+func TestSyncSetsTheHandlerPath(t *testing.T) {
+	views := testViews(t)
+	fn := []*profile.Compiled{views[function]}
+	wc := ConfigurationOptions{}
+	syncs := map[string]func(c client.Client) error{
+		"SyncConfigurations": func(c client.Client) error { return SyncConfigurations(context.Background(), c, fn, wc) },
+		"SyncConfigurationsWith": func(c client.Client) error {
+			return SyncConfigurationsWith(context.Background(), c, fn, wc, ServiceClientConfig("ns", "other", 443))
+		},
+		"SyncDispatchConfigurations": func(c client.Client) error {
+			return SyncDispatchConfigurations(context.Background(), c, fn, wc, nil)
+		},
 	}
-	var paths []string
-	for _, w := range got.Webhooks {
-		if w.ClientConfig.Service == nil || w.ClientConfig.Service.Name != "svc" || string(w.ClientConfig.CABundle) != "CA" {
-			t.Errorf("%s: clientConfig %+v lost its Service or CA", w.Name, w.ClientConfig)
-			continue
-		}
-		paths = append(paths, *w.ClientConfig.Service.Path)
-	}
-	want := []string{"/validate/samples.scaleplane.io/v1alpha1/samplefunctions", "/validate-scale/samples.scaleplane.io/v1alpha1/samplefunctions"}
-	if diff := cmp.Diff(want, paths); diff != "" {
-		t.Errorf("paths (-want +got):\n%s", diff)
+	for name, sync := range syncs {
+		t.Run(name, func(t *testing.T) {
+			m, v := perKindEntries(fn, wc)
+			c := fakeClient(t, m, v)
+			if err := sync(c); err != nil {
+				t.Fatal(err)
+			}
+			got := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := c.Get(context.Background(), client.ObjectKey{Name: v.Name}, got); err != nil {
+				t.Fatal(err)
+			}
+			gotM := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := c.Get(context.Background(), client.ObjectKey{Name: m.Name}, gotM); err != nil {
+				t.Fatal(err)
+			}
+			var paths []string
+			for _, cc := range append([]admissionregistrationv1.WebhookClientConfig{gotM.Webhooks[0].ClientConfig}, got.Webhooks[0].ClientConfig, got.Webhooks[1].ClientConfig) {
+				if cc.Service == nil || cc.Service.Name != "svc" || string(cc.CABundle) != "CA" {
+					t.Errorf("clientConfig %+v lost its Service or CA", cc)
+					continue
+				}
+				paths = append(paths, *cc.Service.Path)
+			}
+			want := []string{"/mutate/samples.scaleplane.io/v1alpha1/samplefunctions", "/validate/samples.scaleplane.io/v1alpha1/samplefunctions", "/validate-scale/samples.scaleplane.io/v1alpha1/samplefunctions"}
+			if diff := cmp.Diff(want, paths); diff != "" {
+				t.Errorf("paths (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

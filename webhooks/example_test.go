@@ -68,7 +68,7 @@ func ExampleConfigurations() {
 		fmt.Println(validating.Name, w.Name, *w.ClientConfig.Service.Path, w.Rules[0].Resources, w.Rules[0].Operations)
 	}
 	// Output:
-	// scaleplane-mutating-webhook-configuration rackedclusters.v1alpha1.samples.scaleplane.io.scaleplane.scaleplane.io /mutate-samples-scaleplane-io-v1alpha1-rackedclusters [rackedclusters] [CREATE UPDATE]
-	// scaleplane-validating-webhook-configuration rackedclusters.v1alpha1.samples.scaleplane.io.scaleplane.scaleplane.io /validate-samples-scaleplane-io-v1alpha1-rackedclusters [rackedclusters] [CREATE UPDATE]
-	// scaleplane-validating-webhook-configuration scale.rackedclusters.v1alpha1.samples.scaleplane.io.scaleplane.scaleplane.io /validate-scale-samples-scaleplane-io-v1alpha1-rackedclusters [rackedclusters/scale] [UPDATE]
+	// scaleplane-mutating-webhook-configuration rackedclusters.v1alpha1.samples.scaleplane.io.scaleplane.scaleplane.io /mutate/samples.scaleplane.io/v1alpha1/rackedclusters [rackedclusters] [CREATE UPDATE]
+	// scaleplane-validating-webhook-configuration rackedclusters.v1alpha1.samples.scaleplane.io.scaleplane.scaleplane.io /validate/samples.scaleplane.io/v1alpha1/rackedclusters [rackedclusters] [CREATE UPDATE]
+	// scaleplane-validating-webhook-configuration scale.rackedclusters.v1alpha1.samples.scaleplane.io.scaleplane.scaleplane.io /validate-scale/samples.scaleplane.io/v1alpha1/rackedclusters [rackedclusters/scale] [UPDATE]
 }

@@ -8,14 +8,16 @@ import (
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 )
 
-// MutatePath is the webhook server path of gvr's mutating webhook.
+// MutatePath is the per-kind path of gvr's mutating webhook, served only
+// for entries an older release wrote (perkind.go); entries call DispatchPath.
 func MutatePath(gvr schema.GroupVersionResource) string { return "/mutate-" + pathSuffix(gvr) }
 
-// ValidatePath is the webhook server path of gvr's validating webhook.
+// ValidatePath is the per-kind path of gvr's validating webhook (see
+// MutatePath).
 func ValidatePath(gvr schema.GroupVersionResource) string { return "/validate-" + pathSuffix(gvr) }
 
-// ValidateScalePath is the webhook server path of the validating webhook on
-// gvr's /scale subresource.
+// ValidateScalePath is the per-kind path of the validating webhook on gvr's
+// /scale subresource (see MutatePath).
 func ValidateScalePath(gvr schema.GroupVersionResource) string {
 	return "/validate-scale-" + pathSuffix(gvr)
 }

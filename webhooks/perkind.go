@@ -11,11 +11,10 @@ import (
 // The per-kind paths (MutatePath, ValidatePath, ValidateScalePath) are a
 // compatibility route: entries written by older releases of the binary,
 // and configurations an embedder rendered with an older library
-// (Scaleplane.Configurations), call them. Every entry written now calls
-// the dispatcher's paths, and the start-up sync rewrites an old entry's
-// path on the first start of this release. docs/upgrade.md ("Per-kind
-// webhook paths") says which release removes this file, with
-// Configurations' and SyncConfigurations' per-kind rendering.
+// (Scaleplane.Configurations, webhooks.Configurations), call them. Every
+// entry rendered or synced now calls the dispatcher's paths, and a
+// start-up sync rewrites an old entry's path. docs/upgrade.md ("Per-kind
+// webhook paths") says which release removes this file.
 
 // servePerKindPaths registers gvr's per-kind paths on the dispatcher's
 // webhook server, routed through the dispatcher: they answer with the

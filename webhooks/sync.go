@@ -68,11 +68,12 @@ func SyncConfigurations(ctx context.Context, c client.Client, views []*profile.C
 // missing configuration is created as Configurations makes it; a nil
 // clientConfig makes both an error, as in SyncConfigurations.
 func SyncConfigurationsWith(ctx context.Context, c client.Client, views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
-	return syncConfigurations(ctx, c, views, wc, clientConfig, kindPaths)
+	return syncConfigurations(ctx, c, views, wc, clientConfig, dispatchPaths)
 }
 
-// SyncDispatchConfigurations is SyncConfigurationsWith for a Dispatcher's
-// kinds (DispatchConfigurations): call it whenever the active kinds change.
+// SyncDispatchConfigurations is SyncConfigurationsWith, under the name it
+// had while SyncConfigurationsWith wrote the per-kind paths (perkind.go).
+// Call either whenever the active kinds change.
 func SyncDispatchConfigurations(ctx context.Context, c client.Client, views []*profile.Compiled, wc ConfigurationOptions, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) error {
 	return syncConfigurations(ctx, c, views, wc, clientConfig, dispatchPaths)
 }
@@ -333,9 +334,8 @@ type ConfigurationSync struct {
 	// ClientConfig, when set, gives the clientConfig of a new entry in a
 	// configuration that has none to copy (see SyncConfigurationsWith).
 	ClientConfig func(path string) admissionregistrationv1.WebhookClientConfig
-	// Dispatch makes the entries call the dispatcher's paths
-	// (SyncDispatchConfigurations), where the kinds of a Dispatcher are
-	// served; false, the per-kind paths (SyncConfigurationsWith).
+	// Dispatch is kept for callers that set it: every sync writes the
+	// dispatcher's paths, with it or without (perkind.go).
 	Dispatch bool
 	// Timeout bounds the retries; when it passes, Start returns the last
 	// error and the manager stops, so a misconfigured installation is seen
@@ -370,11 +370,7 @@ func (s *ConfigurationSync) Start(ctx context.Context) error {
 	var last error
 	err := wait.ExponentialBackoffWithContext(retryCtx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 10 * time.Second},
 		func(ctx context.Context) (bool, error) {
-			sync := SyncConfigurationsWith
-			if s.Dispatch {
-				sync = SyncDispatchConfigurations
-			}
-			last = sync(ctrl.LoggerInto(ctx, log), s.Client, s.Views, s.Webhook, s.ClientConfig)
+			last = SyncConfigurationsWith(ctrl.LoggerInto(ctx, log), s.Client, s.Views, s.Webhook, s.ClientConfig)
 			if errors.Is(last, errNotOwned) {
 				// Another owner's configuration stays another's: waiting
 				// cannot change that.

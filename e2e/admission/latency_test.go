@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -122,9 +123,9 @@ func registerNoop(m *framework.Manager) {
 		}
 		for _, v := range views {
 			gvr := v.GVR()
-			srv.Register(noopPath(side.name, webhooks.MutatePath(gvr)), &webhook.Admission{Handler: mutate})
-			srv.Register(noopPath(side.name, webhooks.ValidatePath(gvr)), &webhook.Admission{Handler: allow})
-			srv.Register(noopPath(side.name, webhooks.ValidateScalePath(gvr)), &webhook.Admission{Handler: allow})
+			srv.Register(noopPath(side.name, webhooks.DispatchPath(webhooks.DispatchMutatePrefix, gvr)), &webhook.Admission{Handler: mutate})
+			srv.Register(noopPath(side.name, webhooks.DispatchPath(webhooks.DispatchValidatePrefix, gvr)), &webhook.Admission{Handler: allow})
+			srv.Register(noopPath(side.name, webhooks.DispatchPath(webhooks.DispatchValidateScalePrefix, gvr)), &webhook.Admission{Handler: allow})
 		}
 	}
 }
@@ -322,13 +323,21 @@ func (s *side) paths() []string {
 			view = v
 		}
 	}
-	paths := []string{webhooks.MutatePath(view.GVR()), webhooks.ValidatePath(view.GVR())}
-	if s.name != "scaleplane" {
-		for i := range paths {
-			paths[i] = noopPath(s.name, paths[i])
-		}
+	return reviewPaths(s.name == "scaleplane", s.name, view.GVR())
+}
+
+// reviewPaths are the paths the webhook server's latency metric names for
+// the mutating and validating reviews of gvr: scaleplane's dispatcher
+// serves each role of every kind on one prefix, which names them; a
+// control side serves each kind on the side's own paths.
+func reviewPaths(scaleplane bool, side string, gvr schema.GroupVersionResource) []string {
+	if scaleplane {
+		return []string{webhooks.DispatchMutatePrefix, webhooks.DispatchValidatePrefix}
 	}
-	return paths
+	return []string{
+		noopPath(side, webhooks.DispatchPath(webhooks.DispatchMutatePrefix, gvr)),
+		noopPath(side, webhooks.DispatchPath(webhooks.DispatchValidatePrefix, gvr)),
+	}
 }
 
 // served is the webhook server's time on the side's reviews, and how many.

@@ -63,9 +63,9 @@ func BenchmarkUpdateLatency(b *testing.B) {
 		for _, arm := range arms {
 			for _, v := range views {
 				gvr := v.GVR()
-				srv.Register(noopPath(arm, webhooks.MutatePath(gvr)), &webhook.Admission{Handler: webhooks.NewReferenceMutator(v)})
-				srv.Register(noopPath(arm, webhooks.ValidatePath(gvr)), &webhook.Admission{Handler: webhooks.NewReferenceValidator(v, sources)})
-				srv.Register(noopPath(arm, webhooks.ValidateScalePath(gvr)), &webhook.Admission{Handler: allow})
+				srv.Register(noopPath(arm, webhooks.DispatchPath(webhooks.DispatchMutatePrefix, gvr)), &webhook.Admission{Handler: webhooks.NewReferenceMutator(v)})
+				srv.Register(noopPath(arm, webhooks.DispatchPath(webhooks.DispatchValidatePrefix, gvr)), &webhook.Admission{Handler: webhooks.NewReferenceValidator(v, sources)})
+				srv.Register(noopPath(arm, webhooks.DispatchPath(webhooks.DispatchValidateScalePrefix, gvr)), &webhook.Admission{Handler: allow})
 			}
 		}
 	})
@@ -242,13 +242,7 @@ func (s *updateSide) paths() []string {
 		if v.GVK() != gvr {
 			continue
 		}
-		paths := []string{webhooks.MutatePath(v.GVR()), webhooks.ValidatePath(v.GVR())}
-		if s.name != "fast" {
-			for i := range paths {
-				paths[i] = noopPath(s.name, paths[i])
-			}
-		}
-		return paths
+		return reviewPaths(s.name == "fast", s.name, v.GVR())
 	}
 	return nil
 }

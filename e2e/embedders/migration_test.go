@@ -39,7 +39,11 @@ func TestBuilderMovesPerKindEntriesToDispatchPaths(t *testing.T) {
 	old := func(path string) admissionregistrationv1.WebhookClientConfig {
 		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(base + path), CABundle: cluster.CAData}
 	}
+	// What an older release wrote: the entries on the per-kind paths.
 	m, v := webhooks.Configurations([]*profile.Compiled{view}, webhooks.ConfigurationOptions{Owner: e.owner}, old)
+	m.Webhooks[0].ClientConfig = old(webhooks.MutatePath(view.GVR()))
+	v.Webhooks[0].ClientConfig = old(webhooks.ValidatePath(view.GVR()))
+	v.Webhooks[1].ClientConfig = old(webhooks.ValidateScalePath(view.GVR()))
 	for _, obj := range []client.Object{m, v} {
 		if err := cluster.Client.Create(context.Background(), obj); err != nil {
 			t.Fatal(err)
