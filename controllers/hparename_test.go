@@ -59,8 +59,10 @@ func TestHPAsOfOneKindNameInTwoGroupsDoNotCollide(t *testing.T) {
 	other.SetAPIVersion("db.example.com/v1")
 	other.SetUID("uid-db-example")
 	r, c, events := fakeReconciler(t, "RackedCluster", interceptor.Funcs{}, ours, other)
-	r2 := *r
-	r2.view = viewInGroup(t, "RackedCluster", "db.example.com")
+	r2 := &Reconciler{
+		view: viewInGroup(t, "RackedCluster", "db.example.com"), kind: "RackedCluster", cache: c, api: c, writer: c, events: events,
+		keda: newKEDAWatch(nil, -1), conflictRetries: 5, hpaIndex: hpaTargetIndex, owner: "scaleplane",
+	}
 	for range 2 {
 		if err := r.reconcileHPA(context.Background(), ours); err != nil {
 			t.Fatalf("reconcileHPA of samples.scaleplane.io: %v", err)

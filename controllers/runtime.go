@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"runtime"
 	"sync"
+	"weak"
 
 	"github.com/go-logr/logr"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -61,11 +64,18 @@ func NewKindRuntime(mgr manager.Manager, v *profile.Compiled, opts Options) (*Ki
 // indexes are the field indexes registered per field indexer (one per
 // manager): IndexField refuses a second registration of a name, and a
 // kind activated again reuses its index. Each entry is locked on its own,
-// so a registration that waits for an informer holds up no other.
+// so a registration that waits for an informer holds up no other. An
+// entry holds its field indexer weakly and goes when the indexer does, so
+// a process that builds and drops managers (a library's test suite) does
+// not keep their caches alive through it.
 var indexes sync.Map // indexKey -> *indexEntry
 
 type indexKey struct {
-	indexer client.FieldIndexer
+	// indexer is a weak pointer to the field indexer's object; strong is
+	// the indexer itself when it is not a pointer (no weak pointer can be
+	// made to it, and such an entry stays for the process's life).
+	indexer weak.Pointer[byte]
+	strong  client.FieldIndexer
 	name    string
 }
 
@@ -74,20 +84,38 @@ type indexEntry struct {
 	done bool
 }
 
+// keyOf is the registry key of index name on fi, and the object the entry
+// must not outlive (nil when fi is not a pointer).
+func keyOf(fi client.FieldIndexer, name string) (indexKey, *byte) {
+	v := reflect.ValueOf(fi)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return indexKey{strong: fi, name: name}, nil
+	}
+	// The same pointer gives equal weak pointers, whatever its type: what
+	// the key names is the object, never read through this *byte.
+	obj := (*byte)(v.UnsafePointer())
+	return indexKey{indexer: weak.Make(obj), name: name}, obj
+}
+
 // indexOnce registers the field index name of obj on mgr's field indexer
 // unless this process registered it there before; first is true for the
 // call that did. A registration that fails is tried again by the next
 // call. The registry, not the text of IndexField's error, is what says an
 // index exists.
 func indexOnce(mgr manager.Manager, obj client.Object, name string, extract client.IndexerFunc) (first bool, err error) {
-	v, _ := indexes.LoadOrStore(indexKey{mgr.GetFieldIndexer(), name}, &indexEntry{})
+	fi := mgr.GetFieldIndexer()
+	key, indexer := keyOf(fi, name)
+	v, loaded := indexes.LoadOrStore(key, &indexEntry{})
+	if !loaded && indexer != nil {
+		runtime.AddCleanup(indexer, func(k indexKey) { indexes.Delete(k) }, key)
+	}
 	e := v.(*indexEntry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.done {
 		return false, nil
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, name, extract); err != nil {
+	if err := fi.IndexField(context.Background(), obj, name, extract); err != nil {
 		return false, err
 	}
 	e.done = true
