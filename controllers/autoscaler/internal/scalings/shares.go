@@ -18,9 +18,10 @@ import (
 // has no bucket yet. So a namespace alone, or beside namespaces that spend
 // their shares, writes at the process's pace; beside namespaces that do
 // not spend theirs, it borrows only what they leave, and their writes
-// within their shares never wait on its borrowing. Whether another
-// namespace merely has an item, or wanted a write a moment ago, does not
-// decide anything.
+// within their shares never wait on its borrowing. Another namespace
+// holds a borrower back only by the tokens it has left, up to one burst:
+// one that keeps a trickle of writes going spends a trickle and leaves
+// the rest of the process's pace to be borrowed.
 //
 // A namespace's bucket outlives its last item until it has refilled
 // (idle), so that deleting and re-creating all of a namespace's workloads
@@ -102,14 +103,20 @@ func (s *shares) remove(ns string, now time.Time) (refillIn time.Duration, refil
 	return b.untilRefilled(now)
 }
 
-// sweep drops the idle buckets that have refilled at now.
-func (s *shares) sweep(now time.Time) {
+// sweep drops the idle buckets that have refilled at now, and says when
+// the next of the others will have (zero: none will).
+func (s *shares) sweep(now time.Time) (next time.Time) {
 	for ns, b := range s.idle {
 		if b.refilled(now) {
 			delete(s.idle, ns)
 			delete(s.buckets, ns)
+			continue
+		}
+		if d, ok := b.untilRefilled(now); ok && (next.IsZero() || now.Add(d).Before(next)) {
+			next = now.Add(d)
 		}
 	}
+	return next
 }
 
 // take takes n tokens of ns's bucket and of the process's (global) at

@@ -359,14 +359,18 @@ type write struct {
 }
 
 // Flush writes every item due at now that the buckets allow, and returns
-// when to call it again (zero: when something is offered).
+// when to call it again (zero: when something is offered): the next
+// write, or the time an idle namespace's bucket can be dropped.
 func (w *Writer) Flush(ctx context.Context, now time.Time) time.Time {
 	w.mu.Lock()
-	w.shares.sweep(now)
+	sweep := w.shares.sweep(now)
 	w.mu.Unlock()
 	for {
 		it, wr, at := w.next(now)
 		if it == nil {
+			if at.IsZero() || !sweep.IsZero() && sweep.Before(at) {
+				return sweep
+			}
 			return at
 		}
 		err := w.apply(ctx, wr)
