@@ -326,8 +326,9 @@ func (w *Writer) writtenIn(ns string) int {
 }
 
 // A namespace alone writes at the process's pace; once another namespace
-// wants writes, the first is held to its share at once and the other's
-// Scaling is written without waiting behind the first one's backlog.
+// has workloads, and its share unspent, the first is held to its share at
+// once (it borrows only what the other leaves) and the other's Scaling is
+// written without waiting behind the first one's backlog.
 func TestScalingWritesOfOneNamespaceLeaveOthersTheirShare(t *testing.T) {
 	c, _, _ := countingClient(t)
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
