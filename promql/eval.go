@@ -297,7 +297,8 @@ func (e *Evaluator) Engine() *prom.Engine { return e.engine }
 // checks the result again before anything is evaluated. The direct path
 // (fasteval.go) and the trees built from the written query's
 // (expansions.go) take only values that cannot change those checks'
-// answers.
+// answers. Under DirectDeclinedContext the direct path is not tried: it
+// already read the query's samples and declined.
 func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
 	if err := e.checked.answer(query, e.check); err != nil {
 		return Result{}, err
