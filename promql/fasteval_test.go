@@ -283,13 +283,13 @@ func TestFairDirectPathTakesASlotAndChargesAsEval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, how := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); how == DirectAnswered {
-		t.Error("the direct path evaluated with the namespace's slot taken")
+	if _, how := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); how != DirectNotTaken {
+		t.Errorf("with the namespace's slot taken the direct path answered %v, want DirectNotTaken (nothing read)", how)
 	}
 	release(Cost{Samples: 2_000_000})
 	// The budget is spent: it declines, and Eval says the query is throttled.
-	if _, how := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); how == DirectAnswered {
-		t.Error("the direct path evaluated over the namespace's budget")
+	if _, how := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); how != DirectNotTaken {
+		t.Errorf("over the namespace's budget the direct path answered %v, want DirectNotTaken (nothing read)", how)
 	}
 	if _, err := FairSource(direct, fd).Eval(context.Background(), q, now, vars); !errors.Is(err, ErrThrottled) {
 		t.Errorf("Eval over the budget: %v, want ErrThrottled", err)
