@@ -297,7 +297,8 @@ func (e *Evaluator) Engine() *prom.Engine { return e.engine }
 // checks the result again before anything is evaluated. The direct path
 // (fasteval.go) and the trees built from the written query's
 // (expansions.go) take only values that cannot change those checks'
-// answers.
+// answers. Under DirectDeclinedContext the direct path is not tried: it
+// already read the query's samples and declined.
 func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {
 	if err := e.checked.answer(query, e.check); err != nil {
 		return Result{}, err
@@ -305,13 +306,13 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	if at.IsZero() {
 		at = e.now()
 	}
-	if e.direct != nil {
-		r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars)
+	if e.direct != nil && !directDeclined(ctx) {
+		r, samples, how := e.evalDirect(ctx, e.direct, query, at, vars)
 		if c := costOf(ctx); c != nil {
 			// Charged even when it declined: the samples were loaded.
 			c.Samples += samples
 		}
-		if ok {
+		if how == DirectAnswered {
 			return r, nil
 		}
 	}
@@ -353,22 +354,55 @@ func (e *Evaluator) Eval(ctx context.Context, query string, at time.Time, vars m
 	return resultOf(res.Value)
 }
 
+// Direct is how the direct path took a query handed to EvalDirect.
+type Direct int
+
+const (
+	// DirectNotTaken: the path did not start (the query is not planned,
+	// its slot was not free at once, ...) and loaded nothing; Eval
+	// evaluates it, by the direct path when it can.
+	DirectNotTaken Direct = iota
+	// DirectAnswered: the Result is the query's.
+	DirectAnswered
+	// DirectDeclined: the path loaded samples and then left the query to
+	// the engine (near Limits.MaxSamples, over Limits.Timeout, a native
+	// histogram, ...). Call Eval with DirectDeclinedContext(ctx): it then
+	// goes straight to the engine instead of loading the same samples
+	// again to decline again.
+	DirectDeclined
+)
+
+// directDeclinedKey marks a context whose query the direct path declined.
+type directDeclinedKey struct{}
+
+// DirectDeclinedContext is ctx for the Eval that follows an EvalDirect
+// which answered DirectDeclined: Eval skips the direct path.
+func DirectDeclinedContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, directDeclinedKey{}, true)
+}
+
+func directDeclined(ctx context.Context) bool {
+	d, _ := ctx.Value(directDeclinedKey{}).(bool)
+	return d
+}
+
 // EvalDirect is Eval when the direct path answers the query from the
-// Store at once (see fasteval.go); ok is false when it does not, and Eval
-// must be called. It never waits on anything, so a caller may run it
-// without a timeout of its own.
-func (e *Evaluator) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, bool) {
+// Store at once (see fasteval.go); otherwise it says whether the path
+// loaded samples before declining (Direct), and Eval must be called. It
+// never waits on anything, so a caller may run it without a timeout of
+// its own.
+func (e *Evaluator) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, Direct) {
 	if e.direct == nil || e.checked.answer(query, e.check) != nil {
-		return Result{}, false
+		return Result{}, DirectNotTaken
 	}
 	if at.IsZero() {
 		at = e.now()
 	}
-	r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars)
+	r, samples, how := e.evalDirect(ctx, e.direct, query, at, vars)
 	if c := costOf(ctx); c != nil {
 		c.Samples += samples
 	}
-	return r, ok
+	return r, how
 }
 
 func queryError(query string, err error) error {

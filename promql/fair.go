@@ -430,31 +430,29 @@ type fairSource struct {
 
 // EvalDirect is Eval for a query the Evaluator's direct path answers
 // (see Evaluator.EvalDirect), when ns's slot is granted at once: it takes
-// the slot, evaluates and charges the cost as Eval does. ok is false,
-// with nothing taken or charged, when the query is not planned or the
-// slot would be refused or waited for; Eval then does both.
-func (s fairSource) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, bool) {
+// the slot, evaluates and charges the cost as Eval does. It answers
+// DirectNotTaken, with nothing taken or charged, when the query is not
+// planned or the slot would be refused or waited for; Eval then does
+// both. When the path declines after loading samples it charges them and
+// answers DirectDeclined: Eval under DirectDeclinedContext then hands the
+// query to the engine without loading them again.
+func (s fairSource) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, Direct) {
 	e, ok := s.src.(*Evaluator)
 	if !ok || !e.directPlanned(query, vars) {
-		return Result{}, false
+		return Result{}, DirectNotTaken
 	}
 	ns := vars["namespace"]
 	if !s.fair.tryAcquire(ns) {
-		return Result{}, false
+		return Result{}, DirectNotTaken
 	}
 	if at.IsZero() {
 		at = e.now()
 	}
 	start := time.Now()
-	r, samples, ok := e.evalDirect(ctx, e.direct, query, at, vars)
-	if !ok {
-		// The engine evaluates it, under a slot Eval takes again; what
-		// the direct path loaded before it declined is charged.
-		s.fair.release(ns, Cost{Samples: samples, Took: time.Since(start)})
-		return Result{}, false
-	}
+	r, samples, how := e.evalDirect(ctx, e.direct, query, at, vars)
+	// Charged whether it answered or declined: the samples were loaded.
 	s.fair.release(ns, Cost{Samples: samples, Took: time.Since(start)})
-	return r, true
+	return r, how
 }
 
 func (s fairSource) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (Result, error) {

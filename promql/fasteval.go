@@ -292,17 +292,18 @@ func safeValue(v string) bool {
 }
 
 // evalDirect evaluates query by its plan, and says how many samples it
-// loaded as the engine counts them; ok is false when the engine must
-// evaluate it instead, with the samples loaded before it declined, which
-// the namespace is charged all the same.
-func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, at time.Time, vars map[string]string) (_ Result, samples int64, ok bool) {
+// loaded as the engine counts them. It answers DirectNotTaken when it
+// declines before reading the Store, DirectDeclined when it read it and
+// then leaves the query to the engine, with the samples loaded before it
+// declined, which the namespace is charged all the same.
+func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, at time.Time, vars map[string]string) (_ Result, samples int64, how Direct) {
 	if ctx.Err() != nil {
-		return Result{}, 0, false
+		return Result{}, 0, DirectNotTaken
 	}
 	start := time.Now()
 	p := e.plans.plan(query, vars)
 	if p == nil {
-		return Result{}, 0, false
+		return Result{}, 0, DirectNotTaken
 	}
 	sc := e.getScratch()
 	defer e.putScratch(sc)
@@ -312,7 +313,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	for i, h := range p.holes {
 		v, ok := vars[h.key]
 		if !ok || !safeValue(v) {
-			return Result{}, 0, false
+			return Result{}, 0, DirectNotTaken
 		}
 		length += len(v)
 		m := p.matchers[h.at]
@@ -320,7 +321,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		ms[h.at] = &sc.matchers[i]
 	}
 	if length > max(maxExpandedQueryLength, 4*e.limits.MaxQueryLength) {
-		return Result{}, 0, false
+		return Result{}, 0, DirectNotTaken
 	}
 	ts := at.UnixMilli()
 	window := e.lookback
@@ -338,7 +339,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		if i%256 == 255 && (ctx.Err() != nil || time.Since(start) > e.limits.Timeout) {
 			// Ended or over the timeout while reading many series:
 			// the engine says so.
-			return Result{}, samples, false
+			return Result{}, samples, DirectDeclined
 		}
 		sc.chunks, sc.arena = sc.chunks[:0], sc.arena[:0]
 		ser.lock()
@@ -356,7 +357,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 			}
 			if vt != chunkenc.ValFloat || p.counter && it.AtST() != 0 {
 				// Native histograms and start timestamps are the engine's.
-				return Result{}, samples, false
+				return Result{}, samples, DirectDeclined
 			}
 			t, f := it.At()
 			switch {
@@ -369,7 +370,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 			}
 		}
 		if it.Err() != nil {
-			return Result{}, samples, false
+			return Result{}, samples, DirectDeclined
 		}
 		var (
 			f    float64
@@ -387,7 +388,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		}
 		if samples > int64(e.limits.MaxSamples)/2 {
 			// Near the bound the engine's own count decides.
-			return Result{}, samples, false
+			return Result{}, samples, DirectDeclined
 		}
 		if have {
 			agg.add(f)
@@ -395,21 +396,21 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 	}
 	if time.Since(start) > e.limits.Timeout {
 		// Over the timeout: the engine evaluates it again and says so.
-		return Result{}, samples, false
+		return Result{}, samples, DirectDeclined
 	}
 	if !agg.seen {
-		return Result{Kind: KindNoData}, samples, true
+		return Result{Kind: KindNoData}, samples, DirectAnswered
 	}
 	v := agg.result()
 	for _, st := range p.steps {
 		var keep bool
 		if v, keep = st.apply(v); !keep {
-			return Result{Kind: KindNoData}, samples, true
+			return Result{Kind: KindNoData}, samples, DirectAnswered
 		}
 	}
 	r := ResultOf(v)
 	r.Labels = labels.EmptyLabels()
-	return r, samples, true
+	return r, samples, DirectAnswered
 }
 
 // apply is the engine's operation between a one-element vector holding v

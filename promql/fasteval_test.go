@@ -170,7 +170,7 @@ func TestDirectPathLeavesOtherQueriesToTheEngine(t *testing.T) {
 	// expression bound, or are empty: the engine's.
 	for _, name := range []string{`j"0`, `j\0`, "j.0", "", "j(0"} {
 		q := `sum(m_total{namespace="${namespace}",job="${name}"})`
-		if _, _, ok := direct.evalDirect(context.Background(), s, q, now, TriggerVars("n0", name, "Kind", "kinds")); ok {
+		if _, _, how := direct.evalDirect(context.Background(), s, q, now, TriggerVars("n0", name, "Kind", "kinds")); how == DirectAnswered {
 			t.Errorf("the direct path evaluated name %q", name)
 		}
 		compareDirect(t, direct, engine, q, now, TriggerVars("n0", name, "Kind", "kinds"))
@@ -189,7 +189,7 @@ func TestDirectPathLeavesOtherQueriesToTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{`sum(h_total{job="${name}"})`, `sum(rate(h_total{job="${name}"}[1m]))`} {
-		if _, _, ok := direct.evalDirect(context.Background(), s, q, now, TriggerVars("n0", "j0", "Kind", "kinds")); ok {
+		if _, _, how := direct.evalDirect(context.Background(), s, q, now, TriggerVars("n0", "j0", "Kind", "kinds")); how == DirectAnswered {
 			t.Errorf("the direct path evaluated %s over a native histogram", q)
 		}
 		compareDirect(t, direct, engine, q, now, TriggerVars("n0", "j0", "Kind", "kinds"))
@@ -264,8 +264,8 @@ func TestFairDirectPathTakesASlotAndChargesAsEval(t *testing.T) {
 	q := `sum(rate(m_total{namespace="${namespace}",job="${name}"}[2m]))`
 	vars := TriggerVars("n0", "j0", "Kind", "kinds")
 	fd, fe := newFair(), newFair()
-	dr, ok := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars)
-	if !ok {
+	dr, how := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars)
+	if how != DirectAnswered {
 		t.Fatal("the direct path declined a planned query with a free slot")
 	}
 	er, err := FairSource(engine, fe).Eval(context.Background(), q, now, vars)
@@ -283,13 +283,13 @@ func TestFairDirectPathTakesASlotAndChargesAsEval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); ok {
-		t.Error("the direct path evaluated with the namespace's slot taken")
+	if _, how := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); how != DirectNotTaken {
+		t.Errorf("with the namespace's slot taken the direct path answered %v, want DirectNotTaken (nothing read)", how)
 	}
 	release(Cost{Samples: 2_000_000})
 	// The budget is spent: it declines, and Eval says the query is throttled.
-	if _, ok := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); ok {
-		t.Error("the direct path evaluated over the namespace's budget")
+	if _, how := FairSource(direct, fd).(fairSource).EvalDirect(context.Background(), q, now, vars); how != DirectNotTaken {
+		t.Errorf("over the namespace's budget the direct path answered %v, want DirectNotTaken (nothing read)", how)
 	}
 	if _, err := FairSource(direct, fd).Eval(context.Background(), q, now, vars); !errors.Is(err, ErrThrottled) {
 		t.Errorf("Eval over the budget: %v, want ErrThrottled", err)
@@ -350,7 +350,7 @@ func TestFairDirectPathChargesTheSamplesItLoadedBeforeDeclining(t *testing.T) {
 	}
 	q := `sum(rate(m_total{namespace="${namespace}",job="${name}"}[2m]))`
 	vars := TriggerVars("n0", "j0", "Kind", "kinds")
-	if _, ok := FairSource(ev, f).(fairSource).EvalDirect(context.Background(), q, now, vars); ok {
+	if _, how := FairSource(ev, f).(fairSource).EvalDirect(context.Background(), q, now, vars); how == DirectAnswered {
 		t.Fatal("the direct path answered a query over half of MaxSamples")
 	}
 	spent := 0.0
@@ -359,6 +359,60 @@ func TestFairDirectPathChargesTheSamplesItLoadedBeforeDeclining(t *testing.T) {
 	}
 	if spent < 200 {
 		t.Errorf("the namespace was charged %v samples for a direct evaluation that loaded more than 200", spent)
+	}
+}
+
+// TestDirectPathDeclinedAfterLoadingLoadsOnce: a query the direct path
+// reads and then leaves to the engine (here: over half of MaxSamples) is
+// loaded once by the direct path and once by the engine, not a second
+// time by Eval's own direct attempt; its namespace is charged exactly
+// those two loads.
+func TestDirectPathDeclinedAfterLoadingLoadsOnce(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	s := NewStore(Options{Now: func() time.Time { return now }})
+	for i := range 4 {
+		lset := labels.FromStrings("__name__", "m_total", "namespace", "n0", "job", "j0", "i", strconv.Itoa(i))
+		for j := 119; j >= 0; j-- {
+			_ = s.Append(lset, now.Add(-time.Duration(j)*time.Second).UnixMilli(), float64(120-j))
+		}
+	}
+	clock := func() time.Time { return now }
+	limits := Limits{MaxSamples: 800}
+	ev := NewEvaluator(s, EvaluatorOptions{Now: clock, Limits: limits})
+	engine := NewEvaluator(s, EvaluatorOptions{Now: clock, Limits: limits, EngineOnly: true})
+	newFair := func() *Fair {
+		f, err := NewFair(FairOptions{Slots: 2, SlotsPerNamespace: 1, SamplesPerMinute: 1_000_000, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	charged := func(f *Fair) float64 { return 1_000_000 - f.tenantLocked("n0", now).samples }
+	q := `sum(rate(m_total{namespace="${namespace}",job="${name}"}[2m]))`
+	vars := TriggerVars("n0", "j0", "Kind", "kinds")
+
+	fe := newFair()
+	want, err := FairSource(engine, fe).Eval(context.Background(), q, now, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := charged(fe)
+
+	f := newFair()
+	src := FairSource(ev, f)
+	_, how := src.(fairSource).EvalDirect(context.Background(), q, now, vars)
+	if how != DirectDeclined {
+		t.Fatalf("EvalDirect of a query over half of MaxSamples answered %v, want DirectDeclined", how)
+	}
+	if got := charged(f); got != load {
+		t.Fatalf("the declined direct attempt charged %v samples, want the %v it loaded", got, load)
+	}
+	got, err := src.Eval(DirectDeclinedContext(context.Background()), q, now, vars)
+	if err != nil || got.Value != want.Value {
+		t.Fatalf("Eval after the decline: %+v (%v), want the engine's %+v", got, err, want)
+	}
+	if got := charged(f); got != 2*load {
+		t.Errorf("the namespace was charged %v samples for the declined query, want %v: one load by the direct path, one by the engine", got, 2*load)
 	}
 }
 
@@ -389,10 +443,10 @@ func TestDirectPathStopsWhenItsContextEnds(t *testing.T) {
 	ev, _ := directPair(s, now)
 	q := `sum(m{namespace="${namespace}",job="${name}"})`
 	vars := TriggerVars("n0", "j0", "Kind", "kinds")
-	if r, ok := ev.EvalDirect(context.Background(), q, now, vars); !ok || r.Value != 5000 {
-		t.Fatalf("with a live context: %+v %v", r, ok)
+	if r, how := ev.EvalDirect(context.Background(), q, now, vars); how != DirectAnswered || r.Value != 5000 {
+		t.Fatalf("with a live context: %+v %v", r, how)
 	}
-	if r, ok := ev.EvalDirect(&cancelAfterFirstCheck{Context: context.Background()}, q, now, vars); ok {
+	if r, how := ev.EvalDirect(&cancelAfterFirstCheck{Context: context.Background()}, q, now, vars); how == DirectAnswered {
 		t.Errorf("the direct path read every series after its context ended: %+v", r)
 	}
 }

@@ -75,9 +75,42 @@ type Scaler interface {
 // from memory, without waiting on anything (no I/O, no lock held by a
 // slow party). The autoscaler takes such a sample inline rather than on a
 // goroutine bounded by a timeout, which costs more than the sample; when
-// ok is false it calls Sample as for any scaler.
+// it is not DirectAnswered it calls Sample as for any scaler, with
+// DirectDeclinedContext(ctx) when it is DirectDeclined.
 type DirectSampler interface {
-	SampleDirect(ctx context.Context, now time.Time) (s Sample, ok bool)
+	SampleDirect(ctx context.Context, now time.Time) (s Sample, how Direct)
+}
+
+// Direct is how a direct sample (DirectSampler, DirectMetricSource) went.
+type Direct int
+
+const (
+	// DirectNotTaken: nothing was read; Sample (Eval) takes the sample
+	// the usual way, at once from memory when it can.
+	DirectNotTaken Direct = iota
+	// DirectAnswered: the sample is taken.
+	DirectAnswered
+	// DirectDeclined: data was read and then the sample left to the slow
+	// path (too many samples, over a timeout, a kind of data the direct
+	// path does not read). Sample (Eval) under DirectDeclinedContext goes
+	// to the slow path straight, rather than read the same data again
+	// only to decline again.
+	DirectDeclined
+)
+
+type directDeclinedKey struct{}
+
+// DirectDeclinedContext is ctx for the Sample (or Eval) that follows a
+// direct attempt which answered DirectDeclined.
+func DirectDeclinedContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, directDeclinedKey{}, true)
+}
+
+// IsDirectDeclined reports whether ctx is a DirectDeclinedContext: the
+// direct path already declined this sample.
+func IsDirectDeclined(ctx context.Context) bool {
+	d, _ := ctx.Value(directDeclinedKey{}).(bool)
+	return d
 }
 
 // ScalerConfig is what a constructor receives.
@@ -226,11 +259,13 @@ type MetricSource interface {
 }
 
 // DirectMetricSource is a MetricSource that answers some queries at once,
-// from memory (the embedded store's direct path); answered is false when
-// the query must go through Eval.
+// from memory (the embedded store's direct path); unless how is
+// DirectAnswered the query must go through Eval, under
+// DirectDeclinedContext when how is DirectDeclined (Eval must then not
+// try the direct path again).
 type DirectMetricSource interface {
 	MetricSource
-	EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (value float64, ok, answered bool)
+	EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (value float64, ok bool, how Direct)
 }
 
 // QueryScaler returns a constructor for triggers whose Query is evaluated by
@@ -280,16 +315,16 @@ func (s *queryScaler) Sample(ctx context.Context, now time.Time) (Sample, error)
 
 // SampleDirect implements DirectSampler when the source answers the query
 // from memory.
-func (s *queryScaler) SampleDirect(ctx context.Context, now time.Time) (Sample, bool) {
+func (s *queryScaler) SampleDirect(ctx context.Context, now time.Time) (Sample, Direct) {
 	d, ok := s.src.(DirectMetricSource)
 	if !ok {
-		return Sample{}, false
+		return Sample{}, DirectNotTaken
 	}
-	v, ok, answered := d.EvalDirect(ctx, s.query, now, s.vars)
-	if !answered {
-		return Sample{}, false
+	v, ok, how := d.EvalDirect(ctx, s.query, now, s.vars)
+	if how != DirectAnswered {
+		return Sample{}, how
 	}
-	return Sample{Value: v, OK: ok}, true
+	return Sample{Value: v, OK: ok}, DirectAnswered
 }
 
 func (s *queryScaler) Close(context.Context) error { return nil }

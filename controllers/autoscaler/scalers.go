@@ -105,14 +105,23 @@ func (k *kindLoop) sample(ctx context.Context, st *workload, now time.Time) []sc
 			out[i].Err = fmt.Errorf("not read: the tick's %v for all triggers was spent on the triggers before it; make them faster or raise autoscaler.queries.tickTimeoutSeconds", k.a.opts.TickTimeout)
 			continue
 		}
+		declined := false
 		if d, ok := b.scaler.(scaling.DirectSampler); ok && ctx.Err() == nil {
-			if s, ok := d.SampleDirect(ctx, now); ok {
+			s, how := d.SampleDirect(ctx, now)
+			if how == scaling.DirectAnswered {
 				out[i].Sample = s
 				continue
 			}
+			declined = how == scaling.DirectDeclined
 		}
 		tick := budget.context()
-		out[i].Sample, out[i].Err = k.sampleBounded(tick, b.scaler, now)
+		sampleCtx := tick
+		if declined {
+			// The direct path read the data and declined: the sample
+			// goes to the engine without reading it again.
+			sampleCtx = scaling.DirectDeclinedContext(tick)
+		}
+		out[i].Sample, out[i].Err = k.sampleBounded(sampleCtx, b.scaler, now)
 		// Throttled by the fair scheduler: the source was not asked, so
 		// it did not fail either (V12 counts only the source's failures).
 		out[i].NotEvaluated = errors.Is(out[i].Err, promql.ErrThrottled)
@@ -224,6 +233,9 @@ func MetricSource(src promql.Source) scaling.MetricSource { return metricSource{
 type metricSource struct{ src promql.Source }
 
 func (m metricSource) Eval(ctx context.Context, query string, at time.Time, vars map[string]string) (float64, bool, error) {
+	if scaling.IsDirectDeclined(ctx) {
+		ctx = promql.DirectDeclinedContext(ctx)
+	}
 	r, err := m.src.Eval(ctx, query, at, vars)
 	if err != nil {
 		return 0, false, err
@@ -236,22 +248,25 @@ func (m metricSource) Eval(ctx context.Context, query string, at time.Time, vars
 
 // EvalDirect implements scaling.DirectMetricSource when src answers some
 // queries at once (the embedded Evaluator's direct path).
-func (m metricSource) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (float64, bool, bool) {
+func (m metricSource) EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (float64, bool, scaling.Direct) {
 	d, ok := m.src.(directSource)
 	if !ok {
-		return 0, false, false
+		return 0, false, scaling.DirectNotTaken
 	}
-	r, answered := d.EvalDirect(ctx, query, at, vars)
-	if !answered {
-		return 0, false, false
+	r, how := d.EvalDirect(ctx, query, at, vars)
+	switch how {
+	case promql.DirectAnswered:
+		return r.Value, r.Kind != promql.KindNoData, scaling.DirectAnswered
+	case promql.DirectDeclined:
+		return 0, false, scaling.DirectDeclined
 	}
-	return r.Value, r.Kind != promql.KindNoData, true
+	return 0, false, scaling.DirectNotTaken
 }
 
 // directSource is a promql.Source that answers some queries at once, from
-// memory (promql.Evaluator).
+// memory (promql.Evaluator, and promql.FairSource over one).
 type directSource interface {
-	EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (promql.Result, bool)
+	EvalDirect(ctx context.Context, query string, at time.Time, vars map[string]string) (promql.Result, promql.Direct)
 }
 
 // QuerySource is the trigger source of queries src evaluates: "promql"

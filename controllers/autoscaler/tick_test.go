@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -340,6 +341,56 @@ func TestDirectSamplesTakenInline(t *testing.T) {
 	// The engine's path allocates over a hundred times per sample.
 	if allocs/50 > 20 {
 		t.Errorf("a tick allocates %.1f times per workload, want at most 20: the samples did not take the direct path", allocs/50)
+	}
+}
+
+// TestDirectSampleDeclinedAfterLoadingGoesStraightToTheEngine: a sample
+// the store's direct path reads and then leaves to the engine (here: over
+// half of the evaluator's MaxSamples) is loaded once by the direct path
+// and once by the engine, not once more by the engine's caller trying the
+// direct path again; the fair scheduler charges the namespace those two
+// loads.
+func TestDirectSampleDeclinedAfterLoadingGoesStraightToTheEngine(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	a, store := newStoreAutoscaler(t, now)
+	fillStore(t, store, "shop", []string{"cart"}, 10, 7, now)
+	k := a.byResource["rackedclusters"]
+	w := scaling.Workload{Replicas: ptr(int32(3)), Config: cfg(1, 20).trigger("rps", 4).obj()}
+	// charged is what one decide charges "shop" under a fresh Fair over
+	// an evaluator with opts.
+	charged := func(opts promql.EvaluatorOptions) float64 {
+		t.Helper()
+		reg := prometheus.NewRegistry()
+		f, err := promql.NewFair(promql.FairOptions{SamplesPerMinute: -1, EvalTimePerMinute: -1, Registerer: reg, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Now, opts.Limits = clock, promql.Limits{MaxSamples: 20}
+		a.opts.Sources = testSources(t, promql.FairSource(promql.NewEvaluator(store, opts), f))
+		st := newWorkload(types.NamespacedName{Namespace: "shop", Name: "cart"}, 0)
+		if d := k.decide(context.Background(), nil, st, w, now, time.Time{}); d.Triggers[0].Value != 10 {
+			t.Fatalf("sample: %+v", d.Triggers[0])
+		}
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range families {
+			if mf.GetName() == promql.MetricEvaluationSamples {
+				for _, m := range mf.GetMetric() {
+					if m.GetLabel()[0].GetValue() == "shop" {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		t.Fatalf("no %s for shop", promql.MetricEvaluationSamples)
+		return 0
+	}
+	load := charged(promql.EvaluatorOptions{EngineOnly: true})
+	if got := charged(promql.EvaluatorOptions{}); got != 2*load {
+		t.Errorf("a sample the direct path declined charged %v samples, want %v: one load by the direct path, one by the engine (one load is %v)", got, 2*load, load)
 	}
 }
 

@@ -34,7 +34,8 @@ import (
 // stays open until a token frees, so a flood of activity for many
 // workloads lengthens the windows instead of flooding the API server, and
 // a flood in one namespace lengthens that namespace's windows, not the
-// others'.
+// others'. A namespace past its share borrows what the others leave of
+// the replica's bucket (shares.go): alone it writes at the replica's pace.
 type ActivityWriter struct {
 	c      client.Client
 	api    client.Reader
@@ -55,10 +56,11 @@ type ActivityWriter struct {
 
 	mu   sync.Mutex
 	open map[types.NamespacedName]*activityEntry
-	// namespaces are the buckets of the namespaces with a window open,
-	// and how many each has: a bucket goes once its namespace's last one
-	// has closed and it has refilled.
-	namespaces map[string]*namespaceBucket
+	// shares are the buckets of the namespaces with a window open, and
+	// how many each has: a bucket goes once its namespace's last one has
+	// closed and it has refilled. Built at the first Record, from
+	// NamespaceLimiter.
+	shares *shares
 
 	writes atomic.Int64
 }
@@ -79,87 +81,44 @@ func NewActivityWriter(c client.Client, api client.Reader, ns string) *ActivityW
 		NamespaceLimiter: func() *rate.Limiter {
 			return rate.NewLimiter(ActivityWriteQPS/2, ActivityWriteBurst/2)
 		},
-		Now:        time.Now,
-		open:       map[types.NamespacedName]*activityEntry{},
-		namespaces: map[string]*namespaceBucket{},
+		Now:  time.Now,
+		open: map[types.NamespacedName]*activityEntry{},
 	}
 }
 
-// allow takes a token of ns's bucket and of the replica's, or neither.
-// Called with mu held.
+// allow takes a token of ns's bucket and of the replica's, or, past its
+// share, borrows one of the replica's (shares.take). Called with mu held.
 func (w *ActivityWriter) allow(ns string) bool {
-	var share *rate.Reservation
-	if b := w.namespaces[ns]; b != nil && b.limiter != nil {
-		share = b.limiter.Reserve()
-		if !share.OK() || share.Delay() > 0 {
-			share.Cancel()
-			return false
-		}
+	ok, _, _ := w.buckets().take(ns, 1, w.Limiter, w.Now())
+	return ok
+}
+
+// buckets are the namespaces' buckets, built at the first use from
+// NamespaceLimiter. Called with mu held.
+func (w *ActivityWriter) buckets() *shares {
+	if w.shares == nil {
+		s := newShares(w.NamespaceLimiter, 1)
+		w.shares = &s
 	}
-	if !w.Limiter.Allow() {
-		if share != nil {
-			share.Cancel()
-		}
-		return false
-	}
-	return true
+	return w.shares
 }
 
 // opened counts a window of ns, giving ns its bucket with its first.
 // Called with mu held.
-func (w *ActivityWriter) opened(ns string) {
-	b := w.namespaces[ns]
-	if b == nil {
-		b = &namespaceBucket{}
-		if w.NamespaceLimiter != nil {
-			b.limiter = w.NamespaceLimiter()
-		}
-		w.namespaces[ns] = b
-	}
-	b.items++
-}
+func (w *ActivityWriter) opened(ns string) { w.buckets().add(ns) }
 
 // closed counts a window of ns less, dropping its bucket with its last
 // once the bucket has refilled: a namespace that lets all its windows
 // close and posts again gets no fresh burst past its share. Called with
 // mu held.
 func (w *ActivityWriter) closed(ns string) {
-	b := w.namespaces[ns]
-	if b == nil {
-		return
-	}
-	if b.items--; b.items > 0 {
-		return
-	}
-	if b.refilled(w.Now()) {
-		delete(w.namespaces, ns)
-		return
-	}
-	if d, ok := b.untilRefilled(w.Now()); ok {
+	if d, ok := w.buckets().remove(ns, w.Now()); ok && d > 0 {
 		w.After(d, func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			if w.namespaces[ns] == b && b.items <= 0 && b.refilled(w.Now()) {
-				delete(w.namespaces, ns)
-			}
+			w.shares.sweep(w.Now())
 		})
 	}
-}
-
-// refilled reports whether b's bucket is full at now (or b has none).
-func (b *namespaceBucket) refilled(now time.Time) bool {
-	return b.limiter == nil || b.limiter.TokensAt(now) >= float64(b.limiter.Burst())
-}
-
-// untilRefilled is how long b's bucket takes to fill from now; false when
-// it never does (no refill).
-func (b *namespaceBucket) untilRefilled(now time.Time) (time.Duration, bool) {
-	r := float64(b.limiter.Limit())
-	if r <= 0 {
-		return 0, false
-	}
-	missing := float64(b.limiter.Burst()) - b.limiter.TokensAt(now)
-	return time.Duration(missing/r*float64(time.Second)) + time.Millisecond, true
 }
 
 // ActivityWriteQPS and ActivityWriteBurst bound one replica's writes of

@@ -135,34 +135,26 @@ func TestActivityWithinTheReplicasBudget(t *testing.T) {
 	}
 }
 
-// Activity for twenty workloads of one namespace takes at most that
-// namespace's share of the replica's writes: a workload of another
-// namespace posting then is written at once, while the flood's other
-// signals wait in their windows. The buckets do not refill (rate 0), so
-// what each allows is counted, not timed. Once every window has closed,
-// the replica keeps no bucket.
-func TestActivityOfOneNamespaceLeavesOthersTheirShare(t *testing.T) {
-	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+// activityCluster is a fake API server holding a Scaling for each of
+// count workloads of each namespace, counting status patches by
+// namespace; the signals are one per workload, the namespaces taking
+// turns.
+func activityCluster(t *testing.T, count int, namespaces ...string) (client.Client, map[string]int, []activitySignal) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	var objs []client.Object
-	workload := func(ns, name string) (types.NamespacedName, *unstructured.Unstructured) {
-		key := types.NamespacedName{Namespace: ns, Name: name + "-rackedcluster.samples.scaleplane.io"}
-		objs = append(objs, &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-		return key, rackedCluster(ns, name)
+	var signals []activitySignal
+	for i := range count {
+		for _, ns := range namespaces {
+			name := fmt.Sprintf("w-%d", i)
+			key := types.NamespacedName{Namespace: ns, Name: name + "-rackedcluster.samples.scaleplane.io"}
+			objs = append(objs, &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+			signals = append(signals, activitySignal{key, rackedCluster(ns, name)})
+		}
 	}
-	type signal struct {
-		key types.NamespacedName
-		u   *unstructured.Unstructured
-	}
-	var flood []signal
-	for i := range 20 {
-		key, u := workload("flood", fmt.Sprintf("fn-%d", i))
-		flood = append(flood, signal{key, u})
-	}
-	quietKey, quietU := workload("quiet", "cart")
 	patches := map[string]int{}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Scaling{}).
 		WithInterceptorFuncs(interceptor.Funcs{
@@ -171,27 +163,45 @@ func TestActivityOfOneNamespaceLeavesOthersTheirShare(t *testing.T) {
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
+	return c, patches, signals
+}
+
+type activitySignal struct {
+	key types.NamespacedName
+	u   *unstructured.Unstructured
+}
+
+// Activity for twenty workloads of one namespace borrows past that
+// namespace's share what no other namespace uses, but always leaves a
+// write: a workload of another namespace posting then is written at
+// once, while the flood's other signals wait in their windows. The
+// buckets do not refill (rate 0), so what each allows is counted, not
+// timed. Once every window has closed, the replica keeps no bucket.
+func TestActivityOfOneNamespaceLeavesANewcomerAWrite(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	c, patches, flood := activityCluster(t, 20, "flood")
+	_, _, quiet := activityCluster(t, 1, "quiet")
+	if err := c.Create(context.Background(), &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: quiet[0].key.Namespace, Name: quiet[0].key.Name}}); err != nil {
+		t.Fatal(err)
+	}
 	aw := NewActivityWriter(c, c, "scaleplane-system")
 	aw.Limiter = rate.NewLimiter(0, 10)
 	aw.NamespaceLimiter = func() *rate.Limiter { return rate.NewLimiter(0, 5) }
 	var windows []func()
 	aw.After = func(_ time.Duration, f func()) { windows = append(windows, f) }
 	ctx := context.Background()
-	for _, s := range flood {
+	for _, s := range append(flood, quiet...) {
 		if err := aw.Record(ctx, s.key, s.u, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := aw.Record(ctx, quietKey, quietU, t0); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(map[string]int{"flood": 5, "quiet": 1}, patches); diff != "" {
+	if diff := cmp.Diff(map[string]int{"flood": 9, "quiet": 1}, patches); diff != "" {
 		t.Errorf("writes per namespace (-want +got):\n%s", diff)
 	}
 	// The written windows close; the flood's others keep waiting.
 	aw.mu.Lock()
 	aw.Limiter = rate.NewLimiter(rate.Inf, 1)
-	for _, b := range aw.namespaces {
+	for _, b := range aw.shares.buckets {
 		b.limiter = rate.NewLimiter(rate.Inf, 1)
 	}
 	aw.mu.Unlock()
@@ -207,16 +217,49 @@ func TestActivityOfOneNamespaceLeavesOthersTheirShare(t *testing.T) {
 		t.Errorf("the flood's signals written in all: %d, want 20", got)
 	}
 	aw.mu.Lock()
-	left := len(aw.namespaces)
+	left := len(aw.shares.buckets)
 	aw.mu.Unlock()
 	if n := aw.OpenEntries(); n != 0 || left != 0 {
 		t.Errorf("%d windows and %d namespace buckets left, want none", n, left)
 	}
 }
 
+// A namespace alone takes the replica's whole budget (but the write
+// kept for a newcomer), not only its share; two namespaces posting in
+// turns each take their share, half. The buckets do not refill (rate 0),
+// so what each allows is counted, not timed.
+func TestActivityNamespaceAloneBorrowsTwoNamespacesGetTheirHalf(t *testing.T) {
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name       string
+		namespaces []string
+		want       map[string]int
+	}{
+		{"alone", []string{"a"}, map[string]int{"a": 19}},
+		{"two", []string{"a", "b"}, map[string]int{"a": 10, "b": 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, patches, signals := activityCluster(t, 30, tc.namespaces...)
+			aw := NewActivityWriter(c, c, "scaleplane-system")
+			aw.Limiter = rate.NewLimiter(0, 20)
+			aw.NamespaceLimiter = func() *rate.Limiter { return rate.NewLimiter(0, 10) }
+			aw.After = func(time.Duration, func()) {}
+			for _, s := range signals {
+				if err := aw.Record(context.Background(), s.key, s.u, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if diff := cmp.Diff(tc.want, patches); diff != "" {
+				t.Errorf("writes per namespace (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A namespace whose windows have all closed keeps its bucket until it has
 // refilled: letting every window close and posting again does not give
-// the namespace a fresh burst past its share.
+// the namespace a fresh burst past its share, while another namespace
+// has its own share left.
 func TestActivityNamespaceGetsNoFreshBurstByLettingItsWindowsClose(t *testing.T) {
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	scheme := runtime.NewScheme()
@@ -230,16 +273,22 @@ func TestActivityNamespaceGetsNoFreshBurstByLettingItsWindowsClose(t *testing.T)
 		objs = append(objs, &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 		keys = append(keys, key)
 	}
+	quiet := types.NamespacedName{Namespace: "quiet", Name: "cart-rackedcluster.samples.scaleplane.io"}
+	objs = append(objs, &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: quiet.Namespace, Name: quiet.Name}})
 	patches := 0
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Scaling{}).
 		WithInterceptorFuncs(interceptor.Funcs{
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				patches++
+				if obj.GetNamespace() == "flood" {
+					patches++
+				}
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
 	aw := NewActivityWriter(c, c, "scaleplane-system")
-	aw.Limiter = rate.NewLimiter(0, 100)
+	// Room for both shares: past its own, the flood borrows nothing
+	// while the other namespace has its share left.
+	aw.Limiter = rate.NewLimiter(0, 10)
 	aw.NamespaceLimiter = func() *rate.Limiter { return rate.NewLimiter(0, 5) }
 	var windows []func()
 	aw.After = func(_ time.Duration, f func()) { windows = append(windows, f) }
@@ -254,6 +303,9 @@ func TestActivityNamespaceGetsNoFreshBurstByLettingItsWindowsClose(t *testing.T)
 			}
 			if aw.OpenEntries() != 0 {
 				t.Fatalf("%d windows open, want none", aw.OpenEntries())
+			}
+			if err := aw.Record(ctx, quiet, rackedCluster("quiet", "cart"), t0); err != nil {
+				t.Fatal(err)
 			}
 		}
 		if err := aw.Record(ctx, key, rackedCluster("flood", fmt.Sprintf("fn-%d", i)), t0); err != nil {

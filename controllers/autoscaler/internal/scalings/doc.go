@@ -2,10 +2,10 @@
 // and names them. Writer is the leader's writer: it takes the newest
 // status of every workload (Offer) and applies it only when it changed,
 // within a bucket per workload, one per namespace (the tenant's share,
-// borrowed past while no other namespace wants writes) and one for the
-// process. ActivityWriter records the activity signal in a
-// Scaling's status.lastActivity from any replica, within a bucket for the
-// replica and one per namespace under it. Watch, on the leader, learns
+// borrowed past for what the other namespaces leave unused, shares.go)
+// and one for the process. ActivityWriter records the activity signal in
+// a Scaling's status.lastActivity from any replica, within a bucket for
+// the replica and one per namespace under it, borrowed past the same way. Watch, on the leader, learns
 // whether Scalings are served, renames the Scalings of names without the
 // group (Migrate) and wakes the loop when a Scaling's activity moves or it
 // is deleted. Name, LegacyName and Object say where a workload's Scaling

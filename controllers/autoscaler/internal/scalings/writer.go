@@ -48,11 +48,11 @@ type Writes struct {
 	QPS   float64
 	Burst int
 	// PerNamespaceQPS and PerNamespaceBurst are one namespace's bucket,
-	// under the process's: a namespace with many workloads takes at most
-	// this share, and the rest of the process's budget stays for the
-	// other namespaces. Default half of QPS and of Burst (a burst of at
-	// least 2: a new Scaling takes two calls); negative: no bucket per
-	// namespace.
+	// under the process's: a namespace with many workloads takes this
+	// share, and past it borrows only what the other namespaces leave of
+	// the process's budget (shares.go). Default half of QPS and of Burst
+	// (a burst of at least 2: a new Scaling takes two calls); negative:
+	// no bucket per namespace.
 	PerNamespaceQPS   float64
 	PerNamespaceBurst int
 	// RefreshInterval is how often a status whose soft values alone
@@ -87,8 +87,14 @@ func (o *Writes) defaults() {
 	}
 }
 
-// perNamespace reports whether each namespace has a bucket of its own.
-func (o *Writes) perNamespace() bool { return o.PerNamespaceQPS > 0 && o.PerNamespaceBurst > 0 }
+// namespaceLimiter builds one namespace's bucket; nil when namespaces
+// have none.
+func (o *Writes) namespaceLimiter() func() *rate.Limiter {
+	if o.PerNamespaceQPS <= 0 || o.PerNamespaceBurst <= 0 {
+		return nil
+	}
+	return func() *rate.Limiter { return rate.NewLimiter(rate.Limit(o.PerNamespaceQPS), o.PerNamespaceBurst) }
+}
 
 // Writer applies Scalings; see the top of this file. Build it with
 // NewWriter.
@@ -103,16 +109,12 @@ type Writer struct {
 	items  map[types.NamespacedName]*item
 	urgent dueHeap
 	soft   dueHeap
-	// namespaces are the buckets of the namespaces that have items, and
-	// how many each has (a bucket goes with its namespace's last item).
-	namespaces map[string]*namespaceBucket
-	// recent are the two namespaces last seen wanting a write: the latest
-	// and the latest other than it. A namespace over its share borrows
-	// from the process's budget while no other namespace wanted a write
-	// within contendedWindow, so that a share costs nothing when no one
-	// else is waiting (a single-tenant cluster, a rollout in one
-	// namespace of an otherwise quiet cluster).
-	recent [2]wanting
+	// shares are the namespaces' buckets (shares.go): a namespace past
+	// its share borrows what the others leave of the process's budget,
+	// so that a share costs nothing when no one else uses theirs (a
+	// single-tenant cluster, a rollout in one namespace of an otherwise
+	// quiet cluster).
+	shares shares
 
 	// served is set once Scalings are served (Watch); until then
 	// offers are kept and nothing is written.
@@ -125,47 +127,6 @@ type Writer struct {
 	// writes counts API calls made (applies and deletes), for the
 	// benchmark and the metric.
 	writes atomic.Int64
-}
-
-// contendedWindow is how long a namespace counts as wanting writes after
-// it last did: a namespace over its share is held back while another one
-// wanted a write this recently.
-const contendedWindow = 2 * time.Second
-
-// wanting is a namespace seen wanting a write, and when.
-type wanting struct {
-	ns string
-	at time.Time
-}
-
-// sawWanting notes that ns wanted a write at at. Called with mu held.
-func (w *Writer) sawWanting(ns string, at time.Time) {
-	if w.recent[0].ns == ns {
-		if at.After(w.recent[0].at) {
-			w.recent[0].at = at
-		}
-		return
-	}
-	w.recent[1] = w.recent[0]
-	w.recent[0] = wanting{ns: ns, at: at}
-}
-
-// othersWanting reports whether a namespace other than ns wanted a write
-// within contendedWindow of now. Called with mu held.
-func (w *Writer) othersWanting(ns string, now time.Time) bool {
-	since := now.Add(-contendedWindow)
-	for _, r := range w.recent {
-		if r.ns != "" && r.ns != ns && !r.at.Before(since) {
-			return true
-		}
-	}
-	return false
-}
-
-// namespaceBucket is one namespace's share of the process's writes.
-type namespaceBucket struct {
-	limiter *rate.Limiter
-	items   int
 }
 
 type item struct {
@@ -199,13 +160,13 @@ func NewWriter(c client.Client, opts Writes, now func() time.Time) *Writer {
 		now = time.Now
 	}
 	return &Writer{
-		c:          c,
-		opts:       opts,
-		global:     rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst),
-		now:        now,
-		kick:       make(chan struct{}, 1),
-		items:      map[types.NamespacedName]*item{},
-		namespaces: map[string]*namespaceBucket{},
+		c:      c,
+		opts:   opts,
+		global: rate.NewLimiter(rate.Limit(opts.QPS), opts.Burst),
+		now:    now,
+		kick:   make(chan struct{}, 1),
+		items:  map[types.NamespacedName]*item{},
+		shares: newShares(opts.namespaceLimiter(), 2),
 	}
 }
 
@@ -242,7 +203,7 @@ func (w *Writer) Offer(object *unstructured.Unstructured, status v1alpha1.Scalin
 	if it == nil {
 		it = &item{key: key, limiter: rate.NewLimiter(rate.Every(w.opts.PerWorkloadInterval), w.opts.PerWorkloadBurst)}
 		w.items[key] = it
-		w.addToNamespace(key.Namespace)
+		w.shares.add(key.Namespace)
 	}
 	it.object, it.status, it.sig, it.full = object, status, sig, full
 	if it.exists && full == it.wroteFull {
@@ -263,9 +224,6 @@ func (w *Writer) schedule(it *item, at time.Time, urgent bool) {
 		return
 	}
 	it.due, it.urgent = at, urgent
-	if urgent {
-		w.sawWanting(it.key.Namespace, at)
-	}
 	h := &w.soft
 	if urgent {
 		h = &w.urgent
@@ -283,7 +241,9 @@ func (w *Writer) Forget(ctx context.Context, key types.NamespacedName, deleteObj
 	w.mu.Lock()
 	if _, ok := w.items[key]; ok {
 		delete(w.items, key)
-		w.removeFromNamespace(key.Namespace)
+		// The bucket outlives the namespace's last item until it
+		// has refilled: Flush sweeps it then.
+		w.shares.remove(key.Namespace, w.now())
 	}
 	w.mu.Unlock()
 	if !deleteObject {
@@ -313,35 +273,12 @@ func (w *Writer) Gone(key types.NamespacedName) {
 	w.schedule(it, w.now(), true)
 }
 
-// addToNamespace counts one more item of ns, giving ns its bucket with
-// its first. Called with mu held.
-func (w *Writer) addToNamespace(ns string) {
-	b := w.namespaces[ns]
-	if b == nil {
-		b = &namespaceBucket{}
-		if w.opts.perNamespace() {
-			b.limiter = rate.NewLimiter(rate.Limit(w.opts.PerNamespaceQPS), w.opts.PerNamespaceBurst)
-		}
-		w.namespaces[ns] = b
-	}
-	b.items++
-}
-
-// removeFromNamespace counts one item of ns less, dropping its bucket
-// with its last. Called with mu held.
-func (w *Writer) removeFromNamespace(ns string) {
-	if b := w.namespaces[ns]; b != nil {
-		if b.items--; b.items <= 0 {
-			delete(w.namespaces, ns)
-		}
-	}
-}
-
 // next pops the next item to write at now, or says when to look again
 // (zero: nothing scheduled). Urgent items go first; the item's bucket,
-// its namespace's and the process's must all allow the write. An item
-// its namespace's bucket holds back is scheduled for when that bucket
-// allows it, so the items of other namespaces behind it go first.
+// its namespace's and the process's must all allow the write, or the
+// namespace borrow past its share what the others leave (shares.go). An
+// item its namespace's share holds back is scheduled for when that
+// bucket allows it, so the items of other namespaces behind it go first.
 func (w *Writer) next(now time.Time) (*item, write, time.Time) {
 	if !w.served.Load() {
 		return nil, write{}, time.Time{}
@@ -352,13 +289,6 @@ func (w *Writer) next(now time.Time) (*item, write, time.Time) {
 		h := &w.urgent
 		if !w.urgent.ready(now) {
 			h = &w.soft
-		} else if w.soft.ready(now) {
-			// A refresh due behind an urgent backlog: its namespace
-			// wants a write too, so the backlog's namespace may not
-			// borrow past its share and starve it.
-			if it := w.items[w.soft[0].key]; it != nil {
-				w.sawWanting(it.key.Namespace, now)
-			}
 		}
 		if h.Len() == 0 {
 			return nil, write{}, w.earliest()
@@ -372,7 +302,6 @@ func (w *Writer) next(now time.Time) (*item, write, time.Time) {
 		if e.at.After(now) {
 			return nil, write{}, w.earliest()
 		}
-		w.sawWanting(it.key.Namespace, now)
 		own := it.limiter.ReserveN(now, 1)
 		if d := own.DelayFrom(now); d > 0 {
 			own.CancelAt(now)
@@ -385,37 +314,19 @@ func (w *Writer) next(now time.Time) (*item, write, time.Time) {
 		if !it.exists {
 			calls = 2 // the object, then its status
 		}
-		var share *rate.Reservation
-		if b := w.namespaces[it.key.Namespace]; b != nil && b.limiter != nil {
-			share = b.limiter.ReserveN(now, calls)
-			if d := share.DelayFrom(now); d > 0 && !w.othersWanting(it.key.Namespace, now) {
-				// Over its share with no one else waiting: the write
-				// borrows from the process's budget, and the share is
-				// left empty, so that a namespace that starts wanting
-				// writes finds this one held back at once.
-				share.CancelAt(now)
-				share = nil
-				if tokens := b.limiter.TokensAt(now); tokens >= 1 {
-					b.limiter.ReserveN(now, int(tokens))
-				}
-			} else if d > 0 {
-				// Over its namespace's share: the other namespaces'
-				// items go first.
-				share.CancelAt(now)
-				own.CancelAt(now)
-				heap.Pop(h)
-				it.due = time.Time{}
-				w.schedule(it, now.Add(d), it.urgent)
-				continue
+		if ok, d, held := w.shares.take(it.key.Namespace, calls, w.global, now); !ok {
+			own.CancelAt(now)
+			if !held {
+				// The process's budget is spent: nothing is written
+				// before it refills.
+				return nil, write{}, now.Add(d)
 			}
-		}
-		if r := w.global.ReserveN(now, calls); r.DelayFrom(now) > 0 {
-			d := r.DelayFrom(now)
-			r.CancelAt(now)
-			if share != nil {
-				share.CancelAt(now)
-			}
-			return nil, write{}, now.Add(d)
+			// Past its namespace's share, with nothing left to
+			// borrow: the other namespaces' items go first.
+			heap.Pop(h)
+			it.due = time.Time{}
+			w.schedule(it, now.Add(d), it.urgent)
+			continue
 		}
 		heap.Pop(h)
 		it.due = time.Time{}
@@ -448,11 +359,18 @@ type write struct {
 }
 
 // Flush writes every item due at now that the buckets allow, and returns
-// when to call it again (zero: when something is offered).
+// when to call it again (zero: when something is offered): the next
+// write, or the time an idle namespace's bucket can be dropped.
 func (w *Writer) Flush(ctx context.Context, now time.Time) time.Time {
+	w.mu.Lock()
+	sweep := w.shares.sweep(now)
+	w.mu.Unlock()
 	for {
 		it, wr, at := w.next(now)
 		if it == nil {
+			if at.IsZero() || !sweep.IsZero() && sweep.Before(at) {
+				return sweep
+			}
 			return at
 		}
 		err := w.apply(ctx, wr)

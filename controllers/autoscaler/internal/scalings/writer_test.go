@@ -326,8 +326,9 @@ func (w *Writer) writtenIn(ns string) int {
 }
 
 // A namespace alone writes at the process's pace; once another namespace
-// wants writes, the first is held to its share at once and the other's
-// Scaling is written without waiting behind the first one's backlog.
+// has workloads, and its share unspent, the first is held to its share at
+// once (it borrows only what the other leaves) and the other's Scaling is
+// written without waiting behind the first one's backlog.
 func TestScalingWritesOfOneNamespaceLeaveOthersTheirShare(t *testing.T) {
 	c, _, _ := countingClient(t)
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -423,4 +424,117 @@ func TestRefreshOfAnotherNamespaceIsNotStarvedByABorrower(t *testing.T) {
 		}
 	}
 	t.Errorf("the refresh due at %s was not written within 20 s of a borrower's backlog", due.Sub(t0))
+}
+
+// A namespace that keeps one urgent write coming in a second namespace
+// does not stop a namespace past its share from borrowing what the
+// process's budget has to spare: the trickle's own writes are all
+// written at once, and the flood writes at about the process's pace less
+// the trickle's, not only at its share.
+func TestATrickleOfUrgentWritesDoesNotBlockBorrowing(t *testing.T) {
+	c, _, _ := countingClient(t)
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	opts := Writes{}
+	opts.defaults()
+	w := NewWriter(c, Writes{}, func() time.Time { return t0 })
+	w.MarkServed()
+	ctx := context.Background()
+	trickle := Object(rackedCluster("trickle", "cart"), "ns")
+	w.Offer(trickle, statusWith(1, "1"), t0)
+	w.Flush(ctx, t0)
+	for i := range 2000 {
+		w.Offer(Object(rackedCluster("flood", fmt.Sprintf("db-%d", i)), "ns"), statusWith(3, "1"), t0)
+	}
+	const seconds = 20
+	trickleWrites := 0
+	for step := range seconds * 10 {
+		now := t0.Add(time.Duration(step) * 100 * time.Millisecond)
+		if step%10 == 5 {
+			// A new count every second: urgent, within its share.
+			w.Offer(trickle, statusWith(int32(2+(step/10)%2), "1"), now)
+			trickleWrites++
+		}
+		w.Flush(ctx, now)
+		w.mu.Lock()
+		it := w.items[types.NamespacedName{Namespace: trickle.GetNamespace(), Name: trickle.GetName()}]
+		pending := it.full != it.wroteFull
+		w.mu.Unlock()
+		if pending {
+			t.Fatalf("the trickle's write offered at %s waits behind the flood", now.Sub(t0))
+		}
+	}
+	// Each new Scaling is two calls: the object, then its status.
+	calls := float64(2 * w.writtenIn("flood"))
+	share := float64(opts.PerNamespaceBurst) + opts.PerNamespaceQPS*seconds
+	spare := 0.8 * (opts.QPS*seconds - float64(trickleWrites))
+	if calls < spare {
+		t.Errorf("in %d s beside a trickle of urgent writes the flood made %v calls (its share alone: %v), want at least %v: borrowing was blocked", seconds, calls, share, spare)
+	}
+}
+
+// Deleting and re-creating all of a namespace's workloads gives it no
+// fresh burst: its bucket outlives its last workload until it has
+// refilled, and only then is dropped, so buckets of namespaces that are
+// gone do not pile up.
+func TestNamespaceBucketOutlivesItsWorkloadsUntilRefilled(t *testing.T) {
+	c, _, _ := countingClient(t)
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	clock := t0
+	// Room in the process's bucket for both namespaces' shares and some
+	// to borrow.
+	opts := Writes{QPS: 50, Burst: 400, PerNamespaceQPS: 25, PerNamespaceBurst: 100}
+	w := NewWriter(c, opts, func() time.Time { return clock })
+	w.MarkServed()
+	ctx := context.Background()
+	w.Offer(Object(rackedCluster("quiet", "cart"), "ns"), statusWith(1, "1"), t0)
+	w.Flush(ctx, t0)
+	clock = t0.Add(10 * time.Second) // every bucket full again
+	// The other namespace writes too, so what the churning one takes
+	// past its share is only what the other leaves.
+	w.Offer(Object(rackedCluster("quiet", "cart"), "ns"), statusWith(2, "1"), clock)
+	w.Flush(ctx, clock)
+	churn := func(generation int) []types.NamespacedName {
+		var keys []types.NamespacedName
+		for i := range 300 {
+			o := Object(rackedCluster("churn", fmt.Sprintf("db-%d-%d", generation, i)), "ns")
+			w.Offer(o, statusWith(3, "1"), clock)
+			keys = append(keys, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+		}
+		return keys
+	}
+	keys := churn(0)
+	w.Flush(ctx, clock)
+	first := w.writtenIn("churn")
+	if first == 0 || first == len(keys) {
+		t.Fatalf("%d of %d new Scalings written at once, want the namespace's share and what it may borrow", first, len(keys))
+	}
+	for _, k := range keys {
+		w.Forget(ctx, k, false)
+	}
+	keys = churn(1)
+	w.Flush(ctx, clock)
+	if again := w.writtenIn("churn"); again != 0 {
+		t.Errorf("re-created at once, the namespace's workloads had %d Scalings written at once, want none: a fresh bucket", again)
+	}
+	for _, k := range keys {
+		w.Forget(ctx, k, false)
+	}
+	hasBucket := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.shares.buckets["churn"] != nil
+	}
+	// The bucket refills in PerNamespaceBurst/PerNamespaceQPS, 4 s: Flush
+	// says to come back then, with nothing else to write.
+	next := w.Flush(ctx, clock.Add(time.Second))
+	if !hasBucket() {
+		t.Errorf("the namespace's bucket was dropped a second after its last workload went, before it refilled")
+	}
+	if next.IsZero() || next.After(clock.Add(5*time.Second)) {
+		t.Fatalf("Flush asks to be called again at %v, want when the idle bucket has refilled, within 5 s of %v", next, clock)
+	}
+	w.Flush(ctx, next)
+	if hasBucket() {
+		t.Errorf("the namespace's bucket is kept once refilled with no workload")
+	}
 }
