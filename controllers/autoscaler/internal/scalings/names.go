@@ -11,36 +11,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
+	"github.com/scaleplane/scaleplane/controllers"
 )
 
 // What names a Scaling, and what tells two of its statuses apart.
 
-// Name is the name of a workload's Scaling:
-// <workload>-<kind lower>.<group>, so that two kinds of one name in two
-// API groups never share one. A name over 253 characters keeps the start
-// of the workload's name and a hash of the whole (the suffix drops the
-// group, which the hash holds, when it alone is long); spec.targetRef
-// names the workload in full.
-func Name(workload string, gk schema.GroupKind) string {
-	suffix := "-" + strings.ToLower(gk.Kind)
-	if gk.Group != "" {
-		suffix += "." + gk.Group
-	}
-	name := workload + suffix
-	if len(name) <= validation.DNS1123SubdomainMaxLength {
-		return name
-	}
-	hash := shortHash(gk.Group + "/" + gk.Kind + "/" + workload)
-	if len(suffix) > maxScalingSuffix {
-		suffix = "-" + strings.ToLower(gk.Kind)
-	}
-	keep := min(len(workload), validation.DNS1123SubdomainMaxLength-len(suffix)-len(hash)-1)
-	return strings.TrimRight(workload[:keep], "-.") + "-" + hash + suffix
-}
-
-// maxScalingSuffix is the longest "-<kind>.<group>" a long workload name's
-// Scaling keeps, so that enough of the workload's name is left to read.
-const maxScalingSuffix = 120
+// Name is the name of a workload's Scaling: the name of its built-in HPA
+// (controllers.HPAName), <workload>-<kind lower>.<group>, so that two kinds
+// of one name in two API groups never share one and kubectl lists a
+// workload's Scaling and HPA under one name. Past 253 characters it keeps
+// the start of the workload's name and a hash of the whole;
+// spec.targetRef names the workload in full.
+func Name(workload string, gk schema.GroupKind) string { return controllers.HPAName(workload, gk) }
 
 // LegacyName is the name Scalings had before the group was part of it
 // (<workload>-<kind lower>); the autoscaler's Scaling watch renames them.
