@@ -164,24 +164,23 @@ func For(p *profile.Compiled) Set {
 }
 
 // inline is expr with every variables.<name> replaced: a variable that
-// reads the object only (a field's optional or value) is bound once, as
-// the variable of a comprehension over a one-element list around the
-// whole expression ("[object.?spec.?replicas].all(v_replicas, ...)"); a
-// variable computed from others, or read only once, is replaced by its
-// expression (itself inlined), in parentheses. Match conditions cannot read variables, and
-// the API server's evaluator walks the object from its root at every
-// field read, with its cost tracking at every step: a field read once and
-// bound, instead of at every use, more than halves the checks' cost per
-// write (BenchmarkPolicyConditions). Only the variables expr reads are
-// bound, and a computed one keeps its place, so a guard before it still
-// keeps it from being evaluated.
+// reads the object only (a field's optional or value) and that expr reads
+// three times or more is bound once, as the variable of a comprehension
+// over a one-element list around the whole expression
+// ("[object.?spec.?replicas].all(v_replicas, ...)"); any other variable
+// is replaced by its expression (itself inlined), in parentheses, so a
+// guard before a computed one still keeps it from being evaluated. Match
+// conditions cannot read variables, and the API server's evaluator walks
+// the object from its root at every field read, with its cost tracking at
+// every step; a binding costs about two reads (BenchmarkPolicyConditions).
 func inline(expr string, vars []admissionregistrationv1.Variable) string {
 	byName := map[string]string{}
 	for _, v := range vars {
 		byName[v.Name] = v.Expression
 	}
 	// uses counts each field variable's reads once the computed ones are
-	// expanded: binding costs a comprehension, worth it from two reads.
+	// expanded: binding costs a comprehension, about two reads of a field
+	// (BenchmarkPolicyConditions), so it is worth it from three.
 	uses := map[string]int{}
 	var expand func(e string, bind func(name string) bool) string
 	expand = func(e string, bind func(name string) bool) string {
@@ -202,11 +201,11 @@ func inline(expr string, vars []admissionregistrationv1.Variable) string {
 		})
 	}
 	expand(expr, func(string) bool { return false })
-	twice := map[string]bool{}
+	often := map[string]bool{}
 	for name, n := range uses {
-		twice[name] = n > 1
+		often[name] = n > 2
 	}
-	bound := func(name string) bool { return twice[name] }
+	bound := func(name string) bool { return often[name] }
 	out := expand(expr, bound)
 	for i := len(vars) - 1; i >= 0; i-- {
 		if v := vars[i]; bound(v.Name) {
