@@ -109,7 +109,7 @@ func For(p *profile.Compiled) Set {
 			ObjectMeta: meta(),
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 				MatchConstraints: match.DeepCopy(),
-				MatchConditions:  []admissionregistrationv1.MatchCondition{l.wellTyped(), needed},
+				MatchConditions:  []admissionregistrationv1.MatchCondition{needed},
 				Mutations:        mutations,
 				FailurePolicy:    &fail,
 				// Every patch is written only where the value differs, so
@@ -136,8 +136,11 @@ func For(p *profile.Compiled) Set {
 				// skips the policy after one evaluation of them, and an
 				// invalid one meets a validation that refuses with every
 				// cause.
-				MatchConditions: []admissionregistrationv1.MatchCondition{l.ratchet(),
-					{Name: "scaling-fields-invalid", Expression: "!(" + inline(ok, variables) + ")"}},
+				// The ratchet comes first in the same condition, so an
+				// UPDATE that leaves the scaling fields as stored skips
+				// the checks too.
+				MatchConditions: []admissionregistrationv1.MatchCondition{
+					{Name: "scaling-fields-invalid", Expression: "(" + l.ratchet() + ") && !(" + inline(ok, variables) + ")"}},
 				Variables: variables,
 				Validations: []admissionregistrationv1.Validation{{
 					Expression:        "false",
@@ -160,26 +163,80 @@ func For(p *profile.Compiled) Set {
 	}
 }
 
-// inline is expr with every variables.<name> replaced by the variable's
-// expression (itself inlined), in parentheses.
+// inline is expr with every variables.<name> replaced: a variable that
+// reads the object only (a field's optional or value) and that expr reads
+// three times or more is bound once, as the variable of a comprehension
+// over a one-element list around the whole expression
+// ("[object.?spec.?replicas].all(v_replicas, ...)"); any other variable
+// is replaced by its expression (itself inlined), in parentheses, so a
+// guard before a computed one still keeps it from being evaluated. Match
+// conditions cannot read variables, and the API server's evaluator walks
+// the object from its root at every field read, with its cost tracking at
+// every step; a binding costs about two reads (BenchmarkPolicyConditions).
 func inline(expr string, vars []admissionregistrationv1.Variable) string {
 	byName := map[string]string{}
 	for _, v := range vars {
 		byName[v.Name] = v.Expression
 	}
-	var expand func(string) string
-	expand = func(e string) string {
+	// uses counts each field variable's reads once the computed ones are
+	// expanded: binding costs a comprehension, about two reads of a field
+	// (BenchmarkPolicyConditions), so it is worth it from three.
+	uses := map[string]int{}
+	var expand func(e string, bind func(name string) bool) string
+	expand = func(e string, bind func(name string) bool) string {
 		return variableRef.ReplaceAllStringFunc(e, func(ref string) string {
 			name := strings.TrimPrefix(ref, "variables.")
 			def, ok := byName[name]
 			if !ok {
 				return ref
 			}
-			return "(" + expand(def) + ")"
+			if !variableRef.MatchString(def) {
+				uses[name]++
+				if bind(name) {
+					return boundName(name)
+				}
+				return "(" + def + ")"
+			}
+			return "(" + expand(def, bind) + ")"
 		})
 	}
-	return expand(expr)
+	expand(expr, func(string) bool { return false })
+	often := map[string]bool{}
+	for name, n := range uses {
+		often[name] = n > 2
+	}
+	bound := func(name string) bool { return often[name] }
+	out := expand(expr, bound)
+	for i := len(vars) - 1; i >= 0; i-- {
+		if v := vars[i]; bound(v.Name) {
+			out = fmt.Sprintf("[%s].all(%s, %s)", v.Expression, boundName(v.Name), out)
+		}
+	}
+	return out
 }
+
+// expand is expr with every variables.<name> replaced by the variable's
+// expression (itself expanded), in parentheses.
+func expand(expr string, vars []admissionregistrationv1.Variable) string {
+	byName := map[string]string{}
+	for _, v := range vars {
+		byName[v.Name] = v.Expression
+	}
+	var rec func(string) string
+	rec = func(e string) string {
+		return variableRef.ReplaceAllStringFunc(e, func(ref string) string {
+			def, ok := byName[strings.TrimPrefix(ref, "variables.")]
+			if !ok {
+				return ref
+			}
+			return "(" + rec(def) + ")"
+		})
+	}
+	return rec(expr)
+}
+
+// boundName is the comprehension variable inline binds a variable to.
+func boundName(name string) string { return "v_" + name }
 
 // variableRef is a reference to a variable in an expression.
 var variableRef = regexp.MustCompile(`variables\.[A-Za-z_][A-Za-z0-9_]*`)
@@ -187,7 +244,7 @@ var variableRef = regexp.MustCompile(`variables\.[A-Za-z_][A-Za-z0-9_]*`)
 // ratchet skips validation of an UPDATE that leaves R, C and G as stored,
 // as the webhook does: an object stored before a rule applied can still
 // have its other fields changed.
-func (l layout) ratchet() admissionregistrationv1.MatchCondition {
+func (l layout) ratchet() string {
 	// Each field as an optional of object and of oldObject; an annotation
 	// is a map key, which no field name can spell.
 	type field struct{ cur, old string }
@@ -206,22 +263,41 @@ func (l layout) ratchet() admissionregistrationv1.MatchCondition {
 	for _, f := range fields {
 		conds = append(conds, fmt.Sprintf("%s.hasValue() != %s.hasValue() || (%s.hasValue() && %s.value() != %s.value())", f.cur, f.old, f.cur, f.cur, f.old))
 	}
-	return admissionregistrationv1.MatchCondition{Name: "scaling-fields-changed", Expression: strings.Join(conds, " || ")}
+	return strings.Join(conds, " || ")
 }
 
 // wellTyped holds when R is a number and C an object with numbers for
 // bounds. The mutations read them as such; an object where they are not is
 // left unmutated for the schema to refuse at the field's path, as the
 // webhook's mutation writes nothing over a value it could not read.
-func (l layout) wellTyped() admissionregistrationv1.MatchCondition {
-	r := optional("object", l.replicas)
+// It reads R, C and C's bounds as the mutations' variables
+// (mutationVariables).
+func (l layout) wellTyped() string {
+	r := "variables.r"
 	conds := []string{fmt.Sprintf("(!%[1]s.hasValue() || type(%[1]s.value()) == int)", r)}
 	if l.config != nil {
-		c := optional("object", l.config)
-		cmin, cmax := optional("object", append(slices.Clone(l.config), "minReplicas")), optional("object", append(slices.Clone(l.config), "maxReplicas"))
+		c, cmin, cmax := "variables.c", "variables.cmin", "variables.cmax"
 		conds = append(conds, fmt.Sprintf("(!%[1]s.hasValue() || (type(%[1]s.value()) == map && (!%[2]s.hasValue() || type(%[2]s.value()) == int) && (!%[3]s.hasValue() || type(%[3]s.value()) == int)))", c, cmin, cmax))
 	}
-	return admissionregistrationv1.MatchCondition{Name: "scaling-fields-well-typed", Expression: strings.Join(conds, " && ")}
+	return strings.Join(conds, " && ")
+}
+
+// mutationVariables are the fields of the object as sent that the
+// mutating policy reads, as optionals: r (R), c (C), cmin and cmax (C's
+// bounds) and g (G). The mutating policy's condition binds them once
+// (inline); its mutation reads them written out.
+func (l layout) mutationVariables() []admissionregistrationv1.Variable {
+	vars := []admissionregistrationv1.Variable{{Name: "r", Expression: optional("object", l.replicas)}}
+	if l.config != nil {
+		vars = append(vars,
+			admissionregistrationv1.Variable{Name: "c", Expression: optional("object", l.config)},
+			admissionregistrationv1.Variable{Name: "cmin", Expression: optional("object", append(slices.Clone(l.config), "minReplicas"))},
+			admissionregistrationv1.Variable{Name: "cmax", Expression: optional("object", append(slices.Clone(l.config), "maxReplicas"))})
+	}
+	if l.groups != nil {
+		vars = append(vars, admissionregistrationv1.Variable{Name: "g", Expression: optional("object", l.groups)})
+	}
+	return vars
 }
 
 // variables are what the validations read, each computed once.
@@ -240,7 +316,7 @@ func (l layout) variables() []admissionregistrationv1.Variable {
 			// lo and hi are C's bounds with M2 applied, as scaling's
 			// validateBounds reads them.
 			admissionregistrationv1.Variable{Name: "lo", Expression: "variables.min.orValue(variables.max.orValue(1) == 0 ? 0 : 1)"},
-			admissionregistrationv1.Variable{Name: "hi", Expression: "variables.max.orValue(variables.replicas.hasValue() && variables.replicas.value() > variables.lo ? variables.replicas.value() : variables.lo)"},
+			admissionregistrationv1.Variable{Name: "hi", Expression: hiExpr},
 		)
 		// Each behavior direction as a map (empty when absent), read
 		// with has(): one walk down the object instead of one per check.
@@ -256,6 +332,10 @@ func (l layout) variables() []admissionregistrationv1.Variable {
 	}
 	return vars
 }
+
+// hiExpr is C's maximum with M2 applied, from its minimum with M2
+// applied (variables.lo).
+const hiExpr = "variables.max.orValue(variables.replicas.hasValue() && variables.replicas.value() > variables.lo ? variables.replicas.value() : variables.lo)"
 
 // behaviorDirections are the directions of a behavior, as V4 checks them.
 var behaviorDirections = []string{"scaleUp", "scaleDown"}
@@ -321,10 +401,18 @@ func (l layout) causes() (string, string, []string) {
 			add(fmt.Sprintf("variables.max.orValue(0) <= %d", l.maxReplicas),
 				quote(dotted(maxP)+": Invalid value: ")+fmt.Sprintf(" + string(variables.max.orValue(0)) + ': must be less than or equal to %d, the upper bound this kind\\'s profile allows; lower maxReplicas'", l.maxReplicas))
 		}
-		add("!variables.config.hasValue() || variables.lo < 0 || variables.hi < 0 || variables.lo <= variables.hi",
-			quote(dotted(minP)+": Invalid value: ")+" + string(variables.lo) + ': must be less than or equal to maxReplicas (' + string(variables.hi) + '); raise maxReplicas or lower minReplicas'")
-		add("!variables.config.hasValue() || !(variables.lo == 0 && variables.hi > 0) || size(variables.triggers) > 0 || variables.idle",
-			quote(dotted(minP)+": Invalid value: 0: may be 0 below maxReplicas (")+" + string(variables.hi) + ') only with triggers or idle settings, because an HPA cannot scale to zero; set minReplicas to 1 or more, add triggers or idle, or set maxReplicas to 0 to stay at zero'")
+		// The two checks of the bounds with M2 applied; for the
+		// validation, one check that computes lo and hi once (bound as
+		// inline binds a variable), only when C is present.
+		order, zero := "variables.lo < 0 || variables.hi < 0 || variables.lo <= variables.hi", "!(variables.lo == 0 && variables.hi > 0) || size(variables.triggers) > 0 || variables.idle"
+		parts = append(parts,
+			fmt.Sprintf("(!variables.config.hasValue() || %s ? [] : [%s])", order,
+				quote(dotted(minP)+": Invalid value: ")+" + string(variables.lo) + ': must be less than or equal to maxReplicas (' + string(variables.hi) + '); raise maxReplicas or lower minReplicas'"),
+			fmt.Sprintf("(!variables.config.hasValue() || %s ? [] : [%s])", zero,
+				quote(dotted(minP)+": Invalid value: 0: may be 0 below maxReplicas (")+" + string(variables.hi) + ') only with triggers or idle settings, because an HPA cannot scale to zero; set minReplicas to 1 or more, add triggers or idle, or set maxReplicas to 0 to stay at zero'"))
+		bind := strings.NewReplacer("variables.lo", "v_lo", "variables.hi", "v_hi")
+		oks = append(oks, fmt.Sprintf("(!variables.config.hasValue() || [variables.lo].all(v_lo, [%s].all(v_hi, (%s) && (%s))))",
+			bind.Replace(hiExpr), bind.Replace(order), bind.Replace(zero)))
 	}
 	if l.config != nil {
 		rules = append(rules, "V4")
@@ -359,8 +447,11 @@ func (l layout) causes() (string, string, []string) {
 		if l.namesInSelector {
 			label = fmt.Sprintf(" && (type(g.%[1]s) != string || (size(g.%[1]s) <= %[2]d && g.%[1]s.matches(%[3]s)))", n, validation.LabelValueMaxLength, celString("^"+labelValueRegexp+"$"))
 		}
-		oks = append(oks, fmt.Sprintf("variables.groups.all(i, g, type(g) != map || (has(g.%[1]s) && g.%[1]s != '' && "+
-			"!variables.groups.exists(j, h, j < i && type(h) == map && has(h.%[1]s) && h.%[1]s == g.%[1]s)%[3]s && (!has(g.%[2]s) || type(g.%[2]s) != int || g.%[2]s >= 0)))", n, m, label))
+		// Every group that is an object is named, so the groups' names
+		// are unique when the list of them has as many distinct ones: one
+		// call instead of a pass over the groups before each group.
+		oks = append(oks, fmt.Sprintf("variables.groups.all(g, type(g) != map || (has(g.%[1]s) && g.%[1]s != ''%[3]s && (!has(g.%[2]s) || type(g.%[2]s) != int || g.%[2]s >= 0))) && "+
+			"[variables.groups.transformList(i, g, type(g) == map, g.%[1]s)].all(v_names, size(v_names) == size(v_names.distinct()))", n, m, label))
 	}
 	return strings.Join(parts, " + "), strings.Join(oks, " && "), rules
 }
@@ -430,12 +521,12 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admis
 		needs = append(needs, "("+need+")")
 		parts = append(parts, "("+cond+" ? "+patches+" : [])")
 	}
-	r := optional("object", l.replicas)
+	// The fields as sent, as mutationVariables names them.
+	r := "variables.r"
 	// hasR and valR are R after M4 (R as sent unless M4 writes it).
 	hasR, valR := r+".hasValue()", r+".value()"
 	if l.config != nil {
-		c := optional("object", l.config)
-		cmin, cmax := optional("object", append(slices.Clone(l.config), "minReplicas")), optional("object", append(slices.Clone(l.config), "maxReplicas"))
+		c, cmin, cmax := "variables.c", "variables.cmin", "variables.cmax"
 		cp := pointer(l.config)
 		// M7: a value the CRD's schema refuses is not written; M1's and
 		// M3's pins as a whole, M2's bounds one by one.
@@ -490,17 +581,20 @@ func (l layout) mutations() ([]admissionregistrationv1.Mutation, []string, admis
 		filter := fmt.Sprintf("type(g) == map && (!has(g.%s) || (type(g.%s) == int && g.%s != %s))", m, m, m, valR)
 		cond := hasR + fits(l.schema.Members, valR)
 		add("M5", cond,
-			fmt.Sprintf("%s.orValue([]).transformList(i, g, %s, JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s})", optional("object", l.groups), filter, quote(pointer(l.groups)+"/"), quote("/"+l.members), valR),
-			fmt.Sprintf("%s && %s.orValue([]).exists(g, %s)", cond, optional("object", l.groups), filter))
+			fmt.Sprintf("variables.g.orValue([]).transformList(i, g, %s, JSONPatch{op: 'add', path: %s + string(i) + %s, value: %s})", filter, quote(pointer(l.groups)+"/"), quote("/"+l.members), valR),
+			fmt.Sprintf("%s && variables.g.orValue([]).exists(g, %s)", cond, filter))
 	}
 	// The policy runs only when some rule writes a patch: every condition
 	// reads the object as sent, so "any rule writes" is exact. The API
 	// server encodes and decodes the whole object once per mutation,
 	// patch or not; an object that needs nothing is spared that.
+	// It holds only for an object well typed (wellTyped), in the same
+	// condition: one evaluation, which binds the fields both read.
 	need := admissionregistrationv1.MatchCondition{Name: "scaling-fields-need-defaulting", Expression: "false"}
-	expr := strings.Join(parts, " + ")
+	vars := l.mutationVariables()
+	expr := expand(strings.Join(parts, " + "), vars)
 	if len(needs) > 0 {
-		need.Expression = strings.Join(needs, " || ")
+		need.Expression = inline(l.wellTyped()+" && ("+strings.Join(needs, " || ")+")", vars)
 	} else {
 		// A config in an annotation and no member groups: nothing CEL
 		// defaults. The API server refuses a policy without a mutation, so

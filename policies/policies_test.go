@@ -83,7 +83,7 @@ func TestRulesCompiledPerProfile(t *testing.T) {
 				t.Errorf("%d mutations, want %d", got, tc.mutations)
 			}
 			if !slices.ContainsFunc(s.Rules, func(r string) bool { return strings.HasPrefix(r, "M") }) {
-				if got := s.Mutating.Spec.MatchConditions[1].Expression; got != "false" {
+				if got := s.Mutating.Spec.MatchConditions[0].Expression; got != "false" {
 					t.Errorf("the policy that writes nothing runs when %s, want never", got)
 				}
 			}
