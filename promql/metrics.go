@@ -246,7 +246,7 @@ func (s *Store) Usage() Usage {
 	s.eachSeries(func(ser *memSeries) {
 		u.Series++
 		ser.lock()
-		for rest := ser.closed; rest != ""; {
+		for rest := ser.closed(); rest != ""; {
 			var c closedChunk
 			c, rest = nextClosed(rest)
 			u.Bytes += len(c.data) - 1

@@ -32,7 +32,7 @@ func (t *seriesTable) find(s *Store, lset labels.Labels, h uint64) *memSeries {
 		if uint32(c>>32) != uint32(h) {
 			continue
 		}
-		if ser := s.slot(uint32(c) - 1).Load(); ser != nil && labels.Equal(ser.lset, lset) {
+		if ser := s.slot(uint32(c) - 1).Load(); ser != nil && s.hasLabels(ser, lset) {
 			return ser
 		}
 	}
@@ -89,6 +89,14 @@ func (t *seriesTable) remove(h uint64, idx uint32) {
 	}
 	t.cells[i] = 0
 	t.n--
+}
+
+// hasLabels reports whether ser's labels are lset; the caller holds
+// s.mtx.
+func (s *Store) hasLabels(ser *memSeries, lset labels.Labels) bool {
+	ser.lock()
+	defer ser.unlock()
+	return s.syms.equal(ser.labelRefs(), lset)
 }
 
 // seriesLocks guard the series' chunks and head: a lock per series would

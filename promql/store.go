@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +153,9 @@ type Store struct {
 	mtx sync.RWMutex
 	// byLabels finds a series by its labels.
 	byLabels seriesTable
+	// syms holds the series' label names and values; series keep their
+	// ids.
+	syms symbols
 	// postings is the inverted index Select intersects: label name, then
 	// value, then the slots of the series carrying that pair.
 	postings map[string]map[string]*postingList
@@ -244,11 +246,12 @@ func (s *Store) admitSample(ser *memSeries, v float64, pending int64) error {
 	}
 	if s.opts.MaxBytes > 0 && s.used.Load()+pending > s.opts.MaxBytes {
 		s.refusedSamples.Add(1)
-		return &limitError{lset: ser.lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
+		return &limitError{lset: s.labelsOf(ser), err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
 	}
 	if s.opts.MaxBytesPerNamespace > 0 && ser.acct.used.Load() > s.opts.MaxBytesPerNamespace {
 		s.refusedSamples.Add(1)
-		return &limitError{lset: ser.lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(ser.lset.Get(LabelNamespace)) + ")"}
+		lset := s.labelsOf(ser)
+		return &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(lset.Get(LabelNamespace)) + ")"}
 	}
 	return nil
 }
@@ -261,9 +264,24 @@ type nsAccount struct {
 	used atomic.Int64
 }
 
+// labelsOf returns the labels of ser, in memory of their own; they are
+// empty once ser has been removed (its symbols may be gone).
+func (s *Store) labelsOf(ser *memSeries) labels.Labels {
+	s.mtx.RLock()
+	defer s.mtx.RUnlock()
+	if ser.deleted() {
+		return labels.EmptyLabels()
+	}
+	var b labels.ScratchBuilder
+	ser.lock()
+	defer ser.unlock()
+	return s.syms.labels(ser.labelRefs(), &b)
+}
+
 // seriesCost is what a series is charged against MaxBytes besides its
-// chunks.
-func seriesCost(lset labels.Labels) int64 { return seriesOverhead + int64(lset.ByteSize()) }
+// chunks and the symbols it was first to use: the fixed overhead and its
+// label symbol ids (labelsEnd bytes).
+func seriesCost(labelsEnd int) int64 { return seriesOverhead + int64(labelsEnd) }
 
 // cutoff is the oldest timestamp (ms) retention still keeps.
 func (s *Store) cutoff() int64 {
@@ -318,12 +336,16 @@ func (s *Store) Trim() {
 }
 
 // removeLocked takes ser out of byLabels and the slab; the caller holds
-// s.mtx and ser's lock, and removes ser from the postings afterwards,
-// which it does for many series at once.
+// s.mtx and ser's lock, and removes ser from the postings afterwards
+// (removePostings, which also gives back its symbols), which it does for
+// many series at once.
 func (s *Store) removeLocked(ser *memSeries) {
 	ser.gen.Store(0)
-	s.byLabels.remove(ser.lset.Hash(), ser.idx)
-	cost := seriesCost(ser.lset) + int64(ser.chunkBytes())
+	refs := ser.labelRefs()
+	var b labels.ScratchBuilder
+	s.byLabels.remove(s.syms.labels(refs, &b).Hash(), ser.idx)
+	ns := s.syms.value(refs, LabelNamespace)
+	cost := seriesCost(ser.labelsEnd()) + int64(ser.chunkBytes())
 	s.used.Add(-cost)
 	ser.acct.used.Add(-cost)
 	idx := ser.idx
@@ -337,7 +359,7 @@ func (s *Store) removeLocked(ser *memSeries) {
 	s.slabMtx.Unlock()
 	s.all--
 	if ser.acct.series--; ser.acct.series <= 0 {
-		delete(s.perNamespace, ser.lset.Get(LabelNamespace))
+		delete(s.perNamespace, ns)
 	}
 }
 
@@ -364,6 +386,42 @@ func (s *Store) Delete(lsets []labels.Labels) int {
 	}
 	s.removePostings(gone)
 	return len(gone)
+}
+
+// deleteRefs removes the series with these references that are still
+// there, as Delete does by labels.
+func (s *Store) deleteRefs(refs []storage.SeriesRef) int {
+	if len(refs) == 0 {
+		return 0
+	}
+	s.mtx.Lock()
+	defer s.mtx.Unlock()
+	var gone []*memSeries
+	for _, ref := range refs {
+		ser := s.byRef(ref)
+		if ser == nil || ser.deleted() {
+			continue
+		}
+		ser.lock()
+		s.removeLocked(ser)
+		ser.unlock()
+		gone = append(gone, ser)
+	}
+	s.removePostings(gone)
+	return len(gone)
+}
+
+// appendStale appends a staleness marker at t to the series with
+// reference ref, if it is still there. Ordering errors only mean a newer
+// sample already exists, and are dropped.
+func (s *Store) appendStale(ref storage.SeriesRef, t int64) {
+	ser := s.byRef(ref)
+	if ser == nil {
+		return
+	}
+	grown, _ := ser.appendFloat(0, t, math.Float64frombits(value.StaleNaN), s.minValidTime.Load())
+	s.used.Add(int64(grown))
+	ser.acct.used.Add(int64(grown))
 }
 
 // NamespaceUsedBytes is what namespace ns's series take of
@@ -472,24 +530,33 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 		s.refusedNamespace.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrSeriesLimit, limit: int64(s.opts.MaxSeriesPerNamespace), setting: "metrics.maxSeriesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
 	}
-	cost := seriesCost(lset)
+	// The symbols are taken first, to know what the table grows by (the
+	// strings no series used yet), and given back if the series is
+	// refused.
+	refs, grown := s.syms.internLabels(lset)
+	cold := newColdString(refs)
+	cost := seriesCost(len(cold)) + int64(grown)
 	if s.opts.MaxBytes > 0 && s.used.Load()+cost > s.opts.MaxBytes {
+		s.syms.releaseLabels(string(refs))
 		s.refusedBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
 	}
 	if s.opts.MaxBytesPerNamespace > 0 && acct.used.Load()+cost > s.opts.MaxBytesPerNamespace {
+		s.syms.releaseLabels(string(refs))
 		s.refusedNamespaceBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
 	}
 	s.used.Add(cost)
 	acct.used.Add(cost)
 	if acct.series == 0 {
-		s.perNamespace[ns] = acct
+		// The map's key is the interned string, which pins no caller's
+		// labels.
+		s.perNamespace[s.syms.value(cold[len(cold)-len(refs):], LabelNamespace)] = acct
 	}
-	ser = &memSeries{lset: lset.Copy(), acct: acct}
+	ser = &memSeries{cold: cold, acct: acct}
 	s.allocRef(ser)
 	s.byLabels.insert(h, ser.idx)
-	s.addPostings(ser)
+	s.addPostings(ser, cold[len(cold)-len(refs):])
 	s.all++
 	acct.series++
 	return ser, true, nil
@@ -637,28 +704,56 @@ func nextClosed(closed string) (closedChunk, string) {
 }
 
 // memSeries is one series. Closed chunks are immutable once cut, so queries
-// share them; only the head chunk is copied for a query. It is 96 bytes:
+// share them; only the head chunk is copied for a query. It is 80 bytes:
 // a series' bookkeeping is most of what the store holds besides samples.
 type memSeries struct {
 	// idx is the series' slot, gen the slot's generation when the series
 	// took it; together they are its reference. gen is 0 once the series
 	// is removed from the index (by Trim or Delete): appenders holding it
 	// then re-resolve by labels.
-	idx  uint32
-	gen  atomic.Uint32
-	lset labels.Labels
+	idx uint32
+	gen atomic.Uint32
 	// acct is the series' namespace's account, which its bytes are
 	// charged to.
 	acct *nsAccount
 
 	// The fields below are guarded by the series' lock (lock, unlock).
-	// closed holds the closed chunks (see nextClosed).
-	closed string
+	// cold holds what changes at most once a chunk, in one exactly sized
+	// string: the series' labels as symbol ids (a uvarint length, then a
+	// uvarint id of each label's name and value: see symbols), then the
+	// closed chunks (see nextClosed). The labels part never changes.
+	cold string
 	// The head chunk, which still takes samples, is xor when active,
 	// other when not nil, or neither when the series has no head.
 	xor   xorHead
 	other *otherHead
 }
+
+// newColdString returns the cold string of a series with these label
+// symbol ids and no closed chunk.
+func newColdString(refs []byte) string {
+	b := make([]byte, 0, binary.MaxVarintLen32+len(refs))
+	b = binary.AppendUvarint(b, uint64(len(refs)))
+	b = append(b, refs...)
+	return string(b)
+}
+
+// labelsEnd is where the label part of cold ends and the closed chunks
+// begin.
+func (s *memSeries) labelsEnd() int {
+	n, i := binary.Uvarint(unsafe.Slice(unsafe.StringData(s.cold), min(len(s.cold), binary.MaxVarintLen32)))
+	return i + int(n)
+}
+
+// labelRefs are the series' label symbol ids; the caller holds the
+// series' lock.
+func (s *memSeries) labelRefs() string {
+	n, i := binary.Uvarint(unsafe.Slice(unsafe.StringData(s.cold), min(len(s.cold), binary.MaxVarintLen32)))
+	return s.cold[i : i+int(n)]
+}
+
+// closed returns the closed chunks (see nextClosed).
+func (s *memSeries) closed() string { return s.cold[s.labelsEnd():] }
 
 // ref is the series' reference, as appenders hand it out.
 func (s *memSeries) ref() storage.SeriesRef {
@@ -668,7 +763,7 @@ func (s *memSeries) ref() storage.SeriesRef {
 // deleted reports whether the series left the index.
 func (s *memSeries) deleted() bool { return s.gen.Load() == 0 }
 
-func (s *memSeries) empty() bool { return !s.hasHead() && s.closed == "" }
+func (s *memSeries) empty() bool { return !s.hasHead() && s.labelsEnd() == len(s.cold) }
 
 func (s *memSeries) hasHead() bool { return s.xor.active() || s.other != nil }
 
@@ -676,7 +771,7 @@ func (s *memSeries) hasHead() bool { return s.xor.active() || s.other != nil }
 // Options.MaxBytes: the closed chunks' string and the head's buffer,
 // spare capacity included (it is memory the series holds).
 func (s *memSeries) chunkBytes() int {
-	n := len(s.closed) + s.xor.capacity()
+	n := len(s.cold) - s.labelsEnd() + s.xor.capacity()
 	if s.other != nil {
 		n += len(s.other.chunk.Bytes())
 	}
@@ -717,7 +812,7 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 	// the head (a rate over the last minute) needs none of them, and their
 	// headers are not even read.
 	if !inRange || !ok || mint < minT {
-		for rest := s.closed; rest != ""; {
+		for rest := s.closed(); rest != ""; {
 			var c closedChunk
 			c, rest = nextClosed(rest)
 			if !inRange || c.maxT >= mint && c.minT <= maxt {
@@ -745,7 +840,7 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 // EncNone.
 func (s *memSeries) lastClosedEncoding() chunkenc.Encoding {
 	enc := chunkenc.EncNone
-	for rest := s.closed; rest != ""; {
+	for rest := s.closed(); rest != ""; {
 		var c closedChunk
 		c, rest = nextClosed(rest)
 		enc = c.encoding()
@@ -759,12 +854,12 @@ func (s *memSeries) closeHead() int {
 	enc, b, _, minT, maxT, _ := s.head()
 	var hdr [maxClosedHeader]byte
 	h := appendClosedHeader(hdr[:0], 1+len(b), minT, maxT)
-	buf := make([]byte, 0, len(s.closed)+len(h)+1+len(b))
-	buf = append(buf, s.closed...)
+	buf := make([]byte, 0, len(s.cold)+len(h)+1+len(b))
+	buf = append(buf, s.cold...)
 	buf = append(buf, h...)
 	buf = append(buf, byte(enc))
 	buf = append(buf, b...)
-	s.closed = unsafe.String(unsafe.SliceData(buf), len(buf))
+	s.cold = unsafe.String(unsafe.SliceData(buf), len(buf))
 	s.xor.n = 0
 	s.other = nil
 	return len(b)
@@ -774,7 +869,8 @@ func (s *memSeries) closeHead() int {
 // freed (as chunkBytes counts them).
 func (s *memSeries) trim(cut int64) int {
 	before := s.chunkBytes()
-	rest := s.closed
+	end := s.labelsEnd()
+	rest := s.cold[end:]
 	for rest != "" {
 		c, next := nextClosed(rest)
 		if c.maxT >= cut {
@@ -782,9 +878,9 @@ func (s *memSeries) trim(cut int64) int {
 		}
 		rest = next
 	}
-	if len(rest) != len(s.closed) {
+	if len(rest) != len(s.cold)-end {
 		// A copy, so the expired chunks' memory is freed.
-		s.closed = strings.Clone(rest)
+		s.cold = s.cold[:end] + rest
 	}
 	if s.hasHead() && s.lastT() < cut {
 		s.xor = xorHead{}
@@ -919,7 +1015,7 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		}
 		// The previous appender lets the new chunk detect a counter reset
 		// across the chunk boundary; only a chunk of the same kind can tell.
-		if prev != nil && s.closed != "" && s.lastClosedEncoding() != enc {
+		if prev != nil && s.labelsEnd() != len(s.cold) && s.lastClosedEncoding() != enc {
 			prev = nil
 		}
 	} else {

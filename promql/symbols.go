@@ -1,0 +1,188 @@
+package promql
+
+import (
+	"encoding/binary"
+	"strings"
+	"unsafe"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// symbols interns the label names and values of the store's series: most
+// of a series' label bytes (__name__, namespace, job, the workload's and
+// the pod's names) repeat across series, so each series keeps only small
+// numbers (symbol ids) and every string is held once. A string is counted
+// once per label of a live series using it and dropped when the last of
+// them leaves (Trim, Delete), so the table follows the series and does not
+// grow with pods that come and go. It is guarded by Store.mtx: written
+// under the write lock, read under either.
+type symbols struct {
+	ids  map[string]uint32
+	strs []string
+	// uses counts the labels of live series naming each symbol; a free id
+	// has none and an empty string.
+	uses []uint32
+	free []uint32
+	// bytes is what the strings take.
+	bytes int
+}
+
+// symbolCost is what one symbol takes besides its string's bytes: its map
+// entry (key and id, with the map's load factor), its string header and
+// use count in the slices.
+const symbolCost = 56
+
+// intern returns the id of str, taking one use of it, and how many bytes
+// the table grew by (zero when str was already there).
+func (t *symbols) intern(str string) (uint32, int) {
+	if id, ok := t.ids[str]; ok {
+		t.uses[id]++
+		return id, 0
+	}
+	if t.ids == nil {
+		t.ids = map[string]uint32{}
+	}
+	str = strings.Clone(str)
+	var id uint32
+	if n := len(t.free); n > 0 {
+		id = t.free[n-1]
+		t.free = t.free[:n-1]
+		t.strs[id], t.uses[id] = str, 1
+	} else {
+		id = uint32(len(t.strs))
+		t.strs = append(t.strs, str)
+		t.uses = append(t.uses, 1)
+	}
+	t.ids[str] = id
+	t.bytes += len(str)
+	return id, symbolCost + len(str)
+}
+
+// release drops one use of id and returns how many bytes the table shrank
+// by (zero unless it was the last use).
+func (t *symbols) release(id uint32) int {
+	if t.uses[id]--; t.uses[id] > 0 {
+		return 0
+	}
+	str := t.strs[id]
+	delete(t.ids, str)
+	t.strs[id] = ""
+	t.free = append(t.free, id)
+	t.bytes -= len(str)
+	return symbolCost + len(str)
+}
+
+// len is how many strings the table holds.
+func (t *symbols) len() int { return len(t.ids) }
+
+// cost is what the table is charged against Options.MaxBytes.
+func (t *symbols) cost() int64 { return int64(symbolCost*len(t.ids) + t.bytes) }
+
+// lookup returns the id of str, if the table has it.
+func (t *symbols) lookup(str string) (uint32, bool) {
+	id, ok := t.ids[str]
+	return id, ok
+}
+
+// internLabels interns every name and value of lset and returns their
+// ids, as pairs of uvarints in label order, and what the table grew by.
+func (t *symbols) internLabels(lset labels.Labels) ([]byte, int) {
+	var (
+		refs  = make([]byte, 0, 2*lset.Len()+4)
+		grown int
+	)
+	lset.Range(func(l labels.Label) {
+		n, g := t.intern(l.Name)
+		v, h := t.intern(l.Value)
+		refs = binary.AppendUvarint(binary.AppendUvarint(refs, uint64(n)), uint64(v))
+		grown += g + h
+	})
+	return refs, grown
+}
+
+// releaseLabels drops the uses refs took and returns what the table shrank
+// by.
+func (t *symbols) releaseLabels(refs string) int {
+	freed := 0
+	for r := refs; r != ""; {
+		var id uint32
+		id, r = nextRef(r)
+		freed += t.release(id)
+	}
+	return freed
+}
+
+// nextRef decodes the first symbol id of refs and returns the rest.
+func nextRef(refs string) (uint32, string) {
+	// Ids below 128 take one byte: the common case needs no loop.
+	if b := refs[0]; b < 0x80 {
+		return uint32(b), refs[1:]
+	}
+	b := unsafe.Slice(unsafe.StringData(refs), min(len(refs), binary.MaxVarintLen32))
+	id, n := binary.Uvarint(b)
+	return uint32(id), refs[n:]
+}
+
+// labels rebuilds the label set refs encodes, in memory of its own.
+func (t *symbols) labels(refs string, b *labels.ScratchBuilder) labels.Labels {
+	b.Reset()
+	for r := refs; r != ""; {
+		var n, v uint32
+		n, r = nextRef(r)
+		v, r = nextRef(r)
+		b.Add(t.strs[n], t.strs[v])
+	}
+	return b.Labels()
+}
+
+// get returns the value refs holds for the label name with id name, or ""
+// when it has none.
+func (t *symbols) get(refs string, name uint32) string {
+	for r := refs; r != ""; {
+		var n, v uint32
+		n, r = nextRef(r)
+		v, r = nextRef(r)
+		if n == name {
+			return t.strs[v]
+		}
+	}
+	return ""
+}
+
+// value returns the value refs holds for name, or "".
+func (t *symbols) value(refs string, name string) string {
+	id, ok := t.ids[name]
+	if !ok {
+		return ""
+	}
+	return t.get(refs, id)
+}
+
+// equal reports whether refs encodes lset.
+func (t *symbols) equal(refs string, lset labels.Labels) bool {
+	eq := true
+	lset.Range(func(l labels.Label) {
+		if !eq {
+			return
+		}
+		if refs == "" {
+			eq = false
+			return
+		}
+		var n, v uint32
+		n, refs = nextRef(refs)
+		v, refs = nextRef(refs)
+		eq = t.strs[n] == l.Name && t.strs[v] == l.Value
+	})
+	return eq && refs == ""
+}
+
+// names calls f with every label name refs holds.
+func (t *symbols) names(refs string, f func(string)) {
+	for r := refs; r != ""; {
+		var n uint32
+		n, r = nextRef(r)
+		_, r = nextRef(r)
+		f(t.strs[n])
+	}
+}
