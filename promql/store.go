@@ -704,7 +704,7 @@ func nextClosed(closed string) (closedChunk, string) {
 }
 
 // memSeries is one series. Closed chunks are immutable once cut, so queries
-// share them; only the head chunk is copied for a query. It is 80 bytes:
+// share them; only the head chunk is copied for a query. It is 48 bytes:
 // a series' bookkeeping is most of what the store holds besides samples.
 type memSeries struct {
 	// idx is the series' slot, gen the slot's generation when the series
@@ -723,11 +723,53 @@ type memSeries struct {
 	// uvarint id of each label's name and value: see symbols), then the
 	// closed chunks (see nextClosed). The labels part never changes.
 	cold string
-	// The head chunk, which still takes samples, is xor when active,
-	// other when not nil, or neither when the series has no head.
-	xor   xorHead
-	other *otherHead
+	// hp is the head chunk, which still takes samples, as kind says:
+	// an XOR head's buffer (xorHead, whose length and capacity are xn and
+	// xc), an *otherHead, or nothing when the series has no head (a full
+	// XOR chunk is closed at once: see appendFloat). One pointer for
+	// either keeps the record in the allocator's 48-byte class.
+	hp     unsafe.Pointer
+	xn, xc uint16
+	kind   headKind
 }
+
+// headKind says what memSeries.head points to.
+type headKind uint8
+
+const (
+	headNone headKind = iota
+	headXOR
+	headOther
+)
+
+// xor is the series' XOR head; inactive when it has none.
+func (s *memSeries) xor() xorHead {
+	if s.kind != headXOR {
+		return xorHead{}
+	}
+	return xorHead{p: (*byte)(s.hp), n: s.xn, c: s.xc}
+}
+
+// setXOR makes h the series' head.
+func (s *memSeries) setXOR(h xorHead) {
+	s.hp, s.xn, s.xc, s.kind = unsafe.Pointer(h.p), h.n, h.c, headXOR
+}
+
+// other is the series' head of another encoding, or nil.
+func (s *memSeries) other() *otherHead {
+	if s.kind != headOther {
+		return nil
+	}
+	return (*otherHead)(s.hp)
+}
+
+// setOther makes o the series' head.
+func (s *memSeries) setOther(o *otherHead) {
+	s.hp, s.xn, s.xc, s.kind = unsafe.Pointer(o), 0, 0, headOther
+}
+
+// dropHead leaves the series without a head chunk.
+func (s *memSeries) dropHead() { s.hp, s.xn, s.xc, s.kind = nil, 0, 0, headNone }
 
 // newColdString returns the cold string of a series with these label
 // symbol ids and no closed chunk.
@@ -765,15 +807,15 @@ func (s *memSeries) deleted() bool { return s.gen.Load() == 0 }
 
 func (s *memSeries) empty() bool { return !s.hasHead() && s.labelsEnd() == len(s.cold) }
 
-func (s *memSeries) hasHead() bool { return s.xor.active() || s.other != nil }
+func (s *memSeries) hasHead() bool { return s.kind != headNone }
 
 // chunkBytes is what the series' chunks take, as charged against
 // Options.MaxBytes: the closed chunks' string and the head's buffer,
 // spare capacity included (it is memory the series holds).
 func (s *memSeries) chunkBytes() int {
-	n := len(s.cold) - s.labelsEnd() + s.xor.capacity()
-	if s.other != nil {
-		n += len(s.other.chunk.Bytes())
+	n := len(s.cold) - s.labelsEnd() + s.xor().capacity()
+	if o := s.other(); o != nil {
+		n += len(o.chunk.Bytes())
 	}
 	return n
 }
@@ -782,24 +824,58 @@ func (s *memSeries) chunkBytes() int {
 // time range; ok is false when the series has none.
 func (s *memSeries) head() (enc chunkenc.Encoding, b []byte, samples int, minT, maxT int64, ok bool) {
 	switch {
-	case s.xor.active():
-		return chunkenc.EncXOR, s.xor.bytes(), s.xor.samples(), s.xor.minT(), s.xor.t, true
-	case s.other != nil:
-		return s.other.chunk.Encoding(), s.other.chunk.Bytes(), s.other.chunk.NumSamples(), s.other.minT, s.other.maxT, true
+	case s.kind == headXOR:
+		h := s.xor()
+		return chunkenc.EncXOR, h.bytes(), h.samples(), h.minT(), h.lastT(), true
+	case s.kind == headOther:
+		o := s.other()
+		return o.chunk.Encoding(), o.chunk.Bytes(), o.chunk.NumSamples(), o.minT, o.maxT, true
 	}
 	return chunkenc.EncNone, nil, 0, 0, 0, false
 }
 
-// lastT is the timestamp of the newest sample: the head's end. A series
-// without a head has no samples left (Trim drops the head last).
+// lastT is the timestamp of the newest sample: the head's end, or the
+// newest closed chunk's when a full XOR head was just closed.
 func (s *memSeries) lastT() int64 {
-	switch {
-	case s.xor.active():
-		return s.xor.t
-	case s.other != nil:
-		return s.other.maxT
+	switch s.kind {
+	case headXOR:
+		return s.xor().lastT()
+	case headOther:
+		return s.other().maxT
 	}
-	return math.MinInt64
+	last := int64(math.MinInt64)
+	for rest := s.closed(); rest != ""; {
+		var c closedChunk
+		c, rest = nextClosed(rest)
+		last = c.maxT
+	}
+	return last
+}
+
+// lastFloat reports the newest closed chunk's last value when the series
+// has no head, for the duplicate check; ok is false when that chunk holds
+// no float samples.
+func (s *memSeries) lastFloat() (v float64, ok bool) {
+	var last closedChunk
+	for rest := s.closed(); rest != ""; {
+		last, rest = nextClosed(rest)
+	}
+	if last.data == "" {
+		return 0, false
+	}
+	chk, err := chunkenc.FromData(last.encoding(), last.bytes())
+	if err != nil {
+		return 0, false
+	}
+	it := chk.Iterator(nil)
+	typ := chunkenc.ValNone
+	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+		typ = vt
+		if vt == chunkenc.ValFloat {
+			_, v = it.At()
+		}
+	}
+	return v, typ == chunkenc.ValFloat
 }
 
 // appendChunks appends the closed chunks and a copy of the head, all of
@@ -849,7 +925,7 @@ func (s *memSeries) lastClosedEncoding() chunkenc.Encoding {
 }
 
 // closeHead moves the head chunk to the closed ones and returns its
-// length. An XOR head's buffer stays for the next chunk.
+// length.
 func (s *memSeries) closeHead() int {
 	enc, b, _, minT, maxT, _ := s.head()
 	var hdr [maxClosedHeader]byte
@@ -860,8 +936,7 @@ func (s *memSeries) closeHead() int {
 	buf = append(buf, byte(enc))
 	buf = append(buf, b...)
 	s.cold = unsafe.String(unsafe.SliceData(buf), len(buf))
-	s.xor.n = 0
-	s.other = nil
+	s.dropHead()
 	return len(b)
 }
 
@@ -883,8 +958,7 @@ func (s *memSeries) trim(cut int64) int {
 		s.cold = s.cold[:end] + rest
 	}
 	if s.hasHead() && s.lastT() < cut {
-		s.xor = xorHead{}
-		s.other = nil
+		s.dropHead()
 	}
 	return before - s.chunkBytes()
 }
@@ -894,6 +968,14 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 	sizeHint := 0
 	if s.hasHead() {
 		sizeHint = s.closeHead()
+	} else {
+		// A full XOR chunk closed at its last sample: the next one is
+		// sized after it.
+		for rest := s.closed(); rest != ""; {
+			var c closedChunk
+			c, rest = nextClosed(rest)
+			sizeHint = len(c.data) - 1
+		}
 	}
 	if minValid != math.MinInt64 {
 		// The caller measures the chunk bytes before and after, which
@@ -901,11 +983,11 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 		_ = s.trim(minValid)
 	}
 	if enc == chunkenc.EncXOR {
-		s.xor.start(t, sizeHint)
+		var h xorHead
+		h.start(t, sizeHint)
+		s.setXOR(h)
 		return nil
 	}
-	// Another encoding: the XOR buffer is not needed any more.
-	s.xor = xorHead{}
 	c, err := chunkenc.NewEmptyChunk(enc)
 	if err != nil {
 		return fmt.Errorf("new chunk: %w", err)
@@ -914,7 +996,7 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 	if err != nil {
 		return fmt.Errorf("chunk appender: %w", err)
 	}
-	s.other = &otherHead{chunk: c, app: app, minT: t, maxT: t}
+	s.setOther(&otherHead{chunk: c, app: app, minT: t, maxT: t})
 	return nil
 }
 
@@ -942,10 +1024,15 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		if s.xor.active() {
-			return math.Float64bits(s.xor.v) == math.Float64bits(v)
+		switch s.kind {
+		case headXOR:
+			return math.Float64bits(s.xor().lastV()) == math.Float64bits(v)
+		case headOther:
+			o := s.other()
+			return o.lastHist == nil && math.Float64bits(o.lastV) == math.Float64bits(v)
 		}
-		return s.other.lastHist == nil && math.Float64bits(s.other.lastV) == math.Float64bits(v)
+		last, ok := s.lastFloat()
+		return ok && math.Float64bits(last) == math.Float64bits(v)
 	})
 	if dup || err != nil {
 		return 0, err
@@ -966,13 +1053,22 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 			return 0, err
 		}
 	}
-	if s.xor.active() {
-		s.xor.append(t, v)
+	if s.kind == headXOR {
+		h := s.xor()
+		h.append(t, v)
+		s.setXOR(h)
+		if h.samples() >= samplesPerChunk {
+			// The chunk is full: closed now, it takes its exact size
+			// rather than its buffer's, and the series no head until its
+			// next sample.
+			s.closeHead()
+		}
 		return 0, nil
 	}
-	s.other.app.Append(st, t, v)
-	s.other.maxT = t
-	s.other.lastV, s.other.lastHist = v, nil
+	o := s.other()
+	o.app.Append(st, t, v)
+	o.maxT = t
+	o.lastV, o.lastHist = v, nil
 	return 0, nil
 }
 
@@ -985,10 +1081,11 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		if s.other == nil || s.other.lastHist == nil {
+		o := s.other()
+		if o == nil || o.lastHist == nil {
 			return false
 		}
-		last := s.other.lastHist
+		last := o.lastHist
 		if h != nil {
 			return last.h != nil && h.Equals(last.h)
 		}
@@ -1006,8 +1103,8 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	// Only a histogram head's appender can be the previous one (an XOR
 	// head's encoding differs, so it would be dropped below).
 	var prev chunkenc.Appender
-	if s.other != nil {
-		prev = s.other.app
+	if o := s.other(); o != nil {
+		prev = o.app
 	}
 	if cur, b, n, _, _, ok := s.head(); !ok || cur != enc || n >= samplesPerChunk || len(b) >= maxHistogramChunkBytes {
 		if err := s.cutHead(enc, t, minValid); err != nil {
@@ -1025,30 +1122,32 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		c       chunkenc.Chunk
 		recoded bool
 		app     chunkenc.Appender
+		o       = s.other()
 	)
 	if h != nil {
-		c, recoded, app, err = s.other.app.AppendHistogram(prev, st, t, h, false)
+		c, recoded, app, err = o.app.AppendHistogram(prev, st, t, h, false)
 	} else {
-		c, recoded, app, err = s.other.app.AppendFloatHistogram(prev, st, t, fh, false)
+		c, recoded, app, err = o.app.AppendFloatHistogram(prev, st, t, fh, false)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("append histogram: %w", err)
 	}
-	s.other.app = app
+	o.app = app
 	switch {
 	case c == nil:
 	case recoded:
-		s.other.chunk = c
+		o.chunk = c
 	default:
 		s.closeHead()
-		s.other = &otherHead{chunk: c, app: app, minT: t}
+		o = &otherHead{chunk: c, app: app, minT: t}
+		s.setOther(o)
 	}
-	s.other.maxT = t
+	o.maxT = t
 	// Keep a copy: callers may reuse the histogram they passed in.
 	if h != nil {
-		s.other.lastHist = &lastHistogram{h: h.Copy()}
+		o.lastHist = &lastHistogram{h: h.Copy()}
 	} else {
-		s.other.lastHist = &lastHistogram{fh: fh.Copy()}
+		o.lastHist = &lastHistogram{fh: fh.Copy()}
 	}
 	return 0, nil
 }
