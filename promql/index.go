@@ -42,13 +42,36 @@ func (s *Store) addPostings(ser *memSeries, refs string) {
 			vals[value] = p
 		}
 		// New slots usually come last; a reused slot goes in its place.
+		c := cap(p.slots)
 		if n := len(p.slots); n == 0 || p.slots[n-1] < idx {
 			p.slots = append(p.slots, idx)
-			continue
+		} else {
+			i, _ := slices.BinarySearch(p.slots, idx)
+			p.slots = slices.Insert(p.slots, i, idx)
 		}
-		i, _ := slices.BinarySearch(p.slots, idx)
-		p.slots = slices.Insert(p.slots, i, idx)
+		if cap(p.slots) != c {
+			s.grown = append(s.grown, p)
+		}
 	}
+}
+
+// fitPostings gives back the spare capacity of the posting lists that
+// grew since it last ran: appends double a list's array, and once the
+// series are there (most of them come in the first scrapes) the lists
+// stop growing, so the spare half would otherwise stay for good. Trim
+// runs it once per cycle; a list that keeps growing is copied once per
+// cycle at most.
+func (s *Store) fitPostings() {
+	s.mtx.Lock()
+	defer s.mtx.Unlock()
+	for _, p := range s.grown {
+		if len(p.slots) < cap(p.slots) {
+			p.slots = slices.Clip(slices.Clone(p.slots))
+		}
+	}
+	// Dropped rather than reused: once the series are there it stays
+	// empty.
+	s.grown = nil
 }
 
 // removePostings takes the removed series out of the index, in one pass

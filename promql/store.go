@@ -159,6 +159,9 @@ type Store struct {
 	// postings is the inverted index Select intersects: label name, then
 	// value, then the slots of the series carrying that pair.
 	postings map[string]map[string]*postingList
+	// grown are the posting lists whose array grew since the last Trim,
+	// which gives back their spare capacity (fitPostings).
+	grown []*postingList
 	all      int
 	// perNamespace accounts the series and bytes of each namespace label
 	// value.
@@ -172,8 +175,10 @@ type Store struct {
 	slabMtx sync.Mutex
 	pages   atomic.Pointer[[]*slabPage]
 	slots   uint32
-	gens    []uint32
-	free    []uint32
+	// free are the slots of removed series, each with the generation its
+	// next series gets (in the high 32 bits): a live slot's generation is
+	// in its series, so no slot needs another 4 bytes for it.
+	free []uint64
 
 	// used is what the series and their chunks take, as charged against
 	// MaxBytes (seriesCost plus chunk bytes).
@@ -297,6 +302,7 @@ func (s *Store) cutoff() int64 {
 func (s *Store) Trim() {
 	cut := s.cutoff()
 	s.minValidTime.Store(cut)
+	s.fitPostings()
 	if cut == math.MinInt64 {
 		return
 	}
@@ -340,6 +346,7 @@ func (s *Store) Trim() {
 // (removePostings, which also gives back its symbols), which it does for
 // many series at once.
 func (s *Store) removeLocked(ser *memSeries) {
+	gen := ser.gen.Load()
 	ser.gen.Store(0)
 	refs := ser.labelRefs()
 	var b labels.ScratchBuilder
@@ -352,10 +359,10 @@ func (s *Store) removeLocked(ser *memSeries) {
 	s.slabMtx.Lock()
 	s.slot(idx).Store(nil)
 	// Generation 0 marks a removed series, so a wrapping counter skips it.
-	if s.gens[idx]++; s.gens[idx] == 0 {
-		s.gens[idx] = 1
+	if gen++; gen == 0 {
+		gen = 1
 	}
-	s.free = append(s.free, idx)
+	s.free = append(s.free, uint64(gen)<<32|uint64(idx))
 	s.slabMtx.Unlock()
 	s.all--
 	if ser.acct.series--; ser.acct.series <= 0 {
@@ -463,13 +470,13 @@ func (s *Store) allocRef(ser *memSeries) {
 	s.slabMtx.Lock()
 	defer s.slabMtx.Unlock()
 	var idx uint32
+	gen := uint32(1) // generation >= 1 keeps every ref non-zero
 	if n := len(s.free); n > 0 {
-		idx = s.free[n-1]
+		idx, gen = uint32(s.free[n-1]), uint32(s.free[n-1]>>32)
 		s.free = s.free[:n-1]
 	} else {
 		idx = s.slots
 		s.slots++
-		s.gens = append(s.gens, 1) // generation >= 1 keeps every ref non-zero
 		if idx%slabPageSize == 0 {
 			var pages []*slabPage
 			if old := s.pages.Load(); old != nil {
@@ -480,7 +487,7 @@ func (s *Store) allocRef(ser *memSeries) {
 		}
 	}
 	ser.idx = idx
-	ser.gen.Store(s.gens[idx])
+	ser.gen.Store(gen)
 	s.slot(idx).Store(ser)
 }
 
