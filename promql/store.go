@@ -162,7 +162,7 @@ type Store struct {
 	// grown are the posting lists whose array grew since the last Trim,
 	// which gives back their spare capacity (fitPostings).
 	grown []*postingList
-	all      int
+	all   int
 	// perNamespace accounts the series and bytes of each namespace label
 	// value.
 	perNamespace map[string]*nsAccount
