@@ -684,7 +684,8 @@ func (c closedChunk) bytes() []byte {
 
 // A series' closed chunks are stored back to back, oldest first, in one
 // exactly sized string: per chunk a header of three varints (the length
-// of what follows the header, minT, and maxT-minT: about 11 bytes where
+// of what follows the header, minT less the previous chunk's maxT (less
+// zero for the first chunk), and maxT-minT: about 7 bytes where
 // fixed-width fields take 20), then the encoding byte and the chunk's
 // bytes. One allocation per series instead of a slice of chunk objects:
 // the list changes once per chunk (every 10 minutes at 5 s) and lives for
@@ -692,21 +693,30 @@ func (c closedChunk) bytes() []byte {
 const maxClosedHeader = 3 * binary.MaxVarintLen64
 
 // appendClosedHeader appends the header of a closed chunk of n bytes
-// (encoding byte included) spanning [minT, maxT].
-func appendClosedHeader(b []byte, n int, minT, maxT int64) []byte {
+// (encoding byte included) spanning [minT, maxT], following a chunk that
+// ended at prevMaxT (0 for the first chunk).
+func appendClosedHeader(b []byte, n int, minT, maxT, prevMaxT int64) []byte {
 	b = binary.AppendUvarint(b, uint64(n))
-	b = binary.AppendVarint(b, minT)
+	b = binary.AppendVarint(b, minT-prevMaxT)
 	return binary.AppendUvarint(b, uint64(maxT-minT))
 }
 
-// nextClosed decodes the first chunk of a closed-chunk string and returns
-// the rest.
-func nextClosed(closed string) (closedChunk, string) {
+// nextClosed decodes the first chunk of a closed-chunk string, which
+// follows a chunk that ended at prevMaxT (0 at the start of the string),
+// and returns the rest. Loops pass the chunk they decoded last, zero
+// before the first:
+//
+//	var c closedChunk
+//	for rest := s.closed(); rest != ""; {
+//		c, rest = nextClosed(rest, c.maxT)
+//	}
+func nextClosed(closed string, prevMaxT int64) (closedChunk, string) {
 	b := unsafe.Slice(unsafe.StringData(closed), min(len(closed), maxClosedHeader))
 	n, i := binary.Uvarint(b)
-	minT, j := binary.Varint(b[i:])
+	delta, j := binary.Varint(b[i:])
 	span, k := binary.Uvarint(b[i+j:])
 	h := i + j + k
+	minT := prevMaxT + delta
 	return closedChunk{data: closed[h : h+int(n)], minT: minT, maxT: minT + int64(span)}, closed[h+int(n):]
 }
 
@@ -850,23 +860,17 @@ func (s *memSeries) lastT() int64 {
 	case headOther:
 		return s.other().maxT
 	}
-	last := int64(math.MinInt64)
-	for rest := s.closed(); rest != ""; {
-		var c closedChunk
-		c, rest = nextClosed(rest)
-		last = c.maxT
+	if s.closed() == "" {
+		return math.MinInt64
 	}
-	return last
+	return s.lastClosed().maxT
 }
 
 // lastFloat reports the newest closed chunk's last value when the series
 // has no head, for the duplicate check; ok is false when that chunk holds
 // no float samples.
 func (s *memSeries) lastFloat() (v float64, ok bool) {
-	var last closedChunk
-	for rest := s.closed(); rest != ""; {
-		last, rest = nextClosed(rest)
-	}
+	last := s.lastClosed()
 	if last.data == "" {
 		return 0, false
 	}
@@ -895,9 +899,9 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 	// the head (a rate over the last minute) needs none of them, and their
 	// headers are not even read.
 	if !inRange || !ok || mint < minT {
+		var c closedChunk
 		for rest := s.closed(); rest != ""; {
-			var c closedChunk
-			c, rest = nextClosed(rest)
+			c, rest = nextClosed(rest, c.maxT)
 			if !inRange || c.maxT >= mint && c.minT <= maxt {
 				dst = append(dst, c)
 			}
@@ -922,13 +926,19 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 // lastClosedEncoding is the encoding of the newest closed chunk, or
 // EncNone.
 func (s *memSeries) lastClosedEncoding() chunkenc.Encoding {
-	enc := chunkenc.EncNone
-	for rest := s.closed(); rest != ""; {
-		var c closedChunk
-		c, rest = nextClosed(rest)
-		enc = c.encoding()
+	if s.closed() == "" {
+		return chunkenc.EncNone
 	}
-	return enc
+	return s.lastClosed().encoding()
+}
+
+// lastClosed is the newest closed chunk; zero when there is none.
+func (s *memSeries) lastClosed() closedChunk {
+	var c closedChunk
+	for rest := s.closed(); rest != ""; {
+		c, rest = nextClosed(rest, c.maxT)
+	}
+	return c
 }
 
 // closeHead moves the head chunk to the closed ones and returns its
@@ -936,7 +946,7 @@ func (s *memSeries) lastClosedEncoding() chunkenc.Encoding {
 func (s *memSeries) closeHead() int {
 	enc, b, _, minT, maxT, _ := s.head()
 	var hdr [maxClosedHeader]byte
-	h := appendClosedHeader(hdr[:0], 1+len(b), minT, maxT)
+	h := appendClosedHeader(hdr[:0], 1+len(b), minT, maxT, s.lastClosed().maxT)
 	buf := make([]byte, 0, len(s.cold)+len(h)+1+len(b))
 	buf = append(buf, s.cold...)
 	buf = append(buf, h...)
@@ -953,16 +963,32 @@ func (s *memSeries) trim(cut int64) int {
 	before := s.chunkBytes()
 	end := s.labelsEnd()
 	rest := s.cold[end:]
+	var prev closedChunk
 	for rest != "" {
-		c, next := nextClosed(rest)
+		c, next := nextClosed(rest, prev.maxT)
 		if c.maxT >= cut {
 			break
 		}
-		rest = next
+		prev, rest = c, next
 	}
 	if len(rest) != len(s.cold)-end {
-		// A copy, so the expired chunks' memory is freed.
-		s.cold = s.cold[:end] + rest
+		// A copy, so the expired chunks' memory is freed. The new first
+		// chunk's header gives its start in full, as it has no chunk
+		// before it any more.
+		var b []byte
+		if rest != "" {
+			first, after := nextClosed(rest, prev.maxT)
+			var hdr [maxClosedHeader]byte
+			h := appendClosedHeader(hdr[:0], len(first.data), first.minT, first.maxT, 0)
+			b = make([]byte, 0, end+len(h)+len(first.data)+len(after))
+			b = append(b, s.cold[:end]...)
+			b = append(b, h...)
+			b = append(b, first.data...)
+			b = append(b, after...)
+		} else {
+			b = append([]byte(nil), s.cold[:end]...)
+		}
+		s.cold = unsafe.String(unsafe.SliceData(b), len(b))
 	}
 	if s.hasHead() && s.lastT() < cut {
 		s.dropHead()
@@ -978,9 +1004,7 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 	} else {
 		// A full XOR chunk closed at its last sample: the next one is
 		// sized after it.
-		for rest := s.closed(); rest != ""; {
-			var c closedChunk
-			c, rest = nextClosed(rest)
+		if c := s.lastClosed(); c.data != "" {
 			sizeHint = len(c.data) - 1
 		}
 	}
