@@ -442,7 +442,10 @@ func (s *Store) NamespaceUsedBytes(ns string) int64 {
 	return 0
 }
 
-const slabPageSize = 1024
+// slabPageSize is what fills 8 KiB: the allocator puts an 8-byte header
+// in front of a large object holding pointers, and a page of 1,024
+// pointers would take the next size class, 9,472 bytes.
+const slabPageSize = 1023
 
 type slabPage [slabPageSize]atomic.Pointer[memSeries]
 

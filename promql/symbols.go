@@ -2,6 +2,7 @@ package promql
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"strings"
 	"unsafe"
 
@@ -17,30 +18,63 @@ import (
 // grow with pods that come and go. It is guarded by Store.mtx: written
 // under the write lock, read under either.
 type symbols struct {
-	ids  map[string]uint32
-	strs []string
+	// index finds a string's id: open addressing with linear probing over
+	// the ids plus one (zero is an empty cell), each at the home its
+	// string hashes to. Four bytes a cell where a map of strings to ids
+	// takes about 40 an entry.
+	index []uint32
+	seed  maphash.Seed
+	strs  []string
 	// uses counts the labels of live series naming each symbol; a free id
 	// has none and an empty string.
 	uses []uint32
 	free []uint32
-	// bytes is what the strings take.
-	bytes int
+	// n is how many strings the table holds, bytes what they take.
+	n, bytes int
 }
 
-// symbolCost is what one symbol takes besides its string's bytes: its map
-// entry (key and id, with the map's load factor), its string header and
-// use count in the slices.
-const symbolCost = 56
+// symbolCost is what one symbol takes besides its string's bytes: its
+// string header and use count, and its index cells (at most three
+// quarters full).
+const symbolCost = 28
+
+// home is where str's probe starts.
+func (t *symbols) home(str string) int {
+	return int(uint64(uint32(maphash.String(t.seed, str))) * uint64(len(t.index)) >> 32)
+}
+
+func (t *symbols) next(i int) int {
+	if i++; i == len(t.index) {
+		return 0
+	}
+	return i
+}
+
+// lookup returns the id of str, if the table has it.
+func (t *symbols) lookup(str string) (uint32, bool) {
+	if len(t.index) == 0 {
+		return 0, false
+	}
+	for i := t.home(str); t.index[i] != 0; i = t.next(i) {
+		if id := t.index[i] - 1; t.strs[id] == str {
+			return id, true
+		}
+	}
+	return 0, false
+}
 
 // intern returns the id of str, taking one use of it, and how many bytes
 // the table grew by (zero when str was already there).
 func (t *symbols) intern(str string) (uint32, int) {
-	if id, ok := t.ids[str]; ok {
+	if id, ok := t.lookup(str); ok {
 		t.uses[id]++
 		return id, 0
 	}
-	if t.ids == nil {
-		t.ids = map[string]uint32{}
+	if len(t.index) == 0 {
+		t.seed = maphash.MakeSeed()
+	}
+	if 4*(t.n+1) > 3*len(t.index) {
+		t.grow()
 	}
 	str = strings.Clone(str)
 	var id uint32
@@ -53,9 +87,29 @@ func (t *symbols) intern(str string) (uint32, int) {
 		t.strs = append(t.strs, str)
 		t.uses = append(t.uses, 1)
 	}
-	t.ids[str] = id
+	t.put(id)
+	t.n++
 	t.bytes += len(str)
 	return id, symbolCost + len(str)
+}
+
+// grow makes the index half as large again and places every id anew.
+func (t *symbols) grow() {
+	old := t.index
+	t.index = make([]uint32, max(16, len(old)+len(old)/2))
+	for _, c := range old {
+		if c != 0 {
+			t.put(c - 1)
+		}
+	}
+}
+
+func (t *symbols) put(id uint32) {
+	i := t.home(t.strs[id])
+	for t.index[i] != 0 {
+		i = t.next(i)
+	}
+	t.index[i] = id + 1
 }
 
 // release drops one use of id and returns how many bytes the table shrank
@@ -65,24 +119,35 @@ func (t *symbols) release(id uint32) int {
 		return 0
 	}
 	str := t.strs[id]
-	delete(t.ids, str)
+	// Take the id out of the index, moving the cells after it back so
+	// that no probe stops early.
+	i := t.home(str)
+	for t.index[i] != id+1 {
+		i = t.next(i)
+	}
+	n := len(t.index)
+	for j := t.next(i); t.index[j] != 0; j = t.next(j) {
+		// The cell at j may fill the hole at i unless its home lies
+		// cyclically in (i, j].
+		home := t.home(t.strs[t.index[j]-1])
+		if (j-home+n)%n >= (j-i+n)%n {
+			t.index[i] = t.index[j]
+			i = j
+		}
+	}
+	t.index[i] = 0
 	t.strs[id] = ""
 	t.free = append(t.free, id)
+	t.n--
 	t.bytes -= len(str)
 	return symbolCost + len(str)
 }
 
 // len is how many strings the table holds.
-func (t *symbols) len() int { return len(t.ids) }
+func (t *symbols) len() int { return t.n }
 
 // cost is what the table is charged against Options.MaxBytes.
-func (t *symbols) cost() int64 { return int64(symbolCost*len(t.ids) + t.bytes) }
-
-// lookup returns the id of str, if the table has it.
-func (t *symbols) lookup(str string) (uint32, bool) {
-	id, ok := t.ids[str]
-	return id, ok
-}
+func (t *symbols) cost() int64 { return int64(symbolCost*t.n + t.bytes) }
 
 // internLabels interns every name and value of lset and returns their
 // ids, as pairs of uvarints in label order, and what the table grew by.
@@ -151,7 +216,7 @@ func (t *symbols) get(refs string, name uint32) string {
 
 // value returns the value refs holds for name, or "".
 func (t *symbols) value(refs string, name string) string {
-	id, ok := t.ids[name]
+	id, ok := t.lookup(name)
 	if !ok {
 		return ""
 	}
