@@ -27,19 +27,20 @@ const (
 	DefaultMaxSeries = 100_000
 	// DefaultMaxBytes bounds what the series' labels, bookkeeping and
 	// chunks may take together: 100,000 series of typical scrape data
-	// (about 320 bytes of labels and bookkeeping and 760 of chunks each
+	// (about 150 bytes of labels and bookkeeping and 760 of chunks each
 	// over 30 minutes at 5 s) fit in it, so for such data MaxSeries binds
 	// first; series with long labels or values that do not compress hit it
 	// instead. docs/profiles.md has the arithmetic for a 512 MiB pod.
 	DefaultMaxBytes = 128 << 20
 
-	// seriesOverhead is what a series costs besides its labels and chunk
-	// buffers, as charged against MaxBytes: the series record (96
-	// bytes), its labels' allocation slack, its cells in the label table,
-	// the slab and the inverted index. BenchmarkSeriesOverhead measures
-	// about 180 bytes. The head chunk's spare capacity is charged with
-	// the chunks (memSeries.chunkBytes).
-	seriesOverhead = 224
+	// seriesOverhead is what a series costs besides its labels (charged
+	// as its symbol ids and the symbols it was first to use) and chunk
+	// buffers, as charged against MaxBytes: the series record (48
+	// bytes), its cells in the series table, the slab and the inverted
+	// index, and its string's allocation slack. BenchmarkSeriesOverhead
+	// measures about 120 bytes. The head chunk's spare capacity is charged
+	// with the chunks (memSeries.chunkBytes).
+	seriesOverhead = 136
 
 	// samplesPerChunk matches Prometheus' head (120 samples = 10 minutes at
 	// 5 s): fewer samples lose compression, more make retention coarser.
