@@ -144,8 +144,10 @@ func (a *appender) Commit() error {
 			} else {
 				n, err = p.ser.appendFloat(p.st, p.t, p.v, minValid)
 			}
-			grown += int64(n)
-			p.ser.acct.used.Add(int64(n))
+			if n != 0 {
+				grown += int64(n)
+				p.ser.acct.used.Add(int64(n))
+			}
 		}
 		if err != nil {
 			dropped++

@@ -1072,6 +1072,25 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 	if dup || err != nil {
 		return 0, err
 	}
+	if s.kind == headXOR && st == 0 {
+		// The common case, a scraped sample to an XOR head that has room
+		// (a full one is closed at once): only the buffer's capacity can
+		// change, unless the sample fills the chunk.
+		h := s.xor()
+		c := h.capacity()
+		h.append(t, v)
+		s.setXOR(h)
+		grown = h.capacity() - c
+		if h.samples() >= samplesPerChunk {
+			// The chunk is full: closed now, it takes its exact size
+			// rather than its buffer's, and the series no head until its
+			// next sample.
+			before := s.chunkBytes()
+			s.closeHead()
+			grown += s.chunkBytes() - before
+		}
+		return grown, nil
+	}
 	before := s.chunkBytes()
 	defer func() { grown = s.chunkBytes() - before }()
 	// Scraped samples carry no start timestamp and go to classic XOR
@@ -1092,12 +1111,6 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 		h := s.xor()
 		h.append(t, v)
 		s.setXOR(h)
-		if h.samples() >= samplesPerChunk {
-			// The chunk is full: closed now, it takes its exact size
-			// rather than its buffer's, and the series no head until its
-			// next sample.
-			s.closeHead()
-		}
 		return 0, nil
 	}
 	o := s.other()
