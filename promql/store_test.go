@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/prometheus/model/labels"
@@ -482,4 +483,13 @@ func newSeriesCost(lset labels.Labels) int64 {
 	var t symbols
 	refs, grown := t.internLabels(lset)
 	return seriesCost(len(newColdString(refs))) + int64(grown)
+}
+
+// TestSeriesRecordFitsItsSizeClass: the series record is most of what a
+// series costs besides its samples, and the allocator rounds it up to a
+// size class; it must stay within the 48-byte one.
+func TestSeriesRecordFitsItsSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(memSeries{}); size > 48 {
+		t.Errorf("memSeries is %d bytes, want at most 48", size)
+	}
 }
