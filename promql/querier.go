@@ -54,21 +54,21 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 		set.series = make([]snapshotSeries, 0, len(cands))
 	}
 	// One allocation each for all chunk lists and all head copies, sized
-	// for 30 minutes of 10-minute chunks and a small head; they grow if
-	// needed.
+	// for two chunks (a trigger's window of a few minutes spans one or
+	// two) and a small head; they grow if needed. The head copies' is made at the first head (a series whose
+	// last chunk was just closed full has none).
 	var (
 		all   []closedChunk
 		arena []byte
 	)
 	if !labelsOnly {
-		all = make([]closedChunk, 0, 4*len(cands))
-		arena = make([]byte, 0, 256*len(cands))
+		all = make([]closedChunk, 0, 2*len(cands))
 	}
 	// The symbols the labels are rebuilt from are read under the index's
 	// lock; a series removed since the index gave it is left out.
 	var b labels.ScratchBuilder
 	q.store.mtx.RLock()
-	for _, ser := range cands {
+	for i, ser := range cands {
 		from := len(all)
 		ser.lock()
 		if ser.deleted() {
@@ -78,7 +78,7 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 		if !labelsOnly {
 			// Closed chunks are shared; the head chunk keeps growing under
 			// appends, so the query gets its own copy of it.
-			all, arena = ser.appendChunks(all, arena, true, mint, maxt)
+			all, arena = ser.appendChunks(all, arena, 256*(len(cands)-i), true, mint, maxt)
 		}
 		if len(all) > from || labelsOnly {
 			lset := q.store.syms.labels(ser.labelRefs(), &b)

@@ -618,7 +618,7 @@ func (s *Store) Stats() Stats {
 	s.eachSeries(func(ser *memSeries) {
 		st.SeriesCount++
 		ser.lock()
-		chunks, _ := ser.appendChunks(nil, nil, false, 0, 0)
+		chunks, _ := ser.appendChunks(nil, nil, 0, false, 0, 0)
 		for _, c := range chunks {
 			chk, err := chunkenc.FromData(c.encoding(), c.bytes())
 			if err != nil {
@@ -896,8 +896,10 @@ func (s *memSeries) lastFloat() (v float64, ok bool) {
 // appendChunks appends the closed chunks and a copy of the head, all of
 // them or (inRange) those overlapping [mint, maxt], to dst. The head's
 // bytes are copied to the end of arena, so that one query's copies share
-// an allocation. The caller holds the series' lock.
-func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, mint, maxt int64) ([]closedChunk, []byte) {
+// an allocation; when arena has no capacity yet, the new one gets fresh
+// bytes (the caller's estimate for every head still to copy). The caller
+// holds the series' lock.
+func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, fresh int, inRange bool, mint, maxt int64) ([]closedChunk, []byte) {
 	enc, b, _, minT, maxT, ok := s.head()
 	// Closed chunks end before the head begins, so a range starting in
 	// the head (a rate over the last minute) needs none of them, and their
@@ -916,7 +918,11 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 			// Earlier copies keep the old arena alive; nothing moves. The
 			// first arena was sized for every head, so a smaller one
 			// finishes the query.
-			arena = make([]byte, 0, max(cap(arena)/2, 1+len(b)))
+			n := cap(arena) / 2
+			if cap(arena) == 0 {
+				n = fresh
+			}
+			arena = make([]byte, 0, max(n, 1+len(b)))
 		}
 		from := len(arena)
 		arena = append(arena, byte(enc))
