@@ -544,16 +544,16 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 	// The symbols are taken first, to know what the table grows by (the
 	// strings no series used yet), and given back if the series is
 	// refused.
-	refs, grown := s.syms.internLabels(lset)
-	cold := newColdString(refs)
+	cold, grown := s.syms.internLabels(lset)
+	refs := coldLabelRefs(cold)
 	cost := seriesCost(len(cold)) + int64(grown)
 	if s.opts.MaxBytes > 0 && s.used.Load()+cost > s.opts.MaxBytes {
-		s.syms.releaseLabels(string(refs))
+		s.syms.releaseLabels(refs)
 		s.refusedBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
 	}
 	if s.opts.MaxBytesPerNamespace > 0 && acct.used.Load()+cost > s.opts.MaxBytesPerNamespace {
-		s.syms.releaseLabels(string(refs))
+		s.syms.releaseLabels(refs)
 		s.refusedNamespaceBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
 	}
@@ -562,12 +562,12 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 	if acct.series == 0 {
 		// The map's key is the interned string, which pins no caller's
 		// labels.
-		s.perNamespace[s.syms.value(cold[len(cold)-len(refs):], LabelNamespace)] = acct
+		s.perNamespace[s.syms.value(refs, LabelNamespace)] = acct
 	}
 	ser = &memSeries{cold: cold, acct: acct}
 	s.allocRef(ser)
 	s.byLabels.insert(h, ser.idx)
-	s.addPostings(ser, cold[len(cold)-len(refs):])
+	s.addPostings(ser, refs)
 	s.all++
 	acct.series++
 	return ser, true, nil
@@ -792,13 +792,11 @@ func (s *memSeries) setOther(o *otherHead) {
 // dropHead leaves the series without a head chunk.
 func (s *memSeries) dropHead() { s.hp, s.xn, s.xc, s.kind = nil, 0, 0, headNone }
 
-// newColdString returns the cold string of a series with these label
-// symbol ids and no closed chunk.
-func newColdString(refs []byte) string {
-	b := make([]byte, 0, binary.MaxVarintLen32+len(refs))
-	b = binary.AppendUvarint(b, uint64(len(refs)))
-	b = append(b, refs...)
-	return string(b)
+// coldLabelRefs returns the label symbol ids at the start of a cold
+// string (see memSeries.cold).
+func coldLabelRefs(cold string) string {
+	n, i := binary.Uvarint(unsafe.Slice(unsafe.StringData(cold), min(len(cold), binary.MaxVarintLen32)))
+	return cold[i : i+int(n)]
 }
 
 // labelsEnd is where the label part of cold ends and the closed chunks
@@ -810,10 +808,7 @@ func (s *memSeries) labelsEnd() int {
 
 // labelRefs are the series' label symbol ids; the caller holds the
 // series' lock.
-func (s *memSeries) labelRefs() string {
-	n, i := binary.Uvarint(unsafe.Slice(unsafe.StringData(s.cold), min(len(s.cold), binary.MaxVarintLen32)))
-	return s.cold[i : i+int(n)]
-}
+func (s *memSeries) labelRefs() string { return coldLabelRefs(s.cold) }
 
 // closed returns the closed chunks (see nextClosed).
 func (s *memSeries) closed() string { return s.cold[s.labelsEnd():] }

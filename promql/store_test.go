@@ -481,8 +481,8 @@ func TestStoreByteShareLeavesOtherNamespaceRoom(t *testing.T) {
 // its label strings is in the store yet.
 func newSeriesCost(lset labels.Labels) int64 {
 	var t symbols
-	refs, grown := t.internLabels(lset)
-	return seriesCost(len(newColdString(refs))) + int64(grown)
+	cold, grown := t.internLabels(lset)
+	return seriesCost(len(cold)) + int64(grown)
 }
 
 // TestSeriesRecordFitsItsSizeClass: the series record is most of what a

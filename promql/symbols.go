@@ -149,20 +149,27 @@ func (t *symbols) len() int { return t.n }
 // cost is what the table is charged against Options.MaxBytes.
 func (t *symbols) cost() int64 { return int64(symbolCost*t.n + t.bytes) }
 
-// internLabels interns every name and value of lset and returns their
-// ids, as pairs of uvarints in label order, and what the table grew by.
-func (t *symbols) internLabels(lset labels.Labels) ([]byte, int) {
-	var (
-		refs  = make([]byte, 0, 2*lset.Len()+4)
-		grown int
-	)
+// internLabels interns every name and value of lset and returns the
+// cold string of a new series with these labels (see memSeries.cold: a
+// uvarint length, then the uvarint ids of each label's name and value, in
+// label order) and what the table grew by.
+func (t *symbols) internLabels(lset labels.Labels) (string, int) {
+	// The ids go after room for the length, which is written in front of
+	// them: one allocation, the string's, for most label sets.
+	var buf [128]byte
+	b := buf[:binary.MaxVarintLen32]
+	grown := 0
 	lset.Range(func(l labels.Label) {
 		n, g := t.intern(l.Name)
 		v, h := t.intern(l.Value)
-		refs = binary.AppendUvarint(binary.AppendUvarint(refs, uint64(n)), uint64(v))
+		b = binary.AppendUvarint(binary.AppendUvarint(b, uint64(n)), uint64(v))
 		grown += g + h
 	})
-	return refs, grown
+	var pre [binary.MaxVarintLen32]byte
+	p := binary.PutUvarint(pre[:], uint64(len(b)-binary.MaxVarintLen32))
+	start := binary.MaxVarintLen32 - p
+	copy(b[start:], pre[:p])
+	return string(b[start:]), grown
 }
 
 // releaseLabels drops the uses refs took and returns what the table shrank
