@@ -66,7 +66,6 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 	}
 	// The symbols the labels are rebuilt from are read under the index's
 	// lock; a series removed since the index gave it is left out.
-	var b labels.ScratchBuilder
 	q.store.mtx.RLock()
 	for i, ser := range cands {
 		from := len(all)
@@ -81,7 +80,7 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 			all, arena = ser.appendChunks(all, arena, 256*(len(cands)-i), true, mint, maxt)
 		}
 		if len(all) > from || labelsOnly {
-			lset := q.store.syms.labels(ser.labelRefs(), &b)
+			lset := q.store.syms.labels(ser.labelRefs())
 			set.series = append(set.series, snapshotSeries{lset: lset, chunks: all[from:len(all):len(all)], mint: mint, maxt: maxt})
 		}
 		ser.unlock()

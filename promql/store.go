@@ -278,10 +278,9 @@ func (s *Store) labelsOf(ser *memSeries) labels.Labels {
 	if ser.deleted() {
 		return labels.EmptyLabels()
 	}
-	var b labels.ScratchBuilder
 	ser.lock()
 	defer ser.unlock()
-	return s.syms.labels(ser.labelRefs(), &b)
+	return s.syms.labels(ser.labelRefs())
 }
 
 // seriesCost is what a series is charged against MaxBytes besides its
@@ -350,8 +349,7 @@ func (s *Store) removeLocked(ser *memSeries) {
 	gen := ser.gen.Load()
 	ser.gen.Store(0)
 	refs := ser.labelRefs()
-	var b labels.ScratchBuilder
-	s.byLabels.remove(s.syms.labels(refs, &b).Hash(), ser.idx)
+	s.byLabels.remove(s.syms.labels(refs).Hash(), ser.idx)
 	ns := s.syms.value(refs, LabelNamespace)
 	cost := seriesCost(ser.labelsEnd()) + int64(ser.chunkBytes())
 	s.used.Add(-cost)

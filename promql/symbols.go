@@ -195,16 +195,19 @@ func nextRef(refs string) (uint32, string) {
 	return uint32(id), refs[n:]
 }
 
-// labels rebuilds the label set refs encodes, in memory of its own.
-func (t *symbols) labels(refs string, b *labels.ScratchBuilder) labels.Labels {
-	b.Reset()
+// labels rebuilds the label set refs encodes, in memory of its own: one
+// allocation, the labels' string (the pairs are gathered on the stack).
+func (t *symbols) labels(refs string) labels.Labels {
+	var buf [16]labels.Label
+	ls := buf[:0]
 	for r := refs; r != ""; {
 		var n, v uint32
 		n, r = nextRef(r)
 		v, r = nextRef(r)
-		b.Add(t.strs[n], t.strs[v])
+		ls = append(ls, labels.Label{Name: t.strs[n], Value: t.strs[v]})
 	}
-	return b.Labels()
+	// Already sorted, as the series' labels were: New's sort only checks.
+	return labels.New(ls...)
 }
 
 // get returns the value refs holds for the label name with id name, or ""
