@@ -23,7 +23,10 @@ func (s *Store) AppenderV2(context.Context) storage.AppenderV2 {
 }
 
 type pending struct {
-	ser   *memSeries
+	ser *memSeries
+	// lset are the series' labels, to find it again if retention removes
+	// it before Commit (a removed series' labels are gone from the store).
+	lset  labels.Labels
 	st, t int64
 	v     float64
 	h     *histogram.Histogram
@@ -66,6 +69,11 @@ func (a *appender) add(ref storage.SeriesRef, lset labels.Labels, p pending) (st
 		return 0, err
 	}
 	p.ser = ser
+	if lset.IsEmpty() {
+		// Found by reference alone: the store's copy of its labels.
+		lset = a.store.labelsOf(ser)
+	}
+	p.lset = lset
 	if a.pending == nil {
 		a.pending = *pendingPool.Get().(*[]pending)
 	}
@@ -123,7 +131,7 @@ func (a *appender) Commit() error {
 		err := errSeriesDeleted
 		for errors.Is(err, errSeriesDeleted) {
 			if p.ser.deleted() {
-				if p.ser, _, err = a.store.getOrCreate(p.ser.lset); err != nil {
+				if p.ser, _, err = a.store.getOrCreate(p.lset); err != nil {
 					break
 				}
 			}
@@ -136,13 +144,15 @@ func (a *appender) Commit() error {
 			} else {
 				n, err = p.ser.appendFloat(p.st, p.t, p.v, minValid)
 			}
-			grown += int64(n)
-			p.ser.acct.used.Add(int64(n))
+			if n != 0 {
+				grown += int64(n)
+				p.ser.acct.used.Add(int64(n))
+			}
 		}
 		if err != nil {
 			dropped++
 			if len(errs) < maxCommitErrors {
-				errs = append(errs, fmt.Errorf("series %.200s at %d: %w", p.ser.lset.String(), p.t, err))
+				errs = append(errs, fmt.Errorf("series %.200s at %d: %w", p.lset.String(), p.t, err))
 			}
 		}
 	}

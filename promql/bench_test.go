@@ -424,11 +424,14 @@ func BenchmarkPairedQuery(b *testing.B) {
 }
 
 // BenchmarkSeriesOverhead measures what a series costs the heap besides
-// its labels and chunk buffers (the seriesOverhead the store charges
-// against Options.MaxBytes): 100,000 series of scrape-like labels (pod,
-// namespace, workload, code, method), each with 12 samples, in the store,
-// the heap growth per series minus its labels' bytes and what the store
-// charges for its chunks (their bytes and the head buffer's capacity).
+// what the store charges for its labels and chunks (the seriesOverhead the
+// store charges against Options.MaxBytes on top of them): 100,000 series
+// of scrape-like labels (pod, namespace, workload, code, method), each
+// with 12 samples, in the store, the heap growth per series minus its
+// label charge (its symbol ids and its share of the symbol table) and
+// what the store charges for its chunks (their bytes and the head
+// buffer's capacity). label-bytes/series is what the labels would take
+// uninterned, for comparison with label-charge/series.
 func BenchmarkSeriesOverhead(b *testing.B) {
 	const n = 100_000
 	lsets := make([]labels.Labels, n)
@@ -436,7 +439,7 @@ func BenchmarkSeriesOverhead(b *testing.B) {
 		lsets[i] = labels.FromStrings("__name__", "http_requests_total", "code", fmt.Sprint(200+i%5), "method", "GET",
 			"namespace", "default", "pod", fmt.Sprintf("web-%d", i/5), "workload", "web")
 	}
-	var overhead, labelBytes, chunkBytes float64
+	var overhead, labelBytes, labelCharge, chunkBytes float64
 	for b.Loop() {
 		before := heapInUse()
 		s := NewStore(Options{Retention: -1, MaxSeries: -1, MaxBytes: -1})
@@ -456,16 +459,22 @@ func BenchmarkSeriesOverhead(b *testing.B) {
 		for _, ls := range lsets {
 			labelBytes += float64(ls.ByteSize()) / n
 		}
-		// What the store charges for chunks: their bytes and the head
-		// buffers' spare capacity.
-		var charged int
-		s.eachSeries(func(ser *memSeries) { charged += ser.chunkBytes() })
+		// What the store charges for chunks (their bytes and the head
+		// buffers' spare capacity) and for labels (symbol ids and
+		// symbols).
+		var charged, ids int
+		s.eachSeries(func(ser *memSeries) {
+			charged += ser.chunkBytes()
+			ids += ser.labelsEnd()
+		})
 		chunkBytes = float64(charged) / n
-		overhead = (float64(after)-float64(before))/n - labelBytes - chunkBytes
+		labelCharge = float64(int64(ids)+s.syms.cost()) / n
+		overhead = (float64(after)-float64(before))/n - labelCharge - chunkBytes
 		runtime.KeepAlive(s)
 	}
 	b.ReportMetric(overhead, "overhead-bytes/series")
 	b.ReportMetric(labelBytes, "label-bytes/series")
+	b.ReportMetric(labelCharge, "label-charge/series")
 	b.ReportMetric(chunkBytes, "chunk-bytes/series")
 	b.ReportMetric(seriesOverhead, "charged-overhead/series")
 }

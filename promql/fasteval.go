@@ -343,7 +343,7 @@ func (e *Evaluator) evalDirect(ctx context.Context, store *Store, query string, 
 		}
 		sc.chunks, sc.arena = sc.chunks[:0], sc.arena[:0]
 		ser.lock()
-		sc.chunks, sc.arena = ser.appendChunks(sc.chunks, sc.arena, true, mint, ts)
+		sc.chunks, sc.arena = ser.appendChunks(sc.chunks, sc.arena, 0, true, mint, ts)
 		ser.unlock()
 		snap := snapshotSeries{chunks: sc.chunks, mint: mint, maxt: ts}
 		it := snap.Iterator(&sc.it).(*seriesIterator)

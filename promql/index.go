@@ -2,7 +2,6 @@ package promql
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -20,34 +19,64 @@ import (
 const maxSetMatches = 64
 
 // postingList is held by pointer so that adding a slot never stores a
-// map key again: keys are copied once, and never pin a series' labels.
+// map key again. Keys are the symbol table's strings, so the index holds
+// no copy of them.
 type postingList struct{ slots []uint32 }
 
-func (s *Store) addPostings(ser *memSeries) {
+// addPostings indexes the new series ser, whose label symbol ids are refs.
+func (s *Store) addPostings(ser *memSeries, refs string) {
 	idx := ser.idx
-	ser.lset.Range(func(l labels.Label) {
-		vals := s.postings[l.Name]
+	for r := refs; r != ""; {
+		var n, v uint32
+		n, r = nextRef(r)
+		v, r = nextRef(r)
+		name, value := s.syms.strs[n], s.syms.strs[v]
+		vals := s.postings[name]
 		if vals == nil {
 			vals = map[string]*postingList{}
-			s.postings[strings.Clone(l.Name)] = vals
+			s.postings[name] = vals
 		}
-		p := vals[l.Value]
+		p := vals[value]
 		if p == nil {
 			p = &postingList{}
-			vals[strings.Clone(l.Value)] = p
+			vals[value] = p
 		}
 		// New slots usually come last; a reused slot goes in its place.
+		c := cap(p.slots)
 		if n := len(p.slots); n == 0 || p.slots[n-1] < idx {
 			p.slots = append(p.slots, idx)
-			return
+		} else {
+			i, _ := slices.BinarySearch(p.slots, idx)
+			p.slots = slices.Insert(p.slots, i, idx)
 		}
-		i, _ := slices.BinarySearch(p.slots, idx)
-		p.slots = slices.Insert(p.slots, i, idx)
-	})
+		if cap(p.slots) != c {
+			s.grown = append(s.grown, p)
+		}
+	}
 }
 
-// removePostings takes the series out of the index in one pass per
-// posting list, however many of them expire together.
+// fitPostings gives back the spare capacity of the posting lists that
+// grew since it last ran: appends double a list's array, and once the
+// series are there (most of them come in the first scrapes) the lists
+// stop growing, so the spare half would otherwise stay for good. Trim
+// runs it once per cycle; a list that keeps growing is copied once per
+// cycle at most.
+func (s *Store) fitPostings() {
+	s.mtx.Lock()
+	defer s.mtx.Unlock()
+	for _, p := range s.grown {
+		if len(p.slots) < cap(p.slots) {
+			p.slots = slices.Clip(slices.Clone(p.slots))
+		}
+	}
+	// Dropped rather than reused: once the series are there it stays
+	// empty.
+	s.grown = nil
+}
+
+// removePostings takes the removed series out of the index, in one pass
+// per posting list however many of them expire together, and then gives
+// back their symbols (removeLocked leaves them for this).
 func (s *Store) removePostings(gone []*memSeries) {
 	if len(gone) == 0 {
 		return
@@ -56,11 +85,24 @@ func (s *Store) removePostings(gone []*memSeries) {
 	dead := map[pair][]uint32{}
 	for _, ser := range gone {
 		idx := ser.idx
-		ser.lset.Range(func(l labels.Label) {
-			k := pair{l.Name, l.Value}
+		// A removed series' cold string does not change any more.
+		for r := ser.labelRefs(); r != ""; {
+			var n, v uint32
+			n, r = nextRef(r)
+			v, r = nextRef(r)
+			k := pair{s.syms.strs[n], s.syms.strs[v]}
 			dead[k] = append(dead[k], idx)
-		})
+		}
 	}
+	defer func() {
+		for _, ser := range gone {
+			// The series gives back its symbols' bytes when it was their
+			// last user, whichever series first used them.
+			freed := int64(s.syms.releaseLabels(ser.labelRefs()))
+			s.used.Add(-freed)
+			ser.acct.used.Add(-freed)
+		}
+	}()
 	for k, slots := range dead {
 		vals := s.postings[k.name]
 		p := vals[k.value]
@@ -175,11 +217,28 @@ next:
 				continue next
 			}
 		}
-		if ser := s.slot(idx).Load(); ser != nil && matches(ser.lset, rest) {
+		if ser := s.slot(idx).Load(); ser != nil && s.matchesLocked(ser, rest) {
 			out = append(out, ser)
 		}
 	}
 	return out
+}
+
+// matchesLocked reports whether ser's labels match every matcher; the
+// caller holds s.mtx.
+func (s *Store) matchesLocked(ser *memSeries, ms []*labels.Matcher) bool {
+	if len(ms) == 0 {
+		return true
+	}
+	ser.lock()
+	defer ser.unlock()
+	refs := ser.labelRefs()
+	for _, m := range ms {
+		if !m.Matches(s.syms.value(refs, m.Name)) {
+			return false
+		}
+	}
+	return true
 }
 
 // union returns the sorted slots of the series whose label name has one of
@@ -215,7 +274,7 @@ func (s *Store) matching(m *labels.Matcher) []uint32 {
 func (s *Store) scanAll(ms []*labels.Matcher) []*memSeries {
 	var out []*memSeries
 	for idx := range s.slots {
-		if ser := s.slot(idx).Load(); ser != nil && matches(ser.lset, ms) {
+		if ser := s.slot(idx).Load(); ser != nil && s.matchesLocked(ser, ms) {
 			out = append(out, ser)
 		}
 	}

@@ -75,7 +75,7 @@ func TestIndexSelectsWhatAScanSelects(t *testing.T) {
 	for _, ms := range cases {
 		var sets []labels.Labels
 		for _, ls := range live {
-			if matches(ls, ms) {
+			if matchesAll(ls, ms) {
 				sets = append(sets, ls)
 			}
 		}
@@ -124,4 +124,15 @@ func BenchmarkSelectOne(b *testing.B) {
 			}
 		})
 	}
+}
+
+// matchesAll reports whether lset matches every matcher, as Select's
+// answer must.
+func matchesAll(lset labels.Labels, ms []*labels.Matcher) bool {
+	for _, m := range ms {
+		if !m.Matches(lset.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
 }

@@ -246,9 +246,9 @@ func (s *Store) Usage() Usage {
 	s.eachSeries(func(ser *memSeries) {
 		u.Series++
 		ser.lock()
-		for rest := ser.closed; rest != ""; {
-			var c closedChunk
-			c, rest = nextClosed(rest)
+		var c closedChunk
+		for rest := ser.closed(); rest != ""; {
+			c, rest = nextClosed(rest, c.maxT)
 			u.Bytes += len(c.data) - 1
 			if chk, err := chunkenc.FromData(c.encoding(), c.bytes()); err == nil {
 				u.Samples += chk.NumSamples()

@@ -38,29 +38,15 @@ type querier struct {
 	mint, maxt int64
 }
 
-// candidates returns the series matching ms, sorted by labels when sorted
-// is set and in the index's order otherwise.
-func (q *querier) candidates(ms []*labels.Matcher, sorted bool) []*memSeries {
-	out := q.store.selectSeries(ms)
-	if sorted && len(out) > 1 {
-		slices.SortFunc(out, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
-	}
-	return out
-}
-
-func matches(lset labels.Labels, ms []*labels.Matcher) bool {
-	for _, m := range ms {
-		if !m.Matches(lset.Get(m.Name)) {
-			return false
-		}
-	}
-	return true
+// candidates returns the series matching ms, in the index's order.
+func (q *querier) candidates(ms []*labels.Matcher) []*memSeries {
+	return q.store.selectSeries(ms)
 }
 
 func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	mint, maxt := q.mint, q.maxt
 	labelsOnly := hints != nil && hints.Func == "series"
-	cands := q.candidates(ms, sortSeries)
+	cands := q.candidates(ms)
 	set := &seriesSet{}
 	if len(cands) <= len(set.one) {
 		set.series = set.one[:0]
@@ -68,28 +54,40 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 		set.series = make([]snapshotSeries, 0, len(cands))
 	}
 	// One allocation each for all chunk lists and all head copies, sized
-	// for 30 minutes of 10-minute chunks and a small head; they grow if
-	// needed.
+	// for two chunks (a trigger's window of a few minutes spans one or
+	// two) and a small head; they grow if needed. The head copies' is made at the first head (a series whose
+	// last chunk was just closed full has none).
 	var (
 		all   []closedChunk
 		arena []byte
 	)
 	if !labelsOnly {
-		all = make([]closedChunk, 0, 4*len(cands))
-		arena = make([]byte, 0, 256*len(cands))
+		all = make([]closedChunk, 0, 2*len(cands))
 	}
-	for _, ser := range cands {
+	// The symbols the labels are rebuilt from are read under the index's
+	// lock; a series removed since the index gave it is left out.
+	q.store.mtx.RLock()
+	for i, ser := range cands {
 		from := len(all)
 		ser.lock()
+		if ser.deleted() {
+			ser.unlock()
+			continue
+		}
 		if !labelsOnly {
 			// Closed chunks are shared; the head chunk keeps growing under
 			// appends, so the query gets its own copy of it.
-			all, arena = ser.appendChunks(all, arena, true, mint, maxt)
+			all, arena = ser.appendChunks(all, arena, 256*(len(cands)-i), true, mint, maxt)
+		}
+		if len(all) > from || labelsOnly {
+			lset := q.store.syms.labels(ser.labelRefs())
+			set.series = append(set.series, snapshotSeries{lset: lset, chunks: all[from:len(all):len(all)], mint: mint, maxt: maxt})
 		}
 		ser.unlock()
-		if len(all) > from || labelsOnly {
-			set.series = append(set.series, snapshotSeries{lset: ser.lset, chunks: all[from:len(all):len(all)], mint: mint, maxt: maxt})
-		}
+	}
+	q.store.mtx.RUnlock()
+	if sortSeries && len(set.series) > 1 {
+		slices.SortFunc(set.series, func(a, b snapshotSeries) int { return labels.Compare(a.lset, b.lset) })
 	}
 	return set
 }
@@ -104,10 +102,17 @@ func (q *querier) LabelValues(_ context.Context, name string, hints *storage.Lab
 		q.store.mtx.RUnlock()
 		return sortedKeys(seen, hints), nil, nil
 	}
-	for _, ser := range q.candidates(ms, false) {
-		if v := ser.lset.Get(name); v != "" {
-			seen[v] = struct{}{}
+	cands := q.candidates(ms)
+	q.store.mtx.RLock()
+	defer q.store.mtx.RUnlock()
+	for _, ser := range cands {
+		ser.lock()
+		if !ser.deleted() {
+			if v := q.store.syms.value(ser.labelRefs(), name); v != "" {
+				seen[v] = struct{}{}
+			}
 		}
+		ser.unlock()
 	}
 	return sortedKeys(seen, hints), nil, nil
 }
@@ -122,8 +127,15 @@ func (q *querier) LabelNames(_ context.Context, hints *storage.LabelHints, ms ..
 		q.store.mtx.RUnlock()
 		return sortedKeys(seen, hints), nil, nil
 	}
-	for _, ser := range q.candidates(ms, false) {
-		ser.lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
+	cands := q.candidates(ms)
+	q.store.mtx.RLock()
+	defer q.store.mtx.RUnlock()
+	for _, ser := range cands {
+		ser.lock()
+		if !ser.deleted() {
+			q.store.syms.names(ser.labelRefs(), func(n string) { seen[n] = struct{}{} })
+		}
+		ser.unlock()
 	}
 	return sortedKeys(seen, hints), nil, nil
 }

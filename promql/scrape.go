@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
 )
 
@@ -133,9 +131,10 @@ type Scraper struct {
 
 type targetState struct {
 	target Target
-	// seen are the series of the previous successful scrape; a series
-	// missing from the next one gets a staleness marker.
-	seen   map[uint64]labels.Labels
+	// seen are the series of the previous successful scrape, by the hash
+	// of their labels, as the store's references (the store holds their
+	// labels); a series missing from the next one gets a staleness marker.
+	seen   map[uint64]storage.SeriesRef
 	health TargetHealth
 }
 
@@ -301,11 +300,11 @@ func (s *Scraper) scrapeTarget(ctx context.Context, st *targetState) {
 
 // dropSeries removes the series a target that went away had.
 func (s *Scraper) dropSeries(st *targetState) {
-	lsets := make([]labels.Labels, 0, len(st.seen))
-	for _, ls := range st.seen {
-		lsets = append(lsets, ls)
+	refs := make([]storage.SeriesRef, 0, len(st.seen))
+	for _, ref := range st.seen {
+		refs = append(refs, ref)
 	}
-	s.opts.Store.Delete(lsets)
+	s.opts.Store.deleteRefs(refs)
 	st.seen = nil
 }
 
@@ -314,13 +313,10 @@ func (s *Scraper) markStale(st *targetState, at time.Time) {
 	if len(st.seen) == 0 {
 		return
 	}
-	app := s.opts.Store.Appender(context.Background())
 	t := at.UnixMilli()
-	for _, ls := range st.seen {
-		_, _ = app.Append(0, ls, t, math.Float64frombits(value.StaleNaN))
+	for _, ref := range st.seen {
+		s.opts.Store.appendStale(ref, t)
 	}
-	// Ordering errors only mean a newer sample already exists.
-	_ = app.Commit()
 	st.seen = nil
 }
 
@@ -340,8 +336,8 @@ func (s *Scraper) scrape(ctx context.Context, st *targetState, at time.Time) (in
 	t := at.UnixMilli()
 	app := s.opts.Store.Appender(ctx)
 	// seen are this scrape's series; a series the store refused is kept
-	// with empty labels, so that its repeats are not tried again.
-	seen := make(map[uint64]labels.Labels, len(st.seen))
+	// with reference 0, so that its repeats are not tried again.
+	seen := make(map[uint64]storage.SeriesRef, len(st.seen))
 	var (
 		refused  int
 		firstErr error
@@ -360,14 +356,10 @@ func (s *Scraper) scrape(ctx context.Context, st *targetState, at time.Time) (in
 			if firstErr == nil {
 				firstErr = err
 			}
-			seen[h] = labels.EmptyLabels()
+			seen[h] = 0
 			return nil
 		}
-		// The store's copy of the labels, so that they are held once.
-		if ser := s.opts.Store.byRef(ref); ser != nil {
-			ls = ser.lset
-		}
-		seen[h] = ls
+		seen[h] = ref
 		return nil
 	})
 	if err != nil {
@@ -382,16 +374,16 @@ func (s *Scraper) scrape(ctx context.Context, st *targetState, at time.Time) (in
 		s.opts.Log.Error(err, "store scraped samples", "url", url)
 	}
 	kept := 0
-	for h, ls := range seen {
-		if ls.IsEmpty() {
+	for h, ref := range seen {
+		if ref == 0 {
 			delete(seen, h)
 			continue
 		}
 		kept++
 	}
-	for h, ls := range st.seen {
+	for h, ref := range st.seen {
 		if _, ok := seen[h]; !ok {
-			_ = s.opts.Store.Append(ls, t, math.Float64frombits(value.StaleNaN))
+			s.opts.Store.appendStale(ref, t)
 		}
 	}
 	st.seen = seen

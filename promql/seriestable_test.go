@@ -11,8 +11,7 @@ import (
 // reachable reports whether a probe for (h, idx) finds its cell before an
 // empty one, as find's probe does.
 func (t *seriesTable) reachable(h uint64, idx uint32) bool {
-	mask := uint64(len(t.cells) - 1)
-	for i := h & mask; t.cells[i] != 0; i = (i + 1) & mask {
+	for i := t.home(h); t.cells[i] != 0; i = t.next(i) {
 		if t.cells[i] == tableCell(h, idx) {
 			return true
 		}
@@ -29,9 +28,10 @@ func TestSeriesTableKeepsProbesWhole(t *testing.T) {
 		var tab seriesTable
 		live := map[uint32]uint64{}
 		for idx := range uint32(40) {
-			// Homes crowd the last cells of a 64-cell table, so clusters
+			// Homes crowd the last cells of a 64-cell table (a cell's
+			// home is its 32-bit hash scaled to the table), so clusters
 			// wrap around.
-			h := uint64(60+rng.IntN(8)) | uint64(rng.IntN(4))<<40
+			h := uint64((60+rng.IntN(8))%64)<<26 | uint64(rng.IntN(1<<20)) | uint64(rng.IntN(4))<<40
 			tab.insert(h, idx)
 			live[idx] = h
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,19 +27,20 @@ const (
 	DefaultMaxSeries = 100_000
 	// DefaultMaxBytes bounds what the series' labels, bookkeeping and
 	// chunks may take together: 100,000 series of typical scrape data
-	// (about 320 bytes of labels and bookkeeping and 760 of chunks each
+	// (about 150 bytes of labels and bookkeeping and 760 of chunks each
 	// over 30 minutes at 5 s) fit in it, so for such data MaxSeries binds
 	// first; series with long labels or values that do not compress hit it
 	// instead. docs/profiles.md has the arithmetic for a 512 MiB pod.
 	DefaultMaxBytes = 128 << 20
 
-	// seriesOverhead is what a series costs besides its labels and chunk
-	// buffers, as charged against MaxBytes: the series record (96
-	// bytes), its labels' allocation slack, its cells in the label table,
-	// the slab and the inverted index. BenchmarkSeriesOverhead measures
-	// about 180 bytes. The head chunk's spare capacity is charged with
-	// the chunks (memSeries.chunkBytes).
-	seriesOverhead = 224
+	// seriesOverhead is what a series costs besides its labels (charged
+	// as its symbol ids and the symbols it was first to use) and chunk
+	// buffers, as charged against MaxBytes: the series record (48
+	// bytes), its cells in the series table, the slab and the inverted
+	// index, and its string's allocation slack. BenchmarkSeriesOverhead
+	// measures about 120 bytes. The head chunk's spare capacity is charged
+	// with the chunks (memSeries.chunkBytes).
+	seriesOverhead = 136
 
 	// samplesPerChunk matches Prometheus' head (120 samples = 10 minutes at
 	// 5 s): fewer samples lose compression, more make retention coarser.
@@ -154,10 +154,16 @@ type Store struct {
 	mtx sync.RWMutex
 	// byLabels finds a series by its labels.
 	byLabels seriesTable
+	// syms holds the series' label names and values; series keep their
+	// ids.
+	syms symbols
 	// postings is the inverted index Select intersects: label name, then
 	// value, then the slots of the series carrying that pair.
 	postings map[string]map[string]*postingList
-	all      int
+	// grown are the posting lists whose array grew since the last Trim,
+	// which gives back their spare capacity (fitPostings).
+	grown []*postingList
+	all   int
 	// perNamespace accounts the series and bytes of each namespace label
 	// value.
 	perNamespace map[string]*nsAccount
@@ -170,8 +176,10 @@ type Store struct {
 	slabMtx sync.Mutex
 	pages   atomic.Pointer[[]*slabPage]
 	slots   uint32
-	gens    []uint32
-	free    []uint32
+	// free are the slots of removed series, each with the generation its
+	// next series gets (in the high 32 bits): a live slot's generation is
+	// in its series, so no slot needs another 4 bytes for it.
+	free []uint64
 
 	// used is what the series and their chunks take, as charged against
 	// MaxBytes (seriesCost plus chunk bytes).
@@ -244,11 +252,12 @@ func (s *Store) admitSample(ser *memSeries, v float64, pending int64) error {
 	}
 	if s.opts.MaxBytes > 0 && s.used.Load()+pending > s.opts.MaxBytes {
 		s.refusedSamples.Add(1)
-		return &limitError{lset: ser.lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
+		return &limitError{lset: s.labelsOf(ser), err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
 	}
 	if s.opts.MaxBytesPerNamespace > 0 && ser.acct.used.Load() > s.opts.MaxBytesPerNamespace {
 		s.refusedSamples.Add(1)
-		return &limitError{lset: ser.lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(ser.lset.Get(LabelNamespace)) + ")"}
+		lset := s.labelsOf(ser)
+		return &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(lset.Get(LabelNamespace)) + ")"}
 	}
 	return nil
 }
@@ -261,9 +270,23 @@ type nsAccount struct {
 	used atomic.Int64
 }
 
+// labelsOf returns the labels of ser, in memory of their own; they are
+// empty once ser has been removed (its symbols may be gone).
+func (s *Store) labelsOf(ser *memSeries) labels.Labels {
+	s.mtx.RLock()
+	defer s.mtx.RUnlock()
+	if ser.deleted() {
+		return labels.EmptyLabels()
+	}
+	ser.lock()
+	defer ser.unlock()
+	return s.syms.labels(ser.labelRefs())
+}
+
 // seriesCost is what a series is charged against MaxBytes besides its
-// chunks.
-func seriesCost(lset labels.Labels) int64 { return seriesOverhead + int64(lset.ByteSize()) }
+// chunks and the symbols it was first to use: the fixed overhead and its
+// label symbol ids (labelsEnd bytes).
+func seriesCost(labelsEnd int) int64 { return seriesOverhead + int64(labelsEnd) }
 
 // cutoff is the oldest timestamp (ms) retention still keeps.
 func (s *Store) cutoff() int64 {
@@ -279,6 +302,7 @@ func (s *Store) cutoff() int64 {
 func (s *Store) Trim() {
 	cut := s.cutoff()
 	s.minValidTime.Store(cut)
+	s.fitPostings()
 	if cut == math.MinInt64 {
 		return
 	}
@@ -318,26 +342,30 @@ func (s *Store) Trim() {
 }
 
 // removeLocked takes ser out of byLabels and the slab; the caller holds
-// s.mtx and ser's lock, and removes ser from the postings afterwards,
-// which it does for many series at once.
+// s.mtx and ser's lock, and removes ser from the postings afterwards
+// (removePostings, which also gives back its symbols), which it does for
+// many series at once.
 func (s *Store) removeLocked(ser *memSeries) {
+	gen := ser.gen.Load()
 	ser.gen.Store(0)
-	s.byLabels.remove(ser.lset.Hash(), ser.idx)
-	cost := seriesCost(ser.lset) + int64(ser.chunkBytes())
+	refs := ser.labelRefs()
+	s.byLabels.remove(s.syms.labels(refs).Hash(), ser.idx)
+	ns := s.syms.value(refs, LabelNamespace)
+	cost := seriesCost(ser.labelsEnd()) + int64(ser.chunkBytes())
 	s.used.Add(-cost)
 	ser.acct.used.Add(-cost)
 	idx := ser.idx
 	s.slabMtx.Lock()
 	s.slot(idx).Store(nil)
 	// Generation 0 marks a removed series, so a wrapping counter skips it.
-	if s.gens[idx]++; s.gens[idx] == 0 {
-		s.gens[idx] = 1
+	if gen++; gen == 0 {
+		gen = 1
 	}
-	s.free = append(s.free, idx)
+	s.free = append(s.free, uint64(gen)<<32|uint64(idx))
 	s.slabMtx.Unlock()
 	s.all--
 	if ser.acct.series--; ser.acct.series <= 0 {
-		delete(s.perNamespace, ser.lset.Get(LabelNamespace))
+		delete(s.perNamespace, ns)
 	}
 }
 
@@ -366,6 +394,42 @@ func (s *Store) Delete(lsets []labels.Labels) int {
 	return len(gone)
 }
 
+// deleteRefs removes the series with these references that are still
+// there, as Delete does by labels.
+func (s *Store) deleteRefs(refs []storage.SeriesRef) int {
+	if len(refs) == 0 {
+		return 0
+	}
+	s.mtx.Lock()
+	defer s.mtx.Unlock()
+	var gone []*memSeries
+	for _, ref := range refs {
+		ser := s.byRef(ref)
+		if ser == nil || ser.deleted() {
+			continue
+		}
+		ser.lock()
+		s.removeLocked(ser)
+		ser.unlock()
+		gone = append(gone, ser)
+	}
+	s.removePostings(gone)
+	return len(gone)
+}
+
+// appendStale appends a staleness marker at t to the series with
+// reference ref, if it is still there. Ordering errors only mean a newer
+// sample already exists, and are dropped.
+func (s *Store) appendStale(ref storage.SeriesRef, t int64) {
+	ser := s.byRef(ref)
+	if ser == nil {
+		return
+	}
+	grown, _ := ser.appendFloat(0, t, math.Float64frombits(value.StaleNaN), s.minValidTime.Load())
+	s.used.Add(int64(grown))
+	ser.acct.used.Add(int64(grown))
+}
+
 // NamespaceUsedBytes is what namespace ns's series take of
 // Options.MaxBytesPerNamespace.
 func (s *Store) NamespaceUsedBytes(ns string) int64 {
@@ -377,7 +441,10 @@ func (s *Store) NamespaceUsedBytes(ns string) int64 {
 	return 0
 }
 
-const slabPageSize = 1024
+// slabPageSize is what fills 8 KiB: the allocator puts an 8-byte header
+// in front of a large object holding pointers, and a page of 1,024
+// pointers would take the next size class, 9,472 bytes.
+const slabPageSize = 1023
 
 type slabPage [slabPageSize]atomic.Pointer[memSeries]
 
@@ -405,13 +472,13 @@ func (s *Store) allocRef(ser *memSeries) {
 	s.slabMtx.Lock()
 	defer s.slabMtx.Unlock()
 	var idx uint32
+	gen := uint32(1) // generation >= 1 keeps every ref non-zero
 	if n := len(s.free); n > 0 {
-		idx = s.free[n-1]
+		idx, gen = uint32(s.free[n-1]), uint32(s.free[n-1]>>32)
 		s.free = s.free[:n-1]
 	} else {
 		idx = s.slots
 		s.slots++
-		s.gens = append(s.gens, 1) // generation >= 1 keeps every ref non-zero
 		if idx%slabPageSize == 0 {
 			var pages []*slabPage
 			if old := s.pages.Load(); old != nil {
@@ -422,7 +489,7 @@ func (s *Store) allocRef(ser *memSeries) {
 		}
 	}
 	ser.idx = idx
-	ser.gen.Store(s.gens[idx])
+	ser.gen.Store(gen)
 	s.slot(idx).Store(ser)
 }
 
@@ -472,24 +539,33 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 		s.refusedNamespace.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrSeriesLimit, limit: int64(s.opts.MaxSeriesPerNamespace), setting: "metrics.maxSeriesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
 	}
-	cost := seriesCost(lset)
+	// The symbols are taken first, to know what the table grows by (the
+	// strings no series used yet), and given back if the series is
+	// refused.
+	cold, grown := s.syms.internLabels(lset)
+	refs := coldLabelRefs(cold)
+	cost := seriesCost(len(cold)) + int64(grown)
 	if s.opts.MaxBytes > 0 && s.used.Load()+cost > s.opts.MaxBytes {
+		s.syms.releaseLabels(refs)
 		s.refusedBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
 	}
 	if s.opts.MaxBytesPerNamespace > 0 && acct.used.Load()+cost > s.opts.MaxBytesPerNamespace {
+		s.syms.releaseLabels(refs)
 		s.refusedNamespaceBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
 	}
 	s.used.Add(cost)
 	acct.used.Add(cost)
 	if acct.series == 0 {
-		s.perNamespace[ns] = acct
+		// The map's key is the interned string, which pins no caller's
+		// labels.
+		s.perNamespace[s.syms.value(refs, LabelNamespace)] = acct
 	}
-	ser = &memSeries{lset: lset.Copy(), acct: acct}
+	ser = &memSeries{cold: cold, acct: acct}
 	s.allocRef(ser)
 	s.byLabels.insert(h, ser.idx)
-	s.addPostings(ser)
+	s.addPostings(ser, refs)
 	s.all++
 	acct.series++
 	return ser, true, nil
@@ -540,7 +616,7 @@ func (s *Store) Stats() Stats {
 	s.eachSeries(func(ser *memSeries) {
 		st.SeriesCount++
 		ser.lock()
-		chunks, _ := ser.appendChunks(nil, nil, false, 0, 0)
+		chunks, _ := ser.appendChunks(nil, nil, 0, false, 0, 0)
 		for _, c := range chunks {
 			chk, err := chunkenc.FromData(c.encoding(), c.bytes())
 			if err != nil {
@@ -610,7 +686,8 @@ func (c closedChunk) bytes() []byte {
 
 // A series' closed chunks are stored back to back, oldest first, in one
 // exactly sized string: per chunk a header of three varints (the length
-// of what follows the header, minT, and maxT-minT: about 11 bytes where
+// of what follows the header, minT less the previous chunk's maxT (less
+// zero for the first chunk), and maxT-minT: about 7 bytes where
 // fixed-width fields take 20), then the encoding byte and the chunk's
 // bytes. One allocation per series instead of a slice of chunk objects:
 // the list changes once per chunk (every 10 minutes at 5 s) and lives for
@@ -618,47 +695,121 @@ func (c closedChunk) bytes() []byte {
 const maxClosedHeader = 3 * binary.MaxVarintLen64
 
 // appendClosedHeader appends the header of a closed chunk of n bytes
-// (encoding byte included) spanning [minT, maxT].
-func appendClosedHeader(b []byte, n int, minT, maxT int64) []byte {
+// (encoding byte included) spanning [minT, maxT], following a chunk that
+// ended at prevMaxT (0 for the first chunk).
+func appendClosedHeader(b []byte, n int, minT, maxT, prevMaxT int64) []byte {
 	b = binary.AppendUvarint(b, uint64(n))
-	b = binary.AppendVarint(b, minT)
+	b = binary.AppendVarint(b, minT-prevMaxT)
 	return binary.AppendUvarint(b, uint64(maxT-minT))
 }
 
-// nextClosed decodes the first chunk of a closed-chunk string and returns
-// the rest.
-func nextClosed(closed string) (closedChunk, string) {
+// nextClosed decodes the first chunk of a closed-chunk string, which
+// follows a chunk that ended at prevMaxT (0 at the start of the string),
+// and returns the rest. Loops pass the chunk they decoded last, zero
+// before the first:
+//
+//	var c closedChunk
+//	for rest := s.closed(); rest != ""; {
+//		c, rest = nextClosed(rest, c.maxT)
+//	}
+func nextClosed(closed string, prevMaxT int64) (closedChunk, string) {
 	b := unsafe.Slice(unsafe.StringData(closed), min(len(closed), maxClosedHeader))
 	n, i := binary.Uvarint(b)
-	minT, j := binary.Varint(b[i:])
+	delta, j := binary.Varint(b[i:])
 	span, k := binary.Uvarint(b[i+j:])
 	h := i + j + k
+	minT := prevMaxT + delta
 	return closedChunk{data: closed[h : h+int(n)], minT: minT, maxT: minT + int64(span)}, closed[h+int(n):]
 }
 
 // memSeries is one series. Closed chunks are immutable once cut, so queries
-// share them; only the head chunk is copied for a query. It is 96 bytes:
+// share them; only the head chunk is copied for a query. It is 48 bytes:
 // a series' bookkeeping is most of what the store holds besides samples.
 type memSeries struct {
 	// idx is the series' slot, gen the slot's generation when the series
 	// took it; together they are its reference. gen is 0 once the series
 	// is removed from the index (by Trim or Delete): appenders holding it
 	// then re-resolve by labels.
-	idx  uint32
-	gen  atomic.Uint32
-	lset labels.Labels
+	idx uint32
+	gen atomic.Uint32
 	// acct is the series' namespace's account, which its bytes are
 	// charged to.
 	acct *nsAccount
 
 	// The fields below are guarded by the series' lock (lock, unlock).
-	// closed holds the closed chunks (see nextClosed).
-	closed string
-	// The head chunk, which still takes samples, is xor when active,
-	// other when not nil, or neither when the series has no head.
-	xor   xorHead
-	other *otherHead
+	// cold holds what changes at most once a chunk, in one exactly sized
+	// string: the series' labels as symbol ids (a uvarint length, then a
+	// uvarint id of each label's name and value: see symbols), then the
+	// closed chunks (see nextClosed). The labels part never changes.
+	cold string
+	// hp is the head chunk, which still takes samples, as kind says:
+	// an XOR head's buffer (xorHead, whose length and capacity are xn and
+	// xc), an *otherHead, or nothing when the series has no head (a full
+	// XOR chunk is closed at once: see appendFloat). One pointer for
+	// either keeps the record in the allocator's 48-byte class.
+	hp     unsafe.Pointer
+	xn, xc uint16
+	kind   headKind
 }
+
+// headKind says what memSeries.head points to.
+type headKind uint8
+
+const (
+	headNone headKind = iota
+	headXOR
+	headOther
+)
+
+// xor is the series' XOR head; inactive when it has none.
+func (s *memSeries) xor() xorHead {
+	if s.kind != headXOR {
+		return xorHead{}
+	}
+	return xorHead{p: (*byte)(s.hp), n: s.xn, c: s.xc}
+}
+
+// setXOR makes h the series' head.
+func (s *memSeries) setXOR(h xorHead) {
+	s.hp, s.xn, s.xc, s.kind = unsafe.Pointer(h.p), h.n, h.c, headXOR
+}
+
+// other is the series' head of another encoding, or nil.
+func (s *memSeries) other() *otherHead {
+	if s.kind != headOther {
+		return nil
+	}
+	return (*otherHead)(s.hp)
+}
+
+// setOther makes o the series' head.
+func (s *memSeries) setOther(o *otherHead) {
+	s.hp, s.xn, s.xc, s.kind = unsafe.Pointer(o), 0, 0, headOther
+}
+
+// dropHead leaves the series without a head chunk.
+func (s *memSeries) dropHead() { s.hp, s.xn, s.xc, s.kind = nil, 0, 0, headNone }
+
+// coldLabelRefs returns the label symbol ids at the start of a cold
+// string (see memSeries.cold).
+func coldLabelRefs(cold string) string {
+	n, i := binary.Uvarint(unsafe.Slice(unsafe.StringData(cold), min(len(cold), binary.MaxVarintLen32)))
+	return cold[i : i+int(n)]
+}
+
+// labelsEnd is where the label part of cold ends and the closed chunks
+// begin.
+func (s *memSeries) labelsEnd() int {
+	n, i := binary.Uvarint(unsafe.Slice(unsafe.StringData(s.cold), min(len(s.cold), binary.MaxVarintLen32)))
+	return i + int(n)
+}
+
+// labelRefs are the series' label symbol ids; the caller holds the
+// series' lock.
+func (s *memSeries) labelRefs() string { return coldLabelRefs(s.cold) }
+
+// closed returns the closed chunks (see nextClosed).
+func (s *memSeries) closed() string { return s.cold[s.labelsEnd():] }
 
 // ref is the series' reference, as appenders hand it out.
 func (s *memSeries) ref() storage.SeriesRef {
@@ -668,17 +819,17 @@ func (s *memSeries) ref() storage.SeriesRef {
 // deleted reports whether the series left the index.
 func (s *memSeries) deleted() bool { return s.gen.Load() == 0 }
 
-func (s *memSeries) empty() bool { return !s.hasHead() && s.closed == "" }
+func (s *memSeries) empty() bool { return !s.hasHead() && s.labelsEnd() == len(s.cold) }
 
-func (s *memSeries) hasHead() bool { return s.xor.active() || s.other != nil }
+func (s *memSeries) hasHead() bool { return s.kind != headNone }
 
 // chunkBytes is what the series' chunks take, as charged against
 // Options.MaxBytes: the closed chunks' string and the head's buffer,
 // spare capacity included (it is memory the series holds).
 func (s *memSeries) chunkBytes() int {
-	n := len(s.closed) + s.xor.capacity()
-	if s.other != nil {
-		n += len(s.other.chunk.Bytes())
+	n := len(s.cold) - s.labelsEnd() + s.xor().capacity()
+	if o := s.other(); o != nil {
+		n += len(o.chunk.Bytes())
 	}
 	return n
 }
@@ -687,39 +838,69 @@ func (s *memSeries) chunkBytes() int {
 // time range; ok is false when the series has none.
 func (s *memSeries) head() (enc chunkenc.Encoding, b []byte, samples int, minT, maxT int64, ok bool) {
 	switch {
-	case s.xor.active():
-		return chunkenc.EncXOR, s.xor.bytes(), s.xor.samples(), s.xor.minT(), s.xor.t, true
-	case s.other != nil:
-		return s.other.chunk.Encoding(), s.other.chunk.Bytes(), s.other.chunk.NumSamples(), s.other.minT, s.other.maxT, true
+	case s.kind == headXOR:
+		h := s.xor()
+		return chunkenc.EncXOR, h.bytes(), h.samples(), h.minT(), h.lastT(), true
+	case s.kind == headOther:
+		o := s.other()
+		return o.chunk.Encoding(), o.chunk.Bytes(), o.chunk.NumSamples(), o.minT, o.maxT, true
 	}
 	return chunkenc.EncNone, nil, 0, 0, 0, false
 }
 
-// lastT is the timestamp of the newest sample: the head's end. A series
-// without a head has no samples left (Trim drops the head last).
+// lastT is the timestamp of the newest sample: the head's end, or the
+// newest closed chunk's when a full XOR head was just closed.
 func (s *memSeries) lastT() int64 {
-	switch {
-	case s.xor.active():
-		return s.xor.t
-	case s.other != nil:
-		return s.other.maxT
+	switch s.kind {
+	case headXOR:
+		return s.xor().lastT()
+	case headOther:
+		return s.other().maxT
 	}
-	return math.MinInt64
+	if s.closed() == "" {
+		return math.MinInt64
+	}
+	return s.lastClosed().maxT
+}
+
+// lastFloat reports the newest closed chunk's last value when the series
+// has no head, for the duplicate check; ok is false when that chunk holds
+// no float samples.
+func (s *memSeries) lastFloat() (v float64, ok bool) {
+	last := s.lastClosed()
+	if last.data == "" {
+		return 0, false
+	}
+	chk, err := chunkenc.FromData(last.encoding(), last.bytes())
+	if err != nil {
+		return 0, false
+	}
+	it := chk.Iterator(nil)
+	typ := chunkenc.ValNone
+	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+		typ = vt
+		if vt == chunkenc.ValFloat {
+			_, v = it.At()
+		}
+	}
+	return v, typ == chunkenc.ValFloat
 }
 
 // appendChunks appends the closed chunks and a copy of the head, all of
 // them or (inRange) those overlapping [mint, maxt], to dst. The head's
 // bytes are copied to the end of arena, so that one query's copies share
-// an allocation. The caller holds the series' lock.
-func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, mint, maxt int64) ([]closedChunk, []byte) {
+// an allocation; when arena has no capacity yet, the new one gets fresh
+// bytes (the caller's estimate for every head still to copy). The caller
+// holds the series' lock.
+func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, fresh int, inRange bool, mint, maxt int64) ([]closedChunk, []byte) {
 	enc, b, _, minT, maxT, ok := s.head()
 	// Closed chunks end before the head begins, so a range starting in
 	// the head (a rate over the last minute) needs none of them, and their
 	// headers are not even read.
 	if !inRange || !ok || mint < minT {
-		for rest := s.closed; rest != ""; {
-			var c closedChunk
-			c, rest = nextClosed(rest)
+		var c closedChunk
+		for rest := s.closed(); rest != ""; {
+			c, rest = nextClosed(rest, c.maxT)
 			if !inRange || c.maxT >= mint && c.minT <= maxt {
 				dst = append(dst, c)
 			}
@@ -730,7 +911,11 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 			// Earlier copies keep the old arena alive; nothing moves. The
 			// first arena was sized for every head, so a smaller one
 			// finishes the query.
-			arena = make([]byte, 0, max(cap(arena)/2, 1+len(b)))
+			n := cap(arena) / 2
+			if cap(arena) == 0 {
+				n = fresh
+			}
+			arena = make([]byte, 0, max(n, 1+len(b)))
 		}
 		from := len(arena)
 		arena = append(arena, byte(enc))
@@ -744,29 +929,34 @@ func (s *memSeries) appendChunks(dst []closedChunk, arena []byte, inRange bool, 
 // lastClosedEncoding is the encoding of the newest closed chunk, or
 // EncNone.
 func (s *memSeries) lastClosedEncoding() chunkenc.Encoding {
-	enc := chunkenc.EncNone
-	for rest := s.closed; rest != ""; {
-		var c closedChunk
-		c, rest = nextClosed(rest)
-		enc = c.encoding()
+	if s.closed() == "" {
+		return chunkenc.EncNone
 	}
-	return enc
+	return s.lastClosed().encoding()
+}
+
+// lastClosed is the newest closed chunk; zero when there is none.
+func (s *memSeries) lastClosed() closedChunk {
+	var c closedChunk
+	for rest := s.closed(); rest != ""; {
+		c, rest = nextClosed(rest, c.maxT)
+	}
+	return c
 }
 
 // closeHead moves the head chunk to the closed ones and returns its
-// length. An XOR head's buffer stays for the next chunk.
+// length.
 func (s *memSeries) closeHead() int {
 	enc, b, _, minT, maxT, _ := s.head()
 	var hdr [maxClosedHeader]byte
-	h := appendClosedHeader(hdr[:0], 1+len(b), minT, maxT)
-	buf := make([]byte, 0, len(s.closed)+len(h)+1+len(b))
-	buf = append(buf, s.closed...)
+	h := appendClosedHeader(hdr[:0], 1+len(b), minT, maxT, s.lastClosed().maxT)
+	buf := make([]byte, 0, len(s.cold)+len(h)+1+len(b))
+	buf = append(buf, s.cold...)
 	buf = append(buf, h...)
 	buf = append(buf, byte(enc))
 	buf = append(buf, b...)
-	s.closed = unsafe.String(unsafe.SliceData(buf), len(buf))
-	s.xor.n = 0
-	s.other = nil
+	s.cold = unsafe.String(unsafe.SliceData(buf), len(buf))
+	s.dropHead()
 	return len(b)
 }
 
@@ -774,21 +964,37 @@ func (s *memSeries) closeHead() int {
 // freed (as chunkBytes counts them).
 func (s *memSeries) trim(cut int64) int {
 	before := s.chunkBytes()
-	rest := s.closed
+	end := s.labelsEnd()
+	rest := s.cold[end:]
+	var prev closedChunk
 	for rest != "" {
-		c, next := nextClosed(rest)
+		c, next := nextClosed(rest, prev.maxT)
 		if c.maxT >= cut {
 			break
 		}
-		rest = next
+		prev, rest = c, next
 	}
-	if len(rest) != len(s.closed) {
-		// A copy, so the expired chunks' memory is freed.
-		s.closed = strings.Clone(rest)
+	if len(rest) != len(s.cold)-end {
+		// A copy, so the expired chunks' memory is freed. The new first
+		// chunk's header gives its start in full, as it has no chunk
+		// before it any more.
+		var b []byte
+		if rest != "" {
+			first, after := nextClosed(rest, prev.maxT)
+			var hdr [maxClosedHeader]byte
+			h := appendClosedHeader(hdr[:0], len(first.data), first.minT, first.maxT, 0)
+			b = make([]byte, 0, end+len(h)+len(first.data)+len(after))
+			b = append(b, s.cold[:end]...)
+			b = append(b, h...)
+			b = append(b, first.data...)
+			b = append(b, after...)
+		} else {
+			b = append([]byte(nil), s.cold[:end]...)
+		}
+		s.cold = unsafe.String(unsafe.SliceData(b), len(b))
 	}
 	if s.hasHead() && s.lastT() < cut {
-		s.xor = xorHead{}
-		s.other = nil
+		s.dropHead()
 	}
 	return before - s.chunkBytes()
 }
@@ -798,6 +1004,12 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 	sizeHint := 0
 	if s.hasHead() {
 		sizeHint = s.closeHead()
+	} else {
+		// A full XOR chunk closed at its last sample: the next one is
+		// sized after it.
+		if c := s.lastClosed(); c.data != "" {
+			sizeHint = len(c.data) - 1
+		}
 	}
 	if minValid != math.MinInt64 {
 		// The caller measures the chunk bytes before and after, which
@@ -805,11 +1017,11 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 		_ = s.trim(minValid)
 	}
 	if enc == chunkenc.EncXOR {
-		s.xor.start(t, sizeHint)
+		var h xorHead
+		h.start(t, sizeHint)
+		s.setXOR(h)
 		return nil
 	}
-	// Another encoding: the XOR buffer is not needed any more.
-	s.xor = xorHead{}
 	c, err := chunkenc.NewEmptyChunk(enc)
 	if err != nil {
 		return fmt.Errorf("new chunk: %w", err)
@@ -818,7 +1030,7 @@ func (s *memSeries) cutHead(enc chunkenc.Encoding, t int64, minValid int64) erro
 	if err != nil {
 		return fmt.Errorf("chunk appender: %w", err)
 	}
-	s.other = &otherHead{chunk: c, app: app, minT: t, maxT: t}
+	s.setOther(&otherHead{chunk: c, app: app, minT: t, maxT: t})
 	return nil
 }
 
@@ -846,13 +1058,37 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		if s.xor.active() {
-			return math.Float64bits(s.xor.v) == math.Float64bits(v)
+		switch s.kind {
+		case headXOR:
+			return math.Float64bits(s.xor().lastV()) == math.Float64bits(v)
+		case headOther:
+			o := s.other()
+			return o.lastHist == nil && math.Float64bits(o.lastV) == math.Float64bits(v)
 		}
-		return s.other.lastHist == nil && math.Float64bits(s.other.lastV) == math.Float64bits(v)
+		last, ok := s.lastFloat()
+		return ok && math.Float64bits(last) == math.Float64bits(v)
 	})
 	if dup || err != nil {
 		return 0, err
+	}
+	if s.kind == headXOR && st == 0 {
+		// The common case, a scraped sample to an XOR head that has room
+		// (a full one is closed at once): only the buffer's capacity can
+		// change, unless the sample fills the chunk.
+		h := s.xor()
+		c := h.capacity()
+		h.append(t, v)
+		s.setXOR(h)
+		grown = h.capacity() - c
+		if h.samples() >= samplesPerChunk {
+			// The chunk is full: closed now, it takes its exact size
+			// rather than its buffer's, and the series no head until its
+			// next sample.
+			before := s.chunkBytes()
+			s.closeHead()
+			grown += s.chunkBytes() - before
+		}
+		return grown, nil
 	}
 	before := s.chunkBytes()
 	defer func() { grown = s.chunkBytes() - before }()
@@ -870,13 +1106,16 @@ func (s *memSeries) appendFloat(st, t int64, v float64, minValid int64) (grown i
 			return 0, err
 		}
 	}
-	if s.xor.active() {
-		s.xor.append(t, v)
+	if s.kind == headXOR {
+		h := s.xor()
+		h.append(t, v)
+		s.setXOR(h)
 		return 0, nil
 	}
-	s.other.app.Append(st, t, v)
-	s.other.maxT = t
-	s.other.lastV, s.other.lastHist = v, nil
+	o := s.other()
+	o.app.Append(st, t, v)
+	o.maxT = t
+	o.lastV, o.lastHist = v, nil
 	return 0, nil
 }
 
@@ -889,10 +1128,11 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		return 0, errSeriesDeleted
 	}
 	dup, err := s.checkOrder(t, func() bool {
-		if s.other == nil || s.other.lastHist == nil {
+		o := s.other()
+		if o == nil || o.lastHist == nil {
 			return false
 		}
-		last := s.other.lastHist
+		last := o.lastHist
 		if h != nil {
 			return last.h != nil && h.Equals(last.h)
 		}
@@ -910,8 +1150,8 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 	// Only a histogram head's appender can be the previous one (an XOR
 	// head's encoding differs, so it would be dropped below).
 	var prev chunkenc.Appender
-	if s.other != nil {
-		prev = s.other.app
+	if o := s.other(); o != nil {
+		prev = o.app
 	}
 	if cur, b, n, _, _, ok := s.head(); !ok || cur != enc || n >= samplesPerChunk || len(b) >= maxHistogramChunkBytes {
 		if err := s.cutHead(enc, t, minValid); err != nil {
@@ -919,7 +1159,7 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		}
 		// The previous appender lets the new chunk detect a counter reset
 		// across the chunk boundary; only a chunk of the same kind can tell.
-		if prev != nil && s.closed != "" && s.lastClosedEncoding() != enc {
+		if prev != nil && s.labelsEnd() != len(s.cold) && s.lastClosedEncoding() != enc {
 			prev = nil
 		}
 	} else {
@@ -929,30 +1169,32 @@ func (s *memSeries) appendHistogram(st, t int64, h *histogram.Histogram, fh *his
 		c       chunkenc.Chunk
 		recoded bool
 		app     chunkenc.Appender
+		o       = s.other()
 	)
 	if h != nil {
-		c, recoded, app, err = s.other.app.AppendHistogram(prev, st, t, h, false)
+		c, recoded, app, err = o.app.AppendHistogram(prev, st, t, h, false)
 	} else {
-		c, recoded, app, err = s.other.app.AppendFloatHistogram(prev, st, t, fh, false)
+		c, recoded, app, err = o.app.AppendFloatHistogram(prev, st, t, fh, false)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("append histogram: %w", err)
 	}
-	s.other.app = app
+	o.app = app
 	switch {
 	case c == nil:
 	case recoded:
-		s.other.chunk = c
+		o.chunk = c
 	default:
 		s.closeHead()
-		s.other = &otherHead{chunk: c, app: app, minT: t}
+		o = &otherHead{chunk: c, app: app, minT: t}
+		s.setOther(o)
 	}
-	s.other.maxT = t
+	o.maxT = t
 	// Keep a copy: callers may reuse the histogram they passed in.
 	if h != nil {
-		s.other.lastHist = &lastHistogram{h: h.Copy()}
+		o.lastHist = &lastHistogram{h: h.Copy()}
 	} else {
-		s.other.lastHist = &lastHistogram{fh: fh.Copy()}
+		o.lastHist = &lastHistogram{fh: fh.Copy()}
 	}
 	return 0, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/prometheus/model/labels"
@@ -274,7 +275,7 @@ func TestStoreByteBudget(t *testing.T) {
 	now := dataStart
 	long := strings.Repeat("v", 3000)
 	// Room for two series of 3 KB labels and their first samples.
-	budget := 2*(seriesCost(series("big", "v", long))) + 100
+	budget := 2*newSeriesCost(series("big", "v", long)) + 100
 	s := NewStore(Options{MaxBytes: budget, MaxBytesPerNamespace: -1, Retention: time.Minute, Now: func() time.Time { return now }})
 	ts := dataStart.UnixMilli()
 	type result struct {
@@ -325,7 +326,7 @@ func TestStoreByteBudget(t *testing.T) {
 
 	// Retention frees the room: once both series have expired, the store
 	// charges nothing and takes a new series.
-	now = now.Add(2 * time.Minute)
+	now = now.Add(time.Duration(refusedAt)*5*time.Second + 2*time.Minute)
 	s.Trim()
 	if got := s.Stats().UsedBytes; got != 0 {
 		t.Errorf("used %d bytes after every series expired, want 0", got)
@@ -365,8 +366,10 @@ func TestStoreByteAccount(t *testing.T) {
 	s.Trim()
 	var want int64
 	s.eachSeries(func(ser *memSeries) {
-		want += seriesCost(ser.lset) + int64(ser.chunkBytes())
+		want += seriesCost(ser.labelsEnd()) + int64(ser.chunkBytes())
 	})
+	// The label strings, once each.
+	want += s.syms.cost()
 	u := s.Usage()
 	if u.UsedBytes != want {
 		t.Errorf("charged %d bytes, the series hold %d", u.UsedBytes, want)
@@ -436,7 +439,7 @@ func TestStoreByteShareLeavesOtherNamespaceRoom(t *testing.T) {
 		b.Add("__name__", "heavy")
 		b.Add("namespace", "a")
 		for j := range 8 {
-			b.Add(fmt.Sprintf("l%d", j), fmt.Sprintf("%d%s", i, long))
+			b.Add(fmt.Sprintf("l%d", j), fmt.Sprintf("%d-%d%s", i, j, long))
 		}
 		b.Sort()
 		ls := b.Labels()
@@ -471,5 +474,22 @@ func TestStoreByteShareLeavesOtherNamespaceRoom(t *testing.T) {
 	}
 	if err := s.Append(kept[0], 2000, 1); err != nil {
 		t.Errorf("namespace a's series refused after its share was given back: %v", err)
+	}
+}
+
+// newSeriesCost is what a series with these labels is charged when none of
+// its label strings is in the store yet.
+func newSeriesCost(lset labels.Labels) int64 {
+	var t symbols
+	cold, grown := t.internLabels(lset)
+	return seriesCost(len(cold)) + int64(grown)
+}
+
+// TestSeriesRecordFitsItsSizeClass: the series record is most of what a
+// series costs besides its samples, and the allocator rounds it up to a
+// size class; it must stay within the 48-byte one.
+func TestSeriesRecordFitsItsSizeClass(t *testing.T) {
+	if size := unsafe.Sizeof(memSeries{}); size > 48 {
+		t.Errorf("memSeries is %d bytes, want at most 48", size)
 	}
 }

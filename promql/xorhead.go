@@ -8,34 +8,43 @@ import (
 )
 
 // xorHead is a series' head chunk when it is a classic XOR chunk, which is
-// what every scraped float sample goes to: the chunk's bytes and the
-// encoder's state held in the series itself. chunkenc's XORChunk and its
-// appender are two more objects per series (80 bytes) and grow the chunk
-// by doubling; this writes the same bytes (TestXORHeadMatchesChunkenc)
-// and grows by what the series' previous chunk and the samples so far
-// predict (start, predictSize).
+// what every scraped float sample goes to: one buffer holding the
+// encoder's state (xorState) and then the chunk's bytes. chunkenc's
+// XORChunk and its appender are two more objects per series (80 bytes)
+// and grow the chunk by doubling; this writes the same bytes
+// (TestXORHeadMatchesChunkenc) and grows by what the series' previous
+// chunk and the samples so far predict (start, predictSize). The state
+// lives in the buffer rather than in the series record so that a series
+// without a head (its last chunk full and closed) pays nothing for it.
 type xorHead struct {
-	// p, n and c are the chunk's buffer (bytes), as a pointer and 16-bit
-	// length and capacity where a slice takes 24 bytes: a chunk of
-	// samplesPerChunk samples is at most 2,402 bytes. The chunk is what
-	// chunkenc.FromData(chunkenc.EncXOR, b) reads: the sample count (2
-	// bytes, big endian), then the bit stream. Empty when the series has
-	// no XOR head; its capacity may be kept for the next chunk.
+	// p, n and c are the buffer, as a pointer and 16-bit length and
+	// capacity where a slice takes 24 bytes: a chunk of samplesPerChunk
+	// samples is at most 2,402 bytes. After the state, the buffer holds
+	// what chunkenc.FromData(chunkenc.EncXOR, b) reads: the sample count
+	// (2 bytes, big endian), then the bit stream. Nil when the series has
+	// no XOR head.
 	p    *byte
 	n, c uint16
-	// leading and trailing are the zero bits of the last value delta
-	// written with its own widths (leading is 0xff before the first).
-	leading, trailing uint8
-	// free is how many low bits of the last byte are not written yet.
-	free uint8
+}
+
+// xorState is the encoder's state, at the start of the head's buffer.
+type xorState struct {
 	// t and v are the last sample's timestamp and value, tDelta the last
 	// timestamp delta.
 	t      int64
 	tDelta uint64
 	v      float64
+	// leading and trailing are the zero bits of the last value delta
+	// written with its own widths (leading is 0xff before the first).
+	leading, trailing uint8
+	// free is how many low bits of the last byte are not written yet.
+	free uint8
 }
 
-// xorHeadMin is the capacity of a series' first XOR head.
+// xorStateSize is where the chunk begins in the head's buffer.
+const xorStateSize = int(unsafe.Sizeof(xorState{}))
+
+// xorHeadMin is the capacity of a series' first XOR chunk.
 const xorHeadMin = 32
 
 // maxXORSampleBytes bounds what one sample adds to an XOR chunk: a 10-byte
@@ -43,35 +52,42 @@ const xorHeadMin = 32
 // 77-bit value delta.
 const maxXORSampleBytes = 20
 
+// state is the encoder's state; the head is active. The buffer is a heap
+// allocation of at least xorStateSize bytes, aligned for it.
+func (h xorHead) state() *xorState { return (*xorState)(unsafe.Pointer(h.p)) }
+
+// buf returns the whole buffer, state included, with its capacity.
+func (h xorHead) buf() []byte { return unsafe.Slice(h.p, h.c)[:h.n] }
+
 // bytes returns the chunk's bytes, with the buffer's capacity.
-func (h *xorHead) bytes() []byte {
+func (h xorHead) bytes() []byte {
 	if h.p == nil {
 		return nil
 	}
-	return unsafe.Slice(h.p, h.c)[:h.n]
+	return h.buf()[xorStateSize:]
 }
 
-// setBytes makes b the chunk's buffer.
-func (h *xorHead) setBytes(b []byte) {
-	if cap(b) == 0 {
-		*h = xorHead{t: h.t, tDelta: h.tDelta, v: h.v, leading: h.leading, trailing: h.trailing, free: h.free}
-		return
-	}
+// setBuf makes b (state included) the head's buffer.
+func (h *xorHead) setBuf(b []byte) {
 	b = b[:len(b):min(cap(b), math.MaxUint16)]
 	h.p, h.n, h.c = unsafe.SliceData(b), uint16(len(b)), uint16(cap(b))
 }
 
-// capacity is what the buffer holds, spare room included.
-func (h *xorHead) capacity() int { return int(h.c) }
+// capacity is what the buffer holds, state and spare room included.
+func (h xorHead) capacity() int { return int(h.c) }
 
-func (h *xorHead) active() bool { return h.n != 0 }
+func (h xorHead) active() bool { return h.n != 0 }
 
-func (h *xorHead) samples() int { return int(binary.BigEndian.Uint16(h.bytes())) }
+func (h xorHead) samples() int { return int(binary.BigEndian.Uint16(h.bytes())) }
+
+// lastT and lastV are the newest sample's timestamp and value.
+func (h xorHead) lastT() int64   { return h.state().t }
+func (h xorHead) lastV() float64 { return h.state().v }
 
 // minT is the first sample's timestamp, which the chunk starts with.
-func (h *xorHead) minT() int64 {
+func (h xorHead) minT() int64 {
 	if h.samples() == 0 {
-		return h.t
+		return h.state().t
 	}
 	t, _ := binary.Varint(h.bytes()[2:])
 	return t
@@ -84,18 +100,14 @@ func (h *xorHead) minT() int64 {
 // spare capacity on average over the chunk's life, halves carry a
 // quarter, for one more allocation per chunk.
 func (h *xorHead) start(t int64, sizeHint int) {
-	want := max(xorHeadMin, (sizeHint+sizeHint/32)/2)
-	b := h.bytes()
-	if cap(b) < want || cap(b) > want+want/4 {
-		b = sized(nil, want)
-	}
-	h.setBytes(append(b[:0], 0, 0))
-	h.t, h.tDelta, h.v = t, 0, 0
-	h.leading, h.trailing, h.free = 0xff, 0, 0
+	want := xorStateSize + max(xorHeadMin, (sizeHint+sizeHint/32)/2)
+	h.setBuf(sized(nil, want)[:xorStateSize+2])
+	*h.state() = xorState{t: t, leading: 0xff}
 }
 
 // sized returns b's bytes in a new slice of at least n bytes of capacity,
 // rounded up to the allocator's size class (which the heap takes anyway).
+// The bytes past b's are zero.
 func sized(b []byte, n int) []byte {
 	out := append([]byte(nil), make([]byte, n)...)
 	return append(out[:0], b...)
@@ -105,39 +117,40 @@ func sized(b []byte, n int) []byte {
 // what a chunk of samplesPerChunk samples takes at the bytes per sample
 // written so far (the first sample, about 16 bytes, left aside), up to
 // that size with a little room, and at least one more sample's worth.
-func (h *xorHead) predictSize() int {
-	n := int(h.n)
+func (h xorHead) predictSize() int {
+	n := int(h.n) - xorStateSize
 	least := n + maxXORSampleBytes
 	num := h.samples()
 	if num < 2 {
-		return least
+		return xorStateSize + least
 	}
 	const first = 2 + 16
 	per := float64(n-first) / float64(num-1)
 	full := n + int(per*float64(samplesPerChunk-num)*33/32)
-	return min(max(least, min(n+full/2, full)), 2*n+maxXORSampleBytes)
+	return xorStateSize + min(max(least, min(n+full/2, full)), 2*n+maxXORSampleBytes)
 }
 
 // append adds one sample, as chunkenc's xorAppender.Append does.
 func (h *xorHead) append(t int64, v float64) {
-	w := bitWriter{b: h.bytes(), free: h.free}
+	st := *h.state()
+	w := bitWriter{b: h.buf(), free: st.free}
 	if cap(w.b)-len(w.b) < maxXORSampleBytes {
 		w.b = sized(w.b, h.predictSize())
 	}
 	var tDelta uint64
-	num := binary.BigEndian.Uint16(w.b)
+	num := binary.BigEndian.Uint16(w.b[xorStateSize:])
 	switch num {
 	case 0:
 		w.b = binary.AppendVarint(w.b, t)
 		w.writeBits(math.Float64bits(v), 64)
 	case 1:
-		tDelta = uint64(t - h.t)
+		tDelta = uint64(t - st.t)
 		// The first sample took whole bytes, so the stream is aligned.
 		w.b = binary.AppendUvarint(w.b, tDelta)
-		h.writeValue(&w, v)
+		st.writeValue(&w, v)
 	default:
-		tDelta = uint64(t - h.t)
-		dod := int64(tDelta - h.tDelta)
+		tDelta = uint64(t - st.t)
+		dod := int64(tDelta - st.tDelta)
 		switch {
 		case dod == 0:
 			w.writeBits(0, 1)
@@ -153,12 +166,13 @@ func (h *xorHead) append(t int64, v float64) {
 			w.writeBits(0b1111, 4)
 			w.writeBits(uint64(dod), 64)
 		}
-		h.writeValue(&w, v)
+		st.writeValue(&w, v)
 	}
-	h.t, h.v, h.tDelta = t, v, tDelta
-	binary.BigEndian.PutUint16(w.b, num+1)
-	h.setBytes(w.b)
-	h.free = w.free
+	st.t, st.v, st.tDelta = t, v, tDelta
+	st.free = w.free
+	binary.BigEndian.PutUint16(w.b[xorStateSize:], num+1)
+	h.setBuf(w.b)
+	*h.state() = st
 }
 
 // bitRange reports whether x fits in nbits bits as the XOR encoding's
@@ -168,7 +182,7 @@ func bitRange(x int64, nbits uint8) bool {
 }
 
 // writeValue writes v as its XOR with the previous value.
-func (h *xorHead) writeValue(w *bitWriter, v float64) {
+func (h *xorState) writeValue(w *bitWriter, v float64) {
 	delta := math.Float64bits(v) ^ math.Float64bits(h.v)
 	if delta == 0 {
 		w.writeBits(0, 1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
 
@@ -122,5 +123,48 @@ func TestSelectAroundTheHeadChunksStart(t *testing.T) {
 		if len(got) != len(want) || (len(got) > 0 && (got[0] != want[0] || got[len(got)-1] != want[len(want)-1])) {
 			t.Errorf("from %d: %d samples %v..., want %d from %d", mint, len(got), got[:min(3, len(got))], len(want), want[0])
 		}
+	}
+}
+
+// TestFullChunkClosedKeepsOrderingRules: a full XOR chunk is closed at its
+// last sample, leaving the series without a head; the next samples are
+// still held to the head's rules against that last sample (a repeat of it
+// is dropped, another value at its timestamp or an older timestamp is
+// refused), and the next newer sample starts a new chunk.
+func TestFullChunkClosedKeepsOrderingRules(t *testing.T) {
+	s := NewStore(Options{Retention: -1})
+	ls := labels.FromStrings("__name__", "x")
+	for i := range samplesPerChunk {
+		if err := s.Append(ls, int64(i)*1000, float64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := int64(samplesPerChunk-1) * 1000
+	ser := s.lookup(ls, ls.Hash())
+	ser.lock()
+	hasHead := ser.hasHead()
+	ser.unlock()
+	if hasHead {
+		t.Fatal("a full chunk left a head behind")
+	}
+	type result struct{ Same, Other, Older, Newer string }
+	errText := func(err error) string {
+		if err == nil {
+			return "ok"
+		}
+		return err.Error()
+	}
+	got := result{
+		Same:  errText(s.Append(ls, last, float64(samplesPerChunk-1))),
+		Other: errText(s.Append(ls, last, 7)),
+		Older: errText(s.Append(ls, last-1000, 7)),
+		Newer: errText(s.Append(ls, last+1000, 7)),
+	}
+	want := result{Same: "ok", Other: storage.ErrDuplicateSampleForTimestamp.Error(), Older: storage.ErrOutOfOrderSample.Error(), Newer: "ok"}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if st := s.Stats(); st.TotalPoints != samplesPerChunk+1 {
+		t.Errorf("%d samples stored, want %d", st.TotalPoints, samplesPerChunk+1)
 	}
 }

@@ -1,0 +1,157 @@
+package promql
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// TestSymbolsKeepProbesWhole interns strings, releases a random half of
+// their uses, and checks that every string still used is found with its
+// id, no released one is, and that freed ids are given to new strings.
+func TestSymbolsKeepProbesWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var tab symbols
+	live := map[string]uint32{}
+	uses := map[string]int{}
+	for round := range 20 {
+		for range 200 {
+			str := fmt.Sprintf("s%d", rng.IntN(400))
+			id, _ := tab.intern(str)
+			if want, ok := live[str]; ok && want != id {
+				t.Fatalf("round %d: %q interned as %d, was %d", round, str, id, want)
+			}
+			live[str] = id
+			uses[str]++
+		}
+		for str := range live {
+			if rng.IntN(2) == 0 {
+				continue
+			}
+			for range uses[str] {
+				tab.release(live[str])
+			}
+			delete(live, str)
+			delete(uses, str)
+			if _, ok := tab.lookup(str); ok {
+				t.Fatalf("round %d: released %q still found", round, str)
+			}
+		}
+		if tab.len() != len(live) {
+			t.Fatalf("round %d: table holds %d strings, %d are used", round, tab.len(), len(live))
+		}
+		for str, want := range live {
+			if id, ok := tab.lookup(str); !ok || id != want || tab.strs[id] != str {
+				t.Fatalf("round %d: %q found %v as %d (%q), want %d", round, str, ok, id, tab.strs[id], want)
+			}
+		}
+	}
+	if len(tab.strs) > 400 {
+		t.Errorf("%d ids for at most 400 strings: freed ids are not reused", len(tab.strs))
+	}
+}
+
+// TestSymbolTableShrinksWithChurningPods scrapes pods that come and go:
+// every ten minutes a new set of pods (new pod names and label values),
+// the old ones' series expiring. The symbol table holds the strings of the
+// live series only, so it does not grow with the pods seen, and it is
+// empty, with nothing charged, once every series has expired. Queries
+// return each live series' own labels although expired strings' ids are
+// given to new ones.
+func TestSymbolTableShrinksWithChurningPods(t *testing.T) {
+	now := dataStart
+	s := NewStore(Options{Retention: 10 * time.Minute, Now: func() time.Time { return now }})
+	podLabels := func(gen, pod, metric int) labels.Labels {
+		return labels.FromStrings("__name__", fmt.Sprintf("m%d", metric), "namespace", "ns", "pod", fmt.Sprintf("web-%d-%d", gen, pod), "rev", fmt.Sprintf("r%d", gen))
+	}
+	var peak int
+	for gen := range 12 {
+		for step := range 120 { // 10 minutes at 5 s
+			now = dataStart.Add(time.Duration(gen*120+step) * 5 * time.Second)
+			app := s.Appender(context.Background())
+			for pod := range 10 {
+				for metric := range 3 {
+					if _, err := app.Append(0, podLabels(gen, pod, metric), now.UnixMilli(), float64(step)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := app.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			s.Trim()
+		}
+		s.mtx.RLock()
+		peak = max(peak, s.syms.len())
+		s.mtx.RUnlock()
+	}
+	// Two generations live at most (the retention spans one), each with
+	// 10 pod names and a revision, and 3 metric names, 4 label names and
+	// the namespace shared: far fewer than the 12 generations'.
+	if peak > 2*11+3+5 {
+		t.Errorf("symbol table peaked at %d strings, want at most %d (two generations of pods)", peak, 2*11+3+5)
+	}
+
+	q, err := s.Querier(now.Add(-time.Minute).UnixMilli(), now.UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "m1"))
+	var got []string
+	for set.Next() {
+		got = append(got, set.At().Labels().String())
+	}
+	var want []string
+	for pod := range 10 {
+		want = append(want, podLabels(11, pod, 1).String())
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("live series (-want +got):\n%s", diff)
+	}
+
+	now = now.Add(time.Hour)
+	s.Trim()
+	s.mtx.RLock()
+	left := s.syms.len()
+	s.mtx.RUnlock()
+	if left != 0 {
+		t.Errorf("%d strings left after every series expired, want 0", left)
+	}
+	if used := s.Usage().UsedBytes; used != 0 {
+		t.Errorf("%d bytes charged after every series expired, want 0", used)
+	}
+}
+
+// TestSelectLabelsOutliveTheirSeries holds the labels a query returned
+// while their series are deleted and new series take their strings' ids:
+// the labels are the query's own memory and do not change.
+func TestSelectLabelsOutliveTheirSeries(t *testing.T) {
+	s := NewStore(Options{Retention: -1})
+	old := labels.FromStrings("__name__", "up", "pod", "a-1")
+	if err := s.Append(old, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.Querier(0, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "up"))
+	if !set.Next() {
+		t.Fatal("no series selected")
+	}
+	got := set.At().Labels()
+	if n := s.Delete([]labels.Labels{old}); n != 1 {
+		t.Fatalf("deleted %d series, want 1", n)
+	}
+	if err := s.Append(labels.FromStrings("__name__", "down", "pod", "b-2"), 2000, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !labels.Equal(got, old) {
+		t.Errorf("labels read before the delete are %s, want %s", got, old)
+	}
+}
