@@ -362,6 +362,8 @@ type workload struct {
 	// configFP is the whole config's fingerprint: a change makes the next
 	// reconcile tick at once.
 	configFP string
+	// read is the last version of the object read (readcache.go).
+	read     *objectRead
 	lastTick time.Time
 	// activitySeen is the latest activity a tick has consumed.
 	activitySeen time.Time
@@ -382,6 +384,8 @@ type workload struct {
 	// offered, for conditions' transition times.
 	restored    bool
 	scalingPrev *v1alpha1.ScalingStatus
+	// scalingRead is the version of the Scaling readScaling decoded last.
+	scalingRead *scalingRead
 
 	// activity is the latest activity signal, in Unix nanoseconds.
 	activity atomic.Int64
