@@ -386,6 +386,10 @@ type workload struct {
 	scalingPrev *v1alpha1.ScalingStatus
 	// scalingRead is the version of the Scaling readScaling decoded last.
 	scalingRead *scalingRead
+	// scalingObj is the metadata and spec offered with the Scaling's
+	// status, built from scalingObjFrom (scalingObject).
+	scalingObj     *unstructured.Unstructured
+	scalingObjFrom scalingFrom
 
 	// activity is the latest activity signal, in Unix nanoseconds.
 	activity atomic.Int64

@@ -171,6 +171,9 @@ func newReconcileBench(tb testing.TB, n int) (tick func(), cache *informerCache)
 		obj.SetResourceVersion("5000")
 		cache.put(obj)
 	}
+	// A round that reads the Scalings: the steady state between two of
+	// their writes.
+	reconcileAll()
 	return func() {
 		for _, r := range reqs {
 			// Due: the tick runs (planTick), as a polling interval later.

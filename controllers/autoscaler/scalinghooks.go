@@ -158,7 +158,24 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 		built.LastActivity = status.MicroOrNil(t)
 	}
 	st.scalingPrev = &built
-	e.scalings.Offer(scalings.Object(u, k.a.opts.Namespace), built, in.Now)
+	e.scalings.Offer(k.scalingObject(st, u), built, in.Now)
+}
+
+// scalingObject is scalings.Object of u, built again only when what it
+// is made of changes (the writer copies it before writing).
+func (k *kindLoop) scalingObject(st *workload, u *unstructured.Unstructured) *unstructured.Unstructured {
+	from := scalingFrom{apiVersion: u.GetAPIVersion(), kind: u.GetKind(), namespace: u.GetNamespace(), name: u.GetName(), uid: u.GetUID()}
+	if st.scalingObj == nil || st.scalingObjFrom != from {
+		st.scalingObj, st.scalingObjFrom = scalings.Object(u, k.a.opts.Namespace), from
+	}
+	return st.scalingObj
+}
+
+// scalingFrom is what of a workload its Scaling's metadata and spec are
+// made of.
+type scalingFrom struct {
+	apiVersion, kind, namespace, name string
+	uid                               types.UID
 }
 
 // noteChange keeps a decision that changed, or tried to change, the count

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
+	"slices"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,34 +59,58 @@ func shortHash(s string) string {
 // anything; significant ignores the soft values (trigger values, the
 // newest recommendation's time, LastActive), so that a workload whose
 // count and conditions hold is written once per refresh interval, not on
-// every tick.
+// every tick. Each is the SHA-256 of the status' JSON with those values
+// cleared, so a workload's memory holds two short keys, not two copies of
+// its status. s is not changed: only the slices whose elements are
+// cleared are copied.
 func Fingerprints(s v1alpha1.ScalingStatus) (significant, full string) {
 	full = fingerprint(s)
-	soft := s.DeepCopy()
+	soft := s
+	soft.Triggers = slices.Clone(s.Triggers)
 	for i := range soft.Triggers {
 		// A failing trigger's count grows on every tick; its health and
 		// fallback, which change what happens, stay significant.
 		soft.Triggers[i].Value, soft.Triggers[i].Failures = "", 0
 	}
-	if h := soft.History; h != nil {
+	if s.History != nil {
+		h := *s.History
 		h.LastActive = nil
 		h.Failures = nil
 		if n := len(h.Recommendations); n > 0 {
+			h.Recommendations = slices.Clone(h.Recommendations)
 			h.Recommendations[n-1].Time = metav1.MicroTime{}
 		}
+		soft.History = &h
 	}
-	return fingerprint(*soft), full
+	return fingerprint(soft), full
 }
 
 func fingerprint(s v1alpha1.ScalingStatus) string {
 	// Condition transition times change only with a condition, which
 	// changes the rest of it too.
-	s = *s.DeepCopy()
+	s.Conditions = slices.Clone(s.Conditions)
 	for i := range s.Conditions {
 		s.Conditions[i].LastTransitionTime = metav1.Time{}
 	}
-	b, _ := json.Marshal(s)
-	return string(b)
+	h := hashers.Get().(*statusHasher)
+	defer hashers.Put(h)
+	h.sum.Reset()
+	_ = h.enc.Encode(s)
+	return string(h.sum.Sum(h.out[:0]))
 }
+
+// statusHasher hashes the JSON a json.Encoder writes into it; reused
+// through hashers.
+type statusHasher struct {
+	sum hash.Hash
+	enc *json.Encoder
+	out [sha256.Size]byte
+}
+
+var hashers = sync.Pool{New: func() any {
+	h := &statusHasher{sum: sha256.New()}
+	h.enc = json.NewEncoder(h.sum)
+	return h
+}}
 
 func ptr[T any](v T) *T { return &v }
