@@ -138,7 +138,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 	}
 	interval := pollingInterval(w.Config, k.a.opts.PollingInterval)
 
-	p := readPause(u.GetAnnotations())
+	p := readPause(pauseAnnotations(u))
 	k.warn(e, u, st, ReasonInvalidPause, p.Problem)
 	switch {
 	case p.Problem != "":
