@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -379,6 +380,11 @@ type workload struct {
 	fallbackNote string
 	// gauges are the trigger names with a trigger_value series.
 	gauges []string
+	// desiredSeries and valueSeries (by trigger name) are the handles of
+	// the workload's desired_replicas and trigger_value series, nil once
+	// deleted (observe, deleteMetrics).
+	desiredSeries prometheus.Gauge
+	valueSeries   map[string]prometheus.Gauge
 	// restored is set once the workload's Scaling was read for what a
 	// previous leader left (syncScaling); scalingPrev is the status last
 	// offered, for conditions' transition times.

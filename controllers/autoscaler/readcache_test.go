@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
 	"github.com/scaleplane/scaleplane/profile"
+	"github.com/scaleplane/scaleplane/scaling"
 )
 
 // withThreshold is autoscaled(replicas) at resourceVersion rv (none when
@@ -122,5 +124,40 @@ func TestSyncScalingTakesTheNewVersionsActivity(t *testing.T) {
 	}
 	if cache.shared != 3 {
 		t.Errorf("%d Gets shared the cache's object, want 3: the Scaling is read without a copy", cache.shared)
+	}
+}
+
+// The handles observe keeps of a workload's series follow the series: a
+// trigger that turns invalid loses its series and gets it back with its
+// next value, and after deleteMetrics (no longer managed) the next tick
+// exports the workload again.
+func TestSeriesHandlesFollowTheSeries(t *testing.T) {
+	a := newTestAutoscaler(t, time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	k := a.byResource["rackedclusters"]
+	r := &rig{t: t, ns: "series-handles"}
+	st := k.get(types.NamespacedName{Namespace: r.ns, Name: "cart"})
+	defer k.deleteMetrics(st)
+	valid := func(v float64) scaling.Decision {
+		return scaling.Decision{Desired: 2, Current: 2, Triggers: []scaling.TriggerDecision{{Name: "rps", Value: v, Valid: true}}}
+	}
+	invalid := scaling.Decision{Desired: 2, Current: 2, Triggers: []scaling.TriggerDecision{{Name: "rps", Problem: "no data"}}}
+	var got [][]string
+	for _, step := range []func(){
+		func() { k.observe(st, valid(3)) },
+		func() { k.observe(st, invalid) },
+		func() { k.observe(st, valid(4)) },
+		func() { k.deleteMetrics(st) },
+		func() { k.observe(st, valid(5)) },
+	} {
+		step()
+		got = append(got, r.series())
+	}
+	both := []string{"scaleplane_desired_replicas cart", "scaleplane_trigger_value cart/rps"}
+	want := [][]string{both, {"scaleplane_desired_replicas cart", "scaleplane_trigger_errors_total cart/rps"}, append(both[:1:1], "scaleplane_trigger_errors_total cart/rps", both[1]), nil, both}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("series after each step (-want +got):\n%s", diff)
+	}
+	if v := testutil.ToFloat64(triggerValue.WithLabelValues(profile.SampleGroup, "RackedCluster", r.ns, "cart", "rps")); v != 5 {
+		t.Errorf("trigger value %v, want the last one, 5", v)
 	}
 }
