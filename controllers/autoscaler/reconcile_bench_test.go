@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/foreign"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/scalings"
+	"github.com/scaleplane/scaleplane/internal/benchcmp"
 	"github.com/scaleplane/scaleplane/promql"
 )
 
@@ -145,7 +147,9 @@ func newReconcileBench(tb testing.TB, n int) (tick func(), cache *informerCache)
 		// The count the two triggers ask for (10/4 and 3/1 → 3): no write.
 		cache.put(benchRackedCluster(nn.Namespace, nn.Name, 3))
 	}
-	ctx := context.Background()
+	// The binary's reconciles log through a logger the controller puts in
+	// their context; this one drops what it is given.
+	ctx := logr.NewContext(context.Background(), logr.Discard())
 	reconcileAll := func() {
 		for _, r := range reqs {
 			if res, err := k.Reconcile(ctx, r); err != nil || res.RequeueAfter != a.opts.PollingInterval {
@@ -209,4 +213,38 @@ func benchmarkReconcile(b *testing.B, n int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/workload")
 	b.ReportMetric(float64(cpu)/float64(b.N*n), "cpu-ns/workload")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N*n), "allocs/workload")
+}
+
+// TestReconcileAllocationsWithinBaseline holds a whole reconcile's
+// allocations per workload to the stored baseline of
+// BenchmarkReconcile10000 (hack/bench/baseline.txt), within
+// benchcmp.DefaultOptions' margin, as TestTickAllocationsWithinBaseline
+// holds decide's.
+func TestReconcileAllocationsWithinBaseline(t *testing.T) {
+	if raceDetector() {
+		t.Skip("the race detector makes sync.Pool drop entries (fmt's among them), so allocation counts are not the baseline's")
+	}
+	base, err := benchcmp.ParseFile("../../hack/bench/baseline.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := base["BenchmarkReconcile10000"]
+	if !ok || b.Metrics["allocs/op"] == 0 {
+		t.Fatalf("hack/bench/baseline.txt holds no allocs/op for BenchmarkReconcile10000")
+	}
+	const n = 200
+	tick, cache := newReconcileBench(t, n)
+	shared := cache.shared
+	got := testing.AllocsPerRun(3, tick) / n
+	want := b.Metrics["allocs/op"] / 10_000
+	t.Logf("allocations per workload: %.1f (baseline %.1f)", got, want)
+	if limit := want * benchcmp.DefaultOptions.MaxAllocRatio; got > limit {
+		t.Errorf("a reconcile allocates %.1f times per workload, over %.1f (%.2f × the baseline's %.1f): find the new allocations with -memprofile, or refresh the baseline with `make bench-baseline` and say why",
+			got, limit, benchcmp.DefaultOptions.MaxAllocRatio, want)
+	}
+	// Each reconcile reads its workload and its Scaling from the cache
+	// without a copy.
+	if reads := cache.shared - shared; reads != 4*2*n {
+		t.Errorf("%d reads shared the cache's objects in 4 rounds of %d workloads, want %d", reads, n, 4*2*n)
+	}
 }
