@@ -276,6 +276,7 @@ type kindLoop struct {
 	a              *Autoscaler
 	view           *profile.Compiled
 	kind, resource string
+	apiVersion     string
 	defaultMetrics []autoscalingv2.MetricSpec
 	podLabels      map[string]string
 	// podLabelsOf reads the pod labels from each object instead, for a
@@ -305,6 +306,7 @@ func newKindLoop(a *Autoscaler, v *profile.Compiled) *kindLoop {
 		a:              a,
 		view:           v,
 		kind:           v.GVK().Kind,
+		apiVersion:     v.GVK().GroupVersion().String(),
 		resource:       v.GVR().Resource,
 		defaultMetrics: p.DefaultMetrics,
 		podLabels:      p.Pods.Labels,
@@ -314,10 +316,10 @@ func newKindLoop(a *Autoscaler, v *profile.Compiled) *kindLoop {
 	}
 }
 
+// newObject is an empty object of the kind, as SetGroupVersionKind makes
+// it, without composing the apiVersion again on every reconcile.
 func (k *kindLoop) newObject() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(k.view.GVK())
-	return u
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": k.apiVersion, "kind": k.kind}}
 }
 
 // enqueue asks for a tick of st now. At most one wake-up per workload is
@@ -390,8 +392,10 @@ type workload struct {
 	// offered, for conditions' transition times.
 	restored    bool
 	scalingPrev *v1alpha1.ScalingStatus
-	// scalingRead is the version of the Scaling readScaling decoded last.
+	// scalingRead is the version of the Scaling readScaling decoded last,
+	// scalingAt where that Scaling lives (scalingKey), once known.
 	scalingRead *scalingRead
+	scalingAt   types.NamespacedName
 	// scalingObj is the metadata and spec offered with the Scaling's
 	// status, built from scalingObjFrom (scalingObject).
 	scalingObj     *unstructured.Unstructured

@@ -42,10 +42,12 @@ func (k *kindLoop) readScaling(ctx context.Context, e *env, st *workload) *v1alp
 		return nil
 	}
 	nn := st.nn
+	if st.scalingAt.Name == "" {
+		st.scalingAt = k.scalingKey(nn)
+	}
 	// The cache's own object, not a copy: it is only read.
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(ScalingGVK)
-	if err := e.cache.Get(ctx, k.scalingKey(nn), u, client.UnsafeDisableDeepCopy); err != nil {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": scalingAPIVersion, "kind": ScalingGVK.Kind}}
+	if err := e.cache.Get(ctx, st.scalingAt, u, client.UnsafeDisableDeepCopy); err != nil {
 		// Not renamed yet (scalings.Migrate): the Scaling of the name
 		// without the group, if it is this workload's.
 		legacy := types.NamespacedName{Namespace: k.scalingKey(nn).Namespace, Name: scalings.LegacyName(nn.Name, k.kind)}
@@ -75,6 +77,9 @@ func (k *kindLoop) readScaling(ctx context.Context, e *env, st *workload) *v1alp
 	}
 	return s
 }
+
+// scalingAPIVersion is ScalingGVK's apiVersion.
+var scalingAPIVersion = ScalingGVK.GroupVersion().String()
 
 // scalingIdentity is one version of a Scaling.
 type scalingIdentity struct {
