@@ -57,12 +57,12 @@ func (k *kindLoop) read(st *workload, u *unstructured.Unstructured) (scaling.Wor
 	return w, errs
 }
 
-// fingerprint is configFingerprint(w.Config) for w read from u by read,
-// computed once per version of the object.
-func (k *kindLoop) fingerprint(st *workload, u *unstructured.Unstructured, w scaling.Workload) string {
-	id, ok := identityOf(k.view, u)
+// fingerprint is configFingerprint(w.Config), computed once per version
+// of the object when w is the Workload read kept in st (the same Config,
+// which nothing changes).
+func (k *kindLoop) fingerprint(st *workload, w scaling.Workload) string {
 	r := st.read
-	if !ok || r == nil || r.id != id || r.w.Config != w.Config {
+	if r == nil || w.Config == nil || r.w.Config != w.Config {
 		return configFingerprint(w.Config)
 	}
 	if !r.hasFP {

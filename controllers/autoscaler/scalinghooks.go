@@ -166,10 +166,12 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 	e.scalings.Offer(k.scalingObject(st, u), built, in.Now)
 }
 
-// scalingObject is scalings.Object of u, built again only when what it
-// is made of changes (the writer copies it before writing).
+// scalingObject is scalings.Object of u, built again only for another
+// object of the workload's name (its UID: the Scaling's owner); the rest
+// it is made of, the kind, name and namespace, is the loop's and the
+// workload's own. The writer copies it before writing.
 func (k *kindLoop) scalingObject(st *workload, u *unstructured.Unstructured) *unstructured.Unstructured {
-	from := scalingFrom{apiVersion: u.GetAPIVersion(), kind: u.GetKind(), namespace: u.GetNamespace(), name: u.GetName(), uid: u.GetUID()}
+	from := scalingFrom{uid: u.GetUID()}
 	if st.scalingObj == nil || st.scalingObjFrom != from {
 		st.scalingObj, st.scalingObjFrom = scalings.Object(u, k.a.opts.Namespace), from
 	}
@@ -177,10 +179,9 @@ func (k *kindLoop) scalingObject(st *workload, u *unstructured.Unstructured) *un
 }
 
 // scalingFrom is what of a workload its Scaling's metadata and spec are
-// made of.
+// made of, besides its kind and name.
 type scalingFrom struct {
-	apiVersion, kind, namespace, name string
-	uid                               types.UID
+	uid types.UID
 }
 
 // noteChange keeps a decision that changed, or tried to change, the count

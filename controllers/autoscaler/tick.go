@@ -170,7 +170,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 		}
 	}
 
-	fp := k.fingerprint(st, u, w)
+	fp := k.fingerprint(st, w)
 	activity := st.lastActivity()
 	// A workload that went to zero since the last tick (our own scale to
 	// zero, seen through the watch) is decided on at once: an activity
