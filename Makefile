@@ -131,6 +131,7 @@ bench: tools ## benchmarks (ns/op, allocs/op, custom figures) compared with hack
 # on the machine), and `make bench-baseline` refreshes it.
 BENCH_KEY = { $(GO) -C controllers/autoscaler test -run '^$$' -bench 'BenchmarkTick(1000|10000|1000Fair)$$' -benchtime 3x -count 3 -cpu 1 -benchmem . && \
 	$(GO) -C controllers/autoscaler test -run '^$$' -bench 'BenchmarkTick100000$$' -benchtime 1x -count 1 -cpu 1 -timeout 20m -benchmem . && \
+	$(GO) -C controllers/autoscaler test -run '^$$' -bench 'BenchmarkReconcile(10000|100000)$$' -benchtime 2x -count 1 -cpu 1 -timeout 20m -benchmem . && \
 	$(GO) -C promql test -run '^$$' -bench 'Benchmark(Ingest|Query|BytesPerSample)$$' -count 3 -cpu 1 -benchmem . && \
 	$(GO) test -run '^$$' -bench 'BenchmarkDecide$$' -count 3 -cpu 1 -benchmem ./scaling/; }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -275,6 +276,7 @@ type kindLoop struct {
 	a              *Autoscaler
 	view           *profile.Compiled
 	kind, resource string
+	apiVersion     string
 	defaultMetrics []autoscalingv2.MetricSpec
 	podLabels      map[string]string
 	// podLabelsOf reads the pod labels from each object instead, for a
@@ -304,6 +306,7 @@ func newKindLoop(a *Autoscaler, v *profile.Compiled) *kindLoop {
 		a:              a,
 		view:           v,
 		kind:           v.GVK().Kind,
+		apiVersion:     v.GVK().GroupVersion().String(),
 		resource:       v.GVR().Resource,
 		defaultMetrics: p.DefaultMetrics,
 		podLabels:      p.Pods.Labels,
@@ -313,10 +316,10 @@ func newKindLoop(a *Autoscaler, v *profile.Compiled) *kindLoop {
 	}
 }
 
+// newObject is an empty object of the kind, as SetGroupVersionKind makes
+// it, without composing the apiVersion again on every reconcile.
 func (k *kindLoop) newObject() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(k.view.GVK())
-	return u
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": k.apiVersion, "kind": k.kind}}
 }
 
 // enqueue asks for a tick of st now. At most one wake-up per workload is
@@ -362,6 +365,8 @@ type workload struct {
 	// configFP is the whole config's fingerprint: a change makes the next
 	// reconcile tick at once.
 	configFP string
+	// read is the last version of the object read (readcache.go).
+	read     *objectRead
 	lastTick time.Time
 	// activitySeen is the latest activity a tick has consumed.
 	activitySeen time.Time
@@ -377,11 +382,24 @@ type workload struct {
 	fallbackNote string
 	// gauges are the trigger names with a trigger_value series.
 	gauges []string
+	// desiredSeries and valueSeries (by trigger name) are the handles of
+	// the workload's desired_replicas and trigger_value series, nil once
+	// deleted (observe, deleteMetrics).
+	desiredSeries prometheus.Gauge
+	valueSeries   map[string]prometheus.Gauge
 	// restored is set once the workload's Scaling was read for what a
 	// previous leader left (syncScaling); scalingPrev is the status last
 	// offered, for conditions' transition times.
 	restored    bool
 	scalingPrev *v1alpha1.ScalingStatus
+	// scalingRead is the version of the Scaling readScaling decoded last,
+	// scalingAt where that Scaling lives (scalingKey), once known.
+	scalingRead *scalingRead
+	scalingAt   types.NamespacedName
+	// scalingObj is the metadata and spec offered with the Scaling's
+	// status, built from scalingObjFrom (scalingObject).
+	scalingObj     *unstructured.Unstructured
+	scalingObjFrom scalingFrom
 
 	// activity is the latest activity signal, in Unix nanoseconds.
 	activity atomic.Int64

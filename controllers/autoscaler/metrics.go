@@ -159,13 +159,27 @@ func observeWrite(gk schema.GroupKind, err error) {
 // observe publishes a tick's numbers.
 func (k *kindLoop) observe(st *workload, d scaling.Decision) {
 	ns, name := st.nn.Namespace, st.nn.Name
-	desiredReplicas.WithLabelValues(k.group(), k.kind, ns, name).Set(float64(d.Desired))
+	// The workload's series are looked up once, not on every tick; their
+	// handles are dropped with the series.
+	if st.desiredSeries == nil {
+		st.desiredSeries = desiredReplicas.WithLabelValues(k.group(), k.kind, ns, name)
+	}
+	st.desiredSeries.Set(float64(d.Desired))
 	for _, t := range d.Triggers {
 		if t.Valid {
-			triggerValue.WithLabelValues(k.group(), k.kind, ns, name, t.Name).Set(t.Value)
+			g := st.valueSeries[t.Name]
+			if g == nil {
+				g = triggerValue.WithLabelValues(k.group(), k.kind, ns, name, t.Name)
+				if st.valueSeries == nil {
+					st.valueSeries = map[string]prometheus.Gauge{}
+				}
+				st.valueSeries[t.Name] = g
+			}
+			g.Set(t.Value)
 			continue
 		}
 		triggerValue.DeleteLabelValues(k.group(), k.kind, ns, name, t.Name)
+		delete(st.valueSeries, t.Name)
 		if !(d.Current == 0 && t.Problem == "no data") {
 			triggerErrors.WithLabelValues(k.group(), k.kind, ns, name, t.Name).Inc()
 		}
@@ -175,6 +189,7 @@ func (k *kindLoop) observe(st *workload, d scaling.Decision) {
 		if !hasTrigger(d.Triggers, old) {
 			triggerValue.DeleteLabelValues(k.group(), k.kind, ns, name, old)
 			triggerErrors.DeleteLabelValues(k.group(), k.kind, ns, name, old)
+			delete(st.valueSeries, old)
 		}
 	}
 	st.gauges = st.gauges[:0]
@@ -192,6 +207,7 @@ func (k *kindLoop) deleteMetrics(st *workload) {
 		triggerErrors.DeleteLabelValues(k.group(), k.kind, ns, name, t)
 	}
 	st.gauges = nil
+	st.desiredSeries, st.valueSeries = nil, nil
 }
 
 // group is the API group of the kind, the first label of every series.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers/autoscaler/internal/status"
@@ -86,6 +87,29 @@ func readPause(ann map[string]string) pause {
 		return pause{Paused: true}
 	}
 	return pause{}
+}
+
+// pauseAnnotations are the annotations readPause reads, as
+// u.GetAnnotations gives them (none when one annotation is not a string)
+// but without copying the others on every tick; nil when it has none of
+// them.
+func pauseAnnotations(u *unstructured.Unstructured) map[string]string {
+	ann, _, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations")
+	m, _ := ann.(map[string]any)
+	var out map[string]string
+	for key, v := range m {
+		s, ok := v.(string)
+		if !ok && v != nil {
+			return nil
+		}
+		if key == v1alpha1.AnnotationPausedReplicas || key == v1alpha1.AnnotationPaused {
+			if out == nil {
+				out = make(map[string]string, 2)
+			}
+			out[key] = s
+		}
+	}
+	return out
 }
 
 // pollingInterval is the workload's tick period: its own

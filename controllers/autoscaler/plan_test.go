@@ -1,6 +1,7 @@
 package autoscaler
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,12 @@ func TestReadPause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, readPause(tc.ann)); diff != "" {
 				t.Errorf("readPause (-want +got):\n%s", diff)
+			}
+			// Read from an object with other annotations as well.
+			ann := map[string]string{"example.com/other": "x"}
+			maps.Copy(ann, tc.ann)
+			if diff := cmp.Diff(tc.want, readPause(pauseAnnotations(rackedCluster("shop", "cart", 1, ann)))); diff != "" {
+				t.Errorf("readPause of the object (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/scaleplane/scaleplane/api/v1alpha1"
 	"github.com/scaleplane/scaleplane/controllers"
@@ -33,27 +34,65 @@ func (k *kindLoop) scalingKey(nn types.NamespacedName) types.NamespacedName {
 }
 
 // readScaling returns the workload's Scaling from the cache, nil when there
-// is none or Scalings are not served.
-func (k *kindLoop) readScaling(ctx context.Context, e *env, nn types.NamespacedName) *v1alpha1.Scaling {
+// is none or Scalings are not served. Once the workload is restored only
+// the activity is taken from it (syncScaling): a Scaling at the version
+// decoded last is not decoded again.
+func (k *kindLoop) readScaling(ctx context.Context, e *env, st *workload) *v1alpha1.Scaling {
 	if e == nil || e.cache == nil || e.scalings == nil || !e.scalings.Served() {
 		return nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(ScalingGVK)
-	if err := e.cache.Get(ctx, k.scalingKey(nn), u); err != nil {
+	nn := st.nn
+	if st.scalingAt.Name == "" {
+		st.scalingAt = k.scalingKey(nn)
+	}
+	// The cache's own object, not a copy: it is only read.
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": scalingAPIVersion, "kind": ScalingGVK.Kind}}
+	if err := e.cache.Get(ctx, st.scalingAt, u, client.UnsafeDisableDeepCopy); err != nil {
 		// Not renamed yet (scalings.Migrate): the Scaling of the name
 		// without the group, if it is this workload's.
 		legacy := types.NamespacedName{Namespace: k.scalingKey(nn).Namespace, Name: scalings.LegacyName(nn.Name, k.kind)}
-		if e.cache.Get(ctx, legacy, u) != nil || !scalings.Targets(u, k.view.GVK().GroupKind(), nn.Name) {
+		u = &unstructured.Unstructured{}
+		u.SetGroupVersionKind(ScalingGVK)
+		if e.cache.Get(ctx, legacy, u, client.UnsafeDisableDeepCopy) != nil || !scalings.Targets(u, k.view.GVK().GroupKind(), nn.Name) {
 			return nil
 		}
+	}
+	id := scalingIdentity{name: u.GetName(), uid: u.GetUID(), rv: u.GetResourceVersion()}
+	if r := st.scalingRead; st.restored && id.rv != "" && r != nil && r.id == id {
+		return r.scaling
 	}
 	s := &v1alpha1.Scaling{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, s); err != nil {
 		ctrl.LoggerFrom(ctx).Info("Scaling unreadable; ignoring it", "error", err.Error())
-		return nil
+		s = nil
+	}
+	st.scalingRead = nil
+	if id.rv != "" {
+		// What syncScaling reads of a restored workload's Scaling.
+		var kept *v1alpha1.Scaling
+		if s != nil {
+			kept = &v1alpha1.Scaling{Status: v1alpha1.ScalingStatus{LastActivity: s.Status.LastActivity.DeepCopy()}}
+		}
+		st.scalingRead = &scalingRead{id: id, scaling: kept}
 	}
 	return s
+}
+
+// scalingAPIVersion is ScalingGVK's apiVersion.
+var scalingAPIVersion = ScalingGVK.GroupVersion().String()
+
+// scalingIdentity is one version of a Scaling.
+type scalingIdentity struct {
+	name string
+	uid  types.UID
+	rv   string
+}
+
+// scalingRead is what readScaling keeps of the version of the Scaling it
+// decoded last: its activity, nil when it was unreadable.
+type scalingRead struct {
+	id      scalingIdentity
+	scaling *v1alpha1.Scaling
 }
 
 // syncScaling takes what the workload's Scaling holds that this replica's
@@ -62,7 +101,7 @@ func (k *kindLoop) readScaling(ctx context.Context, e *env, nn types.NamespacedN
 // decisions, so that a new leader's first decision is the one the old
 // leader would have made.
 func (k *kindLoop) syncScaling(ctx context.Context, e *env, st *workload) {
-	s := k.readScaling(ctx, e, st.nn)
+	s := k.readScaling(ctx, e, st)
 	if s == nil {
 		st.restored = true
 		return
@@ -97,7 +136,7 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 	if e == nil || e.scalings == nil {
 		return
 	}
-	w, _ := k.view.Read(u)
+	w, _ := k.read(st, u)
 	st.mu.Lock()
 	in := status.Input{
 		Kind: k.kind, Name: u.GetName(), Generation: u.GetGeneration(),
@@ -115,7 +154,7 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 	st.mu.Unlock()
 	if e.cache != nil && status.Mode(in.State, w, in.Layout, in.Defaults) == v1alpha1.ScalingModeHPA && u.GetNamespace() != "" {
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
-		if err := e.cache.Get(context.Background(), types.NamespacedName{Namespace: u.GetNamespace(), Name: controllers.HPAName(u.GetName(), k.view.GVK().GroupKind())}, hpa); err == nil {
+		if err := e.cache.Get(context.Background(), types.NamespacedName{Namespace: u.GetNamespace(), Name: controllers.HPAName(u.GetName(), k.view.GVK().GroupKind())}, hpa, client.UnsafeDisableDeepCopy); err == nil {
 			in.HPA = &hpa.Status
 		}
 	}
@@ -124,7 +163,25 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 		built.LastActivity = status.MicroOrNil(t)
 	}
 	st.scalingPrev = &built
-	e.scalings.Offer(scalings.Object(u, k.a.opts.Namespace), built, in.Now)
+	e.scalings.Offer(k.scalingObject(st, u), built, in.Now)
+}
+
+// scalingObject is scalings.Object of u, built again only for another
+// object of the workload's name (its UID: the Scaling's owner); the rest
+// it is made of, the kind, name and namespace, is the loop's and the
+// workload's own. The writer copies it before writing.
+func (k *kindLoop) scalingObject(st *workload, u *unstructured.Unstructured) *unstructured.Unstructured {
+	from := scalingFrom{uid: u.GetUID()}
+	if st.scalingObj == nil || st.scalingObjFrom != from {
+		st.scalingObj, st.scalingObjFrom = scalings.Object(u, k.a.opts.Namespace), from
+	}
+	return st.scalingObj
+}
+
+// scalingFrom is what of a workload its Scaling's metadata and spec are
+// made of, besides its kind and name.
+type scalingFrom struct {
+	uid types.UID
 }
 
 // noteChange keeps a decision that changed, or tried to change, the count

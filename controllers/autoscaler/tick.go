@@ -37,8 +37,10 @@ func (k *kindLoop) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	defer k.running.End(k.running.Begin(k.a.opts.Now()))
 	e := k.a.env.Load()
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("kind", k.kind, "namespace", req.Namespace, "name", req.Name))
+	// u is the cache's own object, not a copy (UnsafeDisableDeepCopy):
+	// the loop only reads it, and writeScale sends a copy.
 	u := k.newObject()
-	if err := e.cache.Get(ctx, req.NamespacedName, u); err != nil {
+	if err := e.cache.Get(ctx, req.NamespacedName, u, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			k.forget(ctx, req.NamespacedName)
 			return reconcile.Result{}, nil
@@ -95,7 +97,7 @@ const maxConflictRetries = 3
 
 func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstructured, st *workload) (reconcile.Result, error) {
 	now := k.a.opts.Now()
-	w, errs := k.view.Read(u)
+	w, errs := k.read(st, u)
 	if len(errs) > 0 {
 		// The fan-out controller reports the field errors as a Warning.
 		st.publish(StateUnreadable, "fields unreadable as the profile says: "+errs.ToAggregate().Error(), 0, nil)
@@ -136,7 +138,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 	}
 	interval := pollingInterval(w.Config, k.a.opts.PollingInterval)
 
-	p := readPause(u.GetAnnotations())
+	p := readPause(pauseAnnotations(u))
 	k.warn(e, u, st, ReasonInvalidPause, p.Problem)
 	switch {
 	case p.Problem != "":
@@ -168,7 +170,7 @@ func (k *kindLoop) reconcile(ctx context.Context, e *env, u *unstructured.Unstru
 		}
 	}
 
-	fp := configFingerprint(w.Config)
+	fp := k.fingerprint(st, w)
 	activity := st.lastActivity()
 	// A workload that went to zero since the last tick (our own scale to
 	// zero, seen through the watch) is decided on at once: an activity
@@ -249,7 +251,7 @@ func (k *kindLoop) dependencies(ctx context.Context, e *env, self types.Namespac
 	out := make(map[string]scaling.DependencyState, len(names))
 	for _, name := range names {
 		u := k.newObject()
-		if err := e.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u); err != nil {
+		if err := e.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u, client.UnsafeDisableDeepCopy); err != nil {
 			continue // missing: Decide waits for it
 		}
 		w, _ := k.view.Read(u)
@@ -294,7 +296,7 @@ func (k *kindLoop) leadsBack(ctx context.Context, e *env, self types.NamespacedN
 		}
 		seen[name] = true
 		u := k.newObject()
-		if err := e.cache.Get(ctx, types.NamespacedName{Namespace: self.Namespace, Name: name}, u); err != nil {
+		if err := e.cache.Get(ctx, types.NamespacedName{Namespace: self.Namespace, Name: name}, u, client.UnsafeDisableDeepCopy); err != nil {
 			continue
 		}
 		if w, _ := k.view.Read(u); w.Config != nil {
@@ -375,7 +377,8 @@ func (k *kindLoop) writeScale(ctx context.Context, e *env, u *unstructured.Unstr
 		},
 		"spec": map[string]any{"replicas": int64(replicas)},
 	}}
-	err := e.writer.SubResource("scale").Update(ctx, u, client.WithSubResourceBody(scale), client.FieldOwner(v1alpha1.AutoscalerFieldManager))
+	// u may be the cache's own object: the client gets a copy.
+	err := e.writer.SubResource("scale").Update(ctx, u.DeepCopy(), client.WithSubResourceBody(scale), client.FieldOwner(v1alpha1.AutoscalerFieldManager))
 	observeWrite(k.view.GVK().GroupKind(), err)
 	if err != nil {
 		return fmt.Errorf("update %s %s/%s/scale: %w", k.resource, u.GetNamespace(), u.GetName(), err)

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
+	"slices"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,34 +59,73 @@ func shortHash(s string) string {
 // anything; significant ignores the soft values (trigger values, the
 // newest recommendation's time, LastActive), so that a workload whose
 // count and conditions hold is written once per refresh interval, not on
-// every tick.
+// every tick. Condition transition times are left out of both: they
+// change only with a condition, which changes the rest of it too.
+//
+// Both are SHA-256 sums, so a workload's memory holds two short keys,
+// not two copies of its status, taken in one pass: significant over the
+// JSON of the status without its soft values, full over the same JSON
+// followed by the soft values', which together say everything the status
+// holds. s is not changed: only the slices whose elements are cleared are
+// copied.
 func Fingerprints(s v1alpha1.ScalingStatus) (significant, full string) {
-	full = fingerprint(s)
-	soft := s.DeepCopy()
-	for i := range soft.Triggers {
-		// A failing trigger's count grows on every tick; its health and
-		// fallback, which change what happens, stay significant.
-		soft.Triggers[i].Value, soft.Triggers[i].Failures = "", 0
-	}
-	if h := soft.History; h != nil {
-		h.LastActive = nil
-		h.Failures = nil
-		if n := len(h.Recommendations); n > 0 {
-			h.Recommendations[n-1].Time = metav1.MicroTime{}
-		}
-	}
-	return fingerprint(*soft), full
-}
-
-func fingerprint(s v1alpha1.ScalingStatus) string {
-	// Condition transition times change only with a condition, which
-	// changes the rest of it too.
-	s = *s.DeepCopy()
+	var soft softValues
+	s.Conditions = slices.Clone(s.Conditions)
 	for i := range s.Conditions {
 		s.Conditions[i].LastTransitionTime = metav1.Time{}
 	}
-	b, _ := json.Marshal(s)
-	return string(b)
+	s.Triggers = slices.Clone(s.Triggers)
+	soft.Values = make([]string, len(s.Triggers))
+	soft.Failures = make([]int32, len(s.Triggers))
+	for i := range s.Triggers {
+		// A failing trigger's count grows on every tick; its health and
+		// fallback, which change what happens, stay significant.
+		soft.Values[i], soft.Failures[i] = s.Triggers[i].Value, s.Triggers[i].Failures
+		s.Triggers[i].Value, s.Triggers[i].Failures = "", 0
+	}
+	if s.History != nil {
+		h := *s.History
+		soft.LastActive, soft.HistoryFailures = h.LastActive, h.Failures
+		h.LastActive = nil
+		h.Failures = nil
+		if n := len(h.Recommendations); n > 0 {
+			soft.NewestRecommendation = h.Recommendations[n-1].Time
+			h.Recommendations = slices.Clone(h.Recommendations)
+			h.Recommendations[n-1].Time = metav1.MicroTime{}
+		}
+		s.History = &h
+	}
+	x := hashers.Get().(*statusHasher)
+	defer hashers.Put(x)
+	x.sum.Reset()
+	_ = x.enc.Encode(s)
+	significant = string(x.sum.Sum(x.out[:0]))
+	_ = x.enc.Encode(soft)
+	return significant, string(x.sum.Sum(x.out[:0]))
 }
+
+// softValues are the values of a status Fingerprints' significant key
+// leaves out.
+type softValues struct {
+	Values               []string
+	Failures             []int32
+	LastActive           *metav1.MicroTime
+	HistoryFailures      map[string]int32
+	NewestRecommendation metav1.MicroTime
+}
+
+// statusHasher hashes the JSON a json.Encoder writes into it; reused
+// through hashers.
+type statusHasher struct {
+	sum hash.Hash
+	enc *json.Encoder
+	out [sha256.Size]byte
+}
+
+var hashers = sync.Pool{New: func() any {
+	h := &statusHasher{sum: sha256.New()}
+	h.enc = json.NewEncoder(h.sum)
+	return h
+}}
 
 func ptr[T any](v T) *T { return &v }
