@@ -40,8 +40,9 @@ type childSettings struct {
 	// Workloads sizes the per-namespace fairness bounds: every benchmark
 	// workload lives in one namespace.
 	Workloads int
-	// PollSeconds is the autoscaler's polling and scrape interval.
-	PollSeconds int32
+	// PollSeconds is the autoscaler's polling interval, ScrapeSeconds its
+	// scraper's.
+	PollSeconds, ScrapeSeconds int32
 }
 
 func runChild() int {
@@ -80,7 +81,7 @@ func serveChild(s childSettings) error {
 	cfg.Webhook.Port = port
 	cfg.Webhook.CertDir = filepath.Join(s.Dir, "certs")
 	cfg.Autoscaler.PollingIntervalSeconds = s.PollSeconds
-	cfg.Metrics.ScrapeIntervalSeconds = s.PollSeconds
+	cfg.Metrics.ScrapeIntervalSeconds = s.ScrapeSeconds
 	cfg.Autoscaler.PrometheusURL = s.PrometheusURL
 	// Every workload of the benchmark is in one namespace: the
 	// per-namespace shares (meant for many tenants) are the whole.

@@ -41,8 +41,18 @@ func TestMain(m *testing.M) {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
 	}
 	ctrl.SetLogger(log)
-	os.Exit(framework.Run(m, framework.Options{HPAController: true, Aggregator: true}, &cluster))
+	var err error
+	if settings, err = ParseSettings(os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	// The HPA controller syncs at the run's polling interval, with the
+	// run's client-side limits.
+	os.Exit(framework.Run(m, framework.Options{HPAController: true, Aggregator: true, ControllerManagerFlags: settings.ControllerManagerFlags()}, &cluster))
 }
+
+// settings are the side-by-side run's, from the environment.
+var settings Settings
 
 func enabled() bool { return os.Getenv(enableVar) == "1" }
 
