@@ -123,9 +123,14 @@ func (s Settings) ControllerManagerFlags() map[string]string {
 	return f
 }
 
-// KEDAArgs are the extra arguments of KEDA's operator and of its metrics
-// server: none with the default limits.
-func (s Settings) KEDAArgs() []string {
+// KEDAOperatorArgs are the extra arguments of KEDA's operator: none with
+// the default limits. KEDA's metrics server (bin/controlplane's
+// keda-adapter, hack/tools/keda) takes none: its API client only lists and
+// watches ScaledObjects (the HPA controller's reads are served from its
+// cache), and the clients it authenticates and authorizes requests with
+// run at 200 requests/s, bursts of 400 (k8s.io/apiserver's delegating
+// options).
+func (s Settings) KEDAOperatorArgs() []string {
 	if !s.RaisedLimits {
 		return nil
 	}
@@ -135,10 +140,11 @@ func (s Settings) KEDAArgs() []string {
 // ClientLimits says which client-side limits KEDA's programs and the HPA
 // controller ran with.
 func (s Settings) ClientLimits() string {
+	adapter := "keda-adapter: 20 requests/s, bursts of 30 (list and watch of ScaledObjects only), 200/400 for authentication and authorization"
 	if s.RaisedLimits {
-		return fmt.Sprintf("%d requests/s, bursts of %d (raised)", RaisedQPS, RaisedBurst)
+		return fmt.Sprintf("keda-operator and kube-controller-manager: %d requests/s, bursts of %d (raised); %s", RaisedQPS, RaisedBurst, adapter)
 	}
-	return "20 requests/s, bursts of 30 (their defaults)"
+	return "keda-operator and kube-controller-manager: 20 requests/s, bursts of 30 (their defaults); " + adapter
 }
 
 // StepsDue is how many of total steps, paced at perSecond from the start

@@ -25,7 +25,7 @@ func TestSettingsDefaultToAFifteenSecondIntervalAndRaisedLimits(t *testing.T) {
 	if f["horizontal-pod-autoscaler-sync-period"] != "15s" || f["kube-api-qps"] != "500" || f["kube-api-burst"] != "1000" {
 		t.Errorf("controller manager flags = %v", f)
 	}
-	if got := strings.Join(s.KEDAArgs(), " "); got != "--kube-api-qps=500 --kube-api-burst=1000" {
+	if got := strings.Join(s.KEDAOperatorArgs(), " "); got != "--kube-api-qps=500 --kube-api-burst=1000" {
 		t.Errorf("KEDA args = %q", got)
 	}
 }
@@ -38,8 +38,8 @@ func TestSettingsScrapeNoSlowerThanTheIntervalAndDefaultLimitsOnRequest(t *testi
 	if s.Scrape != time.Second || s.StepsPerSecond != 2 || s.RaisedLimits {
 		t.Errorf("settings = %+v", s)
 	}
-	if _, ok := s.ControllerManagerFlags()["kube-api-qps"]; ok || s.KEDAArgs() != nil {
-		t.Errorf("default limits raised: %v %q", s.ControllerManagerFlags(), s.KEDAArgs())
+	if _, ok := s.ControllerManagerFlags()["kube-api-qps"]; ok || s.KEDAOperatorArgs() != nil {
+		t.Errorf("default limits raised: %v %q", s.ControllerManagerFlags(), s.KEDAOperatorArgs())
 	}
 	if f := s.ControllerManagerFlags()["horizontal-pod-autoscaler-sync-period"]; f != "1s" {
 		t.Errorf("sync period = %q, want 1s", f)

@@ -171,8 +171,7 @@ func kedaArm(t *testing.T, c client.Client, pr probes, ex *exporter, prom *frame
 		return c.Create(ctx, scaledObject(ns, name, prom.URL))
 	})
 	idle := idleRates(t, pr)
-	args := settings.KEDAArgs()
-	k, err := framework.StartKEDAWith(ctx, cluster, framework.KEDAOptions{OperatorArgs: args, AdapterArgs: args})
+	k, err := framework.StartKEDAWith(ctx, cluster, framework.KEDAOptions{OperatorArgs: settings.KEDAOperatorArgs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +181,7 @@ func kedaArm(t *testing.T, c client.Client, pr probes, ex *exporter, prom *frame
 	waitAll(t, rec, ex, ns, names, warmUp, "KEDA warm-up")
 	r := measure(t, "C: KEDA + HPA on Prometheus", pr, idle, rec, ex, ns, names, Charges{Prometheus: true, HPAController: true})
 	r.Processes = "keda-operator + keda-adapter + Prometheus (scrapes and queries) + kube-controller-manager above idle (the HPA controller's share); peak RSS: KEDA's two programs and Prometheus"
-	r.Limits = "keda-operator, keda-adapter and kube-controller-manager: " + settings.ClientLimits()
+	r.Limits = settings.ClientLimits()
 	r.PeakRSS = rssOf(t, append(own, pr.prom)...)
 
 	// KEDA stops, and its HPAs go so that the HPA controller rests; the
