@@ -344,20 +344,16 @@ func idleRates(t *testing.T, pr probes) rates {
 	return between(a, pr.read(t))
 }
 
-// measure runs an arm at rest for settings.Rest, then steps the metric of
-// one workload after another at settings.StepsPerSecond for
-// settings.Window (the same work in every arm), timing each step from the
-// exporter's change to spec.replicas taking the new count. CPU is charged
-// as charges say (ChargedCPU); API requests are the window's less the idle
-// rate. Steps still waited for when the window ends are waited for after
-// it, up to stepDeadline, outside the measured window.
+// measure steps the metric of one workload after another at
+// settings.StepsPerSecond for settings.Window (the same work in every
+// arm), timing each step from the exporter's change to spec.replicas
+// taking the new count, then measures the arm at rest for settings.Rest.
+// CPU is charged as charges say (ChargedCPU); API requests are the
+// window's less the idle rate. Steps still waited for when the window ends
+// are waited for after it, up to stepDeadline, outside the measured
+// window.
 func measure(t *testing.T, arm string, pr probes, idle rates, rec *recorder, ex *exporter, ns string, names []string, charges Charges) ArmResult {
 	t.Helper()
-	restStart := pr.read(t)
-	time.Sleep(settings.Rest) // a measurement window, not a wait for anything
-	restEnd := pr.read(t)
-	rest := between(restStart, restEnd)
-
 	type pendingStep struct {
 		at   time.Time
 		want int64
@@ -408,6 +404,12 @@ func measure(t *testing.T, arm string, pr probes, idle rates, rec *recorder, ex 
 		collect(time.Now())
 		<-tick.C
 	}
+	// At rest after the steps, not after the warm-up: the warm-up changes
+	// every workload at once, and its events and status writes trail it.
+	restStart := pr.read(t)
+	time.Sleep(settings.Rest) // a measurement window, not a wait for anything
+	restEnd := pr.read(t)
+	rest := between(restStart, restEnd)
 	w := between(start, end)
 	r := ArmResult{Arm: arm, Reactions: len(reactions), Missed: missed, Deadline: stepDeadline, P50: Percentile(reactions, 0.5), P99: Percentile(reactions, 0.99)}
 	r.StepsPerMinute = float64(issued-skipped) / end.at.Sub(start.at).Minutes()
