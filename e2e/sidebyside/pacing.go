@@ -21,6 +21,9 @@ const (
 	windowVar = "SCALEPLANE_SIDE_BY_SIDE_WINDOW"
 	// restVar is how long each arm is measured running, with no step.
 	restVar = "SCALEPLANE_SIDE_BY_SIDE_REST"
+	// settleVar is how long each arm runs, unmeasured, between its
+	// warm-up and its stepped window.
+	settleVar = "SCALEPLANE_SIDE_BY_SIDE_SETTLE"
 	// limitsVar=default keeps KEDA's and kube-controller-manager's
 	// client-side limits at their defaults (20 requests/s, bursts of 30);
 	// unset or "raised", they are raised to RaisedQPS and RaisedBurst.
@@ -40,16 +43,21 @@ type Settings struct {
 	Interval, Scrape time.Duration
 	StepsPerSecond   float64
 	Window, Rest     time.Duration
-	RaisedLimits     bool
+	// Settle is the unmeasured time between the warm-up, which changes
+	// every workload at once, and the stepped window: the warm-up's
+	// trailing writes (events, Scalings through scaleplane's writer budget,
+	// HPA status) must not count as the steps'.
+	Settle       time.Duration
+	RaisedLimits bool
 }
 
 // DefaultSettings: a 15 s polling interval (the HPA controller's default
 // sync period, half KEDA's default), scrapes every 5 s (scaleplane's
 // default), one step a second for two minutes, a minute at rest, raised
-// client limits.
+// client limits, 90 s to settle after the warm-up.
 var DefaultSettings = Settings{
 	Interval: 15 * time.Second, Scrape: 5 * time.Second,
-	StepsPerSecond: 1, Window: 2 * time.Minute, Rest: time.Minute, RaisedLimits: true,
+	StepsPerSecond: 1, Window: 2 * time.Minute, Rest: time.Minute, Settle: 90 * time.Second, RaisedLimits: true,
 }
 
 // ParseSettings reads the settings from getenv, DefaultSettings where a
@@ -59,7 +67,7 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 	durations := []struct {
 		name string
 		into *time.Duration
-	}{{intervalVar, &s.Interval}, {scrapeVar, &s.Scrape}, {windowVar, &s.Window}, {restVar, &s.Rest}}
+	}{{intervalVar, &s.Interval}, {scrapeVar, &s.Scrape}, {windowVar, &s.Window}, {restVar, &s.Rest}, {settleVar, &s.Settle}}
 	scrapeSet := false
 	for _, d := range durations {
 		v := getenv(d.name)

@@ -375,6 +375,7 @@ func measure(t *testing.T, arm string, pr probes, idle rates, rec *recorder, ex 
 			}
 		}
 	}
+	time.Sleep(settings.Settle) // left to the warm-up's trailing writes, unmeasured
 	rot := NewRotation(names)
 	total := settings.Steps()
 	issued := 0
