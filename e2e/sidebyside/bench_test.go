@@ -338,6 +338,8 @@ type probes struct {
 	own                  []int
 	kcm, prom, apiserver int
 	cs                   *kubernetes.Clientset
+	// atRest, when set, is called as the rest window starts.
+	atRest func()
 }
 
 func (p probes) read(t *testing.T) sample {

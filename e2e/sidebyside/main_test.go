@@ -24,6 +24,10 @@ const (
 	// alone (A and B), leaving out arm C, KEDA with the HPA controller.
 	noKEDAVar = "SCALEPLANE_SIDE_BY_SIDE_NO_KEDA"
 	outVar    = "SCALEPLANE_SIDE_BY_SIDE_OUT"
+	// cpuProfileVar, when set, is a file prefix: scaleplane's CPU profile
+	// over the first 30 s of each of its arms' rest window goes to
+	// <prefix>-A.pprof and <prefix>-B.pprof.
+	cpuProfileVar = "SCALEPLANE_SIDE_BY_SIDE_CPU_PROFILE"
 )
 
 var cluster *framework.Cluster

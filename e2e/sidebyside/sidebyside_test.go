@@ -183,6 +183,7 @@ func kedaArm(t *testing.T, c client.Client, pr probes, ex *exporter, prom *frame
 	r.Processes = "keda-operator + keda-adapter + Prometheus (scrapes and queries) + kube-controller-manager above idle (the HPA controller's share); peak RSS: KEDA's two programs and Prometheus"
 	r.Limits = settings.ClientLimits()
 	r.PeakRSS = rssOf(t, append(own, pr.prom)...)
+	t.Logf("C: peak RSS of keda-operator %.1f MiB, keda-adapter %.1f MiB, Prometheus %.1f MiB", float64(rssOf(t, own[0]))/(1<<20), float64(rssOf(t, own[1]))/(1<<20), float64(rssOf(t, pr.prom))/(1<<20))
 
 	// KEDA stops, and its HPAs go so that the HPA controller rests; the
 	// ScaledObjects stay (their finalizers are KEDA's).
@@ -258,6 +259,10 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 	cs := childSettings{PrometheusURL: prom.URL, Workloads: len(names), PollSeconds: int32(settings.Interval / time.Second), ScrapeSeconds: int32(settings.Scrape / time.Second)}
 	a := startScaleplane(t, "arm-embedded", cs)
 	pr.own = []int{a.pid()}
+	prof := os.Getenv(cpuProfileVar)
+	if prof != "" {
+		pr.atRest = func() { a.startCPUProfile(t) }
+	}
 	parallel(t, names, func(ctx context.Context, name string) error {
 		return withRetry(ctx, func(ctx context.Context) error {
 			if a.exited() {
@@ -271,6 +276,9 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 	embedded.Processes = "scaleplane (its scrapes, store and evaluations)"
 	embedded.Limits = "scaleplane: none (its binary's; API Priority and Fairness applies)"
 	embedded.PeakRSS = rssOf(t, a.pid())
+	if prof != "" {
+		a.copyCPUProfile(t, prof+"-A.pprof")
+	}
 
 	// The same workloads read Prometheus from now on; the patch goes
 	// through the running scaleplane's webhooks, then a fresh process
@@ -288,6 +296,9 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 	idle = idleRates(t, pr)
 	b := startScaleplane(t, "arm-remote", cs)
 	pr.own = []int{b.pid()}
+	if prof != "" {
+		pr.atRest = func() { b.startCPUProfile(t) }
+	}
 	for _, n := range names {
 		ex.set(ns, n, flip(ex.get(ns, n)))
 	}
@@ -296,6 +307,11 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 	remote.Processes = "scaleplane + Prometheus (scrapes and queries); peak RSS: both"
 	remote.Limits = embedded.Limits
 	remote.PeakRSS = rssOf(t, b.pid(), pr.prom)
+	t.Logf("B: peak RSS of scaleplane %.1f MiB, of Prometheus %.1f MiB", float64(rssOf(t, b.pid()))/(1<<20), float64(rssOf(t, pr.prom))/(1<<20))
+	if prof != "" {
+		b.copyCPUProfile(t, prof+"-B.pprof")
+	}
+	pr.atRest = nil
 	// The workloads go while scaleplane still serves, so that a later
 	// test in this package starts from an empty cluster.
 	rc := &unstructured.Unstructured{}
@@ -408,6 +424,9 @@ func measure(t *testing.T, arm string, pr probes, idle rates, rec *recorder, ex 
 	// At rest after the steps, not after the warm-up: the warm-up changes
 	// every workload at once, and its events and status writes trail it.
 	restStart := pr.read(t)
+	if pr.atRest != nil {
+		pr.atRest()
+	}
 	time.Sleep(settings.Rest) // a measurement window, not a wait for anything
 	restEnd := pr.read(t)
 	rest := between(restStart, restEnd)
