@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -58,6 +59,12 @@ type Options struct {
 	// to value, set over envtest's defaults: for tests that need a feature
 	// of the real API server envtest leaves off (an egress selector, say).
 	APIServerFlags map[string]string
+	// ControllerManagerFlags are extra kube-controller-manager flags, name
+	// (without dashes) to value, passed after the defaults, so they win
+	// over them (--horizontal-pod-autoscaler-sync-period, --kube-api-qps):
+	// for benchmarks that must not be held back by the controller
+	// manager's client-side limits. Used with HPAController only.
+	ControllerManagerFlags map[string]string
 }
 
 // Cluster is a running control plane.
@@ -240,7 +247,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return nil, fmt.Errorf("write admin kubeconfig: %w", err)
 	}
 	if opts.HPAController {
-		c.launch.run(func() { err = c.startControllerManager(opts.Out) })
+		c.launch.run(func() { err = c.startControllerManager(opts.Out, opts.ControllerManagerFlags) })
 		if err != nil {
 			return nil, err
 		}
@@ -348,17 +355,32 @@ func (c *Cluster) AddUser(name string, groups ...string) (*rest.Config, error) {
 // reference to it) as in a cluster.
 var ControllerManagerControllers = []string{"horizontalpodautoscaling", "garbagecollector"}
 
-func (c *Cluster) startControllerManager(out *os.File) error {
+// extraFlags renders name-to-value flags as --name=value, sorted by name
+// so that a program's command line is the same from run to run.
+func extraFlags(flags map[string]string) []string {
+	names := make([]string, 0, len(flags))
+	for name := range flags {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]string, len(names))
+	for i, name := range names {
+		out[i] = "--" + name + "=" + flags[name]
+	}
+	return out
+}
+
+func (c *Cluster) startControllerManager(out *os.File, extra map[string]string) error {
 	logPath := filepath.Join(c.Dir, controllerManagerLog)
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("create controller-manager log: %w", err)
 	}
-	cmd := exec.Command(Binary(ControllerManagerBinary),
-		"--kubeconfig="+c.Kubeconfig,
-		"--authentication-kubeconfig="+c.Kubeconfig,
-		"--authorization-kubeconfig="+c.Kubeconfig,
-		"--controllers="+strings.Join(ControllerManagerControllers, ","),
+	args := []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--authentication-kubeconfig=" + c.Kubeconfig,
+		"--authorization-kubeconfig=" + c.Kubeconfig,
+		"--controllers=" + strings.Join(ControllerManagerControllers, ","),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
@@ -366,7 +388,9 @@ func (c *Cluster) startControllerManager(out *os.File) error {
 		// acting within seconds.
 		"--horizontal-pod-autoscaler-sync-period=1s",
 		"--v=2",
-	)
+	}
+	args = append(args, extraFlags(extra)...)
+	cmd := exec.Command(Binary(ControllerManagerBinary), args...)
 	if out == nil && os.Getenv("SCALEPLANE_E2E_VERBOSE") != "" {
 		out = os.Stderr
 	}

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"errors"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,5 +121,16 @@ func TestKillOnlyTheRecordedProcess(t *testing.T) {
 	}
 	if err := rec.Kill(time.Second); err != nil {
 		t.Errorf("Kill of a process that is gone = %v, want nil", err)
+	}
+}
+
+func TestExtraFlagsComeSortedAsNameEqualsValue(t *testing.T) {
+	got := extraFlags(map[string]string{"kube-api-qps": "500", "horizontal-pod-autoscaler-sync-period": "15s"})
+	want := []string{"--horizontal-pod-autoscaler-sync-period=15s", "--kube-api-qps=500"}
+	if !slices.Equal(got, want) {
+		t.Errorf("extraFlags = %q, want %q", got, want)
+	}
+	if got := extraFlags(nil); len(got) != 0 {
+		t.Errorf("extraFlags(nil) = %q, want none", got)
 	}
 }

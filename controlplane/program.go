@@ -64,6 +64,9 @@ func StartProgram(name string, opts ProgramOptions) (*Program, error) {
 	return p, nil
 }
 
+// Pid is the program's process id, for measuring it through /proc.
+func (p *Program) Pid() int { return p.cmd.Process.Pid }
+
 // Exited reports whether the program has ended, and its exit status.
 func (p *Program) Exited() (bool, string) {
 	select {

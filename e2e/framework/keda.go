@@ -50,7 +50,20 @@ type KEDA struct {
 // and registers the metrics server with the aggregator. The cluster must
 // have been started with Options.Aggregator (and HPAController, for
 // ScaledObjects to scale). Stop ends both programs.
-func StartKEDA(ctx context.Context, c *Cluster) (k *KEDA, err error) {
+func StartKEDA(ctx context.Context, c *Cluster) (*KEDA, error) {
+	return StartKEDAWith(ctx, c, KEDAOptions{})
+}
+
+// KEDAOptions are extra arguments for KEDA's programs, passed after the
+// framework's own (so a flag given here wins): --kube-api-qps and
+// --kube-api-burst, say, whose defaults (20 and 30) hold KEDA back past a
+// few hundred ScaledObjects.
+type KEDAOptions struct {
+	OperatorArgs, AdapterArgs []string
+}
+
+// StartKEDAWith is StartKEDA with extra arguments for its programs.
+func StartKEDAWith(ctx context.Context, c *Cluster, opts KEDAOptions) (k *KEDA, err error) {
 	if err := controlplane.CheckBinaries(KEDAOperatorBinary, KEDAAdapterBinary, KEDACRDFolder); err != nil {
 		return nil, err
 	}
@@ -102,7 +115,7 @@ func StartKEDA(ctx context.Context, c *Cluster) (k *KEDA, err error) {
 	}
 	if k.Operator, err = controlplane.StartProgram(KEDAOperatorBinary, controlplane.ProgramOptions{
 		Path: Binary(KEDAOperatorBinary),
-		Args: []string{
+		Args: append([]string{
 			"--leader-elect=false",
 			"--metrics-bind-address=0",
 			"--enable-prometheus-metrics=false",
@@ -112,7 +125,7 @@ func StartKEDA(ctx context.Context, c *Cluster) (k *KEDA, err error) {
 			"--ca-dir=" + dir,
 			"--enable-cert-rotation=false",
 			"--zap-log-level=info",
-		},
+		}, opts.OperatorArgs...),
 		Env:     env,
 		LogPath: filepath.Join(c.Dir, "keda-operator.log"),
 		Out:     verboseOut(),
@@ -121,7 +134,7 @@ func StartKEDA(ctx context.Context, c *Cluster) (k *KEDA, err error) {
 	}
 	if k.Adapter, err = controlplane.StartProgram(KEDAAdapterBinary, controlplane.ProgramOptions{
 		Path: Binary(KEDAAdapterBinary),
-		Args: []string{
+		Args: append([]string{
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + adapterPort,
 			"--cert-dir=" + dir,
@@ -132,7 +145,7 @@ func StartKEDA(ctx context.Context, c *Cluster) (k *KEDA, err error) {
 			"--authorization-kubeconfig=" + c.Kubeconfig,
 			"--metrics-service-address=" + grpcAddr,
 			"--zap-log-level=info",
-		},
+		}, opts.AdapterArgs...),
 		Env:     env,
 		LogPath: filepath.Join(c.Dir, "keda-adapter.log"),
 		Out:     verboseOut(),

@@ -37,8 +37,18 @@ type PrometheusTarget struct {
 }
 
 // StartPrometheus starts Prometheus with its data in dir and waits until it
-// is ready. Stop ends it.
+// is ready, scraping every second, as scaleplane scrapes in the tests, so
+// both stores hold the same series at the same resolution. Stop ends it.
 func StartPrometheus(ctx context.Context, dir string) (*Prometheus, error) {
+	return StartPrometheusEvery(ctx, dir, time.Second)
+}
+
+// StartPrometheusEvery is StartPrometheus scraping every interval (whole
+// seconds, at least one).
+func StartPrometheusEvery(ctx context.Context, dir string, interval time.Duration) (*Prometheus, error) {
+	if interval < time.Second || interval%time.Second != 0 {
+		return nil, fmt.Errorf("prometheus scrape interval %s: want whole seconds, at least 1s", interval)
+	}
 	if err := controlplane.CheckBinaries(PrometheusBinary); err != nil {
 		return nil, err
 	}
@@ -53,17 +63,16 @@ func StartPrometheus(ctx context.Context, dir string) (*Prometheus, error) {
 	if err := p.SetTargets(nil); err != nil {
 		return nil, err
 	}
-	// Scraped every second, as scaleplane scrapes in the tests, so both
-	// stores hold the same series at the same resolution.
+	secs := int(interval / time.Second)
 	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
+  scrape_interval: %ds
+  scrape_timeout: %ds
 scrape_configs:
 - job_name: e2e
   file_sd_configs:
   - files: [%q]
     refresh_interval: 1s
-`, p.targets)
+`, secs, min(secs, 10), p.targets)
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err

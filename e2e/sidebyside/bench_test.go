@@ -325,38 +325,42 @@ func rssOf(t *testing.T, pids ...int) int64 {
 
 // sample is what the benchmark reads at the edges of a window.
 type sample struct {
-	at     time.Time
-	own    time.Duration // the arm's own processes
-	kcm    time.Duration
-	prom   time.Duration
-	api    APICounts
-	writes map[string]float64
+	at        time.Time
+	own       time.Duration // the arm's own processes
+	kcm       time.Duration
+	prom      time.Duration
+	apiserver time.Duration
+	api       APICounts
+	writes    map[string]float64
 }
 
 type probes struct {
-	own       []int
-	kcm, prom int
-	cs        *kubernetes.Clientset
+	own                  []int
+	kcm, prom, apiserver int
+	cs                   *kubernetes.Clientset
+	// atRest, when set, is called as the rest window starts.
+	atRest func()
 }
 
 func (p probes) read(t *testing.T) sample {
 	m := apiMetrics(t, p.cs, "")
-	return sample{at: time.Now(), own: cpuOf(t, p.own...), kcm: cpuOf(t, p.kcm), prom: cpuOf(t, p.prom), api: m.Requests, writes: m.WritesBy}
+	return sample{at: time.Now(), own: cpuOf(t, p.own...), kcm: cpuOf(t, p.kcm), prom: cpuOf(t, p.prom), apiserver: cpuOf(t, p.apiserver), api: m.Requests, writes: m.WritesBy}
 }
 
 // rates is per minute of wall time between two samples.
 type rates struct {
-	own, kcm, prom float64 // CPU seconds per minute
-	api            APICounts
+	own, kcm, prom, apiserver float64 // CPU seconds per minute
+	api                       APICounts
 }
 
 func between(a, b sample) rates {
 	min := b.at.Sub(a.at).Minutes()
 	return rates{
-		own:  (b.own - a.own).Seconds() / min,
-		kcm:  (b.kcm - a.kcm).Seconds() / min,
-		prom: (b.prom - a.prom).Seconds() / min,
-		api:  APICounts{All: (b.api.All - a.api.All) / min, Writes: (b.api.Writes - a.api.Writes) / min},
+		own:       (b.own - a.own).Seconds() / min,
+		kcm:       (b.kcm - a.kcm).Seconds() / min,
+		prom:      (b.prom - a.prom).Seconds() / min,
+		apiserver: (b.apiserver - a.apiserver).Seconds() / min,
+		api:       APICounts{All: (b.api.All - a.api.All) / min, Writes: (b.api.Writes - a.api.Writes) / min},
 	}
 }
 

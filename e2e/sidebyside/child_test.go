@@ -40,8 +40,9 @@ type childSettings struct {
 	// Workloads sizes the per-namespace fairness bounds: every benchmark
 	// workload lives in one namespace.
 	Workloads int
-	// PollSeconds is the autoscaler's polling and scrape interval.
-	PollSeconds int32
+	// PollSeconds is the autoscaler's polling interval, ScrapeSeconds its
+	// scraper's.
+	PollSeconds, ScrapeSeconds int32
 }
 
 func runChild() int {
@@ -80,7 +81,7 @@ func serveChild(s childSettings) error {
 	cfg.Webhook.Port = port
 	cfg.Webhook.CertDir = filepath.Join(s.Dir, "certs")
 	cfg.Autoscaler.PollingIntervalSeconds = s.PollSeconds
-	cfg.Metrics.ScrapeIntervalSeconds = s.PollSeconds
+	cfg.Metrics.ScrapeIntervalSeconds = s.ScrapeSeconds
 	cfg.Autoscaler.PrometheusURL = s.PrometheusURL
 	// Every workload of the benchmark is in one namespace: the
 	// per-namespace shares (meant for many tenants) are the whole.
@@ -107,6 +108,7 @@ func serveChild(s childSettings) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go writeHeapProfiles(ctx, filepath.Join(s.Dir, "heap.pprof"))
+	go writeCPUProfiles(ctx, filepath.Join(s.Dir, "cpu.pprof"))
 	return a.Run(ctx)
 }
 
@@ -141,6 +143,74 @@ func writeHeapProfiles(ctx context.Context, file string) {
 			fmt.Fprintf(os.Stderr, "scaleplane child: heap profile: %v\n", err)
 		}
 	}
+}
+
+// cpuProfileFor is how long the child profiles its CPU on SIGUSR2.
+const cpuProfileFor = 30 * time.Second
+
+// writeCPUProfiles profiles the child's CPU for cpuProfileFor on every
+// SIGUSR2 and writes the profile to file: where scaleplane's time goes
+// in the window the parent picks.
+func writeCPUProfiles(ctx context.Context, file string) {
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	defer signal.Stop(usr2)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-usr2:
+		}
+		tmp := file + ".tmp"
+		f, err := os.Create(tmp)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "scaleplane child: CPU profile: %v\n", err)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(cpuProfileFor):
+		}
+		pprof.StopCPUProfile()
+		err = f.Close()
+		if err == nil {
+			err = os.Rename(tmp, file)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "scaleplane child: CPU profile: %v\n", err)
+		}
+	}
+}
+
+// startCPUProfile asks the child to profile its CPU for cpuProfileFor.
+func (c *scaleplaneChild) startCPUProfile(t *testing.T) {
+	t.Helper()
+	_ = os.Remove(filepath.Join(c.dir, "cpu.pprof"))
+	if err := c.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyCPUProfile waits for the profile startCPUProfile asked for and
+// copies it to dst.
+func (c *scaleplaneChild) copyCPUProfile(t *testing.T, dst string) {
+	t.Helper()
+	src := filepath.Join(c.dir, "cpu.pprof")
+	framework.Eventually(t, 2*cpuProfileFor, func(context.Context) (bool, string) {
+		_, err := os.Stat(src)
+		return err == nil, "the child has not written its CPU profile"
+	})
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("CPU profile at rest written to %s", dst)
 }
 
 // heapProfile asks the child for its heap profile and copies it to dst.

@@ -24,6 +24,10 @@ const (
 	// alone (A and B), leaving out arm C, KEDA with the HPA controller.
 	noKEDAVar = "SCALEPLANE_SIDE_BY_SIDE_NO_KEDA"
 	outVar    = "SCALEPLANE_SIDE_BY_SIDE_OUT"
+	// cpuProfileVar, when set, is a file prefix: scaleplane's CPU profile
+	// over the first 30 s of each of its arms' rest window goes to
+	// <prefix>-A.pprof and <prefix>-B.pprof.
+	cpuProfileVar = "SCALEPLANE_SIDE_BY_SIDE_CPU_PROFILE"
 )
 
 var cluster *framework.Cluster
@@ -41,8 +45,18 @@ func TestMain(m *testing.M) {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
 	}
 	ctrl.SetLogger(log)
-	os.Exit(framework.Run(m, framework.Options{HPAController: true, Aggregator: true}, &cluster))
+	var err error
+	if settings, err = ParseSettings(os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	// The HPA controller syncs at the run's polling interval, with the
+	// run's client-side limits.
+	os.Exit(framework.Run(m, framework.Options{HPAController: true, Aggregator: true, ControllerManagerFlags: settings.ControllerManagerFlags()}, &cluster))
 }
+
+// settings are the side-by-side run's, from the environment.
+var settings Settings
 
 func enabled() bool { return os.Getenv(enableVar) == "1" }
 

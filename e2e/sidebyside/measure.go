@@ -314,15 +314,26 @@ func Percentile(ds []time.Duration, q float64) time.Duration {
 // ArmResult is one row of the side-by-side table.
 type ArmResult struct {
 	Arm string
-	// Processes names what CPU and RSS were summed over.
-	Processes string
-	// CPUPerMinute is CPU seconds per minute of wall time.
-	CPUPerMinute float64
-	// PeakRSS is the sum of the arm's own processes' VmHWM, in bytes.
+	// Processes names what CPU and RSS were summed over; Limits the
+	// client-side limits the arm's programs ran with.
+	Processes, Limits string
+	// CPUPerMinute is the CPU seconds a minute of wall time the arm is
+	// charged in its stepped window (Charges), RestCPUPerMinute the same
+	// running with no step.
+	CPUPerMinute, RestCPUPerMinute float64
+	// APIServerCPUPerMinute is kube-apiserver's CPU above its idle rate in
+	// the stepped window: shown, not charged to the arm.
+	APIServerCPUPerMinute float64
+	// PeakRSS is the sum of the VmHWM of the arm's own processes (and
+	// Prometheus' when it is charged), in bytes.
 	PeakRSS int64
 	// RequestsPerMinute and WritesPerMinute are API-server requests the
-	// arm caused (its window's count less the idle rate).
-	RequestsPerMinute, WritesPerMinute float64
+	// arm caused in its stepped window (less the idle rate);
+	// RestRequestsPerMinute those it caused at rest.
+	RequestsPerMinute, WritesPerMinute, RestRequestsPerMinute float64
+	// StepsPerMinute is the pace the arm was stepped at, the same for every
+	// arm: per-step costs are per-minute costs over it.
+	StepsPerMinute float64
 	// Reactions is how many steps were timed; P50 and P99 their quantiles;
 	// Missed the steps not followed within Deadline, counted as taking
 	// Deadline, so a quantile at Deadline is a lower bound.
@@ -331,30 +342,44 @@ type ArmResult struct {
 	Deadline          time.Duration
 }
 
-// FormatTable renders the results, then the ratio of the last row (the
-// reference, KEDA) to each other row.
-func FormatTable(n int, interval time.Duration, rows []ArmResult) string {
+// perStep is a per-minute figure over the steps of a minute.
+func (r ArmResult) perStep(perMinute float64) float64 {
+	if r.StepsPerMinute <= 0 {
+		return math.NaN()
+	}
+	return perMinute / r.StepsPerMinute
+}
+
+// FormatTable renders the results under title, then the ratio of the
+// last row (the reference, KEDA) to each other row, then what each arm's
+// figures were summed over.
+func FormatTable(title string, rows []ArmResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "side by side: N=%d workloads, polling interval %s\n", n, interval)
+	fmt.Fprintln(&b, title)
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "arm\tCPU s/min\tpeak RSS MiB\tAPI req/min\tAPI writes/min\treaction p50\treaction p99\tsteps\tmissed\tprocesses")
+	fmt.Fprintln(w, "arm\tCPU s/min\tCPU ms/step\tCPU s/min at rest\tpeak RSS MiB\tAPI req/min\tAPI writes/min\twrites/step\tAPI req/min at rest\tapiserver CPU s/min\treaction p50\treaction p99\tsteps\tmissed")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%.2f\t%.1f\t%.0f\t%.0f\t%s\t%s\t%d\t%d\t%s\n", r.Arm, r.CPUPerMinute, float64(r.PeakRSS)/(1<<20),
-			r.RequestsPerMinute, r.WritesPerMinute, r.quantile(r.P50), r.quantile(r.P99), r.Reactions, r.Missed, r.Processes)
+		fmt.Fprintf(w, "%s\t%.2f\t%.0f\t%.2f\t%.1f\t%.0f\t%.0f\t%.2f\t%.0f\t%.2f\t%s\t%s\t%d\t%d\n", r.Arm, r.CPUPerMinute, 1000*r.perStep(r.CPUPerMinute), r.RestCPUPerMinute,
+			float64(r.PeakRSS)/(1<<20), r.RequestsPerMinute, r.WritesPerMinute, r.perStep(r.WritesPerMinute), r.RestRequestsPerMinute, r.APIServerCPUPerMinute,
+			r.quantile(r.P50), r.quantile(r.P99), r.Reactions, r.Missed)
 	}
 	_ = w.Flush()
-	if len(rows) < 2 {
-		return b.String()
+	if len(rows) >= 2 {
+		ref := rows[len(rows)-1]
+		fmt.Fprintf(&b, "\nratios %s / arm:\n", ref.Arm)
+		w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "arm\tCPU\tCPU at rest\tmemory\tAPI requests\treaction p50\treaction p99")
+		for _, r := range rows[:len(rows)-1] {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Arm, ratio(ref.CPUPerMinute, r.CPUPerMinute), ratio(ref.RestCPUPerMinute, r.RestCPUPerMinute),
+				ratio(float64(ref.PeakRSS), float64(r.PeakRSS)), ratio(ref.RequestsPerMinute, r.RequestsPerMinute),
+				ratio(ref.P50.Seconds(), r.P50.Seconds()), ratio(ref.P99.Seconds(), r.P99.Seconds()))
+		}
+		_ = w.Flush()
 	}
-	ref := rows[len(rows)-1]
-	fmt.Fprintf(&b, "\nratios %s / arm:\n", ref.Arm)
-	w = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "arm\tCPU\tmemory\tAPI requests\treaction p50\treaction p99")
-	for _, r := range rows[:len(rows)-1] {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Arm, ratio(ref.CPUPerMinute, r.CPUPerMinute), ratio(float64(ref.PeakRSS), float64(r.PeakRSS)),
-			ratio(ref.RequestsPerMinute, r.RequestsPerMinute), ratio(ref.P50.Seconds(), r.P50.Seconds()), ratio(ref.P99.Seconds(), r.P99.Seconds()))
+	fmt.Fprintln(&b)
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s: %s; client limits: %s\n", r.Arm, r.Processes, r.Limits)
 	}
-	_ = w.Flush()
 	return b.String()
 }
 

@@ -122,11 +122,12 @@ func TestPercentileIsTheNearestRank(t *testing.T) {
 }
 
 func TestFormatTableGivesTheReferenceOverEachArm(t *testing.T) {
-	out := FormatTable(10, time.Second, []ArmResult{
-		{Arm: "A", CPUPerMinute: 1, PeakRSS: 10 << 20, RequestsPerMinute: 100, P50: time.Second, P99: 2 * time.Second},
-		{Arm: "C", CPUPerMinute: 12, PeakRSS: 200 << 20, RequestsPerMinute: 0, P50: 3 * time.Second, P99: 4 * time.Second, Missed: 1, Deadline: 4 * time.Second},
+	out := FormatTable("side by side: N=10", []ArmResult{
+		{Arm: "A", Processes: "scaleplane", Limits: "none", CPUPerMinute: 1, PeakRSS: 10 << 20, RequestsPerMinute: 100, WritesPerMinute: 90, StepsPerMinute: 60, P50: time.Second, P99: 2 * time.Second},
+		{Arm: "C", Processes: "keda", Limits: "raised", CPUPerMinute: 12, PeakRSS: 200 << 20, RequestsPerMinute: 0, StepsPerMinute: 60, P50: 3 * time.Second, P99: 4 * time.Second, Missed: 1, Deadline: 4 * time.Second},
 	})
-	for _, want := range []string{"N=10", "12.0x", "20.0x", "3.0x", "2.0x", " 3s ", ">=4s"} {
+	// 12 CPU s over 60 steps is 200 ms a step; 90 writes over 60, 1.5.
+	for _, want := range []string{"N=10", "12.0x", "20.0x", "3.0x", "2.0x", " 3s ", ">=4s", " 200 ", " 1.50 ", "C: keda; client limits: raised"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

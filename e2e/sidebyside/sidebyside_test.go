@@ -18,23 +18,22 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/scaleplane/scaleplane/controllers/autoscaler"
 	"github.com/scaleplane/scaleplane/e2e/framework"
 	"github.com/scaleplane/scaleplane/profile"
 )
 
-// Benchmark settings: the polling interval is the e2e control plane's HPA
-// sync period (1 s), and every arm polls at it; an idle window measures
-// what the control plane and Prometheus cost without the arm.
+// Fixed benchmark settings (the others are Settings, from the
+// environment): an idle window measures what the control plane costs
+// without the arm; a step not followed within stepDeadline counts as the
+// deadline.
 const (
-	pollInterval = time.Second
 	idleWindow   = 20 * time.Second
-	minWindow    = 60 * time.Second
-	minSteps     = 100
 	warmUp       = 15 * time.Minute
 	stepDeadline = 2 * time.Minute
+	cleanUp      = 10 * time.Minute
 )
 
 var scaledObjectGVK = schema.GroupVersionKind{Group: "keda.sh", Version: "v1alpha1", Kind: "ScaledObject"}
@@ -50,17 +49,20 @@ func TestScaleplaneAndKEDASideBySide(t *testing.T) {
 	ctx := context.Background()
 	c, cs := fastClient(t)
 	ex := newExporter(t)
-	prom, err := framework.StartPrometheus(ctx, filepath.Join(cluster.Dir, "prometheus"))
+	prom, err := framework.StartPrometheusEvery(ctx, filepath.Join(cluster.Dir, "prometheus"), settings.Scrape)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(prom.Stop)
 	pr := probes{
-		kcm:  onePID(t, "kube-controller-manager", cluster.Kubeconfig),
-		prom: onePID(t, "prometheus", cluster.Dir),
-		cs:   cs,
+		kcm:       onePID(t, "kube-controller-manager", cluster.Kubeconfig),
+		prom:      prom.Process.Pid(),
+		apiserver: onePID(t, "kube-apiserver", cluster.Dir),
+		cs:        cs,
 	}
 	names := workloadNames(n)
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("settings %+v; N=%d; load average at start: %s", settings, n, strings.TrimSpace(string(load)))
 
 	embedded, remote := scaleplaneArms(t, c, pr, ex, prom, names)
 	arms := []ArmResult{embedded, remote}
@@ -75,12 +77,23 @@ func TestScaleplaneAndKEDASideBySide(t *testing.T) {
 				t.Fatalf("delete scaleplane's webhook configuration %s: %v", obj.GetName(), err)
 			}
 		}
-		arms = append(arms, kedaArm(t, c, pr, ex, prom, names))
+		// KEDA's Prometheus is a fresh one: its memory is arm C's alone.
+		prom.Stop()
+		promC, err := framework.StartPrometheusEvery(ctx, filepath.Join(cluster.Dir, "prometheus-keda"), settings.Scrape)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(promC.Stop)
+		pr.prom = promC.Process.Pid()
+		arms = append(arms, kedaArm(t, c, pr, ex, promC, names))
 	}
-	table := FormatTable(n, pollInterval, arms)
+	load, _ = os.ReadFile("/proc/loadavg")
+	title := fmt.Sprintf("side by side: N=%d workloads, polling interval %s (HPA sync period too), scrapes every %s, %g steps/s for %s (%d steps) in every arm, %s at rest; load average at the end: %s",
+		n, settings.Interval, settings.Scrape, settings.StepsPerSecond, settings.Window, settings.Steps(), settings.Rest, strings.TrimSpace(string(load)))
+	table := FormatTable(title, arms)
 	if len(arms) == 2 {
 		// Without KEDA there is no reference to give ratios against.
-		table = FormatTable(n, pollInterval, arms[:1]) + FormatTable(n, pollInterval, arms[1:])
+		table = FormatTable(title, arms[:1]) + FormatTable(title, arms[1:])
 	}
 	t.Log("\n" + table)
 	fmt.Println(table)
@@ -158,17 +171,19 @@ func kedaArm(t *testing.T, c client.Client, pr probes, ex *exporter, prom *frame
 		return c.Create(ctx, scaledObject(ns, name, prom.URL))
 	})
 	idle := idleRates(t, pr)
-	k, err := framework.StartKEDA(ctx, cluster)
+	k, err := framework.StartKEDAWith(ctx, cluster, framework.KEDAOptions{OperatorArgs: settings.KEDAOperatorArgs()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Stop)
-	own := []int{onePID(t, framework.KEDAOperatorBinary, cluster.Dir), onePID(t, framework.KEDAAdapterBinary, cluster.Dir)}
+	own := []int{k.Operator.Pid(), k.Adapter.Pid()}
 	pr.own = own
 	waitAll(t, rec, ex, ns, names, warmUp, "KEDA warm-up")
-	r := measure(t, "C: KEDA + HPA on Prometheus", pr, idle, rec, ex, ns, names, true)
-	r.Processes = "keda-operator + keda-adapter + HPA controller's share + Prometheus' query share"
-	r.PeakRSS = rssOf(t, own...)
+	r := measure(t, "C: KEDA + HPA on Prometheus", pr, idle, rec, ex, ns, names, Charges{Prometheus: true, HPAController: true})
+	r.Processes = "keda-operator + keda-adapter + Prometheus (scrapes and queries) + kube-controller-manager above idle (the HPA controller's share); peak RSS: KEDA's two programs and Prometheus"
+	r.Limits = settings.ClientLimits()
+	r.PeakRSS = rssOf(t, append(own, pr.prom)...)
+	t.Logf("C: peak RSS of keda-operator %.1f MiB, keda-adapter %.1f MiB, Prometheus %.1f MiB", float64(rssOf(t, own[0]))/(1<<20), float64(rssOf(t, own[1]))/(1<<20), float64(rssOf(t, pr.prom))/(1<<20))
 
 	// KEDA stops, and its HPAs go so that the HPA controller rests; the
 	// ScaledObjects stay (their finalizers are KEDA's).
@@ -193,7 +208,7 @@ func scaledObject(ns, name, promURL string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
 			"scaleTargetRef":  map[string]any{"apiVersion": "samples.scaleplane.io/v1alpha1", "kind": "RackedCluster", "name": name},
-			"pollingInterval": int64(pollInterval / time.Second),
+			"pollingInterval": int64(settings.Interval / time.Second),
 			"cooldownPeriod":  int64(1),
 			"minReplicaCount": int64(1),
 			"maxReplicaCount": int64(10),
@@ -241,9 +256,13 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 	rec := record(t, ns)
 
 	idle := idleRates(t, pr)
-	settings := childSettings{PrometheusURL: prom.URL, Workloads: len(names), PollSeconds: int32(pollInterval / time.Second)}
-	a := startScaleplane(t, "arm-embedded", settings)
+	cs := childSettings{PrometheusURL: prom.URL, Workloads: len(names), PollSeconds: int32(settings.Interval / time.Second), ScrapeSeconds: int32(settings.Scrape / time.Second)}
+	a := startScaleplane(t, "arm-embedded", cs)
 	pr.own = []int{a.pid()}
+	prof := os.Getenv(cpuProfileVar)
+	if prof != "" {
+		pr.atRest = func() { a.startCPUProfile(t) }
+	}
 	parallel(t, names, func(ctx context.Context, name string) error {
 		return withRetry(ctx, func(ctx context.Context) error {
 			if a.exited() {
@@ -253,9 +272,13 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 		})
 	})
 	waitAll(t, rec, ex, ns, names, warmUp, "scaleplane (embedded store) warm-up")
-	embedded := measure(t, "A: scaleplane, embedded store", pr, idle, rec, ex, ns, names, false)
-	embedded.Processes = "scaleplane"
+	embedded := measure(t, "A: scaleplane, embedded store", pr, idle, rec, ex, ns, names, Charges{})
+	embedded.Processes = "scaleplane (its scrapes, store and evaluations)"
+	embedded.Limits = "scaleplane: none (its binary's; API Priority and Fairness applies)"
 	embedded.PeakRSS = rssOf(t, a.pid())
+	if prof != "" {
+		a.copyCPUProfile(t, prof+"-A.pprof")
+	}
 
 	// The same workloads read Prometheus from now on; the patch goes
 	// through the running scaleplane's webhooks, then a fresh process
@@ -271,15 +294,24 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 	a.stop()
 	pr.own = nil
 	idle = idleRates(t, pr)
-	b := startScaleplane(t, "arm-remote", settings)
+	b := startScaleplane(t, "arm-remote", cs)
 	pr.own = []int{b.pid()}
+	if prof != "" {
+		pr.atRest = func() { b.startCPUProfile(t) }
+	}
 	for _, n := range names {
 		ex.set(ns, n, flip(ex.get(ns, n)))
 	}
 	waitAll(t, rec, ex, ns, names, warmUp, "scaleplane (remote Prometheus) warm-up")
-	remote := measure(t, "B: scaleplane, remote Prometheus", pr, idle, rec, ex, ns, names, true)
-	remote.Processes = "scaleplane + Prometheus' query share"
-	remote.PeakRSS = rssOf(t, b.pid())
+	remote := measure(t, "B: scaleplane, remote Prometheus", pr, idle, rec, ex, ns, names, Charges{Prometheus: true})
+	remote.Processes = "scaleplane + Prometheus (scrapes and queries); peak RSS: both"
+	remote.Limits = embedded.Limits
+	remote.PeakRSS = rssOf(t, b.pid(), pr.prom)
+	t.Logf("B: peak RSS of scaleplane %.1f MiB, of Prometheus %.1f MiB", float64(rssOf(t, b.pid()))/(1<<20), float64(rssOf(t, pr.prom))/(1<<20))
+	if prof != "" {
+		b.copyCPUProfile(t, prof+"-B.pprof")
+	}
+	pr.atRest = nil
 	// The workloads go while scaleplane still serves, so that a later
 	// test in this package starts from an empty cluster.
 	rc := &unstructured.Unstructured{}
@@ -290,15 +322,25 @@ func scaleplaneArms(t *testing.T, c client.Client, pr probes, ex *exporter, prom
 	if err := c.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	framework.Eventually(t, 10*time.Minute, func(ctx context.Context) (bool, string) {
-		l := &unstructured.UnstructuredList{}
-		l.SetGroupVersionKind(framework.RackedClusterGVK)
-		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
-			return false, err.Error()
+	// Gone, with what the garbage collector removes after them (their
+	// Scalings), so that the next arm's idle window is not the clean-up.
+	framework.Eventually(t, cleanUp, func(ctx context.Context) (bool, string) {
+		for _, gvk := range []schema.GroupVersionKind{framework.RackedClusterGVK, autoscaler.ScalingGVK, corev1.SchemeGroupVersion.WithKind("Pod")} {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(gvk)
+			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, err.Error()
+			}
+			if len(l.Items) > 0 {
+				return false, fmt.Sprintf("%d %s left", len(l.Items), gvk.Kind)
+			}
 		}
-		return len(l.Items) == 0, fmt.Sprintf("%d RackedClusters left", len(l.Items))
+		return true, ""
 	})
 	b.stop()
+	if err := prom.SetTargets(nil); err != nil {
+		t.Fatal(err)
+	}
 	return embedded, remote
 }
 
@@ -318,60 +360,90 @@ func idleRates(t *testing.T, pr probes) rates {
 	return between(a, pr.read(t))
 }
 
-// measure steps the metric of a rotating batch of workloads, round after
-// round, until at least minSteps steps and minWindow have passed, and
-// times each from the step to spec.replicas taking the new count. CPU and
-// API requests are those of the window less the idle rates; with
-// hpaAndQueries the HPA controller's and Prometheus' extra CPU count
-// toward the arm.
-func measure(t *testing.T, arm string, pr probes, idle rates, rec *recorder, ex *exporter, ns string, names []string, queries bool) ArmResult {
+// measure steps the metric of one workload after another at
+// settings.StepsPerSecond for settings.Window (the same work in every
+// arm), timing each step from the exporter's change to spec.replicas
+// taking the new count, then measures the arm at rest for settings.Rest.
+// CPU is charged as charges say (ChargedCPU); API requests are the
+// window's less the idle rate. Steps still waited for when the window ends
+// are waited for after it, up to stepDeadline, outside the measured
+// window.
+func measure(t *testing.T, arm string, pr probes, idle rates, rec *recorder, ex *exporter, ns string, names []string, charges Charges) ArmResult {
 	t.Helper()
-	batch := min(len(names), max(10, len(names)/10))
+	type pendingStep struct {
+		at   time.Time
+		want int64
+	}
+	pending := map[string]pendingStep{}
 	var reactions []time.Duration
-	missed, next := 0, 0
+	missed, skipped := 0, 0
+	collect := func(now time.Time) {
+		for n, p := range pending {
+			if got, ok := rec.reached(n, p.want, p.at); ok {
+				reactions = append(reactions, got.Sub(p.at))
+				delete(pending, n)
+			} else if now.Sub(p.at) > stepDeadline {
+				// Counted as the deadline: the quantiles it reaches are
+				// lower bounds (the table marks them).
+				reactions = append(reactions, stepDeadline)
+				missed++
+				delete(pending, n)
+			}
+		}
+	}
+	time.Sleep(settings.Settle) // left to the warm-up's trailing writes, unmeasured
+	rot := NewRotation(names)
+	total := settings.Steps()
+	issued := 0
 	start := pr.read(t)
-	for len(reactions) < minSteps || time.Since(start.at) < minWindow {
-		stepAt := map[string]time.Time{}
-		want := map[string]int64{}
-		for range batch {
-			n := names[next%len(names)]
-			next++
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		now := time.Now()
+		for due := StepsDue(now.Sub(start.at), settings.StepsPerSecond, total); issued < due; issued++ {
+			n, ok := rot.Next(func(n string) bool { _, busy := pending[n]; return busy })
+			if !ok {
+				skipped++
+				continue
+			}
 			v := flip(ex.get(ns, n))
-			want[n] = countFor(v)
-			stepAt[n] = time.Now()
+			pending[n] = pendingStep{at: time.Now(), want: countFor(v)}
 			ex.set(ns, n, v)
 		}
-		_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, stepDeadline, true, func(context.Context) (bool, error) {
-			for n, at := range stepAt {
-				if got, ok := rec.reached(n, want[n], at); ok {
-					reactions = append(reactions, got.Sub(at))
-					delete(stepAt, n)
-				}
-			}
-			return len(stepAt) == 0, nil
-		})
-		// A step not followed within the deadline counts as the deadline:
-		// the quantiles it reaches are lower bounds (the table marks them).
-		for range stepAt {
-			reactions = append(reactions, stepDeadline)
+		collect(now)
+		if now.Sub(start.at) >= settings.Window {
+			break
 		}
-		missed += len(stepAt)
+		<-tick.C
 	}
 	end := pr.read(t)
+	for len(pending) > 0 {
+		collect(time.Now())
+		<-tick.C
+	}
+	// At rest after the steps, not after the warm-up: the warm-up changes
+	// every workload at once, and its events and status writes trail it.
+	restStart := pr.read(t)
+	if pr.atRest != nil {
+		pr.atRest()
+	}
+	time.Sleep(settings.Rest) // a measurement window, not a wait for anything
+	restEnd := pr.read(t)
+	rest := between(restStart, restEnd)
 	w := between(start, end)
 	r := ArmResult{Arm: arm, Reactions: len(reactions), Missed: missed, Deadline: stepDeadline, P50: Percentile(reactions, 0.5), P99: Percentile(reactions, 0.99)}
-	r.CPUPerMinute = w.own
-	if queries {
-		r.CPUPerMinute += max(0, w.prom-idle.prom)
-	}
-	if strings.HasPrefix(arm, "C") {
-		r.CPUPerMinute += max(0, w.kcm-idle.kcm)
-	}
+	r.StepsPerMinute = float64(issued-skipped) / end.at.Sub(start.at).Minutes()
+	r.CPUPerMinute = ChargedCPU(w.own, w.prom, w.kcm, idle.kcm, charges)
+	r.RestCPUPerMinute = ChargedCPU(rest.own, rest.prom, rest.kcm, idle.kcm, charges)
+	r.APIServerCPUPerMinute = max(0, w.apiserver-idle.apiserver)
 	api := w.api.Sub(idle.api)
 	r.RequestsPerMinute, r.WritesPerMinute = api.All, api.Writes
-	t.Logf("%s: window %s, own CPU %.2f s/min, kcm %.2f (idle %.2f), prometheus %.2f (idle %.2f), API %.0f/min (idle %.0f), %d steps, %d missed",
-		arm, end.at.Sub(start.at).Round(time.Second), w.own, w.kcm, idle.kcm, w.prom, idle.prom, w.api.All, idle.api.All, len(reactions), missed)
+	r.RestRequestsPerMinute = rest.api.Sub(idle.api).All
+	t.Logf("%s: window %s, %d steps (%d skipped: every workload busy), own CPU %.2f s/min (rest %.2f), kcm %.2f (rest %.2f, idle %.2f), prometheus %.2f (rest %.2f, idle %.2f), apiserver %.2f (rest %.2f, idle %.2f), API %.0f/min (rest %.0f, idle %.0f), %d timed, %d missed",
+		arm, end.at.Sub(start.at).Round(time.Second), issued-skipped, skipped, w.own, rest.own, w.kcm, rest.kcm, idle.kcm, w.prom, rest.prom, idle.prom,
+		w.apiserver, rest.apiserver, idle.apiserver, w.api.All, rest.api.All, idle.api.All, len(reactions), missed)
 	t.Logf("%s: writes in the window: %q", arm, TopWrites(start.writes, end.writes, 8))
+	t.Logf("%s: writes at rest: %q", arm, TopWrites(restStart.writes, restEnd.writes, 8))
 	if missed > 0 {
 		// A finding of the benchmark, not a failure: the table shows it.
 		t.Logf("%s: %d of %d steps not followed within %s", arm, missed, len(reactions), stepDeadline)
