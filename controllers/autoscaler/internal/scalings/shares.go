@@ -23,6 +23,12 @@ import (
 // one that keeps a trickle of writes going spends a trickle and leaves
 // the rest of the process's pace to be borrowed.
 //
+// Within its share a namespace leaves in the process's bucket what the
+// others have left in theirs past what it has left in its own (up to one
+// namespace's burst), so that of namespaces at their shares the one that
+// spent less writes first: two namespaces at half the process's pace
+// each do not take every token as it comes from a third.
+//
 // A namespace's bucket outlives its last item until it has refilled
 // (idle), so that deleting and re-creating all of a namespace's workloads
 // does not give it a fresh burst; a refilled idle bucket is dropped, so
@@ -123,7 +129,8 @@ func (s *shares) sweep(now time.Time) (next time.Time) {
 // now, or none. Past its share ns borrows as the type's comment says.
 // When it takes none, wait is how long until asking again may succeed,
 // and held is true when ns's share held it back (the process's bucket
-// has tokens for the others), false when the process's bucket did.
+// has tokens for the others, or keeps them for namespaces that spent
+// less of their shares), false when the process's bucket did.
 func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok bool, wait time.Duration, held bool) {
 	b := s.buckets[ns]
 	if b == nil {
@@ -150,6 +157,17 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 		s.leftSet = false
 		return true, 0, false
 	}
+	// Within its share ns still leaves what the others have left in
+	// theirs past what it has left in its own (up to one burst): two
+	// namespaces at their shares, half of the process's pace each, would
+	// otherwise take every token as it comes, and a third that spent
+	// less would wait for one left free by chance.
+	if have := tokensAt(global, now) - float64(n); have < float64(b.limiter.Burst()) {
+		if ahead := s.ahead(b, now); have < ahead {
+			share.CancelAt(now)
+			return false, untilTokens(global, ahead-have), true
+		}
+	}
 	r := global.ReserveN(now, n)
 	if d := r.DelayFrom(now); !r.OK() || d > 0 {
 		r.CancelAt(now)
@@ -158,6 +176,16 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 	}
 	s.leftSet = false
 	return true, 0, false
+}
+
+// untilTokens is how long l takes to gain tokens (a millisecond more, so
+// that asking again then finds them).
+func untilTokens(l *rate.Limiter, tokens float64) time.Duration {
+	r := float64(l.Limit())
+	if r <= 0 {
+		return rate.InfDuration
+	}
+	return time.Duration(tokens/r*float64(time.Second)) + time.Millisecond
 }
 
 // keep is what the process's bucket must hold after b's namespace
@@ -183,6 +211,26 @@ func (s *shares) keep(b *namespaceBucket, now time.Time) float64 {
 		own = max(0, tokensAt(b.limiter, now))
 	}
 	return max(s.floor, min(burst, s.left-own))
+}
+
+// ahead is what the other namespaces with items have left in their
+// buckets past what b has left in its own, summed, at most one bucket's
+// burst: the process's bucket keeps it when b's namespace takes within
+// its share, so that a namespace that spent less of its share goes
+// first, and two that spent alike hold neither back.
+func (s *shares) ahead(b *namespaceBucket, now time.Time) float64 {
+	burst := float64(b.limiter.Burst())
+	own := tokensAt(b.limiter, now)
+	sum := 0.0
+	for _, o := range s.buckets {
+		if o == b || o.items == 0 {
+			continue
+		}
+		if sum += max(0, tokensAt(o.limiter, now)-own); sum >= burst {
+			return burst
+		}
+	}
+	return sum
 }
 
 // tokensAt is l's tokens at now; an unlimited bucket has any number.
