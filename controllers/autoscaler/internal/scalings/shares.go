@@ -1,7 +1,9 @@
 package scalings
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -54,6 +56,13 @@ type shares struct {
 	left    float64
 	leftAt  time.Time
 	leftSet bool
+	// snap holds, sorted from the most, the tokens left in the buckets of
+	// the namespaces with items at snapAt, and prefix their running sums
+	// (ahead); stale as left is.
+	snap    []float64
+	prefix  []float64
+	snapAt  time.Time
+	snapSet bool
 }
 
 // leftFor is how long left stays fresh when nothing is taken.
@@ -64,6 +73,8 @@ const leftFor = 10 * time.Millisecond
 type namespaceBucket struct {
 	limiter *rate.Limiter
 	items   int
+	// snap is its tokens in the shares' snapshot (ahead).
+	snap float64
 }
 
 func newShares(newLimiter func() *rate.Limiter, floor float64) shares {
@@ -83,7 +94,7 @@ func (s *shares) add(ns string) {
 	}
 	if b.items == 0 {
 		delete(s.idle, ns)
-		s.leftSet = false
+		s.leftSet, s.snapSet = false, false
 	}
 	b.items++
 }
@@ -100,7 +111,7 @@ func (s *shares) remove(ns string, now time.Time) (refillIn time.Duration, refil
 	if b.items--; b.items > 0 {
 		return 0, false
 	}
-	s.leftSet = false
+	s.leftSet, s.snapSet = false, false
 	if b.refilled(now) {
 		delete(s.buckets, ns)
 		return 0, false
@@ -139,7 +150,7 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 			r.CancelAt(now)
 			return false, d, false
 		}
-		s.leftSet = false
+		s.leftSet, s.snapSet = false, false
 		return true, 0, false
 	}
 	share := b.limiter.ReserveN(now, n)
@@ -154,7 +165,7 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 			b.limiter.ReserveN(now, int(t))
 		}
 		global.ReserveN(now, n)
-		s.leftSet = false
+		s.leftSet, s.snapSet = false, false
 		return true, 0, false
 	}
 	// Within its share ns still leaves what the others have left in
@@ -174,7 +185,7 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 		share.CancelAt(now)
 		return false, d, false
 	}
-	s.leftSet = false
+	s.leftSet, s.snapSet = false, false
 	return true, 0, false
 }
 
@@ -217,20 +228,33 @@ func (s *shares) keep(b *namespaceBucket, now time.Time) float64 {
 // buckets past what b has left in its own, summed, at most one bucket's
 // burst: the process's bucket keeps it when b's namespace takes within
 // its share, so that a namespace that spent less of its share goes
-// first, and two that spent alike hold neither back.
+// first, and two that spent alike hold neither back. It reads the
+// buckets' tokens as they were at the last snapshot (taken as left is),
+// sorted, so that an item held back costs no walk over every namespace.
 func (s *shares) ahead(b *namespaceBucket, now time.Time) float64 {
-	burst := float64(b.limiter.Burst())
-	own := tokensAt(b.limiter, now)
-	sum := 0.0
-	for _, o := range s.buckets {
-		if o == b || o.items == 0 {
-			continue
+	if !s.snapSet || now.Before(s.snapAt) || now.Sub(s.snapAt) >= leftFor {
+		s.snap = s.snap[:0]
+		for _, o := range s.buckets {
+			if o.items > 0 {
+				o.snap = max(0, tokensAt(o.limiter, now))
+				s.snap = append(s.snap, o.snap)
+			}
 		}
-		if sum += max(0, tokensAt(o.limiter, now)-own); sum >= burst {
-			return burst
+		slices.SortFunc(s.snap, func(x, y float64) int { return cmp.Compare(y, x) })
+		s.prefix = append(s.prefix[:0], 0)
+		for _, t := range s.snap {
+			s.prefix = append(s.prefix, s.prefix[len(s.prefix)-1]+t)
 		}
+		s.snapAt, s.snapSet = now, true
 	}
-	return sum
+	own := max(0, tokensAt(b.limiter, now))
+	// The snapshot's buckets holding more than own, b's own taken out.
+	k, _ := slices.BinarySearchFunc(s.snap, own, func(t, own float64) int { return cmp.Compare(own, t) })
+	sum := s.prefix[k] - float64(k)*own
+	if b.items > 0 {
+		sum -= max(0, b.snap-own)
+	}
+	return max(0, min(float64(b.limiter.Burst()), sum))
 }
 
 // tokensAt is l's tokens at now; an unlimited bucket has any number.
