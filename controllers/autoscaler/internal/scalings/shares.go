@@ -174,7 +174,8 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 	// otherwise take every token as it comes, and a third that spent
 	// less would wait for one left free by chance.
 	if have := tokensAt(global, now) - float64(n); have < float64(b.limiter.Burst()) {
-		if ahead := s.ahead(b, now); have < ahead {
+		// Never more than the process's bucket can hold beside the write.
+		if ahead := min(s.ahead(b, now), float64(global.Burst()-n)); have < ahead {
 			share.CancelAt(now)
 			return false, untilTokens(global, ahead-have), true
 		}
