@@ -1,9 +1,7 @@
 package scalings
 
 import (
-	"cmp"
 	"math"
-	"slices"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -24,12 +22,6 @@ import (
 // holds a borrower back only by the tokens it has left, up to one burst:
 // one that keeps a trickle of writes going spends a trickle and leaves
 // the rest of the process's pace to be borrowed.
-//
-// Within its share a namespace leaves in the process's bucket what the
-// others have left in theirs past what it has left in its own (up to one
-// namespace's burst), so that of namespaces at their shares the one that
-// spent less writes first: two namespaces at half the process's pace
-// each do not take every token as it comes from a third.
 //
 // A namespace's bucket outlives its last item until it has refilled
 // (idle), so that deleting and re-creating all of a namespace's workloads
@@ -56,13 +48,6 @@ type shares struct {
 	left    float64
 	leftAt  time.Time
 	leftSet bool
-	// snap holds, sorted from the most, the tokens left in the buckets of
-	// the namespaces with items at snapAt, and prefix their running sums
-	// (ahead); stale as left is.
-	snap    []float64
-	prefix  []float64
-	snapAt  time.Time
-	snapSet bool
 }
 
 // leftFor is how long left stays fresh when nothing is taken.
@@ -73,8 +58,6 @@ const leftFor = 10 * time.Millisecond
 type namespaceBucket struct {
 	limiter *rate.Limiter
 	items   int
-	// snap is its tokens in the shares' snapshot (ahead).
-	snap float64
 }
 
 func newShares(newLimiter func() *rate.Limiter, floor float64) shares {
@@ -94,7 +77,7 @@ func (s *shares) add(ns string) {
 	}
 	if b.items == 0 {
 		delete(s.idle, ns)
-		s.leftSet, s.snapSet = false, false
+		s.leftSet = false
 	}
 	b.items++
 }
@@ -111,7 +94,7 @@ func (s *shares) remove(ns string, now time.Time) (refillIn time.Duration, refil
 	if b.items--; b.items > 0 {
 		return 0, false
 	}
-	s.leftSet, s.snapSet = false, false
+	s.leftSet = false
 	if b.refilled(now) {
 		delete(s.buckets, ns)
 		return 0, false
@@ -140,8 +123,7 @@ func (s *shares) sweep(now time.Time) (next time.Time) {
 // now, or none. Past its share ns borrows as the type's comment says.
 // When it takes none, wait is how long until asking again may succeed,
 // and held is true when ns's share held it back (the process's bucket
-// has tokens for the others, or keeps them for namespaces that spent
-// less of their shares), false when the process's bucket did.
+// has tokens for the others), false when the process's bucket did.
 func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok bool, wait time.Duration, held bool) {
 	b := s.buckets[ns]
 	if b == nil {
@@ -150,7 +132,7 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 			r.CancelAt(now)
 			return false, d, false
 		}
-		s.leftSet, s.snapSet = false, false
+		s.leftSet = false
 		return true, 0, false
 	}
 	share := b.limiter.ReserveN(now, n)
@@ -165,20 +147,8 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 			b.limiter.ReserveN(now, int(t))
 		}
 		global.ReserveN(now, n)
-		s.leftSet, s.snapSet = false, false
+		s.leftSet = false
 		return true, 0, false
-	}
-	// Within its share ns still leaves what the others have left in
-	// theirs past what it has left in its own (up to one burst): two
-	// namespaces at their shares, half of the process's pace each, would
-	// otherwise take every token as it comes, and a third that spent
-	// less would wait for one left free by chance.
-	if have := tokensAt(global, now) - float64(n); have < float64(b.limiter.Burst()) {
-		// Never more than the process's bucket can hold beside the write.
-		if ahead := min(s.ahead(b, now), float64(global.Burst()-n)); have < ahead {
-			share.CancelAt(now)
-			return false, untilTokens(global, ahead-have), true
-		}
 	}
 	r := global.ReserveN(now, n)
 	if d := r.DelayFrom(now); !r.OK() || d > 0 {
@@ -186,18 +156,8 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 		share.CancelAt(now)
 		return false, d, false
 	}
-	s.leftSet, s.snapSet = false, false
+	s.leftSet = false
 	return true, 0, false
-}
-
-// untilTokens is how long l takes to gain tokens (a millisecond more, so
-// that asking again then finds them).
-func untilTokens(l *rate.Limiter, tokens float64) time.Duration {
-	r := float64(l.Limit())
-	if r <= 0 {
-		return rate.InfDuration
-	}
-	return time.Duration(tokens/r*float64(time.Second)) + time.Millisecond
 }
 
 // keep is what the process's bucket must hold after b's namespace
@@ -223,39 +183,6 @@ func (s *shares) keep(b *namespaceBucket, now time.Time) float64 {
 		own = max(0, tokensAt(b.limiter, now))
 	}
 	return max(s.floor, min(burst, s.left-own))
-}
-
-// ahead is what the other namespaces with items have left in their
-// buckets past what b has left in its own, summed, at most one bucket's
-// burst: the process's bucket keeps it when b's namespace takes within
-// its share, so that a namespace that spent less of its share goes
-// first, and two that spent alike hold neither back. It reads the
-// buckets' tokens as they were at the last snapshot (taken as left is),
-// sorted, so that an item held back costs no walk over every namespace.
-func (s *shares) ahead(b *namespaceBucket, now time.Time) float64 {
-	if !s.snapSet || now.Before(s.snapAt) || now.Sub(s.snapAt) >= leftFor {
-		s.snap = s.snap[:0]
-		for _, o := range s.buckets {
-			if o.items > 0 {
-				o.snap = max(0, tokensAt(o.limiter, now))
-				s.snap = append(s.snap, o.snap)
-			}
-		}
-		slices.SortFunc(s.snap, func(x, y float64) int { return cmp.Compare(y, x) })
-		s.prefix = append(s.prefix[:0], 0)
-		for _, t := range s.snap {
-			s.prefix = append(s.prefix, s.prefix[len(s.prefix)-1]+t)
-		}
-		s.snapAt, s.snapSet = now, true
-	}
-	own := max(0, tokensAt(b.limiter, now))
-	// The snapshot's buckets holding more than own, b's own taken out.
-	k, _ := slices.BinarySearchFunc(s.snap, own, func(t, own float64) int { return cmp.Compare(own, t) })
-	sum := s.prefix[k] - float64(k)*own
-	if b.items > 0 {
-		sum -= max(0, b.snap-own)
-	}
-	return max(0, min(float64(b.limiter.Burst()), sum))
 }
 
 // tokensAt is l's tokens at now; an unlimited bucket has any number.
