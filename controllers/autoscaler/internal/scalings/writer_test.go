@@ -541,8 +541,8 @@ func TestNamespaceBucketOutlivesItsWorkloadsUntilRefilled(t *testing.T) {
 
 // A namespace's share larger than the process's bucket (a configuration
 // that asks more for one namespace than the process has) never holds a
-// namespace's writes within its share back for good: what it leaves for
-// the others is at most what the process's bucket can hold.
+// namespace's writes within its share back for good, beside another
+// namespace whose share is full.
 func TestNamespaceShareOverTheProcessBucketStillWrites(t *testing.T) {
 	c, _, _ := countingClient(t)
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
