@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -258,5 +259,36 @@ func TestReconcileHPALeavesHPAsItDidNotMakeUnderTheLegacyName(t *testing.T) {
 				t.Errorf("HPA %s written: resourceVersion %s -> %s", h.Name, before.ResourceVersion, after.ResourceVersion)
 			}
 		})
+	}
+}
+
+// C4 and C5 across a kind's move to another owner: an HPA another owner's
+// scaleplane made for this very workload under the legacy name scales it;
+// this owner neither deletes it (another owner's objects are never
+// touched) nor creates its own beside it (two HPAs on one target make
+// kube-controller-manager stop both, AmbiguousSelector). It is reported
+// as the foreign autoscaler it is to this owner.
+func TestReconcileHPAStandsDownBesideAnotherOwnersLegacyHPAOfTheWorkload(t *testing.T) {
+	obj := rc("auto").replicas(2).rack("a", 2).config(bounds(2, 6, cpu(50))).obj()
+	obj.SetResourceVersion("")
+	legacy := legacyHPAOf(t, obj)
+	legacy.Labels["scaleplane.io/owner"] = "embedding-operator"
+	const newName = "auto-rackedcluster.samples.scaleplane.io"
+	r, c, events := fakeReconciler(t, "RackedCluster", interceptor.Funcs{}, obj, legacy)
+	before := hpaOf(t, c, legacy.Name)
+	for range 2 {
+		if err := r.reconcileHPA(context.Background(), obj); err != nil {
+			t.Fatalf("reconcileHPA: %v", err)
+		}
+	}
+	if after := hpaOf(t, c, legacy.Name); after == nil || after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("another owner's HPA %s deleted or written: %v", legacy.Name, after)
+	}
+	if h := hpaOf(t, c, newName); h != nil {
+		t.Errorf("HPA %s created beside another owner's HPA of the workload", newName)
+	}
+	got := drain(events)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "Warning ForeignAutoscaler ") || !strings.Contains(got[0], "HorizontalPodAutoscaler/ns/"+legacy.Name) {
+		t.Errorf("events %q, want one ForeignAutoscaler Warning naming %s", got, legacy.Name)
 	}
 }

@@ -316,3 +316,69 @@ func TestActivityNamespaceGetsNoFreshBurstByLettingItsWindowsClose(t *testing.T)
 		t.Errorf("%d writes of one namespace with a bucket of 5 that does not refill, want 5", patches)
 	}
 }
+
+// Two namespaces that keep their activity flowing past their shares (half
+// of the replica's budget each) do not starve a third: a signal of a
+// workload in another namespace that waits for its window's end is
+// written within a few windows, not when the flood happens to leave a
+// token free at that moment. The clock is the test's; windows end in the
+// order they are due.
+func TestActivityOfTwoNamespacesAtTheirSharesLeavesAThirdItsWrites(t *testing.T) {
+	t.Skip("known starvation, not fixed: the namespaces' shares (half of the replica's budget each) add up past it, so two namespaces at their shares take every token as it comes and the activity writer, which has no queue, retries a third namespace's signal once per window; a reserve for namespaces that spent less fixed this test but walked the Scaling writer's held backlog at every token (BenchmarkScalingWrites10000 took 20x longer)")
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	c, patches, flood := activityCluster(t, 1000, "a", "b")
+	_, _, quiet := activityCluster(t, 1, "c")
+	if err := c.Create(context.Background(), &v1alpha1.Scaling{ObjectMeta: metav1.ObjectMeta{Namespace: quiet[0].key.Namespace, Name: quiet[0].key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	aw := NewActivityWriter(c, c, "scaleplane-system")
+	aw.Now = func() time.Time { return now }
+	type timer struct {
+		at time.Time
+		f  func()
+	}
+	var timers []timer
+	aw.After = func(d time.Duration, f func()) { timers = append(timers, timer{now.Add(d), f}) }
+	ctx := context.Background()
+	const step = 10 * time.Millisecond
+	var posted time.Time
+	for i := range 3000 {
+		now = t0.Add(time.Duration(i) * step)
+		// The flood posts without pause, its workloads in turns.
+		for j := range 20 {
+			s := flood[(20*i+j)%len(flood)]
+			if err := aw.Record(ctx, s.key, s.u, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for len(timers) > 0 {
+			next := 0
+			for k := range timers {
+				if timers[k].at.Before(timers[next].at) {
+					next = k
+				}
+			}
+			if timers[next].at.After(now) {
+				break
+			}
+			f := timers[next].f
+			timers = append(timers[:next], timers[next+1:]...)
+			f()
+		}
+		// The third namespace posts, and again half a second later.
+		if i == 500 || i == 550 {
+			if err := aw.Record(ctx, quiet[0].key, quiet[0].u, now); err != nil {
+				t.Fatal(err)
+			}
+			posted = now
+		}
+		if i >= 550 && !storedActivity(t, c, quiet[0].key).Before(posted) {
+			if late := now.Sub(posted); late > 3*time.Second {
+				t.Errorf("the third namespace's signal was written %s after it was posted, want within 3 windows", late)
+			}
+			return
+		}
+	}
+	t.Errorf("the third namespace's signal was not written within %s of its post beside two namespaces at their shares (a %d, b %d writes)", now.Sub(posted), patches["a"], patches["b"])
+}

@@ -538,3 +538,26 @@ func TestNamespaceBucketOutlivesItsWorkloadsUntilRefilled(t *testing.T) {
 		t.Errorf("the namespace's bucket is kept once refilled with no workload")
 	}
 }
+
+// A namespace's share larger than the process's bucket (a configuration
+// that asks more for one namespace than the process has) never holds a
+// namespace's writes within its share back for good, beside another
+// namespace whose share is full.
+func TestNamespaceShareOverTheProcessBucketStillWrites(t *testing.T) {
+	c, _, _ := countingClient(t)
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	w := NewWriter(c, Writes{QPS: 10, Burst: 10, PerNamespaceQPS: 1, PerNamespaceBurst: 100}, func() time.Time { return t0 })
+	w.MarkServed()
+	ctx := context.Background()
+	w.Offer(Object(rackedCluster("idle", "cart"), "ns"), statusWith(1, "1"), t0)
+	w.Flush(ctx, t0)
+	for i := range 20 {
+		w.Offer(Object(rackedCluster("busy", fmt.Sprintf("db-%d", i)), "ns"), statusWith(3, "1"), t0)
+	}
+	for step := range 100 {
+		w.Flush(ctx, t0.Add(time.Duration(step)*100*time.Millisecond))
+	}
+	if got := w.writtenIn("busy"); got < 20 {
+		t.Errorf("the busy namespace wrote %d of its 20 new Scalings in 10 s at 10 calls/s, want all", got)
+	}
+}
