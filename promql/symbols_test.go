@@ -195,3 +195,33 @@ func TestNamespaceRefundedOnlyForStringsItPaidFor(t *testing.T) {
 		t.Errorf("the store is charged %d bytes with only copier's first series left, want %d", got, before)
 	}
 }
+
+// TestNamespaceNotChargedForStringsOnlyAnotherHolds: once a namespace's
+// own series no longer use a string, it should not go on paying for it
+// because another namespace's series copied it. Today the string stays
+// charged to the namespace that brought it until its last user anywhere
+// leaves, so a tenant can pin another's charge with one series whose
+// labels copy the other's values.
+func TestNamespaceNotChargedForStringsOnlyAnotherHolds(t *testing.T) {
+	t.Skip("known gap: a string is charged to the first namespace that used it until its last user in any namespace leaves; fixing it needs per-namespace use counts of each symbol")
+	s := NewStore(Options{Retention: -1})
+	long := strings.Repeat("v", 4096)
+	in := func(ns, name string, kv ...string) labels.Labels {
+		return labels.FromStrings(append([]string{"__name__", name, LabelNamespace, ns}, kv...)...)
+	}
+	if err := s.Append(in("victim", "keep"), 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := s.NamespaceUsedBytes("victim")
+	brought := in("victim", "m", "pod", long)
+	if err := s.Append(brought, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(in("copier", "m", "pod", long), 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete([]labels.Labels{brought})
+	if got := s.NamespaceUsedBytes("victim"); got != before {
+		t.Errorf("victim is charged %d bytes after its series with the long value left, want %d", got, before)
+	}
+}
