@@ -96,11 +96,10 @@ func (s *Store) removePostings(gone []*memSeries) {
 	}
 	defer func() {
 		for _, ser := range gone {
-			// The series gives back its symbols' bytes when it was their
-			// last user, whichever series first used them.
-			freed := int64(s.syms.releaseLabels(ser.labelRefs()))
-			s.used.Add(-freed)
-			ser.acct.used.Add(-freed)
+			// The series' symbols it was the last user of give their
+			// bytes back to the namespace charged for them, which is
+			// the one whose series brought them, not necessarily ser's.
+			s.syms.releaseLabels(ser.labelRefs(), s.refundSymbol)
 		}
 	}()
 	for k, slots := range dead {
@@ -121,6 +120,13 @@ func (s *Store) removePostings(gone []*memSeries) {
 			p.slots = slices.Clip(slices.Clone(p.slots))
 		}
 	}
+}
+
+// refundSymbol gives back n bytes of a freed symbol to the store and to
+// owner, the namespace account charged for it.
+func (s *Store) refundSymbol(owner *nsAccount, n int) {
+	s.used.Add(-int64(n))
+	owner.used.Add(-int64(n))
 }
 
 // subtract removes the sorted slots del from the sorted list, in place.

@@ -542,16 +542,16 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 	// The symbols are taken first, to know what the table grows by (the
 	// strings no series used yet), and given back if the series is
 	// refused.
-	cold, grown := s.syms.internLabels(lset)
+	cold, grown := s.syms.internLabels(lset, acct)
 	refs := coldLabelRefs(cold)
 	cost := seriesCost(len(cold)) + int64(grown)
 	if s.opts.MaxBytes > 0 && s.used.Load()+cost > s.opts.MaxBytes {
-		s.syms.releaseLabels(refs)
+		s.syms.releaseLabels(refs, nil)
 		s.refusedBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
 	}
 	if s.opts.MaxBytesPerNamespace > 0 && acct.used.Load()+cost > s.opts.MaxBytesPerNamespace {
-		s.syms.releaseLabels(refs)
+		s.syms.releaseLabels(refs, nil)
 		s.refusedNamespaceBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
 	}

@@ -481,7 +481,7 @@ func TestStoreByteShareLeavesOtherNamespaceRoom(t *testing.T) {
 // its label strings is in the store yet.
 func newSeriesCost(lset labels.Labels) int64 {
 	var t symbols
-	cold, grown := t.internLabels(lset)
+	cold, grown := t.internLabels(lset, nil)
 	return seriesCost(len(cold)) + int64(grown)
 }
 

@@ -28,15 +28,19 @@ type symbols struct {
 	// uses counts the labels of live series naming each symbol; a free id
 	// has none and an empty string.
 	uses []uint32
-	free []uint32
+	// owners are the namespace accounts charged for each symbol: the
+	// account of the series that brought it, which alone gets its bytes
+	// back when the last user leaves, whichever namespace that user is in.
+	owners []*nsAccount
+	free   []uint32
 	// n is how many strings the table holds, bytes what they take.
 	n, bytes int
 }
 
 // symbolCost is what one symbol takes besides its string's bytes: its
-// string header and use count, and its index cells (at most three
+// string header, use count and owner, and its index cells (at most three
 // quarters full).
-const symbolCost = 28
+const symbolCost = 36
 
 // home is where str's probe starts.
 func (t *symbols) home(str string) int {
@@ -64,8 +68,9 @@ func (t *symbols) lookup(str string) (uint32, bool) {
 }
 
 // intern returns the id of str, taking one use of it, and how many bytes
-// the table grew by (zero when str was already there).
-func (t *symbols) intern(str string) (uint32, int) {
+// the table grew by (zero when str was already there), which owner is
+// charged for.
+func (t *symbols) intern(str string, owner *nsAccount) (uint32, int) {
 	if id, ok := t.lookup(str); ok {
 		t.uses[id]++
 		return id, 0
@@ -81,11 +86,12 @@ func (t *symbols) intern(str string) (uint32, int) {
 	if n := len(t.free); n > 0 {
 		id = t.free[n-1]
 		t.free = t.free[:n-1]
-		t.strs[id], t.uses[id] = str, 1
+		t.strs[id], t.uses[id], t.owners[id] = str, 1, owner
 	} else {
 		id = uint32(len(t.strs))
 		t.strs = append(t.strs, str)
 		t.uses = append(t.uses, 1)
+		t.owners = append(t.owners, owner)
 	}
 	t.put(id)
 	t.n++
@@ -113,12 +119,12 @@ func (t *symbols) put(id uint32) {
 }
 
 // release drops one use of id and returns how many bytes the table shrank
-// by (zero unless it was the last use).
-func (t *symbols) release(id uint32) int {
+// by (zero unless it was the last use) and the account charged for them.
+func (t *symbols) release(id uint32) (int, *nsAccount) {
 	if t.uses[id]--; t.uses[id] > 0 {
-		return 0
+		return 0, nil
 	}
-	str := t.strs[id]
+	str, owner := t.strs[id], t.owners[id]
 	// Take the id out of the index, moving the cells after it back so
 	// that no probe stops early.
 	i := t.home(str)
@@ -136,11 +142,11 @@ func (t *symbols) release(id uint32) int {
 		}
 	}
 	t.index[i] = 0
-	t.strs[id] = ""
+	t.strs[id], t.owners[id] = "", nil
 	t.free = append(t.free, id)
 	t.n--
 	t.bytes -= len(str)
-	return symbolCost + len(str)
+	return symbolCost + len(str), owner
 }
 
 // len is how many strings the table holds.
@@ -152,16 +158,16 @@ func (t *symbols) cost() int64 { return int64(symbolCost*t.n + t.bytes) }
 // internLabels interns every name and value of lset and returns the
 // cold string of a new series with these labels (see memSeries.cold: a
 // uvarint length, then the uvarint ids of each label's name and value, in
-// label order) and what the table grew by.
-func (t *symbols) internLabels(lset labels.Labels) (string, int) {
+// label order) and what the table grew by, which owner is charged for.
+func (t *symbols) internLabels(lset labels.Labels, owner *nsAccount) (string, int) {
 	// The ids go after room for the length, which is written in front of
 	// them: one allocation, the string's, for most label sets.
 	var buf [128]byte
 	b := buf[:binary.MaxVarintLen32]
 	grown := 0
 	lset.Range(func(l labels.Label) {
-		n, g := t.intern(l.Name)
-		v, h := t.intern(l.Value)
+		n, g := t.intern(l.Name, owner)
+		v, h := t.intern(l.Value, owner)
 		b = binary.AppendUvarint(binary.AppendUvarint(b, uint64(n)), uint64(v))
 		grown += g + h
 	})
@@ -172,16 +178,16 @@ func (t *symbols) internLabels(lset labels.Labels) (string, int) {
 	return string(b[start:]), grown
 }
 
-// releaseLabels drops the uses refs took and returns what the table shrank
-// by.
-func (t *symbols) releaseLabels(refs string) int {
-	freed := 0
+// releaseLabels drops the uses refs took and calls refund, unless nil,
+// with each symbol it frees: the account charged for it and its bytes.
+func (t *symbols) releaseLabels(refs string, refund func(owner *nsAccount, n int)) {
 	for r := refs; r != ""; {
 		var id uint32
 		id, r = nextRef(r)
-		freed += t.release(id)
+		if n, owner := t.release(id); n > 0 && refund != nil {
+			refund(owner, n)
+		}
 	}
-	return freed
 }
 
 // nextRef decodes the first symbol id of refs and returns the rest.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestSymbolsKeepProbesWhole(t *testing.T) {
 	for round := range 20 {
 		for range 200 {
 			str := fmt.Sprintf("s%d", rng.IntN(400))
-			id, _ := tab.intern(str)
+			id, _ := tab.intern(str, nil)
 			if want, ok := live[str]; ok && want != id {
 				t.Fatalf("round %d: %q interned as %d, was %d", round, str, id, want)
 			}
@@ -153,5 +154,74 @@ func TestSelectLabelsOutliveTheirSeries(t *testing.T) {
 	}
 	if !labels.Equal(got, old) {
 		t.Errorf("labels read before the delete are %s, want %s", got, old)
+	}
+}
+
+// TestNamespaceRefundedOnlyForStringsItPaidFor: a label string is charged
+// to the namespace that brought it first; a namespace that reuses it pays
+// nothing for it, so it must get nothing back when it is the last to drop
+// it. Otherwise one tenant (or one tenant's second namespace) could let
+// another bring long values, copy them, and run a negative balance past
+// Options.MaxBytesPerNamespace.
+func TestNamespaceRefundedOnlyForStringsItPaidFor(t *testing.T) {
+	s := NewStore(Options{Retention: -1})
+	long := strings.Repeat("v", 4096)
+	in := func(ns, name string, kv ...string) labels.Labels {
+		return labels.FromStrings(append([]string{"__name__", name, LabelNamespace, ns}, kv...)...)
+	}
+	keeper := in("copier", "keep")
+	if err := s.Append(keeper, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := s.NamespaceUsedBytes("copier")
+	owner := in("owner", "m", "pod", long)
+	if err := s.Append(owner, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	copied := in("copier", "m", "pod", long)
+	if err := s.Append(copied, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Delete([]labels.Labels{owner}); n != 1 {
+		t.Fatalf("deleted %d series, want 1", n)
+	}
+	if n := s.Delete([]labels.Labels{copied}); n != 1 {
+		t.Fatalf("deleted %d series, want 1", n)
+	}
+	if got := s.NamespaceUsedBytes("copier"); got != before {
+		t.Errorf("copier is charged %d bytes after its copying series left, want %d as before it came", got, before)
+	}
+	if got := s.Stats().UsedBytes; got != before {
+		t.Errorf("the store is charged %d bytes with only copier's first series left, want %d", got, before)
+	}
+}
+
+// TestNamespaceNotChargedForStringsOnlyAnotherHolds: once a namespace's
+// own series no longer use a string, it should not go on paying for it
+// because another namespace's series copied it. Today the string stays
+// charged to the namespace that brought it until its last user anywhere
+// leaves, so a tenant can pin another's charge with one series whose
+// labels copy the other's values.
+func TestNamespaceNotChargedForStringsOnlyAnotherHolds(t *testing.T) {
+	t.Skip("known gap: a string is charged to the first namespace that used it until its last user in any namespace leaves; fixing it needs per-namespace use counts of each symbol")
+	s := NewStore(Options{Retention: -1})
+	long := strings.Repeat("v", 4096)
+	in := func(ns, name string, kv ...string) labels.Labels {
+		return labels.FromStrings(append([]string{"__name__", name, LabelNamespace, ns}, kv...)...)
+	}
+	if err := s.Append(in("victim", "keep"), 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := s.NamespaceUsedBytes("victim")
+	brought := in("victim", "m", "pod", long)
+	if err := s.Append(brought, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(in("copier", "m", "pod", long), 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete([]labels.Labels{brought})
+	if got := s.NamespaceUsedBytes("victim"); got != before {
+		t.Errorf("victim is charged %d bytes after its series with the long value left, want %d", got, before)
 	}
 }

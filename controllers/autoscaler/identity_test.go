@@ -87,6 +87,7 @@ func TestScalingsOfTwoGroupsApart(t *testing.T) {
 	}
 
 	w := newWorld()
+	t.Cleanup(func() { w.untouched(t) })
 	w.put(scalingWithActivity(ka.scalingKey(nn), ka.view.GVK(), nn.Name, now))
 	e := servedScalings(w)
 	stA, stB := ka.get(nn), kb.get(nn)
@@ -157,6 +158,7 @@ func TestFutureActivityRefused(t *testing.T) {
 			k := a.byResource["rackedclusters"]
 			nn := types.NamespacedName{Namespace: "shop", Name: "cart"}
 			w := newWorld()
+			t.Cleanup(func() { w.untouched(t) })
 			w.put(scalingWithActivity(k.scalingKey(nn), k.view.GVK(), nn.Name, future))
 			st := k.get(nn)
 			k.syncScaling(context.Background(), servedScalings(w), st)
@@ -210,6 +212,7 @@ func TestWakeUpSurvivesAWriteConflict(t *testing.T) {
 		return u
 	}
 	stale, fresh := newWorld(), newWorld()
+	t.Cleanup(func() { stale.untouched(t); fresh.untouched(t) })
 	stale.put(asleep("7"))
 	fresh.put(asleep("8"))
 	type write struct {
@@ -278,6 +281,7 @@ func TestLegacyScalingReadUntilRenamed(t *testing.T) {
 	_, ka, kb := twoGroupAutoscaler(t, now)
 	nn := types.NamespacedName{Namespace: "shop", Name: "db"}
 	w := newWorld()
+	t.Cleanup(func() { w.untouched(t) })
 	w.put(scalingWithActivity(types.NamespacedName{Namespace: "shop", Name: "db-rackedcluster"}, ka.view.GVK(), nn.Name, now))
 	e := servedScalings(w)
 	stA, stB := ka.get(nn), kb.get(nn)
@@ -319,6 +323,7 @@ func TestWentToZeroIsDecidedAtOnce(t *testing.T) {
 		},
 	})
 	world := newWorld()
+	t.Cleanup(func() { world.untouched(t) })
 	world.put(at(1))
 	a.env.Store(&env{cache: world, api: world, writer: writer})
 	k.get(types.NamespacedName{Namespace: "shop", Name: "fn"}).recordActivity(now.Add(-time.Second))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,23 +60,51 @@ func within(t *testing.T, what string, f func()) {
 // world is the cluster a lifecycle test's reconciles see: the objects of
 // its cache, which the test creates and deletes while ticks run, and the
 // /scale writes that reach it.
+//
+// Like the API server, it gives every object it stores a new
+// resourceVersion (unless the test set one), and a new UID unless it
+// replaces an object of the same name; like the informer cache, Get hands out the stored object itself
+// when asked for client.UnsafeDisableDeepCopy, and untouched checks that
+// nobody changed one.
 type world struct {
 	mu     sync.Mutex
 	objs   map[types.NamespacedName]*unstructured.Unstructured
+	saved  map[types.NamespacedName]*unstructured.Unstructured
+	rv     int
 	writes int
 }
 
-func newWorld() *world { return &world{objs: map[types.NamespacedName]*unstructured.Unstructured{}} }
+func newWorld() *world {
+	return &world{objs: map[types.NamespacedName]*unstructured.Unstructured{}, saved: map[types.NamespacedName]*unstructured.Unstructured{}}
+}
 
-func (w *world) Get(_ context.Context, nn types.NamespacedName, obj client.Object, _ ...client.GetOption) error {
+func (w *world) Get(_ context.Context, nn types.NamespacedName, obj client.Object, opts ...client.GetOption) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	u, ok := w.objs[nn]
 	if !ok {
 		return apierrors.NewNotFound(schema.GroupResource{Group: "samples.scaleplane.io", Resource: "rackedclusters"}, nn.Name)
 	}
+	o := &client.GetOptions{}
+	o.ApplyOptions(opts)
+	if o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy {
+		*obj.(*unstructured.Unstructured) = *u
+		return nil
+	}
 	u.DeepCopyInto(obj.(*unstructured.Unstructured))
 	return nil
+}
+
+// untouched reports every stored object that differs from what was put.
+func (w *world) untouched(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for nn, u := range w.objs {
+		if diff := cmp.Diff(w.saved[nn].Object, u.Object); diff != "" {
+			t.Errorf("the cache's object %s was changed by a reader (-put +now):\n%s", nn, diff)
+		}
+	}
 }
 
 func (w *world) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
@@ -83,7 +112,21 @@ func (w *world) List(context.Context, client.ObjectList, ...client.ListOption) e
 func (w *world) put(u *unstructured.Unstructured) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.objs[types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}] = u.DeepCopy()
+	nn := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+	u = u.DeepCopy()
+	w.rv++
+	if u.GetResourceVersion() == "" {
+		u.SetResourceVersion(strconv.Itoa(w.rv))
+	}
+	if u.GetUID() == "" {
+		uid := types.UID("uid-" + strconv.Itoa(w.rv))
+		if old, ok := w.objs[nn]; ok {
+			uid = old.GetUID()
+		}
+		u.SetUID(uid)
+	}
+	w.objs[nn] = u
+	w.saved[nn] = u.DeepCopy()
 }
 
 func (w *world) remove(nn types.NamespacedName) {
@@ -214,6 +257,7 @@ func newRig(t *testing.T) *rig {
 	}
 	r.a, r.k = a, a.byResource["rackedclusters"]
 	a.env.Store(r.w.env())
+	t.Cleanup(func() { r.w.untouched(t) })
 	return r
 }
 
