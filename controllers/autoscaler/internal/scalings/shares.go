@@ -23,6 +23,15 @@ import (
 // one that keeps a trickle of writes going spends a trickle and leaves
 // the rest of the process's pace to be borrowed.
 //
+// The namespaces' shares add up to more than the process's pace (each is
+// half of it), so namespaces within their shares can together take every
+// token as it comes. A namespace whose own share had tokens while the
+// process's bucket had none is waiting: until it writes (or a while
+// passes, or its last item goes), the others' writes within their shares
+// leave one write's tokens in the process's bucket for each waiting
+// namespace, so that a third namespace beside two at their shares gets
+// its writes at its next try instead of never.
+//
 // A namespace's bucket outlives its last item until it has refilled
 // (idle), so that deleting and re-creating all of a namespace's workloads
 // does not give it a fresh burst; a refilled idle bucket is dropped, so
@@ -48,7 +57,18 @@ type shares struct {
 	left    float64
 	leftAt  time.Time
 	leftSet bool
+
+	// waiting are the namespaces whose share had tokens when the
+	// process's bucket had none, and when that was; an entry older than
+	// waitingFor no longer holds back the others.
+	waiting map[string]time.Time
 }
+
+// waitingFor is how long a waiting namespace holds back the others'
+// writes within their shares without trying again: a writer that retries
+// a held write less often than this (the activity writer retries once
+// per window) still finds its tokens kept.
+const waitingFor = 5 * time.Second
 
 // leftFor is how long left stays fresh when nothing is taken.
 const leftFor = 10 * time.Millisecond
@@ -61,7 +81,7 @@ type namespaceBucket struct {
 }
 
 func newShares(newLimiter func() *rate.Limiter, floor float64) shares {
-	return shares{newLimiter: newLimiter, floor: floor, buckets: map[string]*namespaceBucket{}, idle: map[string]*namespaceBucket{}}
+	return shares{newLimiter: newLimiter, floor: floor, buckets: map[string]*namespaceBucket{}, idle: map[string]*namespaceBucket{}, waiting: map[string]time.Time{}}
 }
 
 // add counts one more item of ns, giving ns its bucket with its first
@@ -94,6 +114,7 @@ func (s *shares) remove(ns string, now time.Time) (refillIn time.Duration, refil
 	if b.items--; b.items > 0 {
 		return 0, false
 	}
+	delete(s.waiting, ns)
 	s.leftSet = false
 	if b.refilled(now) {
 		delete(s.buckets, ns)
@@ -150,14 +171,43 @@ func (s *shares) take(ns string, n int, global *rate.Limiter, now time.Time) (ok
 		s.leftSet = false
 		return true, 0, false
 	}
+	if reserve := s.reserved(ns, now); reserve > 0 && tokensAt(global, now)-float64(n) < reserve {
+		// Within its share, but the process's bucket holds no more than
+		// the writes kept for the waiting namespaces.
+		share.CancelAt(now)
+		return false, time.Duration(float64(n) / float64(global.Limit()) * float64(time.Second)), false
+	}
 	r := global.ReserveN(now, n)
 	if d := r.DelayFrom(now); !r.OK() || d > 0 {
 		r.CancelAt(now)
 		share.CancelAt(now)
+		if _, ok := s.waiting[ns]; !ok {
+			s.waiting[ns] = now
+		}
 		return false, d, false
 	}
+	delete(s.waiting, ns)
 	s.leftSet = false
 	return true, 0, false
+}
+
+// reserved is what the process's bucket keeps at now for the namespaces
+// waiting besides ns: one write each (floor). Entries past waitingFor
+// are dropped.
+func (s *shares) reserved(ns string, now time.Time) float64 {
+	if len(s.waiting) == 0 {
+		return 0
+	}
+	n := 0
+	for o, since := range s.waiting {
+		switch {
+		case now.Sub(since) >= waitingFor:
+			delete(s.waiting, o)
+		case o != ns:
+			n++
+		}
+	}
+	return float64(n) * s.floor
 }
 
 // keep is what the process's bucket must hold after b's namespace
