@@ -84,20 +84,24 @@ func WorkloadTargets(v *profile.Compiled, u *unstructured.Unstructured) []string
 	return keys
 }
 
-// foreignAutoscalers names the HPAs not controlled by u and the KEDA
-// ScaledObjects that target u or its HPA target.
+// foreignAutoscalers names the HPAs not controlled by u or made by another
+// owner's scaleplane, and the KEDA ScaledObjects, that target u or its HPA
+// target.
 func (r *Reconciler) foreignAutoscalers(ctx context.Context, u *unstructured.Unstructured) ([]string, error) {
-	return ForeignAutoscalers(ctx, r.cache, r.hpaIndex, WorkloadTargets(r.view, u), u, r.keda.served())
+	return ForeignAutoscalers(ctx, r.cache, r.hpaIndex, WorkloadTargets(r.view, u), u, r.owner, r.keda.served())
 }
 
 // ForeignAutoscalers names, sorted, the autoscalers other than u's own that
 // target one of keys (WorkloadTargets of u), as
 // "HorizontalPodAutoscaler/<ns>/<name>" and "ScaledObject/<ns>/<name>": HPAs
-// not controlled by u, found through the field index named index (built
+// not controlled by u, or controlled by u but made by another owner's
+// scaleplane (labelled managed by scaleplane with an owner label other than
+// owner, under any name), found through the field index named index (built
 // with IndexHPATarget), and, when keda is true (the API server serves
-// ScaledObjectGVK), KEDA ScaledObjects. The HPA controller (C5) and the
-// trigger autoscaler both stand down beside one.
-func ForeignAutoscalers(ctx context.Context, r client.Reader, index string, keys []string, u *unstructured.Unstructured, keda bool) ([]string, error) {
+// ScaledObjectGVK), KEDA ScaledObjects. owner is the caller's owner
+// (v1alpha1.LabelOwner of the HPAs its controllers make). The HPA
+// controller (C5) and the trigger autoscaler both stand down beside one.
+func ForeignAutoscalers(ctx context.Context, r client.Reader, index string, keys []string, u *unstructured.Unstructured, owner string, keda bool) ([]string, error) {
 	if u.GetNamespace() == "" {
 		// A cluster-scoped workload: HPAs and ScaledObjects are namespaced
 		// and resolve their target in their own namespace, so none can
@@ -111,7 +115,7 @@ func ForeignAutoscalers(ctx context.Context, r client.Reader, index string, keys
 			return nil, fmt.Errorf("list HPAs targeting %s: %w", k, err)
 		}
 		for i := range list.Items {
-			if h := &list.Items[i]; !metav1.IsControlledBy(h, u) {
+			if h := &list.Items[i]; !metav1.IsControlledBy(h, u) || madeByAnotherOwner(h, u, owner) {
 				out = append(out, "HorizontalPodAutoscaler/"+h.Namespace+"/"+h.Name)
 			}
 		}

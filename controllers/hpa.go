@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -39,12 +38,6 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 	foreign, err := r.foreignAutoscalers(ctx, u)
 	if err != nil {
 		return err
-	}
-	if other, err := r.othersLegacyHPA(ctx, u); err != nil {
-		return err
-	} else if other != "" {
-		foreign = append(foreign, other)
-		slices.Sort(foreign)
 	}
 	layout := r.view.Layout()
 	layout.ClusterScoped = u.GetNamespace() == ""
@@ -84,7 +77,9 @@ func (r *Reconciler) reconcileHPA(ctx context.Context, u *unstructured.Unstructu
 			}
 		}
 	}
-	ours := found && metav1.IsControlledBy(existing, u)
+	// Another owner's HPA under our name is foreign (d.Want is false) and
+	// never deleted.
+	ours := found && metav1.IsControlledBy(existing, u) && !madeByAnotherOwner(existing, u, r.owner)
 
 	if !d.Want {
 		if ours {
@@ -165,35 +160,6 @@ func (r *Reconciler) legacyHPA(ctx context.Context, u *unstructured.Unstructured
 	return hpa, nil
 }
 
-// othersLegacyHPA names, as ForeignAutoscalers does, the HPA under u's
-// legacy name that another owner's scaleplane made for u, when it targets
-// u: controlled by u and labelled managed by scaleplane like ours, with
-// another owner's label. It scales u, an HPA of ours beside it would make
-// kube-controller-manager stop both (AmbiguousSelector), and another
-// owner's HPA is never deleted: it stands us down as a foreign autoscaler
-// does (C5). "" when there is none.
-func (r *Reconciler) othersLegacyHPA(ctx context.Context, u *unstructured.Unstructured) (string, error) {
-	old := LegacyHPAName(u.GetName(), r.kind)
-	if u.GetNamespace() == "" || old == HPAName(u.GetName(), r.view.GVK().GroupKind()) {
-		return "", nil
-	}
-	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
-	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: old}, hpa); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("get HPA %s/%s: %w", u.GetNamespace(), old, err)
-	}
-	if !metav1.IsControlledBy(hpa, u) || hpa.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || madeFor(hpa, u, r.owner) {
-		return "", nil
-	}
-	ref := hpa.Spec.ScaleTargetRef
-	if !slices.Contains(WorkloadTargets(r.view, u), TargetKey(ref.APIVersion, ref.Kind, ref.Name)) {
-		return "", nil
-	}
-	return "HorizontalPodAutoscaler/" + hpa.Namespace + "/" + hpa.Name, nil
-}
-
 // madeFor reports whether scaleplane's controller of owner made hpa for u.
 // An HPA without an owner label was made by a release that did not label
 // them, which only scaleplane's one owner ran.
@@ -203,6 +169,16 @@ func madeFor(hpa *autoscalingv2.HorizontalPodAutoscaler, u *unstructured.Unstruc
 	}
 	o, labelled := hpa.Labels[v1alpha1.LabelOwner]
 	return !labelled || o == owner
+}
+
+// madeByAnotherOwner reports whether another owner's scaleplane made hpa
+// for u: controlled by u and labelled managed by scaleplane as ours are,
+// with another owner's label. It scales u, an HPA of ours beside it would
+// make kube-controller-manager stop both (AmbiguousSelector), and another
+// owner's HPA is never written nor deleted: it is a foreign autoscaler
+// (C5), under whichever name it has.
+func madeByAnotherOwner(hpa *autoscalingv2.HorizontalPodAutoscaler, u *unstructured.Unstructured, owner string) bool {
+	return metav1.IsControlledBy(hpa, u) && hpa.Labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue && !madeFor(hpa, u, owner)
 }
 
 // retireLegacyHPA deletes our HPA under the legacy name once the one under

@@ -292,3 +292,32 @@ func TestReconcileHPAStandsDownBesideAnotherOwnersLegacyHPAOfTheWorkload(t *test
 		t.Errorf("events %q, want one ForeignAutoscaler Warning naming %s", got, legacy.Name)
 	}
 }
+
+// C5 across owners, under any name: an HPA another owner's scaleplane made
+// for this very workload under the name this owner would give its own is
+// that owner's, not ours to update or delete, and a foreign autoscaler to
+// this owner, as under the legacy name.
+func TestReconcileHPAStandsDownBesideAnotherOwnersHPAOfTheWorkloadUnderTheNewName(t *testing.T) {
+	obj := rc("auto").replicas(2).rack("a", 2).config(bounds(2, 6, cpu(50))).obj()
+	obj.SetResourceVersion("")
+	other := legacyHPAOf(t, obj)
+	other.Name = "auto-rackedcluster.samples.scaleplane.io"
+	other.Labels["scaleplane.io/owner"] = "embedding-operator"
+	r, c, events := fakeReconciler(t, "RackedCluster", interceptor.Funcs{}, obj, other)
+	before := hpaOf(t, c, other.Name)
+	for range 2 {
+		if err := r.reconcileHPA(context.Background(), obj); err != nil {
+			t.Fatalf("reconcileHPA: %v", err)
+		}
+	}
+	if after := hpaOf(t, c, other.Name); after == nil || after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("another owner's HPA %s deleted or written: %v", other.Name, after)
+	}
+	if h := hpaOf(t, c, LegacyHPAName(obj.GetName(), obj.GetKind())); h != nil {
+		t.Errorf("HPA %s created beside another owner's HPA of the workload", h.Name)
+	}
+	got := drain(events)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "Warning ForeignAutoscaler ") || !strings.Contains(got[0], "HorizontalPodAutoscaler/ns/"+other.Name) {
+		t.Errorf("events %q, want one ForeignAutoscaler Warning naming %s", got, other.Name)
+	}
+}
