@@ -223,6 +223,12 @@ func (b *Builder) Complete() error {
 		}
 	}
 	if b.autoscaler != nil {
+		// The autoscaler's Scaling names another owner's HPA of a workload
+		// as foreign, as the controllers do (C5): both must know the owner.
+		if o, ok := b.autoscaler.(interface{ Owner() string }); ok && o.Owner() != s.opts.Owner {
+			return fmt.Errorf("scaleplane: %s: the autoscaler's owner is %q, Options.Owner is %q: build the autoscaler with Owner %q (autoscaler.Options.Owner, MetricsOptions.Owner)",
+				view.GVK().Kind, o.Owner(), s.opts.Owner, s.opts.Owner)
+		}
 		if s.autoscaler != nil && s.autoscaler != b.autoscaler {
 			return fmt.Errorf("scaleplane: %s: give every kind of a manager the same autoscaler (it owns the manager's trigger sources)", view.GVK().Kind)
 		}

@@ -78,6 +78,12 @@ type Options struct {
 	// Namespace is scaleplane's own namespace, where the Scalings of
 	// cluster-scoped workloads live. Default scaleplane-system.
 	Namespace string
+	// Owner is the owner of the HPA controller running beside this
+	// autoscaler (controllers.Options.Owner; the binary's webhook.owner,
+	// an embedder's scaleplane.Options.Owner): an HPA of a workload
+	// labelled for another owner is a foreign autoscaler (C5) to the
+	// Scaling as it is to that controller. Default "scaleplane".
+	Owner string
 	// ScalingWrites bounds the writes of Scaling objects.
 	ScalingWrites ScalingWrites
 	// SkipNameValidation lets several managers in one process register
@@ -115,6 +121,9 @@ func (o *Options) defaults() {
 	if o.Namespace == "" {
 		o.Namespace = "scaleplane-system"
 	}
+	if o.Owner == "" {
+		o.Owner = configv1alpha2.DefaultOwner
+	}
 }
 
 // Autoscaler is the trigger autoscaler of every profiled kind. Build it
@@ -138,6 +147,11 @@ type Autoscaler struct {
 	// mgr is the manager the autoscaler was set up with: it belongs to one.
 	mgr manager.Manager
 }
+
+// Owner is Options.Owner: the owner whose HPAs are not foreign to the
+// Scalings. scaleplane's Builder refuses an autoscaler whose owner is not
+// its Options.Owner.
+func (a *Autoscaler) Owner() string { return a.opts.Owner }
 
 // env is what the loop needs from the manager.
 type env struct {

@@ -30,6 +30,8 @@ type MetricsOptions struct {
 	// Limits bound what one trigger query may cost (V10); zero fields take
 	// the defaults.
 	Limits promql.Limits
+	// Owner is Options.Owner: the embedder's scaleplane.Options.Owner.
+	Owner string
 }
 
 // NewWithMetrics builds the trigger autoscaler with everything it needs on
@@ -73,6 +75,7 @@ func NewWithMetrics(mgr manager.Manager, opts MetricsOptions) (*Autoscaler, erro
 		PollingInterval: opts.PollingInterval,
 		SampleTimeout:   limits.Timeout,
 		RequestQueries:  store.Registry().SetOwner,
+		Owner:           opts.Owner,
 	})
 	if err != nil {
 		return nil, err

@@ -281,6 +281,82 @@ func TestScalingNamesTheForeignAutoscaler(t *testing.T) {
 	}
 }
 
+// C5 across owners: an HPA of the workload, controlled by it and labelled
+// managed by scaleplane for another owner, stands this owner's HPA
+// controller down as a foreign autoscaler, and the Scaling says so instead
+// of "HPA mode"; one labelled for this owner, or for none (releases before
+// owner labels), is the built-in HPA scaleplane manages.
+func TestScalingNamesAnotherOwnersHPAOfTheWorkloadAsForeign(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	workload := rackedCluster("shop", "cart", 2, nil)
+	workload.SetUID("uid-cart")
+	_ = unstructured.SetNestedField(workload.Object, map[string]any{
+		"minReplicas": int64(1), "maxReplicas": int64(10),
+		"metrics": []any{map[string]any{"type": "Resource", "resource": map[string]any{"name": "cpu",
+			"target": map[string]any{"type": "Utilization", "averageUtilization": int64(50)}}}},
+	}, "spec", "scaleConfig")
+	const name = "cart-rackedcluster.samples.scaleplane.io"
+	hpaFor := func(owner string) *autoscalingv2.HorizontalPodAutoscaler {
+		h := &autoscalingv2.HorizontalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}},
+			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+				ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: profile.SampleAPIVersion, Kind: "RackedCluster", Name: "cart"},
+				MaxReplicas:    10,
+			},
+		}
+		h.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(workload, workload.GroupVersionKind())}
+		if owner != "" {
+			h.Labels[v1alpha1.LabelOwner] = owner
+		}
+		return h
+	}
+	scheme := runtime.NewScheme()
+	if err := autoscalingv2.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		State   State
+		Mode    v1alpha1.ScalingMode
+		Message string
+	}
+	hpaMode := row{StateNotManaged, v1alpha1.ScalingModeHPA, "the built-in HPA scales this workload"}
+	cases := []struct {
+		name  string
+		owner string
+		want  row
+	}{
+		{"another owner's", "embedding-operator", row{StateForeign, v1alpha1.ScalingModeExternal,
+			"HorizontalPodAutoscaler/shop/" + name + " scales this workload; scaleplane creates no built-in HPA beside it: remove it to let the scale config's metrics scale"}},
+		{"this owner's", "scaleplane", hpaMode},
+		{"unlabelled, from before owner labels", "", hpaMode},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(hpaFor(tc.owner)).
+				WithIndex(&autoscalingv2.HorizontalPodAutoscaler{}, foreign.HPATargetIndex, controllers.IndexHPATarget).Build()
+			a := newTestAutoscaler(t, now)
+			if a.Owner() != "scaleplane" {
+				t.Fatalf("default owner %q, want scaleplane", a.Owner())
+			}
+			k := a.byResource["rackedclusters"]
+			e := &env{foreign: &foreign.Finder{Cache: c, Owner: a.Owner(), Mapper: meta.NewDefaultRESTMapper(nil), Interval: time.Minute, Now: a.opts.Now}}
+			st := k.get(types.NamespacedName{Namespace: "shop", Name: "cart"})
+			if _, err := k.reconcile(context.Background(), e, workload.DeepCopy(), st); err != nil {
+				t.Fatal(err)
+			}
+			x := st.explain(k)
+			w, _ := k.view.Read(workload)
+			status := status.Build(status.Input{Kind: "RackedCluster", Name: "cart", Workload: w, Layout: k.view.Layout(),
+				State: x.State, Message: x.Message, History: &scaling.History{}, Now: now})
+			active := meta.FindStatusCondition(status.Conditions, v1alpha1.ScalingActive)
+			got := row{x.State, status.Mode, active.Message}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // A workload without a scale config stands for the pin M1 would write: its
 // Scaling shows min = max = R, not an empty range.
 func TestScalingWithoutConfigShowsItsPin(t *testing.T) {

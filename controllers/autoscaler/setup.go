@@ -76,7 +76,7 @@ func (a *Autoscaler) setupManager(mgr manager.Manager) error {
 		cache:    cached,
 		writer:   mgr.GetClient(),
 		events:   controllers.EventRecorder(mgr),
-		foreign:  &foreign.Finder{Cache: cached, Mapper: mgr.GetRESTMapper(), Interval: a.opts.ForeignCheckInterval, Now: a.opts.Now},
+		foreign:  &foreign.Finder{Cache: cached, Owner: a.opts.Owner, Mapper: mgr.GetRESTMapper(), Interval: a.opts.ForeignCheckInterval, Now: a.opts.Now},
 		scalings: writer,
 		activity: aw,
 		api:      mgr.GetAPIReader(),

@@ -369,7 +369,7 @@ func TestWithAutoscaler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as, err := autoscaler.New(autoscaler.Options{Sources: sources})
+	as, err := autoscaler.New(autoscaler.Options{Sources: sources, Owner: "trigger-operator"})
 	if err != nil {
 		t.Fatal(err)
 	}

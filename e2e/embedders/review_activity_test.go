@@ -74,7 +74,7 @@ func TestReviewLiveKindActivityOnReplicaNotLeading(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as, err := autoscaler.New(autoscaler.Options{Sources: sources, Namespace: ns, SkipNameValidation: true})
+	as, err := autoscaler.New(autoscaler.Options{Sources: sources, Owner: owner, Namespace: ns, SkipNameValidation: true})
 	if err != nil {
 		t.Fatal(err)
 	}

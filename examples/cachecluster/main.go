@@ -38,7 +38,7 @@ func main() {
 	})
 	must(err)
 	// The trigger autoscaler with its embedded metric store and scraper.
-	as, err := autoscaler.NewWithMetrics(mgr, autoscaler.MetricsOptions{})
+	as, err := autoscaler.NewWithMetrics(mgr, autoscaler.MetricsOptions{Owner: operator.Owner})
 	must(err)
 	must(operator.Setup(mgr, operator.Options{
 		ClientConfig: webhooks.ServiceClientConfig(*namespace, *service, 443),

@@ -98,7 +98,7 @@ func startOperator(t *testing.T, port int) *operatorProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as, err := autoscaler.NewWithMetrics(mgr, autoscaler.MetricsOptions{PollingInterval: time.Second, ScrapeInterval: time.Second})
+	as, err := autoscaler.NewWithMetrics(mgr, autoscaler.MetricsOptions{Owner: operator.Owner, PollingInterval: time.Second, ScrapeInterval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,8 @@ func setupAutoscaler(mgr manager.Manager, opts Options, views []*profile.Compile
 		RequestQueries:  store.Registry().SetOwner,
 		// Scalings of cluster-scoped workloads live beside scaleplane.
 		Namespace: opts.Namespace,
+		// The HPA controllers' owner: another owner's HPA is foreign to both.
+		Owner: cfg.Webhook.Owner,
 		// Several managers in one process (tests) need distinct names.
 		SkipNameValidation: opts.SkipControllerNameValidation,
 	})

@@ -22,6 +22,9 @@ const HPATargetIndex = "scaleplane.io/autoscaler-hpa-target"
 type Finder struct {
 	// Cache reads HPAs (indexed by HPATargetIndex) and ScaledObjects.
 	Cache client.Reader
+	// Owner is the owner of the HPA controller beside the autoscaler: an
+	// HPA of the workload labelled for another owner is foreign.
+	Owner string
 	// Mapper says whether ScaledObjects are served, asked at most once per
 	// Interval.
 	Mapper   meta.RESTMapper
@@ -62,11 +65,13 @@ func (f *Finder) kedaServed() (bool, error) {
 // Find names the foreign autoscalers of u (controllers.ForeignAutoscalers,
 // over the autoscaler's own HPA index). Ours (C4) never exists for a config
 // with triggers; one left from a config that had metrics is being deleted by
-// C4 and, being controlled by u, is not counted.
+// C4 and, being controlled by u, is not counted, unless another owner's
+// scaleplane made it (labelled for an owner other than f.Owner), which
+// stands the HPA controller down as a foreign autoscaler too.
 func (f *Finder) Find(ctx context.Context, v *profile.Compiled, u *unstructured.Unstructured) ([]string, error) {
 	served, err := f.kedaServed()
 	if err != nil {
 		return nil, err
 	}
-	return controllers.ForeignAutoscalers(ctx, f.Cache, HPATargetIndex, controllers.WorkloadTargets(v, u), u, served)
+	return controllers.ForeignAutoscalers(ctx, f.Cache, HPATargetIndex, controllers.WorkloadTargets(v, u), u, f.Owner, served)
 }
