@@ -30,7 +30,8 @@ type Options struct {
 	// "cache-operator". It names the webhook configurations, their label
 	// and entries (see the package doc) and the controllers
 	// (<owner>-<kind>). Two embedders in one cluster need two owners; the
-	// scaleplane binary's is "scaleplane".
+	// scaleplane binary's is "scaleplane". An autoscaler given to
+	// WithAutoscaler must be built with the same Owner.
 	Owner string
 	// ClientConfig says how the API server reaches this manager's webhook
 	// server for a handler path: a Service in a cluster
@@ -211,6 +212,12 @@ func (b *Builder) Complete() error {
 	if b.spec == nil {
 		return errors.New("scaleplane: For(...).WithProfile(spec) is required: the profile says where the kind keeps its scale config")
 	}
+	// The autoscaler's Scalings name another owner's HPA of a workload as
+	// foreign, as the controllers do (C5): both must know the one owner.
+	if o, ok := b.autoscaler.(interface{ Owner() string }); ok && o.Owner() != s.opts.Owner {
+		return fmt.Errorf("scaleplane: WithAutoscaler: the autoscaler's owner is %q, Options.Owner is %q: build the autoscaler with Owner %q (autoscaler.Options.Owner, MetricsOptions.Owner)",
+			o.Owner(), s.opts.Owner, s.opts.Owner)
+	}
 	view, err := b.compile()
 	if err != nil {
 		return err
@@ -223,12 +230,6 @@ func (b *Builder) Complete() error {
 		}
 	}
 	if b.autoscaler != nil {
-		// The autoscaler's Scaling names another owner's HPA of a workload
-		// as foreign, as the controllers do (C5): both must know the owner.
-		if o, ok := b.autoscaler.(interface{ Owner() string }); ok && o.Owner() != s.opts.Owner {
-			return fmt.Errorf("scaleplane: %s: the autoscaler's owner is %q, Options.Owner is %q: build the autoscaler with Owner %q (autoscaler.Options.Owner, MetricsOptions.Owner)",
-				view.GVK().Kind, o.Owner(), s.opts.Owner, s.opts.Owner)
-		}
 		if s.autoscaler != nil && s.autoscaler != b.autoscaler {
 			return fmt.Errorf("scaleplane: %s: give every kind of a manager the same autoscaler (it owns the manager's trigger sources)", view.GVK().Kind)
 		}
