@@ -154,7 +154,7 @@ func (s *Store) moveCharge(id uint32) {
 		return
 	}
 	str := t.strs[id]
-	uses := map[uint32]uint32{}
+	uses := make([]uint32, len(s.accts))
 	tally := func(p *postingList) {
 		for _, idx := range p.slots {
 			if ser := s.slot(idx).Load(); ser != nil {
@@ -172,8 +172,8 @@ func (s *Store) moveCharge(id uint32) {
 	}
 	var to, most uint32
 	for a, n := range uses {
-		if n > most || n == most && a < to {
-			to, most = a, n
+		if n > most {
+			to, most = uint32(a), n
 		}
 	}
 	if most == 0 {
