@@ -2,6 +2,7 @@ package promql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -343,5 +344,36 @@ func checkAccounts(t *testing.T, s *Store) {
 	}
 	if got := s.used.Load(); got != total {
 		t.Errorf("the store is charged %d bytes, its namespaces %d", got, total)
+	}
+}
+
+// TestMovedChargeMayPassTheShare: the namespace a string's charge moves to
+// pays for it even past its share, since its series hold the string; its
+// new series are then refused as at any share's end.
+func TestMovedChargeMayPassTheShare(t *testing.T) {
+	long := strings.Repeat("v", 4096)
+	in := func(ns, name string, kv ...string) labels.Labels {
+		return labels.FromStrings(append([]string{"__name__", name, LabelNamespace, ns}, kv...)...)
+	}
+	share := newSeriesCost(in("copier", "m", "pod", long)) + 200
+	s := NewStore(Options{Retention: -1, MaxBytesPerNamespace: share})
+	brought := in("victim", "m", "pod", long)
+	if err := s.Append(brought, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Within its share while victim pays for the long value.
+	if err := s.Append(in("copier", "m", "pod", long), 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(in("copier", "other"), 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete([]labels.Labels{brought})
+	checkAccounts(t, s)
+	if used := s.NamespaceUsedBytes("copier"); used <= share {
+		t.Errorf("copier is charged %d bytes holding the long value alone, want past its share %d", used, share)
+	}
+	if err := s.Append(in("copier", "third"), 1000, 1); !errors.Is(err, ErrBytesLimit) {
+		t.Errorf("a new series of copier past its share: %v, want ErrBytesLimit", err)
 	}
 }
