@@ -95,11 +95,28 @@ func (s *Store) removePostings(gone []*memSeries) {
 		}
 	}
 	defer func() {
+		// The series' symbols it was the last user of give their bytes
+		// back to the namespace charged for them, not necessarily ser's;
+		// those whose charged namespace it was the last user in are
+		// charged to another user once every gone series is out of the
+		// postings and the use counts, which then agree.
+		var orphans []uint32
+		release := func(id, owner uint32, freed int) {
+			if freed == 0 {
+				orphans = append(orphans, id)
+				return
+			}
+			s.used.Add(-int64(freed))
+			s.accts[owner].used.Add(-int64(freed))
+		}
 		for _, ser := range gone {
-			// The series' symbols it was the last user of give their
-			// bytes back to the namespace charged for them, which is
-			// the one whose series brought them, not necessarily ser's.
-			s.syms.releaseLabels(ser.labelRefs(), s.refundSymbol)
+			s.syms.releaseLabels(ser.labelRefs(), ser.acct.id, release)
+		}
+		for _, id := range orphans {
+			s.moveCharge(id)
+		}
+		for _, ser := range gone {
+			s.dropAccount(ser.acct)
 		}
 	}()
 	for k, slots := range dead {
@@ -122,11 +139,50 @@ func (s *Store) removePostings(gone []*memSeries) {
 	}
 }
 
-// refundSymbol gives back n bytes of a freed symbol to the store and to
-// owner, the namespace account charged for it.
-func (s *Store) refundSymbol(owner *nsAccount, n int) {
-	s.used.Add(-int64(n))
-	owner.used.Add(-int64(n))
+// moveCharge charges symbol id, whose charged account has no use of it
+// left, to the account with the most uses of it among the live series
+// (the lowest id of a tie), found through the postings of every label the
+// string is the name or the value of: a rare path, taken when a
+// namespace's last series using a string another namespace's series also
+// use goes. The new account pays what the string takes even past its
+// share (the string is in memory for its series): its new series and
+// samples are then refused as at any share's end. The caller holds s.mtx
+// and has taken every removed series out of the postings and the symbols.
+func (s *Store) moveCharge(id uint32) {
+	t := &s.syms
+	if t.uses[id] == 0 || t.owned[id] > 0 {
+		return
+	}
+	str := t.strs[id]
+	uses := make([]uint32, len(s.accts))
+	tally := func(p *postingList) {
+		for _, idx := range p.slots {
+			if ser := s.slot(idx).Load(); ser != nil {
+				uses[ser.acct.id]++
+			}
+		}
+	}
+	for _, p := range s.postings[str] {
+		tally(p)
+	}
+	for _, vals := range s.postings {
+		if p := vals[str]; p != nil {
+			tally(p)
+		}
+	}
+	var to, most uint32
+	for a, n := range uses {
+		if n > most {
+			to, most = uint32(a), n
+		}
+	}
+	if most == 0 {
+		return
+	}
+	n := int64(symbolCost + len(str))
+	s.accts[t.owner[id]].used.Add(-n)
+	s.accts[to].used.Add(n)
+	t.owner[id], t.owned[id] = to, most
 }
 
 // subtract removes the sorted slots del from the sorted list, in place.

@@ -167,6 +167,11 @@ type Store struct {
 	// perNamespace accounts the series and bytes of each namespace label
 	// value.
 	perNamespace map[string]*nsAccount
+	// accts are the accounts with series by id (nsAccount.id), which the
+	// symbol table names the accounts charged for its strings by;
+	// freeAccts are the ids of accounts whose series all left.
+	accts     []*nsAccount
+	freeAccts []uint32
 
 	// slab maps series references to series: a reference is a slot index
 	// plus the slot's generation, so a reference kept by a scrape loop
@@ -264,10 +269,36 @@ func (s *Store) admitSample(ser *memSeries, v float64, pending int64) error {
 
 // nsAccount is what one namespace's series take of the store.
 type nsAccount struct {
-	// series is guarded by Store.mtx.
+	// series and id, the account's index in Store.accts while it has
+	// series, are guarded by Store.mtx.
 	series int
+	id     uint32
 	// used is the namespace's part of Store.used.
 	used atomic.Int64
+}
+
+// addAccount gives acct, a namespace's account getting its first series,
+// an id in s.accts; the caller holds s.mtx.
+func (s *Store) addAccount(acct *nsAccount) {
+	if n := len(s.freeAccts); n > 0 {
+		acct.id = s.freeAccts[n-1]
+		s.freeAccts = s.freeAccts[:n-1]
+		s.accts[acct.id] = acct
+		return
+	}
+	acct.id = uint32(len(s.accts))
+	s.accts = append(s.accts, acct)
+}
+
+// dropAccount frees acct's id once its series are gone, and their symbols
+// given back (the account is then charged for none); the caller holds
+// s.mtx. Calling it again for the same account does nothing.
+func (s *Store) dropAccount(acct *nsAccount) {
+	if acct.series > 0 || s.accts[acct.id] != acct {
+		return
+	}
+	s.accts[acct.id] = nil
+	s.freeAccts = append(s.freeAccts, acct.id)
 }
 
 // labelsOf returns the labels of ser, in memory of their own; they are
@@ -539,19 +570,27 @@ func (s *Store) getOrCreate(lset labels.Labels) (*memSeries, bool, error) {
 		s.refusedNamespace.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrSeriesLimit, limit: int64(s.opts.MaxSeriesPerNamespace), setting: "metrics.maxSeriesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
 	}
+	if acct.series == 0 {
+		s.addAccount(acct)
+	}
 	// The symbols are taken first, to know what the table grows by (the
 	// strings no series used yet), and given back if the series is
 	// refused.
-	cold, grown := s.syms.internLabels(lset, acct)
+	cold, grown := s.syms.internLabels(lset, acct.id)
 	refs := coldLabelRefs(cold)
 	cost := seriesCost(len(cold)) + int64(grown)
 	if s.opts.MaxBytes > 0 && s.used.Load()+cost > s.opts.MaxBytes {
-		s.syms.releaseLabels(refs, nil)
+		// Nothing is refunded: the strings acct was charged for go, and
+		// it was charged for those it had before by other series, which
+		// still use them.
+		s.syms.releaseLabels(refs, acct.id, nil)
+		s.dropAccount(acct)
 		s.refusedBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytes, setting: "metrics.maxStoreBytes"}
 	}
 	if s.opts.MaxBytesPerNamespace > 0 && acct.used.Load()+cost > s.opts.MaxBytesPerNamespace {
-		s.syms.releaseLabels(refs, nil)
+		s.syms.releaseLabels(refs, acct.id, nil)
+		s.dropAccount(acct)
 		s.refusedNamespaceBytes.Add(1)
 		return nil, false, &limitError{lset: lset, err: ErrBytesLimit, limit: s.opts.MaxBytesPerNamespace, setting: "metrics.maxStoreBytesPerNamespace (namespace " + strconv.Quote(ns) + ")"}
 	}

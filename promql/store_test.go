@@ -377,6 +377,7 @@ func TestStoreByteAccount(t *testing.T) {
 	if u.Series != 20 {
 		t.Errorf("%d series left, want the 20 live ones", u.Series)
 	}
+	checkAccounts(t, s)
 }
 
 // TestStoreMaxSeriesPerNamespace: the store is shared by every tenant's
@@ -481,7 +482,7 @@ func TestStoreByteShareLeavesOtherNamespaceRoom(t *testing.T) {
 // its label strings is in the store yet.
 func newSeriesCost(lset labels.Labels) int64 {
 	var t symbols
-	cold, grown := t.internLabels(lset, nil)
+	cold, grown := t.internLabels(lset, 0)
 	return seriesCost(len(cold)) + int64(grown)
 }
 

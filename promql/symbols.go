@@ -28,17 +28,23 @@ type symbols struct {
 	// uses counts the labels of live series naming each symbol; a free id
 	// has none and an empty string.
 	uses []uint32
-	// owners are the namespace accounts charged for each symbol: the
-	// account of the series that brought it, which alone gets its bytes
-	// back when the last user leaves, whichever namespace that user is in.
-	owners []*nsAccount
-	free   []uint32
+	// owner is the namespace account (Store.accts) charged for each
+	// symbol, owned how many of its uses are that account's series'. The
+	// account of the series that brought a string pays for it; when its
+	// last use goes while other namespaces' series still use the string,
+	// the charge moves to one of them (Store.moveCharge), so a namespace
+	// never pays for strings only another holds, and whichever account
+	// holds the charge gets the bytes back with the last use. Two
+	// numbers take the 8 bytes an account pointer would.
+	owner, owned []uint32
+	free         []uint32
 	// n is how many strings the table holds, bytes what they take.
 	n, bytes int
 }
 
 // symbolCost is what one symbol takes besides its string's bytes: its
-// string header, use count and owner, and its index cells (at most three
+// string header, use count, owner and owner's use count, and its index
+// cells (at most three
 // quarters full).
 const symbolCost = 36
 
@@ -67,12 +73,15 @@ func (t *symbols) lookup(str string) (uint32, bool) {
 	return 0, false
 }
 
-// intern returns the id of str, taking one use of it, and how many bytes
-// the table grew by (zero when str was already there), which owner is
-// charged for.
-func (t *symbols) intern(str string, owner *nsAccount) (uint32, int) {
+// intern returns the id of str, taking one use of it for account acct,
+// and how many bytes the table grew by (zero when str was already there),
+// which acct is charged for.
+func (t *symbols) intern(str string, acct uint32) (uint32, int) {
 	if id, ok := t.lookup(str); ok {
 		t.uses[id]++
+		if t.owner[id] == acct {
+			t.owned[id]++
+		}
 		return id, 0
 	}
 	if len(t.index) == 0 {
@@ -86,12 +95,13 @@ func (t *symbols) intern(str string, owner *nsAccount) (uint32, int) {
 	if n := len(t.free); n > 0 {
 		id = t.free[n-1]
 		t.free = t.free[:n-1]
-		t.strs[id], t.uses[id], t.owners[id] = str, 1, owner
+		t.strs[id], t.uses[id], t.owner[id], t.owned[id] = str, 1, acct, 1
 	} else {
 		id = uint32(len(t.strs))
 		t.strs = append(t.strs, str)
 		t.uses = append(t.uses, 1)
-		t.owners = append(t.owners, owner)
+		t.owner = append(t.owner, acct)
+		t.owned = append(t.owned, 1)
 	}
 	t.put(id)
 	t.n++
@@ -118,13 +128,19 @@ func (t *symbols) put(id uint32) {
 	t.index[i] = id + 1
 }
 
-// release drops one use of id and returns how many bytes the table shrank
-// by (zero unless it was the last use) and the account charged for them.
-func (t *symbols) release(id uint32) (int, *nsAccount) {
-	if t.uses[id]--; t.uses[id] > 0 {
-		return 0, nil
+// release drops one use of id by account acct and returns how many bytes
+// the table shrank by (zero unless it was the last use) and the account
+// charged for them; orphan says the charged account's last use went while
+// others remain (see symbols.owner).
+func (t *symbols) release(id, acct uint32) (freed int, owner uint32, orphan bool) {
+	owner = t.owner[id]
+	if owner == acct {
+		t.owned[id]--
 	}
-	str, owner := t.strs[id], t.owners[id]
+	if t.uses[id]--; t.uses[id] > 0 {
+		return 0, owner, t.owned[id] == 0
+	}
+	str := t.strs[id]
 	// Take the id out of the index, moving the cells after it back so
 	// that no probe stops early.
 	i := t.home(str)
@@ -142,11 +158,11 @@ func (t *symbols) release(id uint32) (int, *nsAccount) {
 		}
 	}
 	t.index[i] = 0
-	t.strs[id], t.owners[id] = "", nil
+	t.strs[id], t.owner[id], t.owned[id] = "", 0, 0
 	t.free = append(t.free, id)
 	t.n--
 	t.bytes -= len(str)
-	return symbolCost + len(str), owner
+	return symbolCost + len(str), owner, false
 }
 
 // len is how many strings the table holds.
@@ -158,16 +174,17 @@ func (t *symbols) cost() int64 { return int64(symbolCost*t.n + t.bytes) }
 // internLabels interns every name and value of lset and returns the
 // cold string of a new series with these labels (see memSeries.cold: a
 // uvarint length, then the uvarint ids of each label's name and value, in
-// label order) and what the table grew by, which owner is charged for.
-func (t *symbols) internLabels(lset labels.Labels, owner *nsAccount) (string, int) {
+// label order) and what the table grew by, which account acct, the
+// series' namespace's, is charged for.
+func (t *symbols) internLabels(lset labels.Labels, acct uint32) (string, int) {
 	// The ids go after room for the length, which is written in front of
 	// them: one allocation, the string's, for most label sets.
 	var buf [128]byte
 	b := buf[:binary.MaxVarintLen32]
 	grown := 0
 	lset.Range(func(l labels.Label) {
-		n, g := t.intern(l.Name, owner)
-		v, h := t.intern(l.Value, owner)
+		n, g := t.intern(l.Name, acct)
+		v, h := t.intern(l.Value, acct)
 		b = binary.AppendUvarint(binary.AppendUvarint(b, uint64(n)), uint64(v))
 		grown += g + h
 	})
@@ -178,14 +195,16 @@ func (t *symbols) internLabels(lset labels.Labels, owner *nsAccount) (string, in
 	return string(b[start:]), grown
 }
 
-// releaseLabels drops the uses refs took and calls refund, unless nil,
-// with each symbol it frees: the account charged for it and its bytes.
-func (t *symbols) releaseLabels(refs string, refund func(owner *nsAccount, n int)) {
+// releaseLabels drops the uses refs took for account acct and calls f,
+// unless nil, with each symbol it frees (freed is its bytes, owner the
+// account charged for them) or leaves orphaned (freed is zero: acct was
+// charged and has no use of it left, other accounts have).
+func (t *symbols) releaseLabels(refs string, acct uint32, f func(id, owner uint32, freed int)) {
 	for r := refs; r != ""; {
 		var id uint32
 		id, r = nextRef(r)
-		if n, owner := t.release(id); n > 0 && refund != nil {
-			refund(owner, n)
+		if n, owner, orphan := t.release(id, acct); (n > 0 || orphan) && f != nil {
+			f(id, owner, n)
 		}
 	}
 }
