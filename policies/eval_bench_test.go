@@ -185,21 +185,6 @@ func newEvaluator(tb testing.TB, p *profile.Compiled, e plugincel.ExpressionAcce
 	return evaluator{compiler: c, eval: c.CompileCondition([]plugincel.ExpressionAccessor{e}, opts, environment.StoredExpressions), p: p}
 }
 
-// try is the expression's value on a CREATE of u, or its error.
-func (v evaluator) try(u *unstructured.Unstructured) (ref.Val, error) {
-	gvk, gvr := v.p.GVK(), v.p.GVR()
-	attrs := &admission.VersionedAttributes{
-		Attributes:      admission.NewAttributesRecord(u, nil, gvk, u.GetNamespace(), u.GetName(), gvr, "", admission.Create, nil, false, nil),
-		VersionedObject: admission.NewLazyObject(u), VersionedKind: gvk,
-	}
-	request := plugincel.CreateAdmissionRequest(attrs.Attributes, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(gvk))
-	res, _, err := v.eval.ForInput(v.compiler.CreateContext(context.Background()), attrs, request, plugincel.OptionalVariableBindings{}, nil, celconfig.RuntimeCELCostBudget)
-	if err != nil {
-		return nil, err
-	}
-	return res[0].EvalResult, res[0].Error
-}
-
 func (v evaluator) run(tb testing.TB, u *unstructured.Unstructured) (ref.Val, int64) {
 	gvk, gvr := v.p.GVK(), v.p.GVR()
 	attrs := &admission.VersionedAttributes{

@@ -876,11 +876,11 @@ func (s *memSeries) chunkBytes() int {
 // head describes the head chunk: its encoding, bytes, sample count and
 // time range; ok is false when the series has none.
 func (s *memSeries) head() (enc chunkenc.Encoding, b []byte, samples int, minT, maxT int64, ok bool) {
-	switch {
-	case s.kind == headXOR:
+	switch s.kind {
+	case headXOR:
 		h := s.xor()
 		return chunkenc.EncXOR, h.bytes(), h.samples(), h.minT(), h.lastT(), true
-	case s.kind == headOther:
+	case headOther:
 		o := s.other()
 		return o.chunk.Encoding(), o.chunk.Bytes(), o.chunk.NumSamples(), o.minT, o.maxT, true
 	}

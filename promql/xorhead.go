@@ -76,8 +76,6 @@ func (h *xorHead) setBuf(b []byte) {
 // capacity is what the buffer holds, state and spare room included.
 func (h xorHead) capacity() int { return int(h.c) }
 
-func (h xorHead) active() bool { return h.n != 0 }
-
 func (h xorHead) samples() int { return int(binary.BigEndian.Uint16(h.bytes())) }
 
 // lastT and lastV are the newest sample's timestamp and value.
