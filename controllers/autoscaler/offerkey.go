@@ -28,7 +28,9 @@ import (
 // History's failures) and what status.Build does not read; anything else
 // it reads is in the key, with a little more than it needs (a trigger's
 // failures, the decisions' full text), which only makes a reconcile build
-// when it did not have to.
+// when it did not have to. The variable-length part is a 64-bit maphash
+// (seeded per process): two different inputs share a key with odds of
+// about 2^-64 per reconcile.
 
 // offerKey identifies the inputs of one Scaling status; see above.
 type offerKey struct {
