@@ -146,6 +146,9 @@ type Autoscaler struct {
 	env atomic.Pointer[env]
 	// mgr is the manager the autoscaler was set up with: it belongs to one.
 	mgr manager.Manager
+	// alwaysOffer builds and offers the Scaling status on every reconcile
+	// (offerkey.go's shortcut off), for the tests that compare the two.
+	alwaysOffer bool
 }
 
 // Owner is Options.Owner: the owner whose HPAs are not foreign to the
@@ -406,6 +409,10 @@ type workload struct {
 	// offered, for conditions' transition times.
 	restored    bool
 	scalingPrev *v1alpha1.ScalingStatus
+	// offerKey is the key of the status last offered, when offered
+	// (offerkey.go).
+	offerKey offerKey
+	offered  bool
 	// scalingRead is the version of the Scaling readScaling decoded last,
 	// scalingAt where that Scaling lives (scalingKey), once known.
 	scalingRead *scalingRead

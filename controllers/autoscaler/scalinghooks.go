@@ -119,7 +119,7 @@ func (k *kindLoop) syncScaling(ctx context.Context, e *env, st *workload) {
 	}
 	st.restored = true
 	prev := s.Status.DeepCopy()
-	st.scalingPrev = prev
+	st.scalingPrev, st.offered = prev, false
 	st.changes = prev.Decisions
 	if prev.Mode == v1alpha1.ScalingModeTriggers && prev.History != nil {
 		active := false
@@ -131,7 +131,9 @@ func (k *kindLoop) syncScaling(ctx context.Context, e *env, st *workload) {
 }
 
 // offerScaling builds the workload's Scaling from what this reconcile
-// published and hands it to the writer.
+// published and hands it to the writer; not when its significant part is
+// the last offer's and the writer could not write it before the next tick
+// (offerkey.go).
 func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *workload) {
 	if e == nil || e.scalings == nil {
 		return
@@ -151,19 +153,30 @@ func (k *kindLoop) offerScaling(e *env, u *unstructured.Unstructured, st *worklo
 		in.WriteError = st.lastRec.Error
 		in.Throttled = st.throttled
 	}
+	interval := st.interval
 	st.mu.Unlock()
+	var hpa *autoscalingv2.HorizontalPodAutoscaler
 	if e.cache != nil && status.Mode(in.State, w, in.Layout, in.Defaults) == v1alpha1.ScalingModeHPA && u.GetNamespace() != "" {
-		hpa := &autoscalingv2.HorizontalPodAutoscaler{}
-		if err := e.cache.Get(context.Background(), types.NamespacedName{Namespace: u.GetNamespace(), Name: controllers.HPAName(u.GetName(), k.view.GVK().GroupKind())}, hpa, client.UnsafeDisableDeepCopy); err == nil {
-			in.HPA = &hpa.Status
+		got := &autoscalingv2.HorizontalPodAutoscaler{}
+		if err := e.cache.Get(context.Background(), types.NamespacedName{Namespace: u.GetNamespace(), Name: controllers.HPAName(u.GetName(), k.view.GVK().GroupKind())}, got, client.UnsafeDisableDeepCopy); err == nil {
+			hpa, in.HPA = got, &got.Status
 		}
 	}
+	activity := st.lastActivity()
+	obj := k.scalingObject(st, u)
+	id, _ := identityOf(k.view, u)
+	key, keyed := keyOf(id, &in, hpa, activity)
+	if keyed && st.offered && key == st.offerKey && !k.a.alwaysOffer &&
+		e.scalings.Settled(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, in.Now.Add(interval)) {
+		return
+	}
 	built := status.Build(in)
-	if t := st.lastActivity(); !t.IsZero() {
-		built.LastActivity = status.MicroOrNil(t)
+	if !activity.IsZero() {
+		built.LastActivity = status.MicroOrNil(activity)
 	}
 	st.scalingPrev = &built
-	e.scalings.Offer(k.scalingObject(st, u), built, in.Now)
+	st.offerKey, st.offered = key, keyed
+	e.scalings.Offer(obj, built, in.Now)
 }
 
 // scalingObject is scalings.Object of u, built again only for another

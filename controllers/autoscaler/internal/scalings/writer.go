@@ -145,6 +145,9 @@ type item struct {
 	// deletions counts the deletes of the Scaling seen (gone): a write
 	// taken before one does not make the item exist again.
 	deletions int
+	// rewritten is set when Gone scheduled the status last offered to be
+	// written again, until the next offer (Settled).
+	rewritten bool
 
 	limiter *rate.Limiter
 	// due is when the item is next written; zero when not scheduled.
@@ -206,6 +209,7 @@ func (w *Writer) Offer(object *unstructured.Unstructured, status v1alpha1.Scalin
 		w.shares.add(key.Namespace)
 	}
 	it.object, it.status, it.sig, it.full = object, status, sig, full
+	it.rewritten = false
 	if it.exists && full == it.wroteFull {
 		return
 	}
@@ -215,6 +219,29 @@ func (w *Writer) Offer(object *unstructured.Unstructured, status v1alpha1.Scalin
 		at = it.wroteAt.Add(w.opts.RefreshInterval)
 	}
 	w.schedule(it, at, urgent)
+}
+
+// Settled reports whether an offer for key made before until could not
+// be written before until: no urgent write is pending, and the next write
+// of a status whose soft values alone changed (a refresh, or one already
+// scheduled) comes after until. A caller that knows its status's
+// significant part did not change since its last offer may then skip the
+// offer (and building the status) without changing what is written,
+// provided it offers again before until: the write then carries that
+// newer offer, as it would have without the skip.
+func (w *Writer) Settled(key types.NamespacedName, until time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	it := w.items[key]
+	if it == nil || !it.exists || it.rewritten {
+		return false
+	}
+	if it.due.IsZero() {
+		// Nothing scheduled: the status offered last is written (or
+		// being written, which schedules the newest offer after it).
+		return it.full == it.wroteFull && until.Before(it.wroteAt.Add(w.opts.RefreshInterval))
+	}
+	return !it.urgent && until.Before(it.due)
 }
 
 // schedule sets it to be written at (or earlier, if it already is).
@@ -269,6 +296,7 @@ func (w *Writer) Gone(key types.NamespacedName) {
 		return
 	}
 	it.exists, it.wroteSig, it.wroteFull = false, "", ""
+	it.rewritten = true
 	it.deletions++
 	w.schedule(it, w.now(), true)
 }

@@ -561,3 +561,43 @@ func TestNamespaceShareOverTheProcessBucketStillWrites(t *testing.T) {
 		t.Errorf("the busy namespace wrote %d of its 20 new Scalings in 10 s at 10 calls/s, want all", got)
 	}
 }
+
+// Settled says whether an offer made before a time could be written by
+// then: not for a Scaling never written, one with an urgent write pending
+// (held by its bucket), one written again after a delete until the next
+// offer, nor past the refresh of the status last written or a soft write
+// already scheduled; otherwise it is.
+func TestScalingSettledUntilAWriteCouldHappen(t *testing.T) {
+	c, _, _ := countingClient(t)
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	w := NewWriter(c, Writes{PerWorkloadInterval: 5 * time.Second, PerWorkloadBurst: 1, RefreshInterval: time.Minute}, func() time.Time { return t0 })
+	w.MarkServed()
+	ctx := context.Background()
+	obj := Object(workloadObject(0), "scaleplane-system")
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	check := func(what string, until time.Duration, want bool) {
+		t.Helper()
+		if got := w.Settled(key, t0.Add(until)); got != want {
+			t.Errorf("%s: Settled until %s = %v, want %v", what, until, got, want)
+		}
+	}
+	check("never offered", 0, false)
+	w.Offer(obj, statusWith(3, "30"), t0)
+	check("offered, not written", 0, false)
+	w.Flush(ctx, t0)
+	check("written", 59*time.Second, true)
+	check("written, until the refresh", time.Minute, false)
+	w.Offer(obj, statusWith(3, "31"), t0.Add(time.Second))
+	check("a soft write scheduled at the refresh", 59*time.Second, true)
+	check("a soft write scheduled, until it", time.Minute, false)
+	w.Offer(obj, statusWith(4, "41"), t0.Add(2*time.Second))
+	w.Flush(ctx, t0.Add(2*time.Second))
+	check("an urgent write its bucket holds", 2*time.Second, false)
+	w.Flush(ctx, t0.Add(10*time.Second))
+	check("the urgent write done", 20*time.Second, true)
+	w.Gone(key)
+	w.Flush(ctx, t0.Add(20*time.Second))
+	check("written again after a delete", 30*time.Second, false)
+	w.Offer(obj, statusWith(4, "41"), t0.Add(30*time.Second))
+	check("offered after the rewrite", 31*time.Second, true)
+}
