@@ -408,21 +408,10 @@ func (s *Store) Delete(lsets []labels.Labels) int {
 	if len(lsets) == 0 {
 		return 0
 	}
-	s.mtx.Lock()
-	defer s.mtx.Unlock()
-	var gone []*memSeries
-	for _, ls := range lsets {
-		ser := s.lookup(ls, ls.Hash())
-		if ser == nil {
-			continue
-		}
-		ser.lock()
-		s.removeLocked(ser)
-		ser.unlock()
-		gone = append(gone, ser)
-	}
-	s.removePostings(gone)
-	return len(gone)
+	return s.removeSeries(len(lsets), func(i int) *memSeries {
+		ls := lsets[i]
+		return s.lookup(ls, ls.Hash())
+	})
 }
 
 // deleteRefs removes the series with these references that are still
@@ -431,12 +420,23 @@ func (s *Store) deleteRefs(refs []storage.SeriesRef) int {
 	if len(refs) == 0 {
 		return 0
 	}
+	return s.removeSeries(len(refs), func(i int) *memSeries {
+		if ser := s.byRef(refs[i]); ser != nil && !ser.deleted() {
+			return ser
+		}
+		return nil
+	})
+}
+
+// removeSeries removes, under the store's lock, the series find gives
+// for 0..n-1 (nil: none there), and their postings in one pass.
+func (s *Store) removeSeries(n int, find func(i int) *memSeries) int {
 	s.mtx.Lock()
 	defer s.mtx.Unlock()
 	var gone []*memSeries
-	for _, ref := range refs {
-		ser := s.byRef(ref)
-		if ser == nil || ser.deleted() {
+	for i := range n {
+		ser := find(i)
+		if ser == nil {
 			continue
 		}
 		ser.lock()
