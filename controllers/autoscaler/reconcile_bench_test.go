@@ -3,7 +3,6 @@ package autoscaler
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -221,19 +220,7 @@ func BenchmarkReconcile100000(b *testing.B) { benchmarkReconcile(b, 100_000) }
 
 func benchmarkReconcile(b *testing.B, n int) {
 	tick, _ := newReconcileBench(b, n)
-	var before, after runtime.MemStats
-	b.ReportAllocs()
-	b.ResetTimer()
-	runtime.ReadMemStats(&before)
-	cpu := processCPU()
-	for range b.N {
-		tick()
-	}
-	cpu = processCPU() - cpu
-	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/workload")
-	b.ReportMetric(float64(cpu)/float64(b.N*n), "cpu-ns/workload")
-	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N*n), "allocs/workload")
+	runPerWorkload(b, n, tick)
 }
 
 // TestReconcileAllocationsWithinBaseline holds a whole reconcile's

@@ -215,7 +215,12 @@ func BenchmarkTick100000Engine(b *testing.B) { benchmarkTickWith(b, 100_000, fal
 func benchmarkTick(b *testing.B, n int, fair bool) { benchmarkTickWith(b, n, fair, false) }
 
 func benchmarkTickWith(b *testing.B, n int, fair, engineOnly bool) {
-	tick := newTickBenchWith(b, n, fair, engineOnly)
+	runPerWorkload(b, n, newTickBenchWith(b, n, fair, engineOnly))
+}
+
+// runPerWorkload runs tick, one round over n workloads, b.N times and
+// reports its wall time, CPU time and allocations per workload.
+func runPerWorkload(b *testing.B, n int, tick func()) {
 	var before, after runtime.MemStats
 	b.ReportAllocs()
 	b.ResetTimer()
