@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"gomodules.xyz/jsonpatch/v2"
@@ -426,9 +427,8 @@ type callTotals struct {
 	count   uint64
 }
 
-// apiserverCalls reads the API server's webhook call totals, by webhook
-// name and type ("admit" or "validating").
-func apiserverCalls(b *testing.B) map[string]callTotals {
+// apiserverMetrics reads and parses the API server's /metrics.
+func apiserverMetrics(b *testing.B) map[string]*dto.MetricFamily {
 	cs, err := kubernetes.NewForConfig(cluster.Config)
 	if err != nil {
 		b.Fatal(err)
@@ -442,6 +442,13 @@ func apiserverCalls(b *testing.B) map[string]callTotals {
 	if err != nil {
 		b.Fatalf("parse the API server's metrics: %v", err)
 	}
+	return families
+}
+
+// apiserverCalls reads the API server's webhook call totals, by webhook
+// name and type ("admit" or "validating").
+func apiserverCalls(b *testing.B) map[string]callTotals {
+	families := apiserverMetrics(b)
 	out := map[string]callTotals{}
 	for _, m := range families["apiserver_admission_webhook_admission_duration_seconds"].GetMetric() {
 		var name, typ string

@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 )
@@ -124,19 +121,7 @@ func BenchmarkCreateProfile(b *testing.B) {
 // by a key of their family and labels: the steps, the plugins and the
 // policies.
 func admissionMetrics(b *testing.B) map[string]float64 {
-	cs, err := kubernetes.NewForConfig(cluster.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		b.Fatalf("read the API server's metrics: %v", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
-	if err != nil {
-		b.Fatalf("parse the API server's metrics: %v", err)
-	}
+	families := apiserverMetrics(b)
 	out := map[string]float64{}
 	for _, name := range []string{
 		"apiserver_admission_step_admission_duration_seconds",
